@@ -1,0 +1,41 @@
+/* block.h — the fused block y = 2 * leaky_relu(group_norm(x W^T + b)).
+ *
+ * Per sample n and group g of K = out/groups contiguous channels:
+ *   z = x W^T + b;  mu, var over the K channels of g (biased);
+ *   zhat = (z - mu) / sqrt(var + eps);  u = gamma_c zhat + beta_c;
+ *   y = 2 * (u > 0 ? u : slope * u).
+ * Parameters, as PyTorch names them: weight [out, in], bias, gamma, beta [out].
+ * CPU code: src/block_cpu.c; CUDA code: kernels/block_cuda.cu. */
+#ifndef FUSENET_BLOCK_H
+#define FUSENET_BLOCK_H
+
+#include "fusenet/init.h"
+#include "fusenet/layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_block_config {
+    int in_features, out_features;
+    int groups;           /* divides out_features */
+    float eps;            /* > 0; PyTorch's default 1e-5 */
+    float negative_slope; /* >= 0; PyTorch's default 0.01 */
+} fn_block_config;
+
+/* PyTorch's defaults for the given sizes. */
+fn_block_config fn_block_config_default(int in_features, int out_features, int groups);
+
+/* Creates a block for batches of up to max_batch rows, initialised as
+ * PyTorch does: weight, bias ~ U(-1/sqrt(in), 1/sqrt(in)) drawn from rng
+ * (weight first, then bias), gamma = 1, beta = 0. */
+fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_config *cfg,
+                          int max_batch, fn_rng *rng);
+
+/* The configuration of a block layer; FN_ERR_INVALID if l is not a block. */
+fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

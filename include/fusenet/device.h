@@ -1,0 +1,47 @@
+/* device.h — where computation runs: the device, the matrix math mode and the
+ * context that carries them (on the GPU: the cuBLAS handle, the stream and the
+ * workspaces). Every layer, loss and optimiser is created against a context. */
+#ifndef FUSENET_DEVICE_H
+#define FUSENET_DEVICE_H
+
+#include "fusenet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fn_device { FN_CPU = 0, FN_CUDA = 1 } fn_device;
+
+/* How the three matrix products of a layer are computed on the GPU. The CPU
+ * always computes in strict fp32. */
+typedef enum fn_math {
+    FN_MATH_FP32 = 0, /* strict IEEE fp32 (default) */
+    FN_MATH_TF32,     /* tensor cores, operands rounded to TF32 */
+    FN_MATH_TF32X3    /* operands split into TF32 part + remainder, 3 products */
+} fn_math;
+
+typedef struct fn_context fn_context; /* opaque */
+
+/* Number of usable CUDA devices; 0 when there is no GPU or no driver. */
+int fn_cuda_device_count(void);
+
+/* Creates a context. For FN_CUDA, `gpu` selects the device (0-based); a
+ * missing GPU is FN_ERR_NODEV with a message saying so. */
+fn_status fn_context_create(fn_context **ctx, fn_device device, int gpu, fn_math math);
+void fn_context_destroy(fn_context *ctx);
+
+fn_device fn_context_device(const fn_context *ctx);
+fn_math fn_context_math(const fn_context *ctx);
+
+/* Waits for all work queued on the context (a no-op on the CPU). */
+fn_status fn_context_sync(fn_context *ctx);
+
+const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
+const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3" */
+/* Parses "fp32", "tf32" or "tf32x3"; FN_ERR_INVALID otherwise. */
+fn_status fn_math_parse(const char *text, fn_math *math);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

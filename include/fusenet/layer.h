@@ -1,0 +1,58 @@
+/* layer.h — the layer interface: a struct whose behaviour is a static const
+ * table of function pointers, one table per (kind, device).
+ *
+ * Rules every layer keeps:
+ *  - forward(x, y) computes y and caches what backward needs. It keeps a
+ *    pointer to x, so x must stay valid and unchanged until backward.
+ *  - backward(dy, dx) ASSIGNS the input gradient (dx = ...) and ACCUMULATES
+ *    the parameter gradients (grad += ...), so micro-batches can be summed.
+ *    dx may be NULL: the input gradient is then not computed (a first layer).
+ *  - every buffer a layer allocates it frees in destroy.
+ *  - x, y, dy and dx have as many rows as the batch, at most the max_batch
+ *    the layer was created for; layers never allocate inside a step.
+ * A concrete layer embeds fn_layer as its first member. */
+#ifndef FUSENET_LAYER_H
+#define FUSENET_LAYER_H
+
+#include "fusenet/device.h"
+#include "fusenet/param.h"
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_layer fn_layer;
+
+typedef struct fn_layer_ops {
+    const char *kind; /* "block", "linear" */
+    fn_status (*forward)(fn_layer *l, const fn_tensor *x, fn_tensor *y);
+    fn_status (*backward)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
+    void (*destroy)(fn_layer *l);
+} fn_layer_ops;
+
+struct fn_layer {
+    const fn_layer_ops *ops;
+    fn_context *ctx;
+    fn_device device;
+    int in_features, out_features;
+    int max_batch;
+    fn_param *params; /* [n_params] */
+    int n_params;
+};
+
+/* Checked entry points: they validate shapes, devices and the call order
+ * (backward after a forward of the same batch size), then dispatch. */
+fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
+fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
+void fn_layer_destroy(fn_layer *l);
+
+/* Sets every parameter gradient to zero. */
+fn_status fn_layer_zero_grad(fn_layer *l);
+/* The parameter called `name`, or NULL. */
+fn_param *fn_layer_param(fn_layer *l, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

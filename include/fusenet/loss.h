@@ -1,0 +1,43 @@
+/* loss.h — the two losses, each a forward (the loss value) and a backward
+ * (its gradient) in one call.
+ *
+ * The value is written to a [1, 1] tensor on the inputs' device, so a GPU step
+ * needs no host round trip; read it when logging. The gradient is ASSIGNED
+ * (dpred = d loss / d pred) and may be NULL when only the value is wanted.
+ * CPU code: src/loss_cpu.c; CUDA code: kernels/loss_cuda.cu. */
+#ifndef FUSENET_LOSS_H
+#define FUSENET_LOSS_H
+
+#include <stdint.h>
+
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fn_loss_kind { FN_LOSS_MSE = 0, FN_LOSS_CROSS_ENTROPY } fn_loss_kind;
+
+/* Mean squared error, averaged over every element as torch.nn.MSELoss:
+ * loss = sum (pred - target)^2 / (rows * cols). */
+fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                      fn_tensor *loss, fn_tensor *dpred);
+
+/* Softmax cross-entropy over integer labels, averaged over the batch as
+ * torch.nn.CrossEntropyLoss, with a stable log-sum-exp. labels: [rows] on
+ * the logits' device, each in [0, cols); the CPU checks the range, the GPU
+ * trusts the data loader's check. */
+fn_status fn_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
+                                const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
+
+/* How many rows of logits have their largest value at the label's column
+ * (ties go to the lower index). Synchronises with the device. */
+fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                           int *correct);
+
+const char *fn_loss_name(fn_loss_kind kind); /* "mse", "cross_entropy" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+/* net.h — a network: a chain of layers and the activation and gradient
+ * buffers between them, sized once for max_batch rows when layers are added.
+ *
+ * forward feeds x through every layer; backward takes d loss / d output and
+ * runs the chain in reverse, accumulating parameter gradients. The first
+ * layer's input gradient is never computed (it would be thrown away). */
+#ifndef FUSENET_NET_H
+#define FUSENET_NET_H
+
+#include "fusenet/layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_net {
+    fn_context *ctx;     /* borrowed */
+    int max_batch;
+    int in_features;     /* of the first layer; 0 while empty */
+    fn_layer **layers;   /* [n_layers], owned */
+    int n_layers;
+    fn_tensor *acts;     /* [n_layers]: acts[i] is layer i's output, [max_batch, out_i] */
+    fn_tensor *dacts;    /* [n_layers]: d loss / d acts[i]; dacts[n-1] is the caller's dy */
+    fn_param **params;   /* [n_params]: every layer's parameters, in layer order */
+    int n_params;
+    int batch;           /* rows of the last forward; 0 before any */
+} fn_net;
+
+fn_status fn_net_create(fn_net **net, fn_context *ctx, int max_batch);
+/* Appends a layer and takes ownership of it (also on failure, when it is
+ * destroyed). Its in_features must equal the previous layer's out_features. */
+fn_status fn_net_add(fn_net *net, fn_layer *layer);
+void fn_net_destroy(fn_net *net);
+
+/* y is set to a view of the last activation ([batch, out]); x must stay valid
+ * until backward. */
+fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
+/* dy: [batch, out] of the last forward. Parameter gradients accumulate. */
+fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
+fn_status fn_net_zero_grad(fn_net *net);
+
+int fn_net_out_features(const fn_net *net);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

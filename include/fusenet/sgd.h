@@ -1,0 +1,55 @@
+/* sgd.h — stochastic gradient descent with exactly torch.optim.SGD's rules:
+ *   g = grad + weight_decay * theta
+ *   b = g on the first step, else b = momentum * b + (1 - dampening) * g
+ *   g = nesterov ? g + momentum * b : b            (when momentum != 0)
+ *   theta = theta - lr * g
+ * CPU code: src/sgd_cpu.c; CUDA code: kernels/sgd_cuda.cu. */
+#ifndef FUSENET_SGD_H
+#define FUSENET_SGD_H
+
+#include "fusenet/param.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_sgd_config {
+    float lr;           /* > 0 */
+    float momentum;     /* >= 0 */
+    float dampening;    /* in [0, 1] */
+    float weight_decay; /* >= 0 */
+    int nesterov;       /* needs momentum > 0 and dampening == 0 */
+} fn_sgd_config;
+
+/* lr as given, everything else as torch.optim.SGD's defaults (0, off). */
+fn_sgd_config fn_sgd_config_default(float lr);
+/* FN_ERR_INVALID with a message naming the offending option. */
+fn_status fn_sgd_config_check(const fn_sgd_config *cfg);
+
+/* One tensor's update; the primitive both backends implement. momentum_buf
+ * (same shape as value) is read and written only when cfg->momentum != 0;
+ * first_step says the buffer holds nothing yet. */
+fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                        fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
+
+typedef struct fn_sgd fn_sgd; /* opaque: the parameters, buffers and step count */
+
+/* An optimiser over params (borrowed; they must outlive it). */
+fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, int n_params,
+                        const fn_sgd_config *cfg);
+fn_status fn_sgd_step(fn_sgd *opt);
+void fn_sgd_destroy(fn_sgd *opt);
+
+/* State, for checkpoints: steps taken and one momentum buffer per parameter
+ * (NULL when momentum is 0). Setting the step count to 0 restarts buffers. */
+long long fn_sgd_steps(const fn_sgd *opt);
+void fn_sgd_set_steps(fn_sgd *opt, long long steps);
+fn_tensor *fn_sgd_momentum_buffer(fn_sgd *opt, int i);
+const fn_sgd_config *fn_sgd_get_config(const fn_sgd *opt);
+/* Changes the learning rate (schedules); other options are fixed. */
+void fn_sgd_set_lr(fn_sgd *opt, float lr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

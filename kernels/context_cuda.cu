@@ -1,0 +1,81 @@
+/* context_cuda.cu — the GPU half of fn_context: device selection with a clear
+ * error when there is no GPU, one stream, one cuBLAS handle on that stream in
+ * deterministic mode, and its workspace. */
+#include <stdlib.h>
+
+#include "cuda_backend.h"
+#include "cuda_check.h"
+#include "cuda_state.h"
+
+/* cuBLAS's recommended workspace for Hopper; set explicitly so cuBLAS never
+ * allocates inside a step. */
+static const size_t kCublasWorkspaceBytes = 32u << 20;
+
+extern "C" int fn_cuda_count_devices(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky "no device" error */
+        return 0;
+    }
+    return n;
+}
+
+static fn_status create_state(fn_cuda_state *s)
+{
+    /* A blocking stream, so the synchronous copies of memory_cuda.cu (legacy
+     * default stream) are ordered after the kernels queued here. */
+    FN_CUDA_CHECK(cudaStreamCreate(&s->stream));
+    FN_CUBLAS_CHECK(cublasCreate(&s->cublas));
+    FN_CUBLAS_CHECK(cublasSetStream(s->cublas, s->stream));
+    /* Bit-identical runs: no atomics-based reductions inside cuBLAS. */
+    FN_CUBLAS_CHECK(cublasSetAtomicsMode(s->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
+    FN_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
+    s->cublas_workspace_bytes = kCublasWorkspaceBytes;
+    FN_CUBLAS_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
+{
+    int n = fn_cuda_count_devices();
+    if (n == 0)
+        return fn_fail(FN_ERR_NODEV, "no CUDA GPU is present (cudaGetDeviceCount found none)");
+    if (gpu < 0 || gpu >= n)
+        return fn_fail(FN_ERR_NODEV, "GPU %d does not exist: this machine has %d (0..%d)", gpu, n,
+                       n - 1);
+    FN_CUDA_CHECK(cudaSetDevice(gpu));
+    fn_cuda_state *s = (fn_cuda_state *)calloc(1, sizeof *s);
+    if (!s)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the CUDA context");
+    ctx->cuda = s;
+    ctx->gpu = gpu;
+    fn_status st = create_state(s);
+    if (st != FN_OK) {
+        fn_cuda_context_release(ctx);
+        return st;
+    }
+    return FN_OK;
+}
+
+extern "C" void fn_cuda_context_release(fn_context *ctx)
+{
+    fn_cuda_state *s = ctx->cuda;
+    if (!s)
+        return;
+    if (s->stream)
+        cudaStreamSynchronize(s->stream);
+    if (s->cublas)
+        cublasDestroy(s->cublas);
+    cudaFree(s->cublas_workspace);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    free(s);
+    ctx->cuda = NULL;
+}
+
+extern "C" fn_status fn_cuda_context_sync(fn_context *ctx)
+{
+    FN_CUDA_CHECK(cudaStreamSynchronize(ctx->cuda->stream));
+    return FN_OK;
+}

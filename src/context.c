@@ -1,0 +1,77 @@
+/* context.c — creating and naming contexts; the GPU half lives in
+ * kernels/context_cuda.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "cuda_backend.h"
+
+int fn_cuda_device_count(void) { return fn_cuda_count_devices(); }
+
+fn_status fn_context_create(fn_context **out, fn_device device, int gpu, fn_math math)
+{
+    if (!out)
+        return fn_fail(FN_ERR_INVALID, "fn_context_create: out is NULL");
+    *out = NULL;
+    if (device != FN_CPU && device != FN_CUDA)
+        return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown device %d", (int)device);
+    if (math != FN_MATH_FP32 && math != FN_MATH_TF32 && math != FN_MATH_TF32X3)
+        return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown math mode %d", (int)math);
+    fn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a context");
+    ctx->device = device;
+    ctx->math = math;
+    ctx->gpu = -1;
+    if (device == FN_CUDA) {
+        fn_status st = fn_cuda_context_init(ctx, gpu);
+        if (st != FN_OK) {
+            free(ctx);
+            return st;
+        }
+    }
+    *out = ctx;
+    return FN_OK;
+}
+
+void fn_context_destroy(fn_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->device == FN_CUDA)
+        fn_cuda_context_release(ctx);
+    free(ctx);
+}
+
+fn_device fn_context_device(const fn_context *ctx) { return ctx->device; }
+fn_math fn_context_math(const fn_context *ctx) { return ctx->math; }
+
+fn_status fn_context_sync(fn_context *ctx)
+{
+    return ctx->device == FN_CUDA ? fn_cuda_context_sync(ctx) : FN_OK;
+}
+
+const char *fn_device_name(fn_device device) { return device == FN_CUDA ? "cuda" : "cpu"; }
+
+static const char *const math_names[] = {
+    [FN_MATH_FP32] = "fp32",
+    [FN_MATH_TF32] = "tf32",
+    [FN_MATH_TF32X3] = "tf32x3",
+};
+
+const char *fn_math_name(fn_math math)
+{
+    return (unsigned)math < sizeof math_names / sizeof *math_names ? math_names[math] : "unknown";
+}
+
+fn_status fn_math_parse(const char *text, fn_math *math)
+{
+    for (unsigned i = 0; i < sizeof math_names / sizeof *math_names; i++) {
+        if (text && strcmp(text, math_names[i]) == 0) {
+            *math = (fn_math)i;
+            return FN_OK;
+        }
+    }
+    return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected fp32, tf32 or tf32x3)",
+                   text ? text : "(null)");
+}
