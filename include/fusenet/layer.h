@@ -37,6 +37,7 @@ struct fn_layer {
     fn_device device;
     int in_features, out_features;
     int max_batch;
+    int batch;        /* rows of the last forward through fn_layer_forward; 0 before any */
     fn_param *params; /* [n_params] */
     int n_params;
 };

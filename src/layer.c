@@ -1,0 +1,106 @@
+/* layer.c — the checked entry points of the layer interface: shapes,
+ * devices and call order are validated here once, so every ops table
+ * (CPU and CUDA) may trust its arguments. */
+#include <string.h>
+
+#include "fusenet/layer.h"
+
+static const char *kind_of(const fn_layer *l)
+{
+    return l->ops && l->ops->kind ? l->ops->kind : "layer";
+}
+
+/* t must hold data on the layer's device and have shape [rows, cols]. */
+static fn_status check_operand(const fn_layer *l, const fn_tensor *t, const char *what, int rows,
+                               int cols)
+{
+    const char *kind = kind_of(l);
+    if (!t || !t->data)
+        return fn_fail(FN_ERR_INVALID, "%s: %s is NULL", kind, what);
+    if (t->device != l->device)
+        return fn_fail(FN_ERR_INVALID, "%s: %s is on the %s, the layer on the %s", kind, what,
+                       fn_device_name(t->device), fn_device_name(l->device));
+    if (t->rows != rows || t->cols != cols)
+        return fn_fail(FN_ERR_INVALID, "%s: %s has shape [%d, %d], expected [%d, %d]", kind, what,
+                       t->rows, t->cols, rows, cols);
+    return FN_OK;
+}
+
+static fn_status check_layer(const fn_layer *l, const char *caller)
+{
+    if (!l)
+        return fn_fail(FN_ERR_INVALID, "%s: layer is NULL", caller);
+    if (!l->ops || !l->ops->forward || !l->ops->backward)
+        return fn_fail(FN_ERR_INVALID, "%s: layer has no ops table", caller);
+    return FN_OK;
+}
+
+static fn_status check_input(const fn_layer *l, const fn_tensor *x)
+{
+    const char *kind = kind_of(l);
+    if (!x || !x->data)
+        return fn_fail(FN_ERR_INVALID, "%s: x is NULL", kind);
+    if (x->device != l->device)
+        return fn_fail(FN_ERR_INVALID, "%s: x is on the %s, the layer on the %s", kind,
+                       fn_device_name(x->device), fn_device_name(l->device));
+    if (x->cols != l->in_features)
+        return fn_fail(FN_ERR_INVALID, "%s: x has %d columns, expected %d", kind, x->cols,
+                       l->in_features);
+    if (x->rows < 1 || x->rows > l->max_batch)
+        return fn_fail(FN_ERR_INVALID, "%s: x has %d rows, expected 1 to max_batch %d", kind,
+                       x->rows, l->max_batch);
+    return FN_OK;
+}
+
+fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
+{
+    FN_TRY(check_layer(l, "fn_layer_forward"));
+    FN_TRY(check_input(l, x));
+    FN_TRY(check_operand(l, y, "y", x->rows, l->out_features));
+    /* A failed forward leaves nothing backward could use. */
+    l->batch = 0;
+    FN_TRY(l->ops->forward(l, x, y));
+    l->batch = x->rows;
+    return FN_OK;
+}
+
+fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+{
+    FN_TRY(check_layer(l, "fn_layer_backward"));
+    if (l->batch < 1)
+        return fn_fail(FN_ERR_INVALID, "%s: backward before forward", kind_of(l));
+    FN_TRY(check_operand(l, dy, "dy", l->batch, l->out_features));
+    if (dx)
+        FN_TRY(check_operand(l, dx, "dx", l->batch, l->in_features));
+    return l->ops->backward(l, dy, dx);
+}
+
+void fn_layer_destroy(fn_layer *l)
+{
+    if (l && l->ops && l->ops->destroy)
+        l->ops->destroy(l);
+}
+
+fn_status fn_layer_zero_grad(fn_layer *l)
+{
+    if (!l)
+        return fn_fail(FN_ERR_INVALID, "fn_layer_zero_grad: layer is NULL");
+    for (int i = 0; i < l->n_params; i++) {
+        fn_status st = fn_tensor_zero(&l->params[i].grad);
+        if (st != FN_OK) {
+            fn_error_prefix("%s: %s grad: ", kind_of(l), l->params[i].name);
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
+fn_param *fn_layer_param(fn_layer *l, const char *name)
+{
+    if (!l || !name)
+        return NULL;
+    for (int i = 0; i < l->n_params; i++)
+        if (strcmp(l->params[i].name, name) == 0)
+            return &l->params[i];
+    return NULL;
+}

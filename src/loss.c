@@ -1,0 +1,109 @@
+/* loss.c — the losses' checked entry points: shapes, devices and buffers are
+ * validated here, then the work goes to src/loss_cpu.c or kernels/loss_cuda.cu. */
+#include "cpu_backend.h"
+#include "cuda_backend.h"
+#include "fusenet/loss.h"
+
+/* t must hold data on `device` with shape [rows, cols]. */
+static fn_status check_on(const fn_tensor *t, const char *what, fn_device device, int rows,
+                          int cols)
+{
+    FN_TRY(fn_tensor_check(t, what, rows, cols));
+    if (t->device != device)
+        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the %s", what,
+                       fn_device_name(t->device), fn_device_name(device));
+    return FN_OK;
+}
+
+/* The context and the predictions: both present, on one device. */
+static fn_status check_pred(fn_context *ctx, const fn_tensor *pred, const char *what)
+{
+    if (!ctx)
+        return fn_fail(FN_ERR_INVALID, "ctx is NULL");
+    if (!pred || !pred->data)
+        return fn_fail(FN_ERR_INVALID, "%s is NULL", what);
+    return check_on(pred, what, fn_context_device(ctx), pred->rows, pred->cols);
+}
+
+/* The value [1, 1] and the optional gradient (pred's shape), on pred's device. */
+static fn_status check_outputs(const fn_tensor *pred, const fn_tensor *loss,
+                               const fn_tensor *dpred, const char *dname)
+{
+    FN_TRY(check_on(loss, "loss", pred->device, 1, 1));
+    if (dpred)
+        FN_TRY(check_on(dpred, dname, pred->device, pred->rows, pred->cols));
+    return FN_OK;
+}
+
+static fn_status check_mse(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                           const fn_tensor *loss, const fn_tensor *dpred)
+{
+    FN_TRY(check_pred(ctx, pred, "pred"));
+    FN_TRY(check_on(target, "target", pred->device, pred->rows, pred->cols));
+    return check_outputs(pred, loss, dpred, "dpred");
+}
+
+/* Adds the loss's name in front of a failure's message. */
+static fn_status named(fn_status st, const char *name)
+{
+    if (st != FN_OK)
+        fn_error_prefix("%s: ", name);
+    return st;
+}
+
+fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                      fn_tensor *loss, fn_tensor *dpred)
+{
+    FN_TRY(named(check_mse(ctx, pred, target, loss, dpred), "mse loss"));
+    if (pred->device == FN_CUDA)
+        return fn_cuda_mse_loss(ctx, pred, target, loss, dpred);
+    return fn_cpu_mse_loss(pred, target, loss, dpred);
+}
+
+static fn_status check_cross_entropy(fn_context *ctx, const fn_tensor *logits,
+                                     const int32_t *labels, const fn_tensor *loss,
+                                     const fn_tensor *dlogits)
+{
+    FN_TRY(check_pred(ctx, logits, "logits"));
+    if (!labels)
+        return fn_fail(FN_ERR_INVALID, "labels is NULL");
+    return check_outputs(logits, loss, dlogits, "dlogits");
+}
+
+fn_status fn_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                                fn_tensor *loss, fn_tensor *dlogits)
+{
+    FN_TRY(named(check_cross_entropy(ctx, logits, labels, loss, dlogits), "cross_entropy loss"));
+    if (logits->device == FN_CUDA)
+        return fn_cuda_cross_entropy_loss(ctx, logits, labels, loss, dlogits);
+    return named(fn_cpu_cross_entropy_loss(logits, labels, loss, dlogits), "cross_entropy loss");
+}
+
+static fn_status check_count(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                             const int *correct)
+{
+    FN_TRY(check_pred(ctx, logits, "logits"));
+    if (!labels)
+        return fn_fail(FN_ERR_INVALID, "labels is NULL");
+    if (!correct)
+        return fn_fail(FN_ERR_INVALID, "correct is NULL");
+    return FN_OK;
+}
+
+fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                           int *correct)
+{
+    FN_TRY(named(check_count(ctx, logits, labels, correct), "fn_count_correct"));
+    if (logits->device == FN_CUDA)
+        return fn_cuda_count_correct(ctx, logits, labels, correct);
+    return named(fn_cpu_count_correct(logits, labels, correct), "fn_count_correct");
+}
+
+const char *fn_loss_name(fn_loss_kind kind)
+{
+    switch (kind) {
+    case FN_LOSS_MSE: return "mse";
+    case FN_LOSS_CROSS_ENTROPY: return "cross_entropy";
+    }
+    return "unknown";
+}

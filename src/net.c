@@ -1,0 +1,213 @@
+/* net.c — a chain of layers with the activation and gradient buffers between
+ * them, allocated once for max_batch rows as layers are added; forward and
+ * backward run on row views of those buffers, so a step never allocates. */
+#include <stdlib.h>
+
+#include "fusenet/net.h"
+
+fn_status fn_net_create(fn_net **out, fn_context *ctx, int max_batch)
+{
+    if (!out)
+        return fn_fail(FN_ERR_INVALID, "fn_net_create: out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return fn_fail(FN_ERR_INVALID, "fn_net_create: ctx is NULL");
+    if (max_batch < 1)
+        return fn_fail(FN_ERR_INVALID, "net: max_batch %d must be at least 1", max_batch);
+    fn_net *net = calloc(1, sizeof *net);
+    if (!net)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a net");
+    net->ctx = ctx;
+    net->max_batch = max_batch;
+    *out = net;
+    return FN_OK;
+}
+
+static fn_status check_new_layer(const fn_net *net, const fn_layer *layer)
+{
+    const int i = net->n_layers;
+    const char *kind = layer->ops && layer->ops->kind ? layer->ops->kind : "layer";
+    if (layer->device != fn_context_device(net->ctx))
+        return fn_fail(FN_ERR_INVALID, "net: layer %d (%s) is on the %s, the net on the %s", i,
+                       kind, fn_device_name(layer->device),
+                       fn_device_name(fn_context_device(net->ctx)));
+    if (layer->max_batch < net->max_batch)
+        return fn_fail(FN_ERR_INVALID, "net: layer %d (%s) has max_batch %d, the net needs %d", i,
+                       kind, layer->max_batch, net->max_batch);
+    if (i > 0 && layer->in_features != net->layers[i - 1]->out_features)
+        return fn_fail(FN_ERR_INVALID,
+                       "net: layer %d (%s) takes %d features, layer %d gives %d", i, kind,
+                       layer->in_features, i - 1, net->layers[i - 1]->out_features);
+    return FN_OK;
+}
+
+/* Makes room for one more layer in every per-layer array. The grown arrays
+ * are kept even if a later step fails: their old contents stay valid. */
+static fn_status grow(fn_net *net)
+{
+    const size_t n = (size_t)net->n_layers + 1;
+    fn_layer **layers = realloc(net->layers, n * sizeof *layers);
+    if (layers)
+        net->layers = layers;
+    fn_tensor *acts = layers ? realloc(net->acts, n * sizeof *acts) : NULL;
+    if (acts)
+        net->acts = acts;
+    fn_tensor *dacts = acts ? realloc(net->dacts, n * sizeof *dacts) : NULL;
+    if (dacts)
+        net->dacts = dacts;
+    if (!dacts)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the net's layer list");
+    net->acts[n - 1] = (fn_tensor){0};
+    net->dacts[n - 1] = (fn_tensor){0};
+    return FN_OK;
+}
+
+/* Points net->params at every layer's parameters, in layer order. */
+static fn_status collect_params(fn_net *net, const fn_layer *added)
+{
+    const size_t n = (size_t)net->n_params + (size_t)added->n_params;
+    fn_param **params = realloc(net->params, (n > 0 ? n : 1) * sizeof *params);
+    if (!params)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the net's parameter list");
+    net->params = params;
+    for (int j = 0; j < added->n_params; j++)
+        net->params[net->n_params + j] = &added->params[j];
+    net->n_params = (int)n;
+    return FN_OK;
+}
+
+/* Layer i's output buffer and, now that a layer follows it, layer i-1's
+ * gradient buffer (the last layer's gradient is the caller's dy). */
+static fn_status alloc_buffers(fn_net *net, const fn_layer *layer)
+{
+    const int i = net->n_layers;
+    const fn_device dev = layer->device;
+    FN_TRY(fn_tensor_alloc(&net->acts[i], net->max_batch, layer->out_features, dev));
+    if (i > 0)
+        FN_TRY(fn_tensor_alloc(&net->dacts[i - 1], net->max_batch, layer->in_features, dev));
+    return FN_OK;
+}
+
+static fn_status add_layer(fn_net *net, fn_layer *layer)
+{
+    FN_TRY(check_new_layer(net, layer));
+    FN_TRY(grow(net));
+    const int i = net->n_layers;
+    /* dacts[i-1] may hold a view of a caller's dy from a backward: not ours. */
+    if (i > 0)
+        net->dacts[i - 1] = (fn_tensor){0};
+    fn_status st = alloc_buffers(net, layer);
+    if (st == FN_OK)
+        st = collect_params(net, layer);
+    if (st != FN_OK) {
+        fn_tensor_free(&net->acts[i]);
+        if (i > 0)
+            fn_tensor_free(&net->dacts[i - 1]);
+        return st;
+    }
+    net->layers[i] = layer;
+    net->n_layers = i + 1;
+    if (i == 0)
+        net->in_features = layer->in_features;
+    net->batch = 0; /* the chain changed: a new forward must come first */
+    return FN_OK;
+}
+
+fn_status fn_net_add(fn_net *net, fn_layer *layer)
+{
+    if (!net || !layer) {
+        fn_layer_destroy(layer);
+        return fn_fail(FN_ERR_INVALID, "fn_net_add: %s is NULL", !net ? "net" : "layer");
+    }
+    fn_status st = add_layer(net, layer);
+    if (st != FN_OK)
+        fn_layer_destroy(layer);
+    return st;
+}
+
+void fn_net_destroy(fn_net *net)
+{
+    if (!net)
+        return;
+    for (int i = 0; i < net->n_layers; i++) {
+        fn_layer_destroy(net->layers[i]);
+        fn_tensor_free(&net->acts[i]);
+        /* dacts[n-1] is at most a view of the caller's dy, never ours. */
+        if (i < net->n_layers - 1)
+            fn_tensor_free(&net->dacts[i]);
+    }
+    free(net->layers);
+    free(net->acts);
+    free(net->dacts);
+    free(net->params);
+    free(net);
+}
+
+static fn_status check_forward(const fn_net *net, const fn_tensor *x, const fn_tensor *y)
+{
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_net_forward: net is NULL");
+    if (net->n_layers == 0)
+        return fn_fail(FN_ERR_INVALID, "net: forward through a net with no layers");
+    if (!x || !x->data)
+        return fn_fail(FN_ERR_INVALID, "net: x is NULL");
+    if (!y)
+        return fn_fail(FN_ERR_INVALID, "net: y is NULL");
+    if (x->rows < 1 || x->rows > net->max_batch)
+        return fn_fail(FN_ERR_INVALID, "net: x has %d rows, expected 1 to max_batch %d",
+                       x->rows, net->max_batch);
+    return FN_OK;
+}
+
+fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y)
+{
+    FN_TRY(check_forward(net, x, y));
+    const int batch = x->rows;
+    net->batch = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const fn_tensor in = i == 0 ? *x : fn_tensor_rows(&net->acts[i - 1], 0, batch);
+        fn_tensor out = fn_tensor_rows(&net->acts[i], 0, batch);
+        fn_status st = fn_layer_forward(net->layers[i], &in, &out);
+        if (st != FN_OK) {
+            fn_error_prefix("net layer %d: ", i);
+            return st;
+        }
+    }
+    *y = fn_tensor_rows(&net->acts[net->n_layers - 1], 0, batch);
+    net->batch = batch;
+    return FN_OK;
+}
+
+fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
+{
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_net_backward: net is NULL");
+    if (net->batch < 1)
+        return fn_fail(FN_ERR_INVALID, "net: backward before forward");
+    const int n = net->n_layers, batch = net->batch;
+    net->dacts[n - 1] = dy ? *dy : (fn_tensor){0};
+    for (int i = n - 1; i >= 0; i--) {
+        const fn_tensor dyi = i == n - 1 ? net->dacts[i] : fn_tensor_rows(&net->dacts[i], 0, batch);
+        fn_tensor dx = i > 0 ? fn_tensor_rows(&net->dacts[i - 1], 0, batch) : (fn_tensor){0};
+        fn_status st = fn_layer_backward(net->layers[i], &dyi, i > 0 ? &dx : NULL);
+        if (st != FN_OK) {
+            fn_error_prefix("net layer %d: ", i);
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
+fn_status fn_net_zero_grad(fn_net *net)
+{
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_net_zero_grad: net is NULL");
+    for (int i = 0; i < net->n_layers; i++)
+        FN_TRY(fn_layer_zero_grad(net->layers[i]));
+    return FN_OK;
+}
+
+int fn_net_out_features(const fn_net *net)
+{
+    return net && net->n_layers > 0 ? net->layers[net->n_layers - 1]->out_features : 0;
+}
