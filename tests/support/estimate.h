@@ -1,0 +1,63 @@
+/* estimate.h — a priori float32 error estimates, element by element, for
+ * what the backends compute: the tolerances of the tier-2 and tier-3 checks.
+ *
+ * The model (written once here, used by every comparison):
+ *  - A float32 sum of n terms t_k (a dot product, a mean, a column sum) has
+ *    error at most  LAMBDA sqrt(n) u32 sum|t_k|  with u32 = 2^-24 ~ 6e-8:
+ *    the probabilistic bound of Higham & Mary (SISC 2019) for independent
+ *    rounding errors, which holds for each element with probability
+ *    >= 1 - 2 exp(-LAMBDA^2 / 2) = 1 - 6.7e-4 at LAMBDA = 4 (the worst-case
+ *    bound n u32 sum|t| is sqrt(n) times larger and never approached by
+ *    round-to-nearest; a real bug moves values by O(1), far beyond either).
+ *  - Matrix products in TF32 first round each operand to 11 significant
+ *    bits (u_op = 2^-11 ~ 4.9e-4): each product x_k w_k carries an
+ *    independent relative error of up to 2 u_op, so the sum carries
+ *    LAMBDA 2 u_op sqrt(sum t_k^2) more (Hoeffding). In fp32 mode u_op = 0.
+ *  - Elementwise operations (scaling, leaky_relu, sqrt, division) add a few
+ *    u32 relative each.
+ *  - Errors are propagated to first order with absolute values, through the
+ *    formulas of DESIGN.md "The mathematics"; GroupNorm amplifies an error
+ *    of z into zhat by rstd (its Jacobian is rstd times a projection), which
+ *    is why inputs with a large spread-to-mean ratio are harder.
+ * The estimates are per element, so a comparison checks |a - r| <= est +
+ * rtol |r| with rtol = 4 u32 (the final roundings of the value itself). */
+#ifndef FN_TEST_ESTIMATE_H
+#define FN_TEST_ESTIMATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reference.h"
+
+#define EST_LAMBDA 4.0
+
+/* Per-element error estimates for the block; all arrays caller-allocated,
+ * shapes as the tensors they describe. */
+typedef struct est_block {
+    double *u;      /* [batch, out] the leaky_relu input (for kink margins) */
+    double *y;      /* [batch, out] */
+    double *dx;     /* [batch, in] */
+    double *dweight; /* [out, in] */
+    double *dbias, *dgamma, *dbeta; /* [out] */
+} est_block;
+
+/* u_op: the operand rounding of the matrix products (0 for fp32). */
+void est_block_errors(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                      const double *dy, double u_op, const est_block *e);
+
+/* For the linear layer: y [batch, out], dx [batch, in], dW [out, in], db [out]. */
+void est_linear_errors(int batch, int in, int out, const double *weight, const double *bias,
+                       const double *x, const double *dy, double u_op, double *ey, double *edx,
+                       double *edw, double *edb);
+
+/* The losses: the value's error and, per element, the gradient's. */
+double est_mse_errors(size_t count, const double *pred, const double *target, double *edpred);
+double est_cross_entropy_errors(int rows, int cols, const double *logits, const int32_t *labels,
+                                double *edlogits);
+
+/* The unit roundoff of matrix-product operands in a math mode (fn_math):
+ * 0 for fp32, 2^-11 for tf32, 2^-21 for tf32x3 (the dropped lo*lo product
+ * and the remainder's own TF32 rounding are both ~2^-22 relative). */
+double est_operand_roundoff(int math);
+
+#endif

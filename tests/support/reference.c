@@ -1,0 +1,202 @@
+/* reference.c — the float64 plain-loop reference of the block, the linear
+ * layer and the two losses (see reference.h). Written for obviousness:
+ * one loop per formula of DESIGN.md, statistics recomputed where needed. */
+#include "reference.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double *ref_alloc(size_t n)
+{
+    double *a = calloc(n ? n : 1, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "reference: out of memory for %zu doubles\n", n);
+        abort();
+    }
+    return a;
+}
+
+static double leaky_relu(double u, double slope) { return u > 0 ? u : slope * u; }
+
+/* PyTorch's convention: at exactly u == 0 the slope is the negative slope. */
+static double leaky_relu_slope(double u, double slope) { return u > 0 ? 1.0 : slope; }
+
+void ref_block_forward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                       double *y, const ref_block_cache *cache)
+{
+    int k_per_group = d->out / d->groups;
+    double *z = ref_alloc((size_t)d->out);
+    for (int n = 0; n < d->batch; n++) {
+        for (int c = 0; c < d->out; c++) {
+            double s = p->bias[c];
+            for (int k = 0; k < d->in; k++)
+                s += x[(size_t)n * d->in + k] * p->weight[(size_t)c * d->in + k];
+            z[c] = s;
+        }
+        for (int g = 0; g < d->groups; g++) {
+            const double *zg = z + (size_t)g * k_per_group;
+            double mean = 0, var = 0;
+            for (int j = 0; j < k_per_group; j++)
+                mean += zg[j];
+            mean /= k_per_group;
+            for (int j = 0; j < k_per_group; j++)
+                var += (zg[j] - mean) * (zg[j] - mean);
+            var /= k_per_group;
+            double rstd = 1.0 / sqrt(var + d->eps);
+            for (int j = 0; j < k_per_group; j++) {
+                int c = g * k_per_group + j;
+                size_t i = (size_t)n * d->out + c;
+                double zhat = (zg[j] - mean) * rstd;
+                double u = p->gamma[c] * zhat + p->beta[c];
+                y[i] = 2.0 * leaky_relu(u, d->slope);
+                if (cache && cache->z)
+                    cache->z[i] = zg[j];
+                if (cache && cache->zhat)
+                    cache->zhat[i] = zhat;
+                if (cache && cache->u)
+                    cache->u[i] = u;
+            }
+            if (cache && cache->mean)
+                cache->mean[(size_t)n * d->groups + g] = mean;
+            if (cache && cache->rstd)
+                cache->rstd[(size_t)n * d->groups + g] = rstd;
+        }
+    }
+    free(z);
+}
+
+/* dz for every (n, c) from dy, by DESIGN.md's backward formulas. */
+static void block_dz(const ref_block_dims *d, const ref_block_params *p, const double *dy,
+                     const double *zhat, const double *u, const double *rstd, double *du,
+                     double *dz)
+{
+    int k_per_group = d->out / d->groups;
+    for (size_t i = 0; i < (size_t)d->batch * d->out; i++)
+        du[i] = 2.0 * dy[i] * leaky_relu_slope(u[i], d->slope);
+    for (int n = 0; n < d->batch; n++) {
+        for (int g = 0; g < d->groups; g++) {
+            size_t i0 = (size_t)n * d->out + (size_t)g * k_per_group;
+            double mean_g = 0, mean_gz = 0;
+            for (int j = 0; j < k_per_group; j++) {
+                double ghat = du[i0 + j] * p->gamma[g * k_per_group + j];
+                mean_g += ghat;
+                mean_gz += ghat * zhat[i0 + j];
+            }
+            mean_g /= k_per_group;
+            mean_gz /= k_per_group;
+            double r = rstd[(size_t)n * d->groups + g];
+            for (int j = 0; j < k_per_group; j++) {
+                double ghat = du[i0 + j] * p->gamma[g * k_per_group + j];
+                dz[i0 + j] = r * (ghat - mean_g - zhat[i0 + j] * mean_gz);
+            }
+        }
+    }
+}
+
+void ref_block_backward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                        const double *dy, const ref_block_grads *g)
+{
+    size_t count = (size_t)d->batch * d->out;
+    double *y = ref_alloc(count), *zhat = ref_alloc(count), *u = ref_alloc(count);
+    double *rstd = ref_alloc((size_t)d->batch * d->groups);
+    double *du = ref_alloc(count), *dz = ref_alloc(count);
+    ref_block_forward(d, p, x, y, &(ref_block_cache){.zhat = zhat, .u = u, .rstd = rstd});
+    block_dz(d, p, dy, zhat, u, rstd, du, dz);
+    for (int c = 0; c < d->out; c++) {
+        double dgamma = 0, dbeta = 0;
+        for (int n = 0; n < d->batch; n++) {
+            dgamma += du[(size_t)n * d->out + c] * zhat[(size_t)n * d->out + c];
+            dbeta += du[(size_t)n * d->out + c];
+        }
+        if (g->dgamma)
+            g->dgamma[c] = dgamma;
+        if (g->dbeta)
+            g->dbeta[c] = dbeta;
+    }
+    /* z = x W^T + b is a linear layer: its backward is the linear one. */
+    ref_linear_backward(d->batch, d->in, d->out, p->weight, x, dz, g->dx, g->dweight, g->dbias);
+    if (g->dz)
+        for (size_t i = 0; i < count; i++)
+            g->dz[i] = dz[i];
+    free(y);
+    free(zhat);
+    free(u);
+    free(rstd);
+    free(du);
+    free(dz);
+}
+
+void ref_linear_forward(int batch, int in, int out, const double *weight, const double *bias,
+                        const double *x, double *y)
+{
+    for (int n = 0; n < batch; n++)
+        for (int c = 0; c < out; c++) {
+            double s = bias[c];
+            for (int k = 0; k < in; k++)
+                s += x[(size_t)n * in + k] * weight[(size_t)c * in + k];
+            y[(size_t)n * out + c] = s;
+        }
+}
+
+void ref_linear_backward(int batch, int in, int out, const double *weight, const double *x,
+                         const double *dy, double *dx, double *dweight, double *dbias)
+{
+    if (dx)
+        for (int n = 0; n < batch; n++)
+            for (int k = 0; k < in; k++) {
+                double s = 0;
+                for (int c = 0; c < out; c++)
+                    s += dy[(size_t)n * out + c] * weight[(size_t)c * in + k];
+                dx[(size_t)n * in + k] = s;
+            }
+    if (dweight)
+        for (int c = 0; c < out; c++)
+            for (int k = 0; k < in; k++) {
+                double s = 0;
+                for (int n = 0; n < batch; n++)
+                    s += dy[(size_t)n * out + c] * x[(size_t)n * in + k];
+                dweight[(size_t)c * in + k] = s;
+            }
+    if (dbias)
+        for (int c = 0; c < out; c++) {
+            double s = 0;
+            for (int n = 0; n < batch; n++)
+                s += dy[(size_t)n * out + c];
+            dbias[c] = s;
+        }
+}
+
+double ref_mse(size_t count, const double *pred, const double *target, double *dpred)
+{
+    double s = 0;
+    for (size_t i = 0; i < count; i++) {
+        double e = pred[i] - target[i];
+        s += e * e;
+        if (dpred)
+            dpred[i] = 2.0 * e / (double)count;
+    }
+    return s / (double)count;
+}
+
+double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t *labels,
+                         double *dlogits)
+{
+    double total = 0;
+    for (int n = 0; n < rows; n++) {
+        const double *l = logits + (size_t)n * cols;
+        double m = l[0];
+        for (int c = 1; c < cols; c++)
+            m = l[c] > m ? l[c] : m;
+        double s = 0;
+        for (int c = 0; c < cols; c++)
+            s += exp(l[c] - m);
+        double lse = m + log(s);
+        total += lse - l[labels[n]];
+        if (dlogits)
+            for (int c = 0; c < cols; c++)
+                dlogits[(size_t)n * cols + c] =
+                    (exp(l[c] - lse) - (c == labels[n] ? 1.0 : 0.0)) / rows;
+    }
+    return total / rows;
+}

@@ -1,0 +1,71 @@
+/* reference.h — the float64 plain-loop reference of everything the gradient
+ * checks compare against: the fused block (forward with its per-(sample,
+ * group) statistics, backward giving dx, dW, db, dgamma, dbeta), the linear
+ * layer, MSE and softmax cross-entropy. No BLAS, no cleverness: each function
+ * is the formula of DESIGN.md "The mathematics" written as loops.
+ *
+ * Gradients here are ASSIGNED (=), unlike the library's parameter gradients,
+ * which accumulate; the tests zero the library's gradients first. */
+#ifndef FN_TEST_REFERENCE_H
+#define FN_TEST_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ref_block_dims {
+    int batch, in, out, groups; /* K = out / groups channels a group */
+    double eps, slope;
+} ref_block_dims;
+
+typedef struct ref_block_params {
+    const double *weight; /* [out, in] */
+    const double *bias;   /* [out] */
+    const double *gamma;  /* [out] */
+    const double *beta;   /* [out] */
+} ref_block_params;
+
+/* What the forward pass can hand out besides y; every pointer may be NULL. */
+typedef struct ref_block_cache {
+    double *z;    /* [batch, out]   x W^T + b */
+    double *zhat; /* [batch, out]   (z - mean) * rstd */
+    double *u;    /* [batch, out]   gamma * zhat + beta, the leaky_relu input */
+    double *mean; /* [batch, groups] */
+    double *rstd; /* [batch, groups] 1 / sqrt(var + eps), var biased */
+} ref_block_cache;
+
+/* Every pointer may be NULL (not computed), except that dz is needed by
+ * nothing else: the function computes it internally either way. */
+typedef struct ref_block_grads {
+    double *dx;     /* [batch, in] */
+    double *dweight; /* [out, in] */
+    double *dbias;  /* [out] */
+    double *dgamma; /* [out] */
+    double *dbeta;  /* [out] */
+    double *dz;     /* [batch, out] d loss / d (x W^T + b) */
+} ref_block_grads;
+
+/* y: [batch, out]; cache may be NULL. */
+void ref_block_forward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                       double *y, const ref_block_cache *cache);
+/* From dy [batch, out] at input x [batch, in]: the gradients in g. */
+void ref_block_backward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                        const double *dy, const ref_block_grads *g);
+
+/* y = x W^T + b: x [batch, in], weight [out, in], bias [out], y [batch, out]. */
+void ref_linear_forward(int batch, int in, int out, const double *weight, const double *bias,
+                        const double *x, double *y);
+/* dx = dy W, dW = dy^T x, db = sum_n dy; any output may be NULL. */
+void ref_linear_backward(int batch, int in, int out, const double *weight, const double *x,
+                         const double *dy, double *dx, double *dweight, double *dbias);
+
+/* sum (pred - target)^2 / count, as torch.nn.MSELoss; dpred (may be NULL)
+ * gets 2 (pred - target) / count. */
+double ref_mse(size_t count, const double *pred, const double *target, double *dpred);
+
+/* mean over rows of -log softmax(logits[n])[labels[n]], as
+ * torch.nn.CrossEntropyLoss; dlogits (may be NULL) gets
+ * (softmax - onehot) / rows. logits [rows, cols]. */
+double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t *labels,
+                         double *dlogits);
+
+#endif

@@ -1,0 +1,40 @@
+/* runner.h — runs the library's layers and losses on a given context (CPU
+ * or CUDA) from host float64 arrays whose values are float32 numbers, and
+ * brings the results back as float64, so one test body serves both backends.
+ * Every call returns the library's fn_status; the message is fn_last_error(). */
+#ifndef FN_TEST_RUNNER_H
+#define FN_TEST_RUNNER_H
+
+#include <stdint.h>
+
+#include "fusenet/block.h"
+#include "fusenet/layer.h"
+#include "reference.h"
+
+/* A block with d's sizes, eps and slope (taken as float32) for up to
+ * max_batch rows; its parameters are then whatever run_set_param puts. */
+fn_status run_block_create(fn_layer **l, fn_context *ctx, const ref_block_dims *d, int max_batch);
+fn_status run_linear_create(fn_layer **l, fn_context *ctx, int in, int out, int max_batch);
+
+/* Uploads values (as many as the parameter holds) into parameter `name`. */
+fn_status run_set_param(fn_layer *l, const char *name, const double *values);
+/* Downloads the gradient of parameter `name`. */
+fn_status run_get_grad(fn_layer *l, const char *name, double *out);
+
+/* y = forward(x); x [batch, in], y [batch, out]. */
+fn_status run_forward(fn_layer *l, int batch, const double *x, double *y);
+/* Zeroes the parameter gradients, then forward and backward from dy; y and
+ * dx may be NULL (dx NULL: the layer is asked for no input gradient). */
+fn_status run_forward_backward(fn_layer *l, int batch, const double *x, const double *dy,
+                               double *y, double *dx);
+
+/* The losses: loss value and gradient (dpred may be NULL). */
+fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
+                  const double *target, double *loss, double *dpred);
+fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *logits,
+                            const int32_t *labels, double *loss, double *dlogits);
+
+/* Prints fn_last_error() with the call that failed, for test output. */
+fn_status run_report(fn_status st, const char *what);
+
+#endif
