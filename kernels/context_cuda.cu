@@ -33,6 +33,7 @@ static fn_status create_state(fn_cuda_state *s)
     FN_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
     s->cublas_workspace_bytes = kCublasWorkspaceBytes;
     FN_CUBLAS_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
+    FN_CUDA_CHECK(cudaMalloc(&s->reduce, (FN_CUDA_REDUCE_SLOTS + 1) * sizeof(double)));
     return FN_OK;
 }
 
@@ -68,6 +69,7 @@ extern "C" void fn_cuda_context_release(fn_context *ctx)
     if (s->cublas)
         cublasDestroy(s->cublas);
     cudaFree(s->cublas_workspace);
+    cudaFree(s->reduce);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     free(s);

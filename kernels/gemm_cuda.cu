@@ -1,0 +1,174 @@
+/* gemm_cuda.cu — the row-major products of gemm_cuda.h through cublasGemmEx,
+ * in the context's math mode: strict fp32, TF32 tensor cores, or tf32x3 (each
+ * operand split into a TF32-exact part and its remainder, three TF32 products
+ * summed in cuBLAS's fp32 accumulator: near-fp32 accuracy at tensor-core
+ * speed).
+ *
+ * cuBLAS is column-major: a row-major [r, c] matrix is a column-major [c, r]
+ * one, so each row-major product is computed as its transpose, C^T = B^T A^T,
+ * with no data movement. */
+#include <limits.h>
+#include <stdint.h>
+
+#include "cuda_backend.h"
+#include "cuda_check.h"
+#include "cuda_state.h"
+#include "gemm_cuda.h"
+
+/* Split operands start on 256-byte boundaries, as cuBLAS's fastest kernels
+ * like them. */
+static const size_t kSplitAlignFloats = 64;
+
+/* ---- kernels ---- */
+
+/* x rounded to the nearest TF32 value, ties away from zero, as PTX's
+ * cvt.rna.tf32.f32 does, but in integer arithmetic so that it builds for any
+ * target: add half of the 13 dropped mantissa bits, then clear them. Inf and
+ * NaN pass unchanged. */
+__device__ __forceinline__ float round_to_tf32(float x)
+{
+    uint32_t bits = __float_as_uint(x);
+    if ((bits & 0x7f800000u) != 0x7f800000u)
+        bits = (bits + 0x1000u) & 0xffffe000u;
+    return __uint_as_float(bits);
+}
+
+/* big = x rounded to the nearest TF32 value (10-bit mantissa, the low 13 bits
+ * zero), small = x - big, which is exact in fp32. Tensor cores then take big
+ * exactly and small with a relative error of 2^-11, which is below fp32's
+ * own rounding of the product. Both operands of a product in one launch. */
+__global__ void split_tf32_kernel(float *a_big /* [na] */, float *a_small /* [na] */,
+                                  float *b_big /* [nb] */, float *b_small /* [nb] */,
+                                  const float *a /* [na] */, const float *b /* [nb] */, size_t na,
+                                  size_t nb)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na + nb; i += stride) {
+        const bool in_a = i < na;
+        const size_t j = in_a ? i : i - na;
+        const float v = in_a ? a[j] : b[j];
+        const float hi = round_to_tf32(v);
+        const float lo = __fsub_rn(v, hi);
+        if (in_a) {
+            a_big[j] = hi;
+            a_small[j] = lo;
+        } else {
+            b_big[j] = hi;
+            b_small[j] = lo;
+        }
+    }
+}
+
+/* ---- launchers ---- */
+
+static size_t pad_floats(size_t n) { return (n + kSplitAlignFloats - 1) / kSplitAlignFloats * kSplitAlignFloats; }
+
+static size_t split_floats(size_t na, size_t nb) { return 2 * (pad_floats(na) + pad_floats(nb)); }
+
+extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int in, int out)
+{
+    if (math != FN_MATH_TF32X3)
+        return 0;
+    const size_t nx = (size_t)max_batch * (size_t)in;  /* x, dx */
+    const size_t nw = (size_t)out * (size_t)in;        /* w */
+    const size_t ny = (size_t)max_batch * (size_t)out; /* y, dy */
+    size_t need = split_floats(nx, nw);                /* forward */
+    if (split_floats(nx, ny) > need)                   /* dweight */
+        need = split_floats(nx, ny);
+    if (split_floats(nw, ny) > need)                   /* dinput */
+        need = split_floats(nw, ny);
+    return need;
+}
+
+static fn_status gemm_ex(cublasHandle_t h, cublasComputeType_t compute, cublasOperation_t ta,
+                         cublasOperation_t tb, int m, int n, int k, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc)
+{
+    const float alpha = 1.0f;
+    FN_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F,
+                                 ldb, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    return FN_OK;
+}
+
+/* Column-major C [m, n] = op(A) op(B) + beta C, where A holds na floats and B
+ * nb (both dense), in the context's math mode. */
+static fn_status gemm(fn_context *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                      int k, const float *a, int lda, size_t na, const float *b, int ldb,
+                      size_t nb, float beta, float *c, int ldc, float *ws, size_t ws_floats)
+{
+    cublasHandle_t h = fn_ctx_cublas(ctx);
+    switch (fn_context_math(ctx)) {
+    case FN_MATH_FP32:
+        /* The handle keeps CUBLAS_DEFAULT_MATH, so COMPUTE_32F is plain fp32 FMA. */
+        return gemm_ex(h, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    case FN_MATH_TF32:
+        return gemm_ex(h, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, a, lda, b, ldb, beta, c,
+                       ldc);
+    case FN_MATH_TF32X3:
+        break;
+    }
+    if (!ws || ws_floats < split_floats(na, nb))
+        return fn_fail(FN_ERR_INVALID,
+                       "tf32x3 product [%d x %d x %d]: workspace of %zu floats, needs %zu", m, n,
+                       k, ws_floats, split_floats(na, nb));
+    float *a_big = ws;
+    float *a_small = a_big + pad_floats(na);
+    float *b_big = a_small + pad_floats(na);
+    float *b_small = b_big + pad_floats(nb);
+    const int threads = 256;
+    const size_t total = na + nb;
+    const size_t max_blocks = 132 * 16; /* a few waves on an H200; the kernel strides */
+    size_t blocks = (total + threads - 1) / threads;
+    if (blocks > max_blocks)
+        blocks = max_blocks;
+    split_tf32_kernel<<<(unsigned)blocks, threads, 0, fn_ctx_stream(ctx)>>>(
+        a_big, a_small, b_big, b_small, a, b, na, nb);
+    FN_CUDA_CHECK_LAUNCH(split_tf32_kernel);
+    const cublasComputeType_t tf32 = CUBLAS_COMPUTE_32F_FAST_TF32;
+    /* The small cross terms first, the dominant big product last, so the
+     * accumulator adds the small terms before they are swamped. */
+    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, a_small, lda, b_big, ldb, beta, c, ldc));
+    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, a_big, lda, b_small, ldb, 1.0f, c, ldc));
+    return gemm_ex(h, tf32, ta, tb, m, n, k, a_big, lda, b_big, ldb, 1.0f, c, ldc);
+}
+
+/* Row-major y [n, out] = x [n, in] w^T is column-major y^T [out, n] =
+ * (w^T)^T x^T, where w^T [in, out] and x^T [in, n] are w and x as stored. */
+extern "C" fn_status fn_cuda_gemm_forward(fn_context *ctx, float *y, const float *x,
+                                          const float *w, int n, int in, int out, float *ws,
+                                          size_t ws_floats)
+{
+    return gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, w, in, (size_t)out * in, x, in,
+                (size_t)n * in, 0.0f, y, out, ws, ws_floats);
+}
+
+/* Row-major dw [out, in] += dy^T x is column-major dw^T [in, out] += x^T dy,
+ * where x^T [in, n] is x as stored and dy [n, out] is (dy^T as stored)^T. */
+extern "C" fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw, const float *dy,
+                                          const float *x, int n, int in, int out, float *ws,
+                                          size_t ws_floats)
+{
+    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, (size_t)n * in, dy, out,
+                (size_t)n * out, 1.0f, dw, in, ws, ws_floats);
+}
+
+/* Row-major dx [n, in] = dy [n, out] w is column-major dx^T [in, n] =
+ * w^T dy^T, both as stored. */
+extern "C" fn_status fn_cuda_gemm_dinput(fn_context *ctx, float *dx, const float *dy,
+                                         const float *w, int n, int in, int out, float *ws,
+                                         size_t ws_floats)
+{
+    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, (size_t)out * in, dy, out,
+                (size_t)n * out, 0.0f, dx, in, ws, ws_floats);
+}
+
+extern "C" fn_status fn_cuda_workspace_alloc(fn_tensor *t, size_t floats)
+{
+    const size_t cols = 4096;
+    if (floats <= cols)
+        return fn_tensor_alloc(t, 1, floats > 0 ? (int)floats : 1, FN_CUDA);
+    const size_t rows = (floats + cols - 1) / cols;
+    if (rows > (size_t)INT_MAX)
+        return fn_fail(FN_ERR_NOMEM, "a GPU workspace of %zu floats is too large", floats);
+    return fn_tensor_alloc(t, (int)rows, (int)cols, FN_CUDA);
+}

@@ -1,0 +1,232 @@
+/* loss_cuda.cu — the losses on the GPU: mean squared error, softmax
+ * cross-entropy (stable log-sum-exp, one warp a row) and the correct-count.
+ *
+ * Each loss runs in two kernels: blocks own fixed slices of the data and
+ * write one partial sum each (in double) into the context's reduce buffer,
+ * then one block adds the partials in order and writes the mean to the
+ * [1, 1] loss tensor. The gradient is assigned in the first kernel. The
+ * arithmetic is src/loss_cpu.c's, in double. No atomics and no host round
+ * trip; only the correct-count synchronises, to hand its number to the host. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_backend.h"
+#include "cuda_check.h"
+#include "cuda_state.h"
+#include "reduce_cuda.cuh"
+
+static constexpr int kThreads = 256;
+static constexpr int kWarps = kThreads / kWarpSize;
+static constexpr size_t kMinPerBlock = 4 * kThreads; /* MSE: elements a block at least */
+
+/* ---- kernels ---- */
+
+/* partials[block] = sum of (pred - target)^2 over the block's slice;
+ * dpred = 2 (pred - target) / count. */
+__global__ void __launch_bounds__(kThreads)
+mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] or NULL */,
+                   const float *pred /* [count] */, const float *target /* [count] */,
+                   size_t count, size_t per_block, double scale)
+{
+    __shared__ double smem[kWarpSize];
+    const size_t i0 = (size_t)blockIdx.x * per_block;
+    const size_t i1 = min(count, i0 + per_block);
+    double s = 0.0;
+    for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
+        const double d = (double)pred[i] - (double)target[i];
+        s += d * d;
+        if (dpred)
+            dpred[i] = (float)(2.0 * d * scale);
+    }
+    s = block_sum(s, smem);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = s;
+}
+
+/* One warp a row: loss_n = logsumexp(row) - row[label], gradient
+ * (softmax(row) - onehot(label)) * scale; partials[block] = the sum of the
+ * block's row losses, rows in order. */
+__global__ void __launch_bounds__(kThreads)
+cross_entropy_partial_kernel(double *partials /* [gridDim.x] */,
+                             float *dlogits /* [N, C] or NULL */, const float *logits /* [N, C] */,
+                             const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
+                             double scale)
+{
+    __shared__ double warp_loss[kWarps];
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int row0 = blockIdx.x * rows_per_block;
+    const int row1 = min(N, row0 + rows_per_block);
+    double acc = 0.0;
+    for (int n = row0 + warp; n < row1; n += kWarps) {
+        const float *row = logits + (size_t)n * C;
+        float m = -INFINITY;
+        for (int c = lane; c < C; c += kWarpSize)
+            m = fmaxf(m, row[c]);
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+            m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+        double s = 0.0;
+        for (int c = lane; c < C; c += kWarpSize)
+            s += exp((double)row[c] - (double)m);
+        s = team_sum(s, kWarpSize);
+        const double lse = (double)m + log(s);
+        const int label = labels[n];
+        if (lane == 0)
+            acc += lse - (double)row[label];
+        if (dlogits) {
+            for (int c = lane; c < C; c += kWarpSize) {
+                const double p = exp((double)row[c] - lse) - (c == label ? 1.0 : 0.0);
+                dlogits[(size_t)n * C + c] = (float)(p * scale);
+            }
+        }
+    }
+    if (lane == 0)
+        warp_loss[warp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0.0;
+        for (int w = 0; w < kWarps; w++)
+            total += warp_loss[w];
+        partials[blockIdx.x] = total;
+    }
+}
+
+/* loss[0] = (sum of the partials, in order of their blocks' slices) * scale. */
+__global__ void __launch_bounds__(kThreads)
+loss_finish_kernel(float *loss /* [1] */, const double *partials /* [count] */, int count,
+                   double scale)
+{
+    __shared__ double smem[kWarpSize];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < count; i += blockDim.x)
+        s += partials[i];
+    s = block_sum(s, smem);
+    if (threadIdx.x == 0)
+        loss[0] = (float)(s * scale);
+}
+
+/* One warp a row: partials[block] = rows whose first largest logit is at the
+ * label's column. */
+__global__ void __launch_bounds__(kThreads)
+count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logits /* [N, C] */,
+                             const int32_t *labels /* [N] */, int N, int C, int rows_per_block)
+{
+    __shared__ int warp_count[kWarps];
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int row0 = blockIdx.x * rows_per_block;
+    const int row1 = min(N, row0 + rows_per_block);
+    int correct = 0;
+    for (int n = row0 + warp; n < row1; n += kWarps) {
+        const float *row = logits + (size_t)n * C;
+        /* A lane scans its columns upwards and keeps the first maximum;
+         * merging prefers the larger value, then the lower index, so ties
+         * go to the lowest index whatever the order of the merge. */
+        float best = -INFINITY;
+        int at = INT32_MAX;
+        for (int c = lane; c < C; c += kWarpSize) {
+            if (at == INT32_MAX || row[c] > best) {
+                best = row[c];
+                at = c;
+            }
+        }
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+            const float other = __shfl_xor_sync(kFullMask, best, offset);
+            const int other_at = __shfl_xor_sync(kFullMask, at, offset);
+            if (other > best || (other == best && other_at < at)) {
+                best = other;
+                at = other_at;
+            }
+        }
+        if (lane == 0 && at == labels[n])
+            correct++;
+    }
+    if (lane == 0)
+        warp_count[warp] = correct;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int total = 0;
+        for (int w = 0; w < kWarps; w++)
+            total += warp_count[w];
+        partials[blockIdx.x] = total;
+    }
+}
+
+__global__ void count_finish_kernel(int *total /* [1] */, const int *partials /* [count] */,
+                                    int count)
+{
+    int s = 0;
+    for (int i = 0; i < count; i++)
+        s += partials[i];
+    total[0] = s;
+}
+
+/* ---- launchers ---- */
+
+/* Blocks of one row-wise kernel: a warp a row, at most the reduce slots. */
+static int row_blocks(int rows, int *rows_per_block)
+{
+    int blocks = (rows + kWarps - 1) / kWarps;
+    if (blocks > FN_CUDA_REDUCE_SLOTS)
+        blocks = FN_CUDA_REDUCE_SLOTS;
+    if (blocks < 1)
+        blocks = 1;
+    *rows_per_block = (rows + blocks - 1) / blocks;
+    return blocks;
+}
+
+static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *partials, int count,
+                             double scale)
+{
+    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, partials, count, scale);
+    FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
+                                      const fn_tensor *target, fn_tensor *loss, fn_tensor *dpred)
+{
+    const size_t count = fn_tensor_count(pred);
+    size_t blocks = (count + kMinPerBlock - 1) / kMinPerBlock;
+    if (blocks > FN_CUDA_REDUCE_SLOTS)
+        blocks = FN_CUDA_REDUCE_SLOTS;
+    const size_t per_block = (count + blocks - 1) / blocks;
+    double *partials = (double *)ctx->cuda->reduce;
+    mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
+        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
+        1.0 / (double)count);
+    FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
+    return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
+}
+
+extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
+                                                const int32_t *labels, fn_tensor *loss,
+                                                fn_tensor *dlogits)
+{
+    const int N = logits->rows, C = logits->cols;
+    int rows_per_block;
+    const int blocks = row_blocks(N, &rows_per_block);
+    double *partials = (double *)ctx->cuda->reduce;
+    cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
+        partials, dlogits ? dlogits->data : NULL, logits->data, labels, N, C, rows_per_block,
+        1.0 / (double)N);
+    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
+    return finish_loss(ctx, loss, partials, blocks, 1.0 / (double)N);
+}
+
+extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits,
+                                           const int32_t *labels, int *correct)
+{
+    const int N = logits->rows, C = logits->cols;
+    cudaStream_t s = fn_ctx_stream(ctx);
+    int rows_per_block;
+    const int blocks = row_blocks(N, &rows_per_block);
+    int *partials = (int *)ctx->cuda->reduce;
+    int *total = partials + FN_CUDA_REDUCE_SLOTS;
+    count_correct_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(partials, logits->data,
+                                                                       labels, N, C, rows_per_block);
+    FN_CUDA_CHECK_LAUNCH(count_correct_partial_kernel);
+    count_finish_kernel<<<1, 1, 0, s>>>(total, partials, blocks);
+    FN_CUDA_CHECK_LAUNCH(count_finish_kernel);
+    FN_CUDA_CHECK(cudaMemcpyAsync(correct, total, sizeof *total, cudaMemcpyDeviceToHost, s));
+    FN_CUDA_CHECK(cudaStreamSynchronize(s));
+    return FN_OK;
+}

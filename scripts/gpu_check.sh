@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# gpu_check.sh — the check for the H200 machine, which cannot install
+# packages: unpacks the cmocka and inih packages kept in .deps/ into
+# /tmp/deps (the machine has HDF5 and OpenBLAS), builds build/gpu (Release, warnings as errors, sm_90), runs every
+# ctest test, then runs each GPU test executable (build/gpu/tests/test_*_cuda)
+# under compute-sanitizer's memcheck and racecheck, printing each tool's
+# summary line. Logs go to ${OUT:-/tmp/out}. Exits non-zero if any step
+# failed; later steps still run, so one pass reports everything.
+#
+#   scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=${OUT:-/tmp/out}
+deps=/tmp/deps
+jobs=16
+mkdir -p "$out" "$deps"
+export PATH=/usr/local/cuda/bin:$PATH
+
+failed=()
+note_failure() {
+    echo "gpu_check.sh: FAILED: $1"
+    failed+=("$1")
+}
+
+shopt -s nullglob
+debs=(.deps/*.deb)
+if [ ${#debs[@]} -eq 0 ]; then
+    echo "gpu_check.sh: no packages in .deps/ (cmocka, inih); the build will need them installed"
+fi
+for deb in "${debs[@]}"; do
+    dpkg-deb -x "$deb" "$deps" || note_failure "unpacking $deb"
+done
+# The packages' .pc files name /usr; they are pointed at the unpacked copy
+# instead of setting PKG_CONFIG_SYSROOT_DIR, which would also move the paths
+# of the machine's own packages (openblas, hdf5) under /tmp/deps.
+for pc in "$deps"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+    sed -i "s|/usr|$deps/usr|g" "$pc"
+done
+export PKG_CONFIG_PATH=$deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+
+# pkg-config's answers are cached; a cache from another environment would
+# keep stale paths.
+rm -f build/gpu/CMakeCache.txt
+# CMake fills CMAKE_CUDA_ARCHITECTURES with nvcc's default (sm_75) when it is
+# not given, so it is given.
+if ! cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1; then
+    tail -40 "$out/configure.log"
+    note_failure "configure"
+fi
+if [ ${#failed[@]} -eq 0 ]; then
+    if ! cmake --build build/gpu -j"$jobs" >"$out/build.log" 2>&1; then
+        grep -E "error|warning" "$out/build.log" | head -60
+        note_failure "build"
+    fi
+fi
+
+if [ ${#failed[@]} -eq 0 ]; then
+    ctest --test-dir build/gpu --output-on-failure -j4 2>&1 | tee "$out/ctest.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "ctest"
+
+    gpu_tests=(build/gpu/tests/test_*_cuda)
+    [ ${#gpu_tests[@]} -gt 0 ] || note_failure "no GPU test executables in build/gpu/tests"
+    for exe in "${gpu_tests[@]}"; do
+        name=$(basename "$exe")
+        # test_device_cuda runs out of device memory on purpose; the library
+        # checks every API call's status itself, so only memory faults count.
+        api_errors=()
+        [ "$name" = test_device_cuda ] && api_errors=(--report-api-errors no)
+        for tool in memcheck racecheck; do
+            log="$out/sanitize_${name}_${tool}.log"
+            (cd tests && FN_SOURCE_DIR=$PWD/.. FN_BUILD_DIR=$PWD/../build/gpu \
+                compute-sanitizer --tool "$tool" "${api_errors[@]}" --error-exitcode 99 "../$exe") \
+                >"$log" 2>&1
+            rc=$?
+            summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+            echo "$name $tool: ${summary:-no summary line (rc $rc)}"
+            if [ "$rc" -ne 0 ]; then
+                grep -E "=========" "$log" | head -30
+                note_failure "$name under $tool (rc $rc)"
+            fi
+        done
+    done
+fi
+
+if [ ${#failed[@]} -ne 0 ]; then
+    echo "gpu_check.sh: ${#failed[@]} failure(s): ${failed[*]}"
+    exit 1
+fi
+echo "gpu_check.sh: all passed"

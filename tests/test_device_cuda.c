@@ -1,0 +1,95 @@
+/* test_device_cuda.c — how the library reports a missing or exhausted GPU:
+ * FN_ERR_NODEV with a message that says which GPU, and FN_ERR_NOMEM (not a
+ * crash) when device memory runs out. The no-GPU checks run on machines
+ * without a GPU too; the out-of-memory check needs one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fusenet/device.h"
+#include "fusenet/tensor.h"
+
+static void expect_message(const char *needle)
+{
+    if (!strstr(fn_last_error(), needle))
+        fail_msg("message '%s' does not contain '%s'", fn_last_error(), needle);
+}
+
+/* A GPU index past the last one is FN_ERR_NODEV, naming the GPU asked for;
+ * with no GPU at all, the message says there is none. */
+static void test_missing_gpu_is_nodev(void **state)
+{
+    (void)state;
+    fn_context *ctx = (fn_context *)1;
+    fn_status st = fn_context_create(&ctx, FN_CUDA, 99, FN_MATH_FP32);
+    assert_int_equal(st, FN_ERR_NODEV);
+    assert_null(ctx);
+    if (fn_cuda_device_count() == 0)
+        expect_message("no CUDA GPU");
+    else
+        expect_message("GPU 99");
+}
+
+/* Without a GPU, even GPU 0 is FN_ERR_NODEV with "no CUDA GPU". */
+static void test_no_gpu_is_nodev(void **state)
+{
+    (void)state;
+    if (fn_cuda_device_count() > 0) {
+        printf("skipped: this machine has a GPU; the no-GPU path is checked on CI\n");
+        skip();
+    }
+    fn_context *ctx = (fn_context *)1;
+    assert_int_equal(fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32), FN_ERR_NODEV);
+    assert_null(ctx);
+    expect_message("no CUDA GPU");
+}
+
+/* A negative index is no GPU either, whatever the machine. */
+static void test_negative_gpu_is_nodev(void **state)
+{
+    (void)state;
+    fn_context *ctx = (fn_context *)1;
+    assert_int_equal(fn_context_create(&ctx, FN_CUDA, -1, FN_MATH_FP32), FN_ERR_NODEV);
+    assert_null(ctx);
+}
+
+/* An absurd device allocation is FN_ERR_NOMEM with a message, and the
+ * device stays usable: a small allocation right after it succeeds. */
+static void test_out_of_device_memory_is_nomem(void **state)
+{
+    (void)state;
+    if (fn_cuda_device_count() == 0) {
+        printf("skipped: no CUDA GPU on this machine\n");
+        skip();
+    }
+    fn_context *ctx = NULL;
+    if (fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32) != FN_OK)
+        fail_msg("context: %s", fn_last_error());
+    fn_tensor huge = {0};
+    /* 2^20 x 2^20 floats: 4 TiB, far beyond any GPU. */
+    assert_int_equal(fn_tensor_alloc(&huge, 1 << 20, 1 << 20, FN_CUDA), FN_ERR_NOMEM);
+    assert_null(huge.data);
+    expect_message("out of GPU memory");
+    fn_tensor small = {0};
+    if (fn_tensor_alloc(&small, 16, 16, FN_CUDA) != FN_OK)
+        fail_msg("a small allocation after the failed one: %s", fn_last_error());
+    fn_tensor_free(&small);
+    assert_int_equal(fn_context_sync(ctx), FN_OK);
+    fn_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_gpu_is_nodev),
+        cmocka_unit_test(test_no_gpu_is_nodev),
+        cmocka_unit_test(test_negative_gpu_is_nodev),
+        cmocka_unit_test(test_out_of_device_memory_is_nomem),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
