@@ -1,0 +1,91 @@
+/* config.h — the run configuration of `train`: every setting with its
+ * default, read from an INI file (inih) and from `--set section.key=value`
+ * overrides, both through one strict validation.
+ *
+ * Errors name where the value came from: "config.ini:12: train.lr: expected a
+ * number, got 'fast'", "--set train.lr=x: expected a number, got 'x'",
+ * "config.ini: [data] train is required". Paths are resolved relative to the
+ * config file's directory. The README lists every section and key. */
+#ifndef FUSENET_CONFIG_H
+#define FUSENET_CONFIG_H
+
+#include <stdint.h>
+
+#include "fusenet/device.h"
+#include "fusenet/loss.h"
+#include "fusenet/sgd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fn_layer_kind { FN_LAYER_BLOCK = 0, FN_LAYER_LINEAR } fn_layer_kind;
+
+/* One item of [model] layers: "block 128" or "linear 10". */
+typedef struct fn_layer_spec {
+    fn_layer_kind kind;
+    int width; /* out_features */
+} fn_layer_spec;
+
+typedef struct fn_config {
+    char *path; /* the config file as given */
+    char *dir;  /* its directory: the base of relative paths */
+    char *text; /* the file's text, plus the overrides as comment lines */
+
+    /* [data] */
+    char *train;             /* required; resolved path */
+    char *valid;             /* NULL: no validation set */
+    char *inputs;            /* dataset name, "X" */
+    char *targets;           /* dataset name, "y" */
+    double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
+
+    /* [model] */
+    fn_layer_spec *layers; /* [n_layers], required */
+    int n_layers;
+    int groups;           /* 8, must divide every block width */
+    float eps;            /* 1e-5 */
+    float negative_slope; /* 0.01 */
+    char *init;           /* NULL, or weights.h5 to start from (resolved) */
+
+    /* [train] */
+    fn_loss_kind loss; /* cross_entropy */
+    int batch_size;    /* 64 */
+    int epochs;        /* 10 */
+    fn_sgd_config sgd; /* lr 0.01, momentum 0, dampening 0, weight_decay 0, nesterov off */
+    uint64_t seed;     /* 1 */
+    int checkpoint_every; /* epochs between checkpoints, 0 = only when interrupted */
+
+    /* [run] */
+    int device_auto; /* device = auto: CUDA when a GPU is present */
+    fn_device device;
+    int gpu; /* cuda:N */
+    fn_math math;
+    int log_every; /* steps between plain progress lines, 0 = per epoch only */
+
+    /* [output] */
+    char *out_dir; /* "runs" (resolved) */
+
+    struct fn_config_keys *keys; /* private: where each value came from */
+} fn_config;
+
+/* Reads and checks a config file. On failure *cfg is NULL. */
+fn_status fn_config_load(fn_config **cfg, const char *path);
+/* Applies "section.key=value" (the argument of --set) with the same checks. */
+fn_status fn_config_set(fn_config *cfg, const char *assignment);
+/* The checks that involve several keys and the required keys; call after the
+ * last fn_config_set. Resolves paths against cfg->dir. */
+fn_status fn_config_finish(fn_config *cfg);
+void fn_config_destroy(fn_config *cfg);
+
+/* Parses a [model] layers value ("block 128, block 128, linear 10"). On
+ * success *layers is malloc'ed; the message names the item on failure. */
+fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers);
+const char *fn_layer_kind_name(fn_layer_kind kind); /* "block", "linear" */
+
+/* "dir/name" unless name is absolute; malloc'ed, NULL when out of memory. */
+char *fn_path_join(const char *dir, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/* data.h — data sets from HDF5 and their mini-batches.
+ *
+ * A set is two datasets of one file: inputs, float32 [N, in], and targets,
+ * either integer labels [N] (any HDF5 integer type, read as int32; for
+ * cross-entropy) or float32 [N, out] (for mean squared error). Types, ranks,
+ * the matching N, label range and finite values are checked when the set is
+ * opened; errors name the file and the dataset.
+ *
+ * Shuffling: rows are split into slabs of `slab_rows` consecutive rows (one
+ * slab holding every row when the set fits in the memory budget). Each epoch
+ * visits the slabs in a shuffled order and the rows of each slab in a
+ * shuffled order, cutting each slab into batches; so with one slab it is a
+ * plain shuffle of the whole set. The permutations of epoch e come from
+ * splitmix64 seeded with (seed, e, stream) alone, so a resumed run can
+ * reproduce any epoch and step. Every row is used once per epoch; a slab's
+ * last batch may be partial (slab_rows is a multiple of the batch size, so
+ * only the slab holding the set's last rows has one). */
+#ifndef FUSENET_DATA_H
+#define FUSENET_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fusenet/loss.h"
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_data_options {
+    const char *inputs;  /* dataset name of the inputs */
+    const char *targets; /* dataset name of the targets; NULL: inputs only (predict) */
+    fn_loss_kind loss;   /* cross_entropy: labels [N]; mse: float32 [N, out] */
+    int in_features;     /* required input columns; 0: any */
+    int out_features;    /* classes (labels in [0, out)) or target columns */
+    int batch_size;      /* >= 1 */
+    size_t memory_budget; /* bytes of host memory for rows before reading in slabs */
+    int shuffle;          /* 0: file order (validation, predict) */
+    uint64_t seed;
+} fn_data_options;
+
+/* One mini-batch, valid until the next fn_data_next. */
+typedef struct fn_batch {
+    int rows;                    /* 0: the epoch is over */
+    fn_tensor x;                 /* [rows, in] on the context's device */
+    fn_tensor target;            /* mse: [rows, out] on the device; else empty */
+    const int32_t *labels;       /* cross_entropy: [rows] on the device; else NULL */
+    const int32_t *host_labels;  /* the same labels in host memory */
+    const int64_t *index;        /* [rows]: the rows' numbers in the file */
+} fn_batch;
+
+typedef struct fn_data fn_data; /* opaque */
+
+/* Opens and checks a set; batches are placed on ctx's device. */
+fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
+                       const fn_data_options *opt);
+void fn_data_close(fn_data *data);
+
+int64_t fn_data_rows(const fn_data *data);
+int fn_data_in_features(const fn_data *data);
+long long fn_data_batches(const fn_data *data); /* per epoch */
+/* Rows per slab; equal to the number of rows when the set is held whole. */
+int64_t fn_data_slab_rows(const fn_data *data);
+
+/* Positions the set at batch `step` of epoch `epoch` (0-based). */
+fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
+/* The next batch of the current epoch; rows == 0 after the last one. */
+fn_status fn_data_next(fn_data *data, fn_batch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

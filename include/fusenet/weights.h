@@ -1,0 +1,37 @@
+/* weights.h — a network's weights exported to and imported from HDF5.
+ *
+ * Layout (README "Weights format"): root attributes format =
+ * "fusenet-weights", format_version = 1, config (the run's config text) and
+ * layers ("layer0,layer1,..."); per layer a group "layerI" with float32
+ * datasets named as PyTorch names them — weight [out, in], bias [out], and
+ * for blocks gamma [out], beta [out] — and attributes kind ("block" or
+ * "linear"), in_features, out_features and, for blocks, groups, eps and
+ * negative_slope. Files are written to "<path>.tmp", synced and renamed, so
+ * a crash never leaves a broken file where a good one was. */
+#ifndef FUSENET_WEIGHTS_H
+#define FUSENET_WEIGHTS_H
+
+#include "fusenet/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FN_WEIGHTS_FORMAT "fusenet-weights"
+#define FN_WEIGHTS_VERSION 1
+
+/* Writes every layer of net; config_text may be NULL (stored as ""). */
+fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
+
+/* Loads the values of a weights file into net, whose layers must match the
+ * file's in kind, sizes and block settings. */
+fn_status fn_weights_load(fn_net *net, const char *path);
+
+/* Builds the network a weights file describes, for batches of up to
+ * max_batch rows, with its values. */
+fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,688 @@
+/* config.c — the run configuration: a table of every key with its type, range
+ * and default; the INI file (inih) and `--set` overrides go through the same
+ * setters, so both are checked alike and errors say where the value came
+ * from. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "fusenet/config.h"
+
+typedef enum key_type {
+    T_NAME,   /* a non-empty string (dataset names) */
+    T_PATH,   /* a path, resolved against the config's directory at finish */
+    T_OPTPATH, /* a path that may be empty: not set */
+    T_INT,
+    T_FLOAT,
+    T_DOUBLE,
+    T_BOOL,
+    T_SEED,
+    T_LAYERS,
+    T_LOSS,
+    T_DEVICE,
+    T_MATH
+} key_type;
+
+typedef struct key_spec {
+    const char *section, *name;
+    key_type type;
+    size_t offset;     /* into fn_config */
+    double min, max;   /* numbers: the allowed range */
+    int min_exclusive; /* min itself is not allowed (lr > 0) */
+    const char *fallback; /* the default as text; NULL: required */
+} key_spec;
+
+#define AT(field) offsetof(fn_config, field)
+
+/* Every key. The README's table of keys is written from this one. */
+static const key_spec keys[] = {
+    {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
+    {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},
+    {"data", "inputs", T_NAME, AT(inputs), 0, 0, 0, "X"},
+    {"data", "targets", T_NAME, AT(targets), 0, 0, 0, "y"},
+    {"data", "memory_budget_mb", T_DOUBLE, AT(memory_budget_mb), 0, 1 << 24, 1, "1024"},
+    {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
+    {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
+    {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},
+    {"model", "negative_slope", T_FLOAT, AT(negative_slope), 0, 1e6, 0, "0.01"},
+    {"model", "init", T_OPTPATH, AT(init), 0, 0, 0, ""},
+    {"train", "loss", T_LOSS, AT(loss), 0, 0, 0, "cross_entropy"},
+    {"train", "batch_size", T_INT, AT(batch_size), 1, 1 << 20, 0, "64"},
+    {"train", "epochs", T_INT, AT(epochs), 1, 1e6, 0, "10"},
+    {"train", "lr", T_FLOAT, AT(sgd.lr), 0, 1e6, 1, "0.01"},
+    {"train", "momentum", T_FLOAT, AT(sgd.momentum), 0, 1e6, 0, "0"},
+    {"train", "dampening", T_FLOAT, AT(sgd.dampening), 0, 1, 0, "0"},
+    {"train", "weight_decay", T_FLOAT, AT(sgd.weight_decay), 0, 1e6, 0, "0"},
+    {"train", "nesterov", T_BOOL, AT(sgd.nesterov), 0, 0, 0, "false"},
+    {"train", "seed", T_SEED, AT(seed), 0, 0, 0, "1"},
+    {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
+    {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
+    {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
+    {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
+    {"output", "dir", T_PATH, AT(out_dir), 0, 0, 0, "runs"},
+};
+enum { N_KEYS = sizeof keys / sizeof keys[0] };
+
+/* Where each key's value came from: a file line, an override, or the default. */
+struct fn_config_keys {
+    int line[N_KEYS];        /* > 0: set on this line of the file */
+    char *assignment[N_KEYS]; /* non-NULL: set by this --set argument */
+};
+
+static const char *const sections[] = {"data", "model", "train", "run", "output"};
+
+/* --- helpers ------------------------------------------------------------ */
+
+static char *copy_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c)
+        memcpy(c, s, n);
+    return c;
+}
+
+char *fn_path_join(const char *dir, const char *name)
+{
+    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0)
+        return copy_string(name);
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static char *directory_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return copy_string(".");
+    if (slash == path)
+        return copy_string("/");
+    size_t n = (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static int find_key(const char *section, const char *name)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int known_section(const char *section)
+{
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (strcmp(sections[i], section) == 0)
+            return 1;
+    return 0;
+}
+
+const char *fn_layer_kind_name(fn_layer_kind kind)
+{
+    return kind == FN_LAYER_BLOCK ? "block" : "linear";
+}
+
+/* --- value parsers: each fails with a problem text, no location ---------- */
+
+static fn_status parse_long(const char *text, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected an integer, got '%s'", text);
+    if (errno == ERANGE)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range", text);
+    *out = v;
+    return FN_OK;
+}
+
+static fn_status parse_double(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected a number, got '%s'", text);
+    if (errno == ERANGE || !isfinite(v))
+        return fn_fail(FN_ERR_INVALID, "%s is not a finite number", text);
+    *out = v;
+    return FN_OK;
+}
+
+static fn_status check_range(const key_spec *k, double v, const char *text)
+{
+    int low = k->min_exclusive ? !(v > k->min) : !(v >= k->min);
+    if (low || v > k->max)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %g and <= %g", text,
+                       k->min_exclusive ? ">" : ">=", k->min, k->max);
+    return FN_OK;
+}
+
+static fn_status parse_bool(const char *text, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0)
+            return *out = 1, FN_OK;
+        if (strcasecmp(text, no[i]) == 0)
+            return *out = 0, FN_OK;
+    }
+    return fn_fail(FN_ERR_INVALID, "expected true or false, got '%s'", text);
+}
+
+static fn_status parse_seed(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected an integer, got '%s'", text);
+    if (errno == ERANGE || v < 0)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected 0 to 2^63 - 1", text);
+    *out = (uint64_t)v;
+    return FN_OK;
+}
+
+static fn_status parse_device(const char *text, fn_config *cfg)
+{
+    if (strcmp(text, "auto") == 0 || strcmp(text, "cpu") == 0) {
+        cfg->device_auto = text[0] == 'a';
+        cfg->device = FN_CPU;
+        cfg->gpu = -1;
+        return FN_OK;
+    }
+    if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
+        long gpu = 0;
+        if (text[4] == ':' && (parse_long(text + 5, &gpu) != FN_OK || gpu < 0 || gpu > 1023))
+            return fn_fail(FN_ERR_INVALID, "expected cuda:N with N a device number, got '%s'",
+                           text);
+        cfg->device_auto = 0;
+        cfg->device = FN_CUDA;
+        cfg->gpu = (int)gpu;
+        return FN_OK;
+    }
+    return fn_fail(FN_ERR_INVALID, "expected auto, cpu, cuda or cuda:N, got '%s'", text);
+}
+
+static fn_status parse_loss(const char *text, fn_loss_kind *out)
+{
+    if (strcmp(text, "cross_entropy") == 0)
+        return *out = FN_LOSS_CROSS_ENTROPY, FN_OK;
+    if (strcmp(text, "mse") == 0)
+        return *out = FN_LOSS_MSE, FN_OK;
+    return fn_fail(FN_ERR_INVALID, "expected cross_entropy or mse, got '%s'", text);
+}
+
+/* One "kind width" item of a layer list; `item` is its 1-based position. */
+static fn_status parse_layer_item(const char *start, size_t len, int item, fn_layer_spec *spec)
+{
+    char buf[64];
+    while (len > 0 && (*start == ' ' || *start == '\t'))
+        start++, len--;
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return fn_fail(FN_ERR_INVALID, "item %d is empty (expected 'block N' or 'linear N')",
+                       item);
+    if (len >= sizeof buf)
+        return fn_fail(FN_ERR_INVALID, "item %d is too long", item);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
+    char *space = strpbrk(buf, " \t");
+    if (!space)
+        return fn_fail(FN_ERR_INVALID, "item %d '%s': expected 'block N' or 'linear N'", item,
+                       buf);
+    *space = '\0';
+    const char *width = space + 1;
+    while (*width == ' ' || *width == '\t')
+        width++;
+    if (strcmp(buf, "block") == 0)
+        spec->kind = FN_LAYER_BLOCK;
+    else if (strcmp(buf, "linear") == 0)
+        spec->kind = FN_LAYER_LINEAR;
+    else
+        return fn_fail(FN_ERR_INVALID, "item %d: unknown layer kind '%s' (expected block or linear)",
+                       item, buf);
+    long w = 0;
+    if (parse_long(width, &w) != FN_OK || w < 1 || w > (1 << 24))
+        return fn_fail(FN_ERR_INVALID, "item %d: width '%s' is not an integer from 1 to 16777216",
+                       item, width);
+    spec->width = (int)w;
+    return FN_OK;
+}
+
+fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers)
+{
+    int n = 1;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
+    fn_layer_spec *specs = calloc((size_t)n, sizeof *specs);
+    if (!specs)
+        return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", n);
+    const char *start = text;
+    for (int i = 0; i < n; i++) {
+        const char *comma = strchr(start, ',');
+        size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        fn_status st = parse_layer_item(start, len, i + 1, &specs[i]);
+        if (st != FN_OK) {
+            free(specs);
+            return st;
+        }
+        start = comma ? comma + 1 : start + len;
+    }
+    *layers = specs;
+    *n_layers = n;
+    return FN_OK;
+}
+
+static fn_status set_string(char **slot, const char *text, int may_be_empty)
+{
+    if (!text[0] && !may_be_empty)
+        return fn_fail(FN_ERR_INVALID, "expected a value, got nothing");
+    char *c = NULL;
+    if (text[0] && !(c = copy_string(text)))
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(*slot);
+    *slot = c;
+    return FN_OK;
+}
+
+static fn_status set_number(fn_config *cfg, const key_spec *k, const char *text)
+{
+    char *field = (char *)cfg + k->offset;
+    if (k->type == T_INT) {
+        long v = 0;
+        FN_TRY(parse_long(text, &v));
+        FN_TRY(check_range(k, (double)v, text));
+        *(int *)field = (int)v;
+        return FN_OK;
+    }
+    double v = 0;
+    FN_TRY(parse_double(text, &v));
+    FN_TRY(check_range(k, v, text));
+    if (k->type == T_FLOAT)
+        *(float *)field = (float)v;
+    else
+        *(double *)field = v;
+    return FN_OK;
+}
+
+static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
+{
+    char *field = (char *)cfg + k->offset;
+    switch (k->type) {
+    case T_NAME:
+    case T_PATH:
+    case T_OPTPATH:
+        return set_string((char **)field, text, k->type == T_OPTPATH);
+    case T_INT:
+    case T_FLOAT:
+    case T_DOUBLE:
+        return set_number(cfg, k, text);
+    case T_BOOL:
+        return parse_bool(text, (int *)field);
+    case T_SEED:
+        return parse_seed(text, (uint64_t *)field);
+    case T_LOSS:
+        return parse_loss(text, (fn_loss_kind *)field);
+    case T_MATH:
+        if (fn_math_parse(text, (fn_math *)field) != FN_OK)
+            return fn_fail(FN_ERR_INVALID, "expected fp32, tf32 or tf32x3, got '%s'", text);
+        return FN_OK;
+    case T_DEVICE:
+        return parse_device(text, cfg);
+    case T_LAYERS: {
+        fn_layer_spec *layers = NULL;
+        int n = 0;
+        FN_TRY(fn_config_parse_layers(text, &layers, &n));
+        free(cfg->layers);
+        cfg->layers = layers;
+        cfg->n_layers = n;
+        return FN_OK;
+    }
+    }
+    return fn_fail(FN_ERR_INVALID, "unhandled key type");
+}
+
+/* --- the INI file ------------------------------------------------------- */
+
+/* inih is built without line numbers for the handler, so the file is fed
+ * through this reader, which counts them. */
+typedef struct reader_state {
+    const char *next; /* the rest of the text */
+    int line;         /* the line of the chunk last returned */
+    int at_line_start;
+    int too_long; /* first line longer than inih's buffer, or 0 */
+    fn_config *cfg;
+    fn_status status; /* the first error, FN_OK if none */
+} reader_state;
+
+static char *read_line(char *str, int num, void *stream)
+{
+    reader_state *r = stream;
+    if (!*r->next)
+        return NULL;
+    if (r->at_line_start)
+        r->line++;
+    int n = 0;
+    while (n < num - 1 && r->next[n] && r->next[n] != '\n')
+        n++;
+    int newline = r->next[n] == '\n' && n < num - 1;
+    if (newline)
+        n++;
+    if (!newline && r->next[n] && !r->too_long)
+        r->too_long = r->line;
+    memcpy(str, r->next, (size_t)n);
+    str[n] = '\0';
+    r->next += n;
+    r->at_line_start = newline || !*r->next;
+    return str;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    reader_state *r = user;
+    fn_config *cfg = r->cfg;
+    if (r->status != FN_OK)
+        return 0;
+    const char *path = cfg->path;
+    if (!section[0])
+        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s: key outside any [section]", path,
+                            r->line, name);
+    else if (!known_section(section))
+        r->status = fn_fail(FN_ERR_INVALID,
+                            "%s:%d: unknown section [%s] (expected data, model, train, run or output)",
+                            path, r->line, section);
+    if (r->status != FN_OK)
+        return 0;
+    int i = find_key(section, name);
+    if (i < 0) {
+        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s.%s: unknown key", path, r->line, section,
+                            name);
+        return 0;
+    }
+    if (cfg->keys->line[i] > 0) {
+        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s.%s: duplicate key (first set on line %d)",
+                            path, r->line, section, name, cfg->keys->line[i]);
+        return 0;
+    }
+    cfg->keys->line[i] = r->line;
+    fn_status st = set_value(cfg, &keys[i], value);
+    if (st != FN_OK) {
+        fn_error_prefix("%s:%d: %s.%s: ", path, r->line, section, name);
+        r->status = st;
+        return 0;
+    }
+    return 1;
+}
+
+static fn_status read_text(const char *path, char **text)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fn_fail(FN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of memory reading the file", path);
+    if (failed) {
+        free(buf);
+        return fn_fail(FN_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    return FN_OK;
+}
+
+static fn_status apply_defaults(fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        if (!keys[i].fallback)
+            continue;
+        fn_status st = set_value(cfg, &keys[i], keys[i].fallback);
+        if (st != FN_OK) {
+            fn_error_prefix("default of %s.%s: ", keys[i].section, keys[i].name);
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
+static fn_status parse_file(fn_config *cfg)
+{
+    reader_state r = {.next = cfg->text, .at_line_start = 1, .cfg = cfg};
+    int result = ini_parse_stream(read_line, &r, on_key, &r);
+    if (r.too_long)
+        return fn_fail(FN_ERR_INVALID, "%s:%d: line too long (at most %d characters)", cfg->path,
+                       r.too_long, ini_max_line - 3);
+    if (r.status != FN_OK)
+        return r.status;
+    if (result > 0)
+        return fn_fail(FN_ERR_INVALID, "%s:%d: syntax error: expected [section] or key = value",
+                       cfg->path, result);
+    if (result < 0)
+        return fn_fail(FN_ERR_NOMEM, "%s: the INI parser ran out of memory", cfg->path);
+    return FN_OK;
+}
+
+fn_status fn_config_load(fn_config **out, const char *path)
+{
+    *out = NULL;
+    fn_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg || !(cfg->keys = calloc(1, sizeof *cfg->keys)) || !(cfg->path = copy_string(path)) ||
+        !(cfg->dir = directory_of(path))) {
+        fn_config_destroy(cfg);
+        return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+    }
+    fn_status st = apply_defaults(cfg);
+    if (st == FN_OK)
+        st = read_text(path, &cfg->text);
+    if (st == FN_OK)
+        st = parse_file(cfg);
+    if (st != FN_OK) {
+        fn_config_destroy(cfg);
+        return st;
+    }
+    *out = cfg;
+    return FN_OK;
+}
+
+/* --- overrides ---------------------------------------------------------- */
+
+static char *trimmed_copy(const char *start, size_t len)
+{
+    while (len > 0 && (*start == ' ' || *start == '\t'))
+        start++, len--;
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+        len--;
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, start, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+/* Adds "; --set a.b=c" to the kept text, so exported files say how the run
+ * differed from its file. */
+static fn_status note_override(fn_config *cfg, const char *assignment)
+{
+    size_t n = strlen(cfg->text) + strlen(assignment) + 16;
+    char *text = malloc(n);
+    if (!text)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    size_t len = strlen(cfg->text);
+    const char *sep = len && cfg->text[len - 1] != '\n' ? "\n" : "";
+    snprintf(text, n, "%s%s; --set %s\n", cfg->text, sep, assignment);
+    free(cfg->text);
+    cfg->text = text;
+    return FN_OK;
+}
+
+static fn_status apply_override(fn_config *cfg, const char *assignment, const char *section,
+                                const char *name, const char *value)
+{
+    if (!known_section(section))
+        return fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section);
+    int i = find_key(section, name);
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name);
+    fn_status st = set_value(cfg, &keys[i], value);
+    if (st != FN_OK) {
+        fn_error_prefix("--set %s: ", assignment);
+        return st;
+    }
+    char *copy = copy_string(assignment);
+    if (!copy)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(cfg->keys->assignment[i]);
+    cfg->keys->assignment[i] = copy;
+    return note_override(cfg, assignment);
+}
+
+fn_status fn_config_set(fn_config *cfg, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    const char *dot = eq ? memchr(assignment, '.', (size_t)(eq - assignment)) : NULL;
+    if (!eq || !dot)
+        return fn_fail(FN_ERR_INVALID, "--set %s: expected section.key=value", assignment);
+    char *section = trimmed_copy(assignment, (size_t)(dot - assignment));
+    char *name = trimmed_copy(dot + 1, (size_t)(eq - dot - 1));
+    char *value = trimmed_copy(eq + 1, strlen(eq + 1));
+    fn_status st = section && name && value
+                       ? apply_override(cfg, assignment, section, name, value)
+                       : fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(section);
+    free(name);
+    free(value);
+    return st;
+}
+
+/* --- checks across keys, required keys, paths --------------------------- */
+
+/* Fails with "where: problem" for key i, where is its last source. */
+static fn_status key_fail(const fn_config *cfg, fn_status status, int i, const char *problem)
+{
+    if (cfg->keys->assignment[i])
+        return fn_fail(status, "--set %s: %s", cfg->keys->assignment[i], problem);
+    if (cfg->keys->line[i] > 0)
+        return fn_fail(status, "%s:%d: %s.%s: %s", cfg->path, cfg->keys->line[i],
+                       keys[i].section, keys[i].name, problem);
+    return fn_fail(status, "%s: %s.%s: %s", cfg->path, keys[i].section, keys[i].name, problem);
+}
+
+static int key_given(const fn_config *cfg, int i)
+{
+    return cfg->keys->line[i] > 0 || cfg->keys->assignment[i] != NULL;
+}
+
+static fn_status check_required(const fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!keys[i].fallback && !key_given(cfg, i))
+            return fn_fail(FN_ERR_INVALID, "%s: [%s] %s is required", cfg->path, keys[i].section,
+                           keys[i].name);
+    return FN_OK;
+}
+
+static fn_status check_groups(const fn_config *cfg)
+{
+    int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
+    char problem[160];
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const fn_layer_spec *s = &cfg->layers[l];
+        if (s->kind == FN_LAYER_BLOCK && s->width % cfg->groups != 0) {
+            snprintf(problem, sizeof problem,
+                     "groups %d does not divide the width %d of layer %d (block %d)", cfg->groups,
+                     s->width, l + 1, s->width);
+            return key_fail(cfg, FN_ERR_INVALID, where, problem);
+        }
+    }
+    return FN_OK;
+}
+
+static fn_status check_sgd(const fn_config *cfg)
+{
+    const fn_sgd_config *s = &cfg->sgd;
+    if (s->nesterov && (s->momentum <= 0 || s->dampening != 0))
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "nesterov"),
+                        "nesterov needs momentum > 0 and dampening = 0");
+    return FN_OK;
+}
+
+static fn_status resolve_path(fn_config *cfg, int i)
+{
+    char **slot = (char **)((char *)cfg + keys[i].offset);
+    if (!*slot)
+        return FN_OK;
+    char *full = fn_path_join(cfg->dir, *slot);
+    if (!full)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(*slot);
+    *slot = full;
+    /* Input files are checked now, so a typo fails before anything is built. */
+    if (keys[i].offset != AT(out_dir) && access(full, R_OK) != 0) {
+        char problem[512];
+        snprintf(problem, sizeof problem, "cannot read '%s': %s", full, strerror(errno));
+        return key_fail(cfg, FN_ERR_IO, i, problem);
+    }
+    return FN_OK;
+}
+
+fn_status fn_config_finish(fn_config *cfg)
+{
+    FN_TRY(check_required(cfg));
+    FN_TRY(check_groups(cfg));
+    FN_TRY(check_sgd(cfg));
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
+            FN_TRY(resolve_path(cfg, i));
+    return FN_OK;
+}
+
+void fn_config_destroy(fn_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (int i = 0; i < N_KEYS; i++) {
+        key_type t = keys[i].type;
+        if (t == T_NAME || t == T_PATH || t == T_OPTPATH)
+            free(*(char **)((char *)cfg + keys[i].offset));
+        if (cfg->keys)
+            free(cfg->keys->assignment[i]);
+    }
+    free(cfg->layers);
+    free(cfg->keys);
+    free(cfg->path);
+    free(cfg->dir);
+    free(cfg->text);
+    free(cfg);
+}

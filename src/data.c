@@ -1,0 +1,496 @@
+/* data.c — HDF5 data sets: opening and checking, slabs read by hyperslab,
+ * the seeded two-level shuffle (slab order, then rows within a slab) and
+ * mini-batches staged on the host and copied to the context's device. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "fusenet/data.h"
+#include "h5util.h"
+
+struct fn_data {
+    char *path;
+    char *inputs, *targets; /* dataset names; targets NULL: none */
+    hid_t file, xset, tset;
+    fn_device device;
+    int labels;         /* targets are integer labels */
+    int64_t n;          /* rows */
+    int in, out;        /* input columns; classes or target columns */
+    int batch_size, shuffle;
+    uint64_t seed;
+    int64_t slab_rows, n_slabs;
+
+    float *slab_x;      /* [slab_rows, in] */
+    float *slab_t;      /* [slab_rows, out] when !labels */
+    int32_t *slab_l;    /* [slab_rows] when labels */
+    int64_t loaded;     /* the slab in slab_x, -1: none */
+
+    long long epoch;
+    int64_t *slab_order; /* [n_slabs] */
+    int64_t *row_order;  /* [slab_rows]: the current slab's local rows, shuffled */
+    int64_t pos_slab;    /* index into slab_order; n_slabs: epoch over */
+    int64_t pos_row;     /* next position in row_order */
+    int64_t ordered;     /* the slab row_order belongs to, -1: none */
+
+    float *bx, *bt;      /* batch staging: [batch, in], [batch, out] */
+    int32_t *bl;         /* [batch] */
+    int64_t *bidx;       /* [batch] */
+    fn_tensor dev_x, dev_t; /* on the GPU only: [batch, in], [batch, out] */
+    int32_t *dev_l;         /* on the GPU only: [batch] */
+};
+
+/* --- the generator: splitmix64 ------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The stream for (seed, epoch, stream): 0 orders slabs, k + 1 slab k's rows. */
+static uint64_t stream_state(uint64_t seed, long long epoch, int64_t stream)
+{
+    uint64_t s = seed;
+    uint64_t a = splitmix64(&s) ^ (uint64_t)epoch;
+    uint64_t b = splitmix64(&a) ^ (uint64_t)stream;
+    return splitmix64(&b);
+}
+
+/* Uniform in [0, n), by rejection so there is no modulo bias. */
+static uint64_t below(uint64_t *state, uint64_t n)
+{
+    uint64_t threshold = (0 - n) % n;
+    uint64_t r;
+    do
+        r = splitmix64(state);
+    while (r < threshold);
+    return r % n;
+}
+
+static void permutation(int64_t *p, int64_t n, int shuffle, uint64_t state)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = i;
+    if (!shuffle)
+        return;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)below(&state, (uint64_t)i + 1);
+        int64_t t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+/* --- opening and checking ----------------------------------------------- */
+
+static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, hsize_t *dims,
+                          hid_t *type)
+{
+    if (H5Lexists(d->file, name, H5P_DEFAULT) <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s'", d->path, name);
+    *set = H5Dopen2(d->file, name, H5P_DEFAULT);
+    if (*set < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a readable dataset", d->path, name);
+    hid_t space = H5Dget_space(*set);
+    *rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    if (*rank < 0 || *rank > 2 || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+        if (space >= 0)
+            H5Sclose(space);
+        if (*rank > 2)
+            return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected 1 or 2",
+                           d->path, name, *rank);
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its shape", d->path,
+                          name);
+    }
+    H5Sclose(space);
+    *type = H5Dget_type(*set);
+    if (*type < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its type", d->path, name);
+    return FN_OK;
+}
+
+static fn_status check_type(const fn_data *d, const char *name, hid_t type, int want_float)
+{
+    char tname[32];
+    fn_h5_type_name(type, tname, sizeof tname);
+    H5T_class_t cls = H5Tget_class(type);
+    if (want_float && !(cls == H5T_FLOAT && H5Tget_size(type) == 4))
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is %s, expected float32", d->path, name,
+                       tname);
+    if (!want_float && cls != H5T_INTEGER)
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is %s, expected integer class labels for cross_entropy",
+                       d->path, name, tname);
+    return FN_OK;
+}
+
+static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
+{
+    int rank = 0;
+    hsize_t dims[2] = {0, 0};
+    hid_t type = -1;
+    fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
+    if (st == FN_OK)
+        st = check_type(d, d->inputs, type, 1);
+    if (type >= 0)
+        H5Tclose(type);
+    FN_TRY(st);
+    if (rank != 2)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected 2 ([N, in])",
+                       d->path, d->inputs, rank);
+    if (dims[0] == 0 || dims[1] == 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is empty", d->path, d->inputs);
+    if (dims[1] > (1u << 24))
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, too many", d->path,
+                       d->inputs, (unsigned long long)dims[1]);
+    if (opt->in_features && (int)dims[1] != opt->in_features)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
+                       d->inputs, (unsigned long long)dims[1], opt->in_features);
+    d->n = (int64_t)dims[0];
+    d->in = (int)dims[1];
+    return FN_OK;
+}
+
+static fn_status check_target_shape(const fn_data *d, int rank, const hsize_t *dims)
+{
+    const char *name = d->targets;
+    int want_rank = d->labels ? 1 : 2;
+    if (rank != want_rank)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected %s", d->path, name,
+                       rank, d->labels ? "1 ([N] labels for cross_entropy)" : "2 ([N, out] for mse)");
+    if ((int64_t)dims[0] != d->n)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu rows but '%s' has %lld", d->path,
+                       name, (unsigned long long)dims[0], d->inputs, (long long)d->n);
+    if (!d->labels && (int64_t)dims[1] != d->out)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d (the model's outputs)",
+                       d->path, name, (unsigned long long)dims[1], d->out);
+    return FN_OK;
+}
+
+static fn_status open_targets(fn_data *d)
+{
+    int rank = 0;
+    hsize_t dims[2] = {0, 0};
+    hid_t type = -1;
+    fn_status st = open_set(d, d->targets, &d->tset, &rank, dims, &type);
+    if (st == FN_OK)
+        st = check_type(d, d->targets, type, !d->labels);
+    if (type >= 0)
+        H5Tclose(type);
+    FN_TRY(st);
+    return check_target_shape(d, rank, dims);
+}
+
+/* --- slabs --------------------------------------------------------------- */
+
+static int64_t slab_length(const fn_data *d, int64_t slab)
+{
+    int64_t start = slab * d->slab_rows;
+    return d->n - start < d->slab_rows ? d->n - start : d->slab_rows;
+}
+
+static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
+                           void *buf, int64_t row0, int64_t rows, int cols)
+{
+    int rank = cols > 0 ? 2 : 1;
+    hsize_t start[2] = {(hsize_t)row0, 0};
+    hsize_t count[2] = {(hsize_t)rows, (hsize_t)(cols > 0 ? cols : 1)};
+    hid_t file_space = H5Dget_space(set);
+    hid_t mem_space = H5Screate_simple(rank, count, NULL);
+    herr_t r = -1;
+    if (file_space >= 0 && mem_space >= 0 &&
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        r = H5Dread(set, mem_type, mem_space, file_space, H5P_DEFAULT, buf);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    if (r < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld", d->path,
+                          name, (long long)row0, (long long)(row0 + rows - 1));
+    return FN_OK;
+}
+
+static fn_status check_finite(const fn_data *d, const char *name, const float *v, int64_t rows,
+                              int cols, int64_t row0)
+{
+    for (int64_t i = 0; i < rows * cols; i++)
+        if (!isfinite(v[i]))
+            return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' row %lld column %lld is %s", d->path,
+                           name, (long long)(row0 + i / cols), (long long)(i % cols),
+                           isnan(v[i]) ? "NaN" : "infinite");
+    return FN_OK;
+}
+
+static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, int64_t row0)
+{
+    for (int64_t i = 0; i < rows; i++)
+        if (l[i] < 0 || l[i] >= d->out)
+            return fn_fail(FN_ERR_FORMAT,
+                           "%s: dataset '%s' row %lld holds label %d, expected 0 to %d (the model has %d outputs)",
+                           d->path, d->targets, (long long)(row0 + i), l[i], d->out - 1, d->out);
+    return FN_OK;
+}
+
+/* Reads slab k into the slab buffers and checks its values. */
+static fn_status load_slab(fn_data *d, int64_t k)
+{
+    if (d->loaded == k)
+        return FN_OK;
+    d->loaded = -1;
+    int64_t row0 = k * d->slab_rows, rows = slab_length(d, k);
+    FN_TRY(read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
+    FN_TRY(check_finite(d, d->inputs, d->slab_x, rows, d->in, row0));
+    if (d->targets && d->labels) {
+        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_INT32, d->slab_l, row0, rows, 0));
+        FN_TRY(check_labels(d, d->slab_l, rows, row0));
+    } else if (d->targets) {
+        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
+        FN_TRY(check_finite(d, d->targets, d->slab_t, rows, d->out, row0));
+    }
+    d->loaded = k;
+    return FN_OK;
+}
+
+/* Slab size from the budget: a multiple of the batch size, at least one batch. */
+static void plan_slabs(fn_data *d, size_t budget)
+{
+    size_t row_bytes = (size_t)d->in * sizeof(float);
+    if (d->targets)
+        row_bytes += d->labels ? sizeof(int32_t) : (size_t)d->out * sizeof(float);
+    int64_t fit = (int64_t)(budget / row_bytes);
+    if (fit >= d->n) {
+        d->slab_rows = d->n;
+    } else {
+        int64_t b = d->batch_size;
+        d->slab_rows = fit < b ? b : fit / b * b;
+    }
+    d->n_slabs = (d->n + d->slab_rows - 1) / d->slab_rows;
+}
+
+static fn_status alloc_buffers(fn_data *d, fn_device device)
+{
+    size_t s = (size_t)d->slab_rows, b = (size_t)d->batch_size;
+    size_t out = (size_t)(d->out > 0 ? d->out : 1);
+    d->slab_x = malloc(s * (size_t)d->in * sizeof(float));
+    d->slab_t = d->targets && !d->labels ? malloc(s * out * sizeof(float)) : NULL;
+    d->slab_l = d->targets && d->labels ? malloc(s * sizeof(int32_t)) : NULL;
+    d->slab_order = malloc((size_t)d->n_slabs * sizeof(int64_t));
+    d->row_order = malloc(s * sizeof(int64_t));
+    d->bx = malloc(b * (size_t)d->in * sizeof(float));
+    d->bt = malloc(b * out * sizeof(float));
+    d->bl = malloc(b * sizeof(int32_t));
+    d->bidx = malloc(b * sizeof(int64_t));
+    if (!d->slab_x || (d->targets && !d->slab_t && !d->slab_l) || !d->slab_order ||
+        !d->row_order || !d->bx || !d->bt || !d->bl || !d->bidx)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for %lld rows", d->path,
+                       (long long)d->slab_rows);
+    if (device != FN_CUDA)
+        return FN_OK;
+    FN_TRY(fn_tensor_alloc(&d->dev_x, d->batch_size, d->in, FN_CUDA));
+    if (d->targets && !d->labels)
+        FN_TRY(fn_tensor_alloc(&d->dev_t, d->batch_size, d->out, FN_CUDA));
+    if (d->targets && d->labels)
+        FN_TRY(fn_cuda_alloc((void **)&d->dev_l, b * sizeof(int32_t)));
+    return FN_OK;
+}
+
+/* Every slab is read once at open, so bad values fail before training. */
+static fn_status check_all_slabs(fn_data *d)
+{
+    for (int64_t k = 0; k < d->n_slabs; k++)
+        FN_TRY(load_slab(d, k));
+    return FN_OK;
+}
+
+static fn_status copy_name(char **dst, const char *src)
+{
+    *dst = strdup(src);
+    return *dst ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
+}
+
+static fn_status open_data(fn_data *d, fn_context *ctx, const char *path,
+                           const fn_data_options *opt)
+{
+    if (!opt->inputs || opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
+        return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
+    FN_TRY(copy_name(&d->path, path));
+    FN_TRY(copy_name(&d->inputs, opt->inputs));
+    if (opt->targets)
+        FN_TRY(copy_name(&d->targets, opt->targets));
+    d->labels = opt->loss == FN_LOSS_CROSS_ENTROPY;
+    d->out = opt->out_features;
+    d->batch_size = opt->batch_size;
+    d->shuffle = opt->shuffle;
+    d->seed = opt->seed;
+    FN_TRY(fn_h5_open_read(&d->file, path));
+    FN_TRY(open_inputs(d, opt));
+    if (d->targets)
+        FN_TRY(open_targets(d));
+    plan_slabs(d, opt->memory_budget);
+    d->device = fn_context_device(ctx);
+    FN_TRY(alloc_buffers(d, d->device));
+    FN_TRY(check_all_slabs(d));
+    return fn_data_seek(d, 0, 0);
+}
+
+fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
+                       const fn_data_options *opt)
+{
+    *data = NULL;
+    fn_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    d->file = d->xset = d->tset = -1;
+    d->loaded = d->ordered = -1;
+    fn_status st = open_data(d, ctx, path, opt);
+    if (st != FN_OK) {
+        fn_data_close(d);
+        return st;
+    }
+    *data = d;
+    return FN_OK;
+}
+
+void fn_data_close(fn_data *d)
+{
+    if (!d)
+        return;
+    if (d->xset >= 0)
+        H5Dclose(d->xset);
+    if (d->tset >= 0)
+        H5Dclose(d->tset);
+    if (d->file >= 0)
+        H5Fclose(d->file);
+    fn_tensor_free(&d->dev_x);
+    fn_tensor_free(&d->dev_t);
+    fn_cuda_free(d->dev_l);
+    free(d->slab_x);
+    free(d->slab_t);
+    free(d->slab_l);
+    free(d->slab_order);
+    free(d->row_order);
+    free(d->bx);
+    free(d->bt);
+    free(d->bl);
+    free(d->bidx);
+    free(d->path);
+    free(d->inputs);
+    free(d->targets);
+    free(d);
+}
+
+int64_t fn_data_rows(const fn_data *d) { return d->n; }
+int fn_data_in_features(const fn_data *d) { return d->in; }
+int64_t fn_data_slab_rows(const fn_data *d) { return d->slab_rows; }
+
+static long long slab_batches(const fn_data *d, int64_t k)
+{
+    return (slab_length(d, k) + d->batch_size - 1) / d->batch_size;
+}
+
+long long fn_data_batches(const fn_data *d)
+{
+    long long total = 0;
+    for (int64_t k = 0; k < d->n_slabs; k++)
+        total += slab_batches(d, k);
+    return total;
+}
+
+/* --- iteration ----------------------------------------------------------- */
+
+fn_status fn_data_seek(fn_data *d, long long epoch, long long step)
+{
+    if (epoch < 0 || step < 0)
+        return fn_fail(FN_ERR_INVALID, "fn_data_seek: epoch %lld, step %lld", epoch, step);
+    d->epoch = epoch;
+    d->ordered = -1;
+    permutation(d->slab_order, d->n_slabs, d->shuffle, stream_state(d->seed, epoch, 0));
+    d->pos_slab = 0;
+    d->pos_row = 0;
+    while (d->pos_slab < d->n_slabs) {
+        long long nb = slab_batches(d, d->slab_order[d->pos_slab]);
+        if (step < nb) {
+            d->pos_row = step * d->batch_size;
+            break;
+        }
+        step -= nb;
+        d->pos_slab++;
+    }
+    return FN_OK;
+}
+
+/* Loads the current slab and its row order if they are not there yet. */
+static fn_status enter_slab(fn_data *d)
+{
+    int64_t k = d->slab_order[d->pos_slab];
+    FN_TRY(load_slab(d, k));
+    if (d->ordered != k) {
+        permutation(d->row_order, slab_length(d, k), d->shuffle,
+                    stream_state(d->seed, d->epoch, k + 1));
+        d->ordered = k;
+    }
+    return FN_OK;
+}
+
+static void gather(fn_data *d, int64_t k, int rows)
+{
+    size_t in = (size_t)d->in, out = (size_t)d->out;
+    for (int i = 0; i < rows; i++) {
+        int64_t local = d->row_order[d->pos_row + i];
+        d->bidx[i] = k * d->slab_rows + local;
+        memcpy(d->bx + (size_t)i * in, d->slab_x + (size_t)local * in, in * sizeof(float));
+        if (d->slab_l)
+            d->bl[i] = d->slab_l[local];
+        if (d->slab_t)
+            memcpy(d->bt + (size_t)i * out, d->slab_t + (size_t)local * out, out * sizeof(float));
+    }
+}
+
+/* Hands out host staging directly on the CPU; copies it to the GPU there. */
+static fn_status place_batch(fn_data *d, fn_batch *b, int rows)
+{
+    b->rows = rows;
+    b->index = d->bidx;
+    b->host_labels = d->slab_l ? d->bl : NULL;
+    b->labels = b->host_labels;
+    b->x = fn_tensor_view(d->bx, rows, d->in, FN_CPU);
+    b->target = d->slab_t ? fn_tensor_view(d->bt, rows, d->out, FN_CPU) : (fn_tensor){0};
+    if (d->device != FN_CUDA)
+        return FN_OK;
+    fn_tensor x = fn_tensor_rows(&d->dev_x, 0, rows);
+    FN_TRY(fn_tensor_upload(&x, d->bx, (size_t)rows * (size_t)d->in));
+    b->x = x;
+    if (d->slab_t) {
+        fn_tensor t = fn_tensor_rows(&d->dev_t, 0, rows);
+        FN_TRY(fn_tensor_upload(&t, d->bt, (size_t)rows * (size_t)d->out));
+        b->target = t;
+    }
+    if (d->slab_l) {
+        FN_TRY(fn_cuda_copy(d->dev_l, FN_CUDA, d->bl, FN_CPU, (size_t)rows * sizeof(int32_t)));
+        b->labels = d->dev_l;
+    }
+    return FN_OK;
+}
+
+fn_status fn_data_next(fn_data *d, fn_batch *b)
+{
+    *b = (fn_batch){0};
+    if (d->pos_slab >= d->n_slabs)
+        return FN_OK;
+    FN_TRY(enter_slab(d));
+    int64_t k = d->slab_order[d->pos_slab];
+    int64_t left = slab_length(d, k) - d->pos_row;
+    int rows = left < d->batch_size ? (int)left : d->batch_size;
+    gather(d, k, rows);
+    d->pos_row += rows;
+    if (d->pos_row >= slab_length(d, k)) {
+        d->pos_slab++;
+        d->pos_row = 0;
+    }
+    return place_batch(d, b, rows);
+}

@@ -1,0 +1,358 @@
+/* weights.c — export and import of a network's weights in the HDF5 layout
+ * of weights.h, and building a network from such a file (predict, init). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusenet/block.h"
+#include "fusenet/config.h"
+#include "fusenet/model.h"
+#include "fusenet/weights.h"
+#include "h5util.h"
+#include "weights_impl.h"
+
+enum { WHERE_CAP = 512 };
+
+fn_status fn_weights_to_host(const fn_tensor *t, float **host)
+{
+    size_t n = fn_tensor_count(t);
+    *host = malloc(n * sizeof(float));
+    if (!*host)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for %zu values", n);
+    fn_status st = fn_tensor_download(t, *host, n);
+    if (st != FN_OK) {
+        free(*host);
+        *host = NULL;
+    }
+    return st;
+}
+
+static const char *layer_kind(const fn_layer *l)
+{
+    return l->ops && l->ops->kind ? l->ops->kind : "layer";
+}
+
+/* weight is [out, in]; every other parameter is stored as [out]. */
+static void param_dims(const fn_param *p, int *rank, long long *dims)
+{
+    int is_matrix = strcmp(p->name, "weight") == 0;
+    *rank = is_matrix ? 2 : 1;
+    dims[0] = is_matrix ? p->value.rows : (long long)fn_tensor_count(&p->value);
+    dims[1] = is_matrix ? p->value.cols : 0;
+}
+
+/* --- writing --------------------------------------------------------------- */
+
+static fn_status write_layer_attrs(hid_t group, const char *where, const fn_layer *l)
+{
+    FN_TRY(fn_h5_put_string(group, where, "kind", layer_kind(l)));
+    FN_TRY(fn_h5_put_int(group, where, "in_features", l->in_features));
+    FN_TRY(fn_h5_put_int(group, where, "out_features", l->out_features));
+    fn_block_config bc;
+    if (strcmp(layer_kind(l), "block") != 0 || fn_block_get_config(l, &bc) != FN_OK)
+        return FN_OK;
+    FN_TRY(fn_h5_put_int(group, where, "groups", bc.groups));
+    FN_TRY(fn_h5_put_double(group, where, "eps", (double)bc.eps));
+    return fn_h5_put_double(group, where, "negative_slope", (double)bc.negative_slope);
+}
+
+static fn_status write_param(hid_t group, const char *where, const fn_param *p)
+{
+    float *host = NULL;
+    FN_TRY(fn_weights_to_host(&p->value, &host));
+    int rank = 0;
+    long long dims[2];
+    param_dims(p, &rank, dims);
+    fn_status st = fn_h5_put_floats(group, where, p->name, host, rank, dims);
+    free(host);
+    return st;
+}
+
+static fn_status write_layer(hid_t file, const char *path, int i, const fn_layer *l)
+{
+    char name[32], where[WHERE_CAP];
+    snprintf(name, sizeof name, "layer%d", i);
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create", where);
+    fn_status st = write_layer_attrs(group, where, l);
+    for (int p = 0; st == FN_OK && p < l->n_params; p++)
+        st = write_param(group, where, &l->params[p]);
+    H5Gclose(group);
+    return st;
+}
+
+static char *layer_list(int n)
+{
+    size_t cap = (size_t)n * 16 + 1;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t len = 0;
+    s[0] = '\0';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%slayer%d", i ? "," : "", i);
+    return s;
+}
+
+fn_status fn_weights_write(hid_t file, const char *path, const char *format, const fn_net *net,
+                           const char *config_text)
+{
+    char *layers = layer_list(net->n_layers);
+    if (!layers)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    fn_status st = fn_h5_put_string(file, path, "format", format);
+    if (st == FN_OK)
+        st = fn_h5_put_int(file, path, "format_version", FN_WEIGHTS_VERSION);
+    if (st == FN_OK)
+        st = fn_h5_put_string(file, path, "config", config_text ? config_text : "");
+    if (st == FN_OK)
+        st = fn_h5_put_string(file, path, "layers", layers);
+    free(layers);
+    for (int i = 0; st == FN_OK && i < net->n_layers; i++)
+        st = write_layer(file, path, i, net->layers[i]);
+    return st;
+}
+
+fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text)
+{
+    hid_t file = -1;
+    char *tmp = NULL;
+    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
+    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, net, config_text);
+    if (st == FN_OK)
+        st = fn_h5_commit(file, tmp, path);
+    else
+        fn_h5_abandon(file, tmp);
+    free(tmp);
+    return st;
+}
+
+/* --- reading --------------------------------------------------------------- */
+
+static fn_status check_format(hid_t file, const char *path, const char *format)
+{
+    char *got = NULL;
+    FN_TRY(fn_h5_get_string(file, path, "format", &got));
+    int same = strcmp(got, format) == 0;
+    fn_status st = same ? FN_OK
+                        : fn_fail(FN_ERR_FORMAT, "%s: format is '%s', expected '%s'", path, got,
+                                  format);
+    free(got);
+    FN_TRY(st);
+    long long version = 0;
+    FN_TRY(fn_h5_get_int(file, path, "format_version", &version));
+    if (version != FN_WEIGHTS_VERSION)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %d", path,
+                       version, FN_WEIGHTS_VERSION);
+    return FN_OK;
+}
+
+/* The group names of the root attribute `layers`; *names and its strings
+ * share one allocation, freed with free(*names). */
+static fn_status read_layer_names(hid_t file, const char *path, char ***names, int *n)
+{
+    char *list = NULL;
+    FN_TRY(fn_h5_get_string(file, path, "layers", &list));
+    int count = list[0] ? 1 : 0;
+    for (const char *p = list; *p; p++)
+        count += *p == ',';
+    size_t len = strlen(list) + 1;
+    char **out = malloc((size_t)(count + 1) * sizeof(char *) + len);
+    if (!out) {
+        free(list);
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    }
+    char *text = (char *)(out + count + 1);
+    memcpy(text, list, len);
+    free(list);
+    for (int i = 0; i < count; i++) {
+        out[i] = text;
+        char *comma = strchr(text, ',');
+        if (comma)
+            *comma = '\0';
+        text = comma ? comma + 1 : text + strlen(text);
+    }
+    *names = out;
+    *n = count;
+    return FN_OK;
+}
+
+static fn_status open_group(hid_t file, const char *path, const char *name, hid_t *group)
+{
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: group '%s' is missing", path, name);
+    *group = H5Gopen2(file, name, H5P_DEFAULT);
+    if (*group < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a group", path, name);
+    return FN_OK;
+}
+
+static fn_status expect_int(hid_t group, const char *where, const char *name, long long want)
+{
+    long long got = 0;
+    FN_TRY(fn_h5_get_int(group, where, name, &got));
+    if (got != want)
+        return fn_fail(FN_ERR_FORMAT, "%s: %s is %lld, the model has %lld", where, name, got, want);
+    return FN_OK;
+}
+
+static fn_status check_layer(hid_t group, const char *where, const fn_layer *l)
+{
+    char *kind = NULL;
+    FN_TRY(fn_h5_get_string(group, where, "kind", &kind));
+    int same = strcmp(kind, layer_kind(l)) == 0;
+    fn_status st = same ? FN_OK
+                        : fn_fail(FN_ERR_FORMAT, "%s: kind is '%s', the model has '%s'", where,
+                                  kind, layer_kind(l));
+    free(kind);
+    FN_TRY(st);
+    FN_TRY(expect_int(group, where, "in_features", l->in_features));
+    FN_TRY(expect_int(group, where, "out_features", l->out_features));
+    fn_block_config bc;
+    if (strcmp(layer_kind(l), "block") == 0 && fn_block_get_config(l, &bc) == FN_OK)
+        FN_TRY(expect_int(group, where, "groups", bc.groups));
+    return FN_OK;
+}
+
+static fn_status read_param(hid_t group, const char *where, fn_param *p)
+{
+    size_t n = fn_tensor_count(&p->value);
+    float *host = malloc(n * sizeof(float));
+    if (!host)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    int rank = 0;
+    long long dims[2];
+    param_dims(p, &rank, dims);
+    fn_status st = fn_h5_get_floats(group, where, p->name, host, rank, dims);
+    if (st == FN_OK)
+        st = fn_tensor_upload(&p->value, host, n);
+    free(host);
+    return st;
+}
+
+static fn_status read_layer(hid_t file, const char *path, const char *name, fn_layer *l)
+{
+    char where[WHERE_CAP];
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    hid_t group = -1;
+    FN_TRY(open_group(file, path, name, &group));
+    fn_status st = check_layer(group, where, l);
+    for (int p = 0; st == FN_OK && p < l->n_params; p++)
+        st = read_param(group, where, &l->params[p]);
+    H5Gclose(group);
+    return st;
+}
+
+fn_status fn_weights_read(hid_t file, const char *path, const char *format, fn_net *net)
+{
+    FN_TRY(check_format(file, path, format));
+    char **names = NULL;
+    int n = 0;
+    FN_TRY(read_layer_names(file, path, &names, &n));
+    fn_status st = FN_OK;
+    if (n != net->n_layers)
+        st = fn_fail(FN_ERR_FORMAT, "%s: holds %d layers, the model has %d", path, n,
+                     net->n_layers);
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = read_layer(file, path, names[i], net->layers[i]);
+    free(names);
+    return st;
+}
+
+fn_status fn_weights_load(fn_net *net, const char *path)
+{
+    hid_t file = -1;
+    FN_TRY(fn_h5_open_read(&file, path));
+    fn_status st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);
+    H5Fclose(file);
+    return st;
+}
+
+/* --- building a network from a file --------------------------------------- */
+
+typedef struct layer_desc {
+    fn_layer_spec spec;
+    int in, groups;
+    float eps, slope;
+} layer_desc;
+
+static fn_status describe_layer(hid_t group, const char *where, layer_desc *d)
+{
+    char *kind = NULL;
+    long long in = 0, out = 0, groups = 1;
+    double eps = 1e-5, slope = 0.01;
+    FN_TRY(fn_h5_get_string(group, where, "kind", &kind));
+    int block = strcmp(kind, "block") == 0, linear = strcmp(kind, "linear") == 0;
+    fn_status st = block || linear ? FN_OK
+                                   : fn_fail(FN_ERR_FORMAT, "%s: unknown kind '%s'", where, kind);
+    free(kind);
+    FN_TRY(st);
+    FN_TRY(fn_h5_get_int(group, where, "in_features", &in));
+    FN_TRY(fn_h5_get_int(group, where, "out_features", &out));
+    if (block) {
+        FN_TRY(fn_h5_get_int(group, where, "groups", &groups));
+        FN_TRY(fn_h5_get_double(group, where, "eps", &eps));
+        FN_TRY(fn_h5_get_double(group, where, "negative_slope", &slope));
+    }
+    if (in < 1 || out < 1 || in > (1 << 24) || out > (1 << 24) || groups < 1 || groups > out)
+        return fn_fail(FN_ERR_FORMAT, "%s: sizes in %lld, out %lld, groups %lld are not valid",
+                       where, in, out, groups);
+    *d = (layer_desc){.spec = {block ? FN_LAYER_BLOCK : FN_LAYER_LINEAR, (int)out},
+                      .in = (int)in, .groups = (int)groups, .eps = (float)eps,
+                      .slope = (float)slope};
+    return FN_OK;
+}
+
+static fn_status add_described_layer(hid_t file, const char *path, const char *name, fn_net *net)
+{
+    char where[WHERE_CAP];
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    hid_t group = -1;
+    FN_TRY(open_group(file, path, name, &group));
+    layer_desc d;
+    fn_status st = describe_layer(group, where, &d);
+    H5Gclose(group);
+    FN_TRY(st);
+    /* The values are read right after, so the generator's numbers are unused. */
+    fn_rng rng = {0, 0};
+    st = fn_model_add_layer(net, &d.spec, d.in, d.groups, d.eps, d.slope, &rng);
+    if (st != FN_OK)
+        fn_error_prefix("%s: ", where);
+    return st;
+}
+
+static fn_status build_layers(hid_t file, const char *path, fn_net *net)
+{
+    FN_TRY(check_format(file, path, FN_WEIGHTS_FORMAT));
+    char **names = NULL;
+    int n = 0;
+    FN_TRY(read_layer_names(file, path, &names, &n));
+    fn_status st = n > 0 ? FN_OK : fn_fail(FN_ERR_FORMAT, "%s: holds no layers", path);
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = add_described_layer(file, path, names[i], net);
+    free(names);
+    if (st == FN_OK)
+        st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);
+    return st;
+}
+
+fn_status fn_weights_build(fn_net **out, fn_context *ctx, const char *path, int max_batch)
+{
+    *out = NULL;
+    hid_t file = -1;
+    FN_TRY(fn_h5_open_read(&file, path));
+    fn_net *net = NULL;
+    fn_status st = fn_net_create(&net, ctx, max_batch);
+    if (st == FN_OK)
+        st = build_layers(file, path, net);
+    H5Fclose(file);
+    if (st != FN_OK) {
+        fn_net_destroy(net);
+        return st;
+    }
+    *out = net;
+    return FN_OK;
+}

@@ -1,0 +1,373 @@
+/* test_config.c — the run configuration: defaults, values, relative paths,
+ * overrides, and every kind of bad config failing with its status and a
+ * message that says where (file:line or the --set argument) and what. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fusenet/config.h"
+
+/* A temporary directory holding the config and an (empty) train.h5: the
+ * config only checks that data files are readable. */
+typedef struct fixture {
+    char dir[64];
+    char path[128];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/fn_config_XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/run.ini", f->dir);
+    char data[128];
+    snprintf(data, sizeof data, "%s/train.h5", f->dir);
+    FILE *d = fopen(data, "w");
+    assert_non_null(d);
+    fclose(d);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/train.h5", f->dir);
+    remove(path);
+    remove(f->path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void write_config(const fixture *f, const char *text)
+{
+    FILE *c = fopen(f->path, "w");
+    assert_non_null(c);
+    fputs(text, c);
+    fclose(c);
+}
+
+static const char minimal[] = "[data]\ntrain = train.h5\n[model]\nlayers = block 16, linear 4\n";
+
+/* Loads text, applies the overrides (NULL-terminated) and finishes. */
+static fn_status load(const fixture *f, const char *text, const char *const *sets,
+                      fn_config **cfg)
+{
+    write_config(f, text);
+    *cfg = NULL;
+    FN_TRY(fn_config_load(cfg, f->path));
+    for (int i = 0; sets && sets[i]; i++)
+        FN_TRY(fn_config_set(*cfg, sets[i]));
+    return fn_config_finish(*cfg);
+}
+
+/* Fails unless loading gives `want` and a message containing every needle. */
+static void expect_error_at(const fixture *f, const char *text, const char *const *sets,
+                            fn_status want, const char *needle, const char *needle2, int line)
+{
+    fn_config *cfg = NULL;
+    fn_status got = load(f, text, sets, &cfg);
+    fn_config_destroy(cfg);
+    if (got != want)
+        fail_msg("line %d: status '%s', expected '%s' (message: '%s')", line,
+                 fn_status_name(got), fn_status_name(want), fn_last_error());
+    if (!strstr(fn_last_error(), needle) || (needle2 && !strstr(fn_last_error(), needle2)))
+        fail_msg("line %d: message '%s' lacks '%s'%s%s", line, fn_last_error(), needle,
+                 needle2 ? " or " : "", needle2 ? needle2 : "");
+}
+#define EXPECT_ERROR(text, sets, status, needle, needle2) \
+    expect_error_at(*state, (text), (sets), (status), (needle), (needle2), __LINE__)
+
+static void test_defaults(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    fn_status st = load(f, minimal, NULL, &cfg);
+    assert_int_equal(st, FN_OK);
+    assert_string_equal(cfg->inputs, "X");
+    assert_string_equal(cfg->targets, "y");
+    assert_null(cfg->valid);
+    assert_null(cfg->init);
+    assert_int_equal(cfg->n_layers, 2);
+    assert_int_equal(cfg->layers[0].kind, FN_LAYER_BLOCK);
+    assert_int_equal(cfg->layers[0].width, 16);
+    assert_int_equal(cfg->layers[1].kind, FN_LAYER_LINEAR);
+    assert_int_equal(cfg->layers[1].width, 4);
+    assert_int_equal(cfg->groups, 8);
+    assert_float_equal(cfg->eps, 1e-5f, 0);
+    assert_float_equal(cfg->negative_slope, 0.01f, 0);
+    assert_int_equal(cfg->loss, FN_LOSS_CROSS_ENTROPY);
+    assert_int_equal(cfg->batch_size, 64);
+    assert_int_equal(cfg->epochs, 10);
+    assert_float_equal(cfg->sgd.lr, 0.01f, 0);
+    assert_int_equal(cfg->sgd.nesterov, 0);
+    assert_int_equal(cfg->seed, 1);
+    assert_int_equal(cfg->checkpoint_every, 0);
+    assert_true(cfg->device_auto);
+    assert_int_equal(cfg->math, FN_MATH_FP32);
+    assert_float_equal(cfg->memory_budget_mb, 1024, 0);
+    char want[160];
+    snprintf(want, sizeof want, "%s/train.h5", f->dir);
+    assert_string_equal(cfg->train, want);
+    snprintf(want, sizeof want, "%s/runs", f->dir);
+    assert_string_equal(cfg->out_dir, want);
+    assert_string_equal(cfg->text, minimal);
+    fn_config_destroy(cfg);
+}
+
+static void test_values_and_overrides(void **state)
+{
+    fixture *f = *state;
+    static const char text[] =
+        "# a comment\n[data]\ntrain = train.h5\nvalid = train.h5\ninputs = pixels\n"
+        "memory_budget_mb = 0.5\n[model]\nlayers = block 12 ,block 12,  linear 3\ngroups = 4\n"
+        "eps = 1e-3\nnegative_slope = 0.2\n[train]\nloss = mse\nbatch_size = 7\nepochs = 3\n"
+        "lr = 0.5 ; inline comment\nmomentum = 0.9\nnesterov = true\nseed = 42\n"
+        "checkpoint_every = 2\n[run]\ndevice = cuda:1\nmath = tf32x3\nlog_every = 0\n"
+        "[output]\ndir = /tmp/somewhere\n";
+    const char *sets[] = {"train.epochs=5", " train . lr = 0.25 ", NULL};
+    fn_config *cfg = NULL;
+    fn_status st = load(f, text, sets, &cfg);
+    if (st != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_string_equal(cfg->inputs, "pixels");
+    assert_non_null(cfg->valid);
+    assert_float_equal(cfg->memory_budget_mb, 0.5, 0);
+    assert_int_equal(cfg->n_layers, 3);
+    assert_int_equal(cfg->layers[2].width, 3);
+    assert_int_equal(cfg->groups, 4);
+    assert_float_equal(cfg->negative_slope, 0.2f, 0);
+    assert_int_equal(cfg->loss, FN_LOSS_MSE);
+    assert_int_equal(cfg->batch_size, 7);
+    assert_int_equal(cfg->epochs, 5);
+    assert_float_equal(cfg->sgd.lr, 0.25f, 0);
+    assert_int_equal(cfg->sgd.nesterov, 1);
+    assert_int_equal(cfg->seed, 42);
+    assert_false(cfg->device_auto);
+    assert_int_equal(cfg->device, FN_CUDA);
+    assert_int_equal(cfg->gpu, 1);
+    assert_int_equal(cfg->math, FN_MATH_TF32X3);
+    assert_string_equal(cfg->out_dir, "/tmp/somewhere");
+    assert_non_null(strstr(cfg->text, "; --set train.epochs=5\n"));
+    fn_config_destroy(cfg);
+}
+
+static void test_unknown_section(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[trian]\nepochs = 3\n", NULL, FN_ERR_INVALID,
+                 "run.ini:4: unknown section [trian]", NULL);
+}
+
+static void test_key_outside_section(void **state)
+{
+    EXPECT_ERROR("epochs = 3\n", NULL, FN_ERR_INVALID, "run.ini:1: epochs: key outside", NULL);
+}
+
+static void test_unknown_key(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[train]\nlearning_rate = 3\n", NULL, FN_ERR_INVALID,
+                 "run.ini:4: train.learning_rate: unknown key", NULL);
+}
+
+static void test_duplicate_key(void **state)
+{
+    EXPECT_ERROR("[train]\nepochs = 3\nlr = 0.1\nepochs = 4\n", NULL, FN_ERR_INVALID,
+                 "run.ini:4: train.epochs: duplicate key (first set on line 2)", NULL);
+}
+
+static void test_syntax_error(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model\n", NULL, FN_ERR_INVALID,
+                 "run.ini:3: syntax error", NULL);
+    EXPECT_ERROR("[data]\njust words\n", NULL, FN_ERR_INVALID, "run.ini:2: syntax error", NULL);
+}
+
+static void test_not_a_number(void **state)
+{
+    EXPECT_ERROR("[train]\n\nlr = fast\n", NULL, FN_ERR_INVALID,
+                 "run.ini:3: train.lr: expected a number, got 'fast'", NULL);
+    EXPECT_ERROR("[train]\nbatch_size = 12abc\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: train.batch_size: expected an integer, got '12abc'", NULL);
+    EXPECT_ERROR("[train]\nepochs = 2.5\n", NULL, FN_ERR_INVALID,
+                 "train.epochs: expected an integer, got '2.5'", NULL);
+    EXPECT_ERROR("[train]\nlr =\n", NULL, FN_ERR_INVALID, "train.lr: expected a number, got ''",
+                 NULL);
+    EXPECT_ERROR("[model]\neps = nan\n", NULL, FN_ERR_INVALID, "model.eps: nan is not a finite",
+                 NULL);
+    EXPECT_ERROR("[train]\nnesterov = maybe\n", NULL, FN_ERR_INVALID,
+                 "train.nesterov: expected true or false, got 'maybe'", NULL);
+    EXPECT_ERROR("[train]\nseed = -3\n", NULL, FN_ERR_INVALID, "train.seed: -3 is out of range",
+                 NULL);
+}
+
+static void test_out_of_range(void **state)
+{
+    EXPECT_ERROR("[train]\nmomentum = -0.5\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: train.momentum: -0.5 is out of range", ">= 0");
+    EXPECT_ERROR("[train]\ndampening = 2\n", NULL, FN_ERR_INVALID, "train.dampening: 2 is out",
+                 "<= 1");
+    EXPECT_ERROR("[train]\nlr = 0\n", NULL, FN_ERR_INVALID, "train.lr: 0 is out of range",
+                 "> 0");
+    EXPECT_ERROR("[model]\neps = -1e-5\n", NULL, FN_ERR_INVALID, "model.eps: -1e-5 is out", NULL);
+    EXPECT_ERROR("[data]\nmemory_budget_mb = 0\n", NULL, FN_ERR_INVALID,
+                 "data.memory_budget_mb: 0 is out of range", NULL);
+    EXPECT_ERROR("[train]\nbatch_size = 99999999999999999999\n", NULL, FN_ERR_INVALID,
+                 "train.batch_size: 99999999999999999999 is out of range", NULL);
+}
+
+static void test_zero_and_negative_sizes(void **state)
+{
+    EXPECT_ERROR("[train]\nbatch_size = 0\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: train.batch_size: 0 is out of range", ">= 1");
+    EXPECT_ERROR("[train]\nepochs = -2\n", NULL, FN_ERR_INVALID, "train.epochs: -2 is out", NULL);
+    EXPECT_ERROR("[model]\ngroups = 0\n", NULL, FN_ERR_INVALID, "model.groups: 0 is out", NULL);
+    EXPECT_ERROR("[model]\nlayers = block 16, linear 0\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: model.layers: item 2: width '0' is not an integer", NULL);
+    EXPECT_ERROR("[model]\nlayers = block -16\n", NULL, FN_ERR_INVALID,
+                 "model.layers: item 1: width '-16'", NULL);
+}
+
+static void test_bad_layer_lists(void **state)
+{
+    EXPECT_ERROR("[model]\nlayers = blok 16\n", NULL, FN_ERR_INVALID,
+                 "model.layers: item 1: unknown layer kind 'blok'", NULL);
+    EXPECT_ERROR("[model]\nlayers = block\n", NULL, FN_ERR_INVALID,
+                 "model.layers: item 1 'block': expected 'block N'", NULL);
+    EXPECT_ERROR("[model]\nlayers = block 16,, linear 4\n", NULL, FN_ERR_INVALID,
+                 "model.layers: item 2 is empty", NULL);
+    EXPECT_ERROR("[model]\nlayers = block 1x6\n", NULL, FN_ERR_INVALID, "width '1x6'", NULL);
+}
+
+static void test_groups_must_divide(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 16, block 12, linear 5\n"
+                 "groups = 8\n",
+                 NULL, FN_ERR_INVALID,
+                 "run.ini:5: model.groups: groups 8 does not divide the width 12 of layer 2", NULL);
+    /* With the default groups, the layer list is where the problem is. */
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 20\n", NULL, FN_ERR_INVALID,
+                 "run.ini:4: model.layers: groups 8 does not divide the width 20", NULL);
+}
+
+static void test_nesterov_needs_momentum(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n[train]\nnesterov = on\n",
+                 NULL, FN_ERR_INVALID, "run.ini:6: train.nesterov: nesterov needs momentum > 0",
+                 NULL);
+}
+
+static void test_bad_enums(void **state)
+{
+    EXPECT_ERROR("[train]\nloss = hinge\n", NULL, FN_ERR_INVALID,
+                 "train.loss: expected cross_entropy or mse, got 'hinge'", NULL);
+    EXPECT_ERROR("[run]\ndevice = gpu\n", NULL, FN_ERR_INVALID, "run.device: expected auto", NULL);
+    EXPECT_ERROR("[run]\ndevice = cuda:x\n", NULL, FN_ERR_INVALID, "run.device: expected cuda:N",
+                 NULL);
+    EXPECT_ERROR("[run]\nmath = fp16\n", NULL, FN_ERR_INVALID, "run.math: expected fp32", NULL);
+}
+
+static void test_missing_required(void **state)
+{
+    EXPECT_ERROR("[model]\nlayers = linear 2\n", NULL, FN_ERR_INVALID,
+                 "run.ini: [data] train is required", NULL);
+    EXPECT_ERROR("[data]\ntrain = train.h5\n", NULL, FN_ERR_INVALID,
+                 "run.ini: [model] layers is required", NULL);
+    /* An override supplies a required key as well as the file does. */
+    const char *sets[] = {"model.layers=linear 2", NULL};
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    assert_int_equal(load(f, "[data]\ntrain = train.h5\n", sets, &cfg), FN_OK);
+    fn_config_destroy(cfg);
+}
+
+static void test_missing_data_file(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = nothere.h5\n[model]\nlayers = linear 2\n", NULL, FN_ERR_IO,
+                 "run.ini:2: data.train: cannot read", "nothere.h5': No such file");
+    EXPECT_ERROR("[data]\ntrain = train.h5\nvalid = v.h5\n[model]\nlayers = linear 2\n", NULL,
+                 FN_ERR_IO, "run.ini:3: data.valid: cannot read", NULL);
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = linear 2\ninit = w.h5\n", NULL,
+                 FN_ERR_IO, "run.ini:5: model.init: cannot read", NULL);
+}
+
+static void test_missing_config_file(void **state)
+{
+    (void)state;
+    fn_config *cfg = NULL;
+    assert_int_equal(fn_config_load(&cfg, "/nonexistent/run.ini"), FN_ERR_IO);
+    assert_null(cfg);
+    assert_non_null(strstr(fn_last_error(), "/nonexistent/run.ini: cannot open"));
+}
+
+static void test_bad_overrides(void **state)
+{
+    const char *nan_lr[] = {"train.lr=x", NULL};
+    EXPECT_ERROR(minimal, nan_lr, FN_ERR_INVALID, "--set train.lr=x: expected a number, got 'x'",
+                 NULL);
+    const char *no_eq[] = {"train.lr", NULL};
+    EXPECT_ERROR(minimal, no_eq, FN_ERR_INVALID, "--set train.lr: expected section.key=value",
+                 NULL);
+    const char *no_dot[] = {"lr=3", NULL};
+    EXPECT_ERROR(minimal, no_dot, FN_ERR_INVALID, "--set lr=3: expected section.key=value", NULL);
+    const char *bad_key[] = {"train.rate=3", NULL};
+    EXPECT_ERROR(minimal, bad_key, FN_ERR_INVALID, "--set train.rate=3: unknown key train.rate",
+                 NULL);
+    const char *bad_section[] = {"fit.lr=3", NULL};
+    EXPECT_ERROR(minimal, bad_section, FN_ERR_INVALID, "--set fit.lr=3: unknown section [fit]",
+                 NULL);
+    const char *range[] = {"train.batch_size=0", NULL};
+    EXPECT_ERROR(minimal, range, FN_ERR_INVALID, "--set train.batch_size=0: 0 is out of range",
+                 NULL);
+    const char *groups[] = {"model.groups=3", NULL};
+    EXPECT_ERROR(minimal, groups, FN_ERR_INVALID,
+                 "--set model.groups=3: groups 3 does not divide the width 16", NULL);
+}
+
+static void test_long_line(void **state)
+{
+    char text[512] = "[model]\nlayers = block 16";
+    while (strlen(text) < 400)
+        strcat(text, ", block 16");
+    strcat(text, "\n");
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:2: line too long", NULL);
+}
+
+static void test_parse_layers(void **state)
+{
+    (void)state;
+    fn_layer_spec *layers = NULL;
+    int n = 0;
+    assert_int_equal(fn_config_parse_layers("block 8,linear 2", &layers, &n), FN_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(layers[1].kind, FN_LAYER_LINEAR);
+    free(layers);
+    assert_int_equal(fn_config_parse_layers("", &layers, &n), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "item 1 is empty"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_defaults),          T(test_values_and_overrides), T(test_unknown_section),
+        T(test_key_outside_section), T(test_unknown_key),        T(test_duplicate_key),
+        T(test_syntax_error),      T(test_not_a_number),         T(test_out_of_range),
+        T(test_zero_and_negative_sizes), T(test_bad_layer_lists), T(test_groups_must_divide),
+        T(test_nesterov_needs_momentum), T(test_bad_enums),      T(test_missing_required),
+        T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),
+        T(test_long_line),         T(test_parse_layers),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

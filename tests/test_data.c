@@ -1,0 +1,458 @@
+/* test_data.c — HDF5 data sets: every bad file fails with a message naming
+ * the file and the dataset; batches cover each row once per epoch with the
+ * right targets; shuffles are reproducible from (seed, epoch, step); and
+ * reading in slabs gives rows identical to loading the set whole. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fusenet/data.h"
+
+typedef struct fixture {
+    char dir[64];
+    char path[128];
+    fn_context *ctx;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/fn_data_XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
+    assert_int_equal(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    fn_context_destroy(f->ctx);
+    remove(f->path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* --- writing test files ---------------------------------------------------- */
+
+static hid_t create_file(const fixture *f)
+{
+    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    return file;
+}
+
+static void put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
+                hsize_t d0, hsize_t d1, const void *data)
+{
+    hsize_t dims[2] = {d0, d1};
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    assert_true(space >= 0);
+    hid_t set = H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(set >= 0);
+    if (d0 * (rank > 1 ? d1 : 1) > 0)
+        assert_true(H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(set);
+    H5Sclose(space);
+}
+
+/* X[i, j] = i + j / 100, y[i] = i % classes: each row says which it is. */
+static void write_good(const fixture *f, int n, int in, int classes)
+{
+    float *x = malloc(sizeof(float) * (size_t)(n * in));
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        y[i] = i % classes;
+        for (int j = 0; j < in; j++)
+            x[i * in + j] = (float)i + (float)j / 100.0f;
+    }
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, (hsize_t)n, (hsize_t)in, x);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, (hsize_t)n, 0, y);
+    H5Fclose(file);
+    free(x);
+    free(y);
+}
+
+static fn_data_options options(int classes, int batch)
+{
+    return (fn_data_options){.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+                             .out_features = classes, .batch_size = batch,
+                             .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 7};
+}
+
+static void expect_open_error(const fixture *f, const fn_data_options *opt, fn_status want,
+                              const char *needle, int line)
+{
+    fn_data *d = NULL;
+    fn_status got = fn_data_open(&d, f->ctx, f->path, opt);
+    fn_data_close(d);
+    if (got != want)
+        fail_msg("line %d: status '%s', expected '%s' (message: '%s')", line,
+                 fn_status_name(got), fn_status_name(want), fn_last_error());
+    if (!strstr(fn_last_error(), needle))
+        fail_msg("line %d: message '%s' lacks '%s'", line, fn_last_error(), needle);
+    if (!strstr(fn_last_error(), "set.h5"))
+        fail_msg("line %d: message '%s' does not name the file", line, fn_last_error());
+}
+#define EXPECT_OPEN_ERROR(opt, status, needle) \
+    expect_open_error(*state, (opt), (status), (needle), __LINE__)
+
+static const float xs[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+static const int32_t ys[6] = {0, 1, 2, 0, 1, 2};
+
+/* --- bad files ------------------------------------------------------------- */
+
+static void test_missing_file(void **state)
+{
+    fixture *f = *state;
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_IO, "set.h5: cannot open: No such file");
+    FILE *t = fopen(f->path, "w");
+    fputs("not hdf5\n", t);
+    fclose(t);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: not a readable HDF5 file");
+}
+
+static void test_missing_dataset(void **state)
+{
+    fixture *f = *state;
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'y'");
+    opt.inputs = "pixels";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'pixels'");
+}
+
+static void test_wrong_type(void **state)
+{
+    fixture *f = *state;
+    int64_t x64[12] = {0};
+    hid_t file = create_file(f);
+    put(file, "X", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, 6, 2, x64);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
+    put(file, "Xd", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "yf", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: dataset 'X' is int64, expected float32");
+    opt.inputs = "Xd";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'Xd' is float64, expected float32");
+    opt.inputs = "X2";
+    opt.targets = "yf";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'yf' is float32, expected integer");
+    opt.loss = FN_LOSS_MSE;
+    opt.targets = "y";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' is int32, expected float32");
+}
+
+static void test_wrong_rank(void **state)
+{
+    fixture *f = *state;
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 12, 0, xs);
+    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, 3, 2, ys);
+    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' has rank 1, expected 2");
+    opt.inputs = "X2";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has rank 2, expected 1");
+    opt.loss = FN_LOSS_MSE;
+    opt.targets = "t";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has rank 1, expected 2");
+}
+
+static void test_row_mismatch(void **state)
+{
+    fixture *f = *state;
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 5, 0, ys);
+    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has 5 rows but 'X' has 6");
+    opt.loss = FN_LOSS_MSE;
+    opt.targets = "t";
+    opt.out_features = 3;
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has 2 columns, expected 3");
+    opt.out_features = 2;
+    opt.in_features = 4;
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' has 2 columns, expected 4");
+}
+
+static void test_label_range(void **state)
+{
+    fixture *f = *state;
+    int32_t bad[6] = {0, 1, 2, 12, 1, 0};
+    int32_t negative[6] = {0, 1, -1, 0, 1, 0};
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, bad);
+    put(file, "neg", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, negative);
+    H5Fclose(file);
+    fn_data_options opt = options(10, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' row 3 holds label 12, expected 0 to 9");
+    opt.targets = "neg";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'neg' row 2 holds label -1");
+}
+
+static void test_non_finite(void **state)
+{
+    fixture *f = *state;
+    float with_nan[12] = {0, 1, 2, 3, 4, NAN, 6, 7, 8, 9, 10, 11};
+    float with_inf[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -INFINITY};
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_nan);
+    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
+    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_inf);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' row 2 column 1 is NaN");
+    opt.inputs = "X2";
+    opt.loss = FN_LOSS_MSE;
+    opt.targets = "t";
+    opt.out_features = 2;
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' row 5 column 1 is infinite");
+    /* Also when the bad row is in a later slab. */
+    opt.memory_budget = 2 * 4 * sizeof(float);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' row 5 column 1 is infinite");
+}
+
+static void test_empty(void **state)
+{
+    fixture *f = *state;
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 0, 4, NULL);
+    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 0, 0, NULL);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 2);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' is empty");
+}
+
+static void test_other_label_types(void **state)
+{
+    fixture *f = *state;
+    uint8_t y8[6] = {2, 1, 0, 2, 1, 0};
+    int64_t y64[6] = {0, 1, 2, 2, 1, 0};
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "y8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 6, 0, y8);
+    put(file, "y64", H5T_STD_I64BE, H5T_NATIVE_INT64, 1, 6, 0, y64);
+    H5Fclose(file);
+    fn_data_options opt = options(3, 6);
+    opt.shuffle = 0;
+    opt.targets = "y8";
+    fn_data *d = NULL;
+    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    fn_batch b;
+    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    assert_int_equal(b.rows, 6);
+    assert_int_equal(b.host_labels[0], 2);
+    fn_data_close(d);
+    opt.targets = "y64";
+    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    assert_int_equal(b.host_labels[3], 2);
+    fn_data_close(d);
+}
+
+/* --- batches ---------------------------------------------------------------- */
+
+/* Runs one epoch: each batch's rows must be the file rows it names, every
+ * row must come exactly once, and only the slab ends may be short. Returns
+ * the order the rows came in (malloc'ed). */
+static int64_t *check_epoch(fn_data *d, long long epoch, int n, int in, int classes, int batch)
+{
+    int64_t *order = malloc(sizeof(int64_t) * (size_t)n);
+    int *seen = calloc((size_t)n, sizeof(int));
+    assert_non_null(order);
+    assert_non_null(seen);
+    assert_int_equal(fn_data_seek(d, epoch, 0), FN_OK);
+    int count = 0, batches = 0, short_batches = 0;
+    for (;;) {
+        fn_batch b;
+        assert_int_equal(fn_data_next(d, &b), FN_OK);
+        if (!b.rows)
+            break;
+        batches++;
+        short_batches += b.rows < batch;
+        assert_true(b.rows <= batch);
+        for (int i = 0; i < b.rows; i++) {
+            int64_t row = b.index[i];
+            assert_true(row >= 0 && row < n);
+            seen[row]++;
+            order[count++] = row;
+            assert_int_equal(b.host_labels[i], row % classes);
+            for (int j = 0; j < in; j++)
+                assert_float_equal(b.x.data[i * in + j], (float)row + (float)j / 100.0f, 0);
+        }
+    }
+    assert_int_equal(count, n);
+    assert_int_equal(batches, fn_data_batches(d));
+    assert_true(short_batches <= 1);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(seen[i], 1);
+    free(seen);
+    return order;
+}
+
+static void test_whole_epochs(void **state)
+{
+    fixture *f = *state;
+    write_good(f, 103, 3, 10);
+    fn_data_options opt = options(10, 8);
+    fn_data *d = NULL;
+    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_rows(d), 103);
+    assert_int_equal(fn_data_in_features(d), 3);
+    assert_int_equal(fn_data_slab_rows(d), 103);
+    assert_int_equal(fn_data_batches(d), 13); /* the last one of 7 rows */
+    int64_t *e0 = check_epoch(d, 0, 103, 3, 10, 8);
+    int64_t *e1 = check_epoch(d, 1, 103, 3, 10, 8);
+    int64_t *again = check_epoch(d, 0, 103, 3, 10, 8);
+    assert_memory_equal(e0, again, sizeof(int64_t) * 103);
+    assert_memory_not_equal(e0, e1, sizeof(int64_t) * 103);
+    int in_place = 0;
+    for (int i = 0; i < 103; i++)
+        in_place += e0[i] == i;
+    assert_true(in_place < 20); /* shuffled, not the file order */
+    free(e0);
+    free(e1);
+    free(again);
+    fn_data_close(d);
+}
+
+/* Seeking to (epoch, step) gives the batch an uninterrupted epoch gives. */
+static void check_seek(fn_data *d, long long epoch, long long step)
+{
+    int64_t want[64];
+    int rows = 0;
+    assert_int_equal(fn_data_seek(d, epoch, 0), FN_OK);
+    for (long long s = 0; s <= step; s++) {
+        fn_batch b;
+        assert_int_equal(fn_data_next(d, &b), FN_OK);
+        assert_true(b.rows > 0 && b.rows <= 64);
+        rows = b.rows;
+        memcpy(want, b.index, sizeof(int64_t) * (size_t)rows);
+    }
+    assert_int_equal(fn_data_seek(d, epoch, step), FN_OK);
+    fn_batch b;
+    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    assert_int_equal(b.rows, rows);
+    assert_memory_equal(b.index, want, sizeof(int64_t) * (size_t)rows);
+}
+
+static void test_slabs_match_whole(void **state)
+{
+    fixture *f = *state;
+    const int n = 203, in = 3, classes = 10, batch = 8;
+    write_good(f, n, in, classes);
+    fn_data_options opt = options(classes, batch);
+    size_t row_bytes = in * sizeof(float) + sizeof(int32_t);
+    opt.memory_budget = 37 * row_bytes; /* 32 rows a slab: a multiple of the batch */
+    fn_data *slabs = NULL, *whole = NULL;
+    assert_int_equal(fn_data_open(&slabs, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_slab_rows(slabs), 32);
+    int64_t *e0 = check_epoch(slabs, 0, n, in, classes, batch);
+    int64_t *e1 = check_epoch(slabs, 1, n, in, classes, batch);
+    assert_memory_not_equal(e0, e1, sizeof(int64_t) * (size_t)n);
+    check_seek(slabs, 1, 0);
+    check_seek(slabs, 1, 5);
+    check_seek(slabs, 1, fn_data_batches(slabs) - 1);
+    /* In file order the two modes must hand out the same batches. */
+    opt.shuffle = 0;
+    fn_data_close(slabs);
+    assert_int_equal(fn_data_open(&slabs, f->ctx, f->path, &opt), FN_OK);
+    opt.memory_budget = (size_t)1 << 30;
+    assert_int_equal(fn_data_open(&whole, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_batches(slabs), fn_data_batches(whole));
+    for (;;) {
+        fn_batch a, b;
+        assert_int_equal(fn_data_next(slabs, &a), FN_OK);
+        assert_int_equal(fn_data_next(whole, &b), FN_OK);
+        assert_int_equal(a.rows, b.rows);
+        if (!a.rows)
+            break;
+        assert_memory_equal(a.x.data, b.x.data, sizeof(float) * (size_t)(a.rows * in));
+        assert_memory_equal(a.host_labels, b.host_labels, sizeof(int32_t) * (size_t)a.rows);
+    }
+    free(e0);
+    free(e1);
+    fn_data_close(slabs);
+    fn_data_close(whole);
+}
+
+static void test_seek_whole(void **state)
+{
+    fixture *f = *state;
+    write_good(f, 50, 2, 5);
+    fn_data_options opt = options(5, 4);
+    fn_data *d = NULL;
+    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    int64_t *e3 = check_epoch(d, 3, 50, 2, 5, 4);
+    check_seek(d, 3, 7);
+    check_seek(d, 3, 12);
+    /* Past the end: the epoch is over. */
+    assert_int_equal(fn_data_seek(d, 3, 13), FN_OK);
+    fn_batch b;
+    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    assert_int_equal(b.rows, 0);
+    free(e3);
+    fn_data_close(d);
+}
+
+static void test_mse_targets(void **state)
+{
+    fixture *f = *state;
+    hid_t file = create_file(f);
+    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    H5Fclose(file);
+    fn_data_options opt = options(2, 4);
+    opt.loss = FN_LOSS_MSE;
+    opt.targets = "t";
+    fn_data *d = NULL;
+    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    fn_batch b;
+    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    assert_int_equal(b.rows, 4);
+    assert_null(b.labels);
+    assert_int_equal(b.target.cols, 2);
+    assert_memory_equal(b.target.data, b.x.data, sizeof(float) * 8);
+    fn_data_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_missing_file),  T(test_missing_dataset),   T(test_wrong_type),
+        T(test_wrong_rank),    T(test_row_mismatch),      T(test_label_range),
+        T(test_non_finite),    T(test_empty),             T(test_other_label_types),
+        T(test_whole_epochs),  T(test_slabs_match_whole), T(test_seek_whole),
+        T(test_mse_targets),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

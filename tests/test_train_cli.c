@@ -1,0 +1,375 @@
+/* test_train_cli.c — the `train` program as a user runs it: usage and config
+ * errors exit with 1 or 2 and a "train: file:line: ..." message; bad data
+ * names the file and dataset; the example trains and exports; and a run
+ * interrupted by SIGINT and SIGTERM and resumed twice ends with weights
+ * identical, bit for bit, to an uninterrupted run.
+ * Needs FN_BUILD_DIR (the programs) and FN_SOURCE_DIR (data/), set by ctest. */
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <hdf5.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct fixture {
+    char dir[64];
+    char train[512];  /* the train program */
+    char digits[512]; /* data/digits_train.h5 */
+    char valid[512];  /* data/digits_valid.h5 */
+    char example[512];
+} fixture;
+
+static int setup(void **state)
+{
+    const char *build = getenv("FN_BUILD_DIR"), *source = getenv("FN_SOURCE_DIR");
+    if (!build || !source)
+        fail_msg("FN_BUILD_DIR and FN_SOURCE_DIR must be set (ctest sets them)");
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/fn_cli_XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->train, sizeof f->train, "%s/train", build);
+    snprintf(f->digits, sizeof f->digits, "%s/data/digits_train.h5", source);
+    snprintf(f->valid, sizeof f->valid, "%s/data/digits_valid.h5", source);
+    snprintf(f->example, sizeof f->example, "%s/data/example.ini", source);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(f);
+    return 0;
+}
+
+/* --- running the program ---------------------------------------------------- */
+
+/* Starts train with argv (NULL-terminated, without the program name); its
+ * stdout and stderr go to <dir>/out.txt and <dir>/err.txt. */
+static pid_t start(const fixture *f, const char *const *argv)
+{
+    const char *full[32] = {f->train};
+    int n = 1;
+    for (int i = 0; argv[i] && n < 31; i++)
+        full[n++] = argv[i];
+    full[n] = NULL;
+    char out[128], err[128];
+    snprintf(out, sizeof out, "%s/out.txt", f->dir);
+    snprintf(err, sizeof err, "%s/err.txt", f->dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(127);
+        execv(f->train, (char *const *)full);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int finish(pid_t pid)
+{
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("train died of signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+static int run(const fixture *f, const char *const *argv) { return finish(start(f, argv)); }
+
+static char *slurp(const char *path)
+{
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return calloc(1, 1);
+    char *text = calloc(1, 1 << 16);
+    size_t n = fread(text, 1, (1 << 16) - 1, in);
+    text[n] = '\0';
+    fclose(in);
+    return text;
+}
+
+/* Fails unless <dir>/name contains needle. */
+static void expect_output(const fixture *f, const char *name, const char *needle)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    char *text = slurp(path);
+    if (!strstr(text, needle))
+        fail_msg("%s lacks '%s'; it holds:\n%s", name, needle, text);
+    free(text);
+}
+
+static void write_file(const fixture *f, const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+}
+
+/* A config in the temp dir training on the digits, output in <dir>/<out>. */
+static void write_digits_config(const fixture *f, const char *name, const char *out,
+                                const char *layers, const char *extra)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s\nvalid = %s\n[model]\nlayers = %s\n"
+             "[train]\nbatch_size = 16\nlr = 0.05\nmomentum = 0.9\n%s\n[run]\ndevice = cpu\n"
+             "log_every = 0\n[output]\ndir = %s\n",
+             f->digits, f->valid, layers, extra, out);
+    write_file(f, name, text);
+}
+
+/* Fails unless the run exits with `want` (1 or 2) and stderr is "train: "
+ * followed by a message containing needle. */
+static void expect_failure_at(const fixture *f, const char *const *argv, int want,
+                              const char *needle, int line)
+{
+    int got = run(f, argv);
+    if (got != want)
+        fail_msg("line %d: exit status %d, expected %d", line, got, want);
+    assert_true(got > 0 && got < 128);
+    char path[128];
+    snprintf(path, sizeof path, "%s/err.txt", f->dir);
+    char *text = slurp(path);
+    if (strncmp(text, "train: ", 7) != 0 || !strstr(text, needle))
+        fail_msg("line %d: stderr is not 'train: ...%s...'; it holds:\n%s", line, needle, text);
+    free(text);
+}
+#define EXPECT_FAILURE(argv, status, needle) \
+    expect_failure_at(*state, (argv), (status), (needle), __LINE__)
+
+/* --- usage and config errors --------------------------------------------------- */
+
+static void test_usage_errors(void **state)
+{
+    const char *none[] = {NULL};
+    EXPECT_FAILURE(none, 2, "no config file given");
+    const char *unknown[] = {"x.ini", "--fast", NULL};
+    EXPECT_FAILURE(unknown, 2, "unknown option '--fast'");
+    const char *two[] = {"a.ini", "b.ini", NULL};
+    EXPECT_FAILURE(two, 2, "one config file expected");
+    const char *set[] = {"a.ini", "--set", NULL};
+    EXPECT_FAILURE(set, 2, "--set needs section.key=value");
+    const char *help[] = {"--help", NULL};
+    assert_int_equal(run(*state, help), 0);
+    expect_output(*state, "out.txt", "usage: train config.ini");
+}
+
+static void test_config_errors(void **state)
+{
+    fixture *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.ini", f->dir);
+    const char *argv[] = {path, NULL};
+    write_file(f, "bad.ini", "[data]\ntrain = x.h5\n[train]\nlr = fast\n");
+    EXPECT_FAILURE(argv, 1, "bad.ini:4: train.lr: expected a number, got 'fast'");
+    write_file(f, "bad.ini", "[data]\ntrain = x.h5\n[optimizer]\nlr = 1\n");
+    EXPECT_FAILURE(argv, 1, "bad.ini:4: unknown section [optimizer]");
+    write_file(f, "bad.ini", "[model]\nlayers = linear 2\n");
+    EXPECT_FAILURE(argv, 1, "bad.ini: [data] train is required");
+    write_file(f, "bad.ini", "[data]\ntrain = nothere.h5\n[model]\nlayers = linear 2\n");
+    EXPECT_FAILURE(argv, 1, "bad.ini:2: data.train: cannot read");
+    const char *nofile[] = {"/nonexistent.ini", NULL};
+    EXPECT_FAILURE(nofile, 1, "/nonexistent.ini: cannot open");
+    write_digits_config(f, "ok.ini", "out", "block 32, linear 10", "");
+    snprintf(path, sizeof path, "%s/ok.ini", f->dir);
+    const char *set[] = {path, "--set", "train.lr=x", NULL};
+    EXPECT_FAILURE(set, 1, "--set train.lr=x: expected a number, got 'x'");
+    const char *groups[] = {path, "--set=model.groups=5", NULL};
+    EXPECT_FAILURE(groups, 1, "--set model.groups=5: groups 5 does not divide the width 32");
+    const char *resume[] = {path, "--resume", NULL};
+    EXPECT_FAILURE(resume, 1, "checkpoint.h5: cannot open");
+}
+
+static void test_data_errors(void **state)
+{
+    fixture *f = *state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/ok.ini", f->dir);
+    write_digits_config(f, "ok.ini", "out", "block 32, linear 10", "");
+    /* 10 classes in the data, 8 outputs in the model. */
+    const char *labels[] = {path, "--set", "model.layers=block 32, linear 8", NULL};
+    EXPECT_FAILURE(labels, 1, "digits_train.h5: dataset 'y' row");
+    expect_output(f, "err.txt", "expected 0 to 7");
+    const char *name[] = {path, "--set", "data.inputs=pixels", NULL};
+    EXPECT_FAILURE(name, 1, "digits_train.h5: no dataset 'pixels'");
+    const char *mse[] = {path, "--set", "train.loss=mse", NULL};
+    EXPECT_FAILURE(mse, 1, "digits_train.h5: dataset 'y' is int32, expected float32");
+}
+
+/* --- training ------------------------------------------------------------------- */
+
+static int count_lines(const char *path)
+{
+    char *text = slurp(path);
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    free(text);
+    return n;
+}
+
+static void test_example_one_epoch(void **state)
+{
+    fixture *f = *state;
+    char out[128], set_out[160];
+    snprintf(out, sizeof out, "%s/example", f->dir);
+    snprintf(set_out, sizeof set_out, "output.dir=%s", out);
+    const char *argv[] = {f->example, "--set", "train.epochs=1", "--set", set_out, NULL};
+    int status = run(f, argv);
+    if (status != 0)
+        expect_output(f, "err.txt", "(the run failed)");
+    expect_output(f, "out.txt", "epoch 1/1: train loss");
+    expect_output(f, "out.txt", "valid loss");
+    char path[192];
+    snprintf(path, sizeof path, "%s/weights.h5", out);
+    assert_int_equal(access(path, R_OK), 0);
+    snprintf(path, sizeof path, "%s/metrics.csv", out);
+    assert_int_equal(count_lines(path), 2);
+    char *csv = slurp(path);
+    assert_non_null(strstr(csv, "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds\n1,"));
+    free(csv);
+}
+
+/* [model] init starts from exported weights, which must match the layers. */
+static void test_init_from_weights(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], init[192], set_init[224];
+    write_digits_config(f, "base.ini", "base", "block 32, linear 10", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/base.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    snprintf(init, sizeof init, "%s/base/weights.h5", f->dir);
+    snprintf(set_init, sizeof set_init, "model.init=%s", init);
+    const char *tune[] = {cfg, "--set", set_init, "--set", "output.dir=tuned", NULL};
+    assert_int_equal(run(f, tune), 0);
+    const char *wider[] = {cfg, "--set", set_init, "--set", "model.layers=block 64, linear 10",
+                           NULL};
+    EXPECT_FAILURE(wider, 1, "base/weights.h5: group 'layer0': out_features is 32, the model has 64");
+    const char *shorter[] = {cfg, "--set", set_init, "--set", "model.layers=linear 10", NULL};
+    EXPECT_FAILURE(shorter, 1, "base/weights.h5: holds 2 layers, the model has 1");
+}
+
+/* The float32 contents of every dataset of group layerI in a weights file. */
+static size_t read_layer_values(const char *path, int layer, float *buf, size_t cap)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0)
+        fail_msg("cannot open %s", path);
+    static const char *const names[] = {"weight", "bias", "gamma", "beta"};
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "layer%d/%s", layer, names[i]);
+        hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
+        if (set < 0)
+            continue;
+        hid_t space = H5Dget_space(set);
+        size_t count = (size_t)H5Sget_simple_extent_npoints(space);
+        assert_true(n + count <= cap);
+        assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + n) >= 0);
+        n += count;
+        H5Sclose(space);
+        H5Dclose(set);
+    }
+    H5Fclose(file);
+    return n;
+}
+
+static void expect_same_weights(const char *a, const char *b, int layers)
+{
+    enum { CAP = 1 << 16 };
+    float *x = malloc(sizeof(float) * CAP), *y = malloc(sizeof(float) * CAP);
+    for (int layer = 0; layer < layers; layer++) {
+        size_t n = read_layer_values(a, layer, x, CAP);
+        size_t m = read_layer_values(b, layer, y, CAP);
+        assert_int_equal(n, m);
+        assert_true(n > 0);
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&x[i], &y[i], sizeof(float)) != 0)
+                fail_msg("layer%d value %zu: %.9g vs %.9g", layer, i, (double)x[i], (double)y[i]);
+    }
+    free(x);
+    free(y);
+}
+
+/* Waits until <dir>/metrics.csv has at least `lines` lines, then signals. */
+static int interrupt_after(const fixture *f, const char *const *argv, const char *csv, int lines,
+                           int sig)
+{
+    pid_t pid = start(f, argv);
+    const struct timespec tick = {0, 2000000};
+    for (int i = 0; i < 30000 && count_lines(csv) < lines; i++) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            fail_msg("train ended (status %d) before it could be interrupted", status);
+        nanosleep(&tick, NULL);
+    }
+    kill(pid, sig);
+    return finish(pid);
+}
+
+static void test_interrupt_and_resume(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], csv[128], whole[128], resumed[128];
+    /* About 30 ms an epoch: the signals land well before the end. */
+    static const char layers[] = "block 128, block 128, linear 10";
+    static const char extra[] = "epochs = 40\ncheckpoint_every = 3\n";
+    write_digits_config(f, "whole.ini", "whole", layers, extra);
+    write_digits_config(f, "parts.ini", "parts", layers, extra);
+    snprintf(cfg, sizeof cfg, "%s/whole.ini", f->dir);
+    const char *argv_whole[] = {cfg, NULL};
+    assert_int_equal(run(f, argv_whole), 0);
+    snprintf(cfg, sizeof cfg, "%s/parts.ini", f->dir);
+    snprintf(csv, sizeof csv, "%s/parts/metrics.csv", f->dir);
+    const char *argv_first[] = {cfg, NULL};
+    assert_int_equal(interrupt_after(f, argv_first, csv, 3, SIGINT), 130);
+    expect_output(f, "out.txt", "interrupted by SIGINT");
+    const char *argv_resume[] = {cfg, "--resume", NULL};
+    int lines = count_lines(csv);
+    assert_int_equal(interrupt_after(f, argv_resume, csv, lines + 3, SIGTERM), 143);
+    expect_output(f, "out.txt", "interrupted by SIGTERM");
+    assert_int_equal(run(f, argv_resume), 0);
+    expect_output(f, "out.txt", "resuming from");
+    snprintf(whole, sizeof whole, "%s/whole/weights.h5", f->dir);
+    snprintf(resumed, sizeof resumed, "%s/parts/weights.h5", f->dir);
+    expect_same_weights(whole, resumed, 3);
+    assert_int_equal(count_lines(csv), 41);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_usage_errors),      T(test_config_errors),        T(test_data_errors),
+        T(test_example_one_epoch), T(test_init_from_weights),    T(test_interrupt_and_resume),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

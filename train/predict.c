@@ -1,0 +1,227 @@
+/* predict.c — the `predict` program: the forward pass of an exported network
+ * (weights.h5) over an HDF5 input set, written as dataset 'outputs',
+ * float32 [N, out], to a new file (atomically: temporary name, then rename).
+ *
+ *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--device D]
+ *           [--batch N] [--memory-budget-mb M]
+ *
+ * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusenet/data.h"
+#include "fusenet/weights.h"
+#include "h5util.h"
+
+enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
+
+static const char usage[] =
+    "usage: predict weights.h5 inputs.h5 outputs.h5 [options]\n"
+    "\n"
+    "Runs the network of weights.h5 over the inputs (float32 [N, in]) and writes\n"
+    "dataset 'outputs' (float32 [N, out]) to outputs.h5.\n"
+    "\n"
+    "  --inputs NAME           the inputs dataset (default X)\n"
+    "  --device D              auto (default), cpu, cuda or cuda:N\n"
+    "  --batch N               rows per forward pass (default 256)\n"
+    "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
+    "  --help                  this text\n";
+
+typedef struct options {
+    const char *weights, *inputs_path, *outputs_path;
+    const char *inputs;
+    const char *device;
+    long batch;
+    double budget_mb;
+    int help;
+} options;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "predict: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return EXIT_USAGE;
+}
+
+static int number(const char *text, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !(v >= lo && v <= hi))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* 0 on success, else the exit status. */
+static int parse_option(int argc, char **argv, int *i, options *o)
+{
+    const char *s = argv[*i];
+    if (*i + 1 >= argc)
+        return usage_error("%s needs a value", s);
+    const char *v = argv[++*i];
+    double d = 0;
+    if (strcmp(s, "--inputs") == 0)
+        o->inputs = v;
+    else if (strcmp(s, "--device") == 0)
+        o->device = v;
+    else if (strcmp(s, "--batch") == 0 && number(v, 1, 1 << 20, &d) && d == (long)d)
+        o->batch = (long)d;
+    else if (strcmp(s, "--memory-budget-mb") == 0 && number(v, 1e-6, 1 << 24, &d))
+        o->budget_mb = d;
+    else if (strcmp(s, "--batch") == 0 || strcmp(s, "--memory-budget-mb") == 0)
+        return usage_error("bad value '%s'", v);
+    else
+        return usage_error("unknown option '%s'", s);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    const char **positional[] = {&o->weights, &o->inputs_path, &o->outputs_path};
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            o->help = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            int status = parse_option(argc, argv, &i, o);
+            if (status)
+                return status;
+        } else if (n < 3) {
+            *positional[n++] = argv[i];
+        } else {
+            return usage_error("unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (n < 3 && !o->help)
+        return usage_error("%s", "expected weights.h5 inputs.h5 outputs.h5");
+    return 0;
+}
+
+static fn_status open_context(const char *device, fn_context **ctx)
+{
+    int gpus = fn_cuda_device_count();
+    if (strcmp(device, "auto") == 0)
+        return fn_context_create(ctx, gpus > 0 ? FN_CUDA : FN_CPU, gpus > 0 ? 0 : -1,
+                                 FN_MATH_FP32);
+    if (strcmp(device, "cpu") == 0)
+        return fn_context_create(ctx, FN_CPU, -1, FN_MATH_FP32);
+    double gpu = 0;
+    if (strcmp(device, "cuda") == 0 ||
+        (strncmp(device, "cuda:", 5) == 0 && number(device + 5, 0, 1023, &gpu) &&
+         gpu == (int)gpu))
+        return fn_context_create(ctx, FN_CUDA, (int)gpu, FN_MATH_FP32);
+    return fn_fail(FN_ERR_INVALID, "--device %s: expected auto, cpu, cuda or cuda:N", device);
+}
+
+typedef struct job {
+    fn_context *ctx;
+    fn_net *net;
+    fn_data *data;
+    hid_t file, set;
+    char *tmp;
+    float *host; /* [batch, out] */
+} job;
+
+static fn_status create_output(job *j, const char *path)
+{
+    FN_TRY(fn_h5_create_tmp(&j->file, path, &j->tmp));
+    hsize_t dims[2] = {(hsize_t)fn_data_rows(j->data), (hsize_t)fn_net_out_features(j->net)};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    j->set = space < 0 ? -1
+                       : H5Dcreate2(j->file, "outputs", H5T_IEEE_F32LE, space, H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT);
+    if (space >= 0)
+        H5Sclose(space);
+    if (j->set < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create dataset 'outputs'", j->tmp);
+    return FN_OK;
+}
+
+static fn_status write_rows(job *j, int64_t row0, int rows, int cols)
+{
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)rows, (hsize_t)cols};
+    hid_t file_space = H5Dget_space(j->set);
+    hid_t mem_space = H5Screate_simple(2, count, NULL);
+    herr_t r = -1;
+    if (file_space >= 0 && mem_space >= 0 &&
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        r = H5Dwrite(j->set, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, j->host);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    if (r < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", j->tmp);
+    return FN_OK;
+}
+
+/* Batches come in file order (no shuffle), each a run of consecutive rows. */
+static fn_status forward_all(job *j)
+{
+    int out = fn_net_out_features(j->net);
+    for (;;) {
+        fn_batch b;
+        FN_TRY(fn_data_next(j->data, &b));
+        if (!b.rows)
+            return FN_OK;
+        fn_tensor y;
+        FN_TRY(fn_net_forward(j->net, &b.x, &y));
+        FN_TRY(fn_tensor_download(&y, j->host, (size_t)b.rows * (size_t)out));
+        FN_TRY(write_rows(j, b.index[0], b.rows, out));
+    }
+}
+
+static fn_status predict(job *j, const options *o)
+{
+    FN_TRY(open_context(o->device, &j->ctx));
+    FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch));
+    fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = j->net->in_features,
+                         .batch_size = (int)o->batch,
+                         .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
+    FN_TRY(fn_data_open(&j->data, j->ctx, o->inputs_path, &d));
+    j->host = malloc(sizeof(float) * (size_t)o->batch * (size_t)fn_net_out_features(j->net));
+    if (!j->host)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    FN_TRY(create_output(j, o->outputs_path));
+    FN_TRY(forward_all(j));
+    H5Dclose(j->set);
+    j->set = -1;
+    fn_status st = fn_h5_commit(j->file, j->tmp, o->outputs_path);
+    j->file = -1;
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.inputs = "X", .device = "auto", .batch = 256, .budget_mb = 1024};
+    int status = parse_args(argc, argv, &o);
+    if (status || o.help) {
+        if (o.help)
+            fputs(usage, stdout);
+        return status;
+    }
+    job j = {.file = -1, .set = -1};
+    fn_status st = predict(&j, &o);
+    if (st != FN_OK)
+        fprintf(stderr, "predict: %s\n", fn_last_error());
+    if (j.set >= 0)
+        H5Dclose(j.set);
+    if (j.file >= 0)
+        fn_h5_abandon(j.file, j.tmp);
+    long long rows = j.data ? (long long)fn_data_rows(j.data) : 0;
+    free(j.tmp);
+    free(j.host);
+    fn_data_close(j.data);
+    fn_net_destroy(j.net);
+    fn_context_destroy(j.ctx);
+    if (st != FN_OK)
+        return EXIT_ERROR;
+    printf("predict: %lld rows written to %s\n", rows, o.outputs_path);
+    return 0;
+}
