@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# install_deps.sh — installs the Debian packages fusenet's build, tests and
+# example need, only those missing. Used by test.sh and run_example.sh; the
+# CUDA toolkit itself is expected in /usr/local/cuda.
+set -euo pipefail
+
+packages=(cmake pkg-config gcc g++ libhdf5-dev libcmocka-dev libinih-dev libopenblas-dev
+          hdf5-tools python3-numpy python3-h5py python3-torch)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install_deps.sh: installing ${missing[*]}"
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "install_deps.sh: the CUDA toolkit (nvcc) is not in /usr/local/cuda or on PATH" >&2
+    exit 1
+fi
