@@ -13,7 +13,11 @@
  *    (sample, group), block-wide reductions, values re-read from L1/L2.
  * Backward column sums: each block writes partial sums of its chunk of rows
  * into scratch [chunks, 3, out]; a second kernel adds the chunks in order to
- * the gradients. No float atomics, so two runs give identical bits. */
+ * the gradients. No float atomics, so two runs give identical bits.
+ * fn_block_cuda_backward_sgd is backward with plain SGD folded in: the
+ * second kernel applies the update to bias, gamma, beta, and the dW product
+ * accumulates -lr dz^T x into the weight itself (cuBLAS beta = 1) after the
+ * dx product has read it. */
 #include <limits.h>
 #include <stdint.h>
 
@@ -427,11 +431,14 @@ block_column_partials_kernel(float *partials /* [chunks, 3, C] */, const float *
     }
 }
 
-/* Adds the chunks' partial sums, in chunk order, to the gradients (+=). */
-__global__ void block_column_finish_kernel(float *dgamma /* [C] */, float *dbeta /* [C] */,
-                                           float *dbias /* [C] */,
-                                           const float *partials /* [chunks, 3, C] */, int chunks,
-                                           int C)
+/* Adds the chunks' partial sums, in chunk order, to the gradients (lr == 0:
+ * out += s), or applies plain SGD with them (lr > 0: out -= lr * s, rounded
+ * as sgd_cuda.cu rounds, so the bits equal a backward from zeroed gradients
+ * followed by an SGD step). out_* are the gradients or the values. */
+__global__ void block_column_finish_kernel(float *out_gamma /* [C] */, float *out_beta /* [C] */,
+                                           float *out_bias /* [C] */,
+                                           const float *partials /* [chunks, 3, C] */, float lr,
+                                           int chunks, int C)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
@@ -442,9 +449,12 @@ __global__ void block_column_finish_kernel(float *dgamma /* [C] */, float *dbeta
         for (int q = 0; q < 3; q++)
             s[q] += partials[((size_t)k * 3 + q) * C + c];
     }
-    dgamma[c] += s[0];
-    dbeta[c] += s[1];
-    dbias[c] += s[2];
+    float *out[3] = {out_gamma, out_beta, out_bias};
+#pragma unroll
+    for (int q = 0; q < 3; q++) {
+        const float v = out[q][c];
+        out[q][c] = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s[q])) : __fadd_rn(v, s[q]);
+    }
 }
 
 /* ---- launchers ---- */
@@ -483,11 +493,56 @@ static int row_chunks(int n)
 
 static size_t pad_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
-/* Scratch layout: column partials [row_chunks(max_batch), 3, out], then the
- * products' workspace. */
-static size_t partial_floats(const fn_block *b)
+/* Where the parts of b->scratch live; a part a mode does not use is NULL.
+ * The TF32 splits of x and w that forward makes are kept for backward (the
+ * dx product reuses w's), so tf32x3 splits w once a step. In the TF32 modes
+ * the dW product takes x^T and dz^T: Hopper's TF32 tensor-core instructions
+ * read operands with the reduced dimension contiguous, which x and dz as
+ * stored do not have for dW (their rows are the batch); with both
+ * transposed dW has the forward product's layout (DESIGN.md: the default
+ * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
+typedef struct block_ws {
+    float *partials;          /* [chunks, 3, out]: column partial sums */
+    float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
+    float *xt, *xt_small;     /* [in, max_batch]: x^T (tf32, tf32x3), its remainder (tf32x3) */
+    float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
+    float *w_big, *w_small;   /* [out, in] (tf32x3) */
+    float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
+} block_ws;
+
+static float *carve(float *base, size_t *at, size_t n)
 {
-    return pad_floats((size_t)row_chunks(b->base.max_batch) * 3 * (size_t)b->base.out_features);
+    float *p = base ? base + *at : NULL;
+    *at += pad_floats(n);
+    return p;
+}
+
+/* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
+static size_t layout(const fn_block *b, float *base, block_ws *ws)
+{
+    const fn_layer *l = &b->base;
+    const fn_math math = fn_context_math(l->ctx);
+    const size_t nx = (size_t)l->max_batch * (size_t)l->in_features;
+    const size_t nw = (size_t)l->out_features * (size_t)l->in_features;
+    const size_t nz = (size_t)l->max_batch * (size_t)l->out_features;
+    size_t at = 0;
+    *ws = block_ws{};
+    ws->partials = carve(base, &at, (size_t)row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
+    if (math == FN_MATH_FP32)
+        return at;
+    ws->dzt = carve(base, &at, nz);
+    ws->xt = carve(base, &at, nx);
+    if (math == FN_MATH_TF32)
+        return at;
+    ws->dzt_small = carve(base, &at, nz);
+    ws->xt_small = carve(base, &at, nx);
+    ws->x_big = carve(base, &at, nx);
+    ws->x_small = carve(base, &at, nx);
+    ws->w_big = carve(base, &at, nw);
+    ws->w_small = carve(base, &at, nw);
+    ws->dz_big = carve(base, &at, nz);
+    ws->dz_small = carve(base, &at, nz);
+    return at;
 }
 
 template <int V, int R>
@@ -510,7 +565,7 @@ static void launch_forward_group(cudaStream_t s, unsigned blocks, float *y, fn_b
         b->base.out_features, b->cfg.groups, b->cfg.eps, b->cfg.negative_slope);
 }
 
-static fn_status norm_forward(fn_block *b, float *y /* [N, C] */, int N)
+extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N, C] */, int N)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
@@ -569,12 +624,15 @@ static void launch_backward_group(cudaStream_t s, unsigned blocks, const float *
         b->cfg.negative_slope);
 }
 
-/* dz into b->dz, and dgamma, dbeta, dbias added to the gradients. */
-static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N)
+/* dz into b->dz; dgamma, dbeta, dbias added to the gradients (lr == 0) or
+ * applied to gamma, beta, bias by plain SGD (lr > 0). */
+static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N, float lr)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
-    float *partials = b->scratch.data;
+    block_ws ws;
+    layout(b, b->scratch.data, &ws);
+    float *partials = ws.partials;
     const int chunks = row_chunks(N);
     const int rows_per_chunk = (N + chunks - 1) / chunks;
     const bool aligned = aligned16(dy) && aligned16(b->z.data) && aligned16(b->dz.data) &&
@@ -610,49 +668,89 @@ static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N)
         }
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
     }
+    fn_tensor *out_gamma = lr > 0.0f ? &b->params[FN_BLOCK_GAMMA].value : &b->params[FN_BLOCK_GAMMA].grad;
+    fn_tensor *out_beta = lr > 0.0f ? &b->params[FN_BLOCK_BETA].value : &b->params[FN_BLOCK_BETA].grad;
+    fn_tensor *out_bias = lr > 0.0f ? &b->params[FN_BLOCK_BIAS].value : &b->params[FN_BLOCK_BIAS].grad;
     block_column_finish_kernel<<<(unsigned)((C + kFinishThreads - 1) / kFinishThreads),
-                                 kFinishThreads, 0, s>>>(
-        b->params[FN_BLOCK_GAMMA].grad.data, b->params[FN_BLOCK_BETA].grad.data,
-        b->params[FN_BLOCK_BIAS].grad.data, partials, chunks, C);
+                                 kFinishThreads, 0, s>>>(out_gamma->data, out_beta->data,
+                                                         out_bias->data, partials, lr, chunks, C);
     FN_CUDA_CHECK_LAUNCH(block_column_finish_kernel);
     return FN_OK;
 }
 
-static float *gemm_workspace(fn_block *b, size_t *floats)
+extern "C" fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy /* [N, C] */,
+                                                      int N)
 {
-    const size_t skip = partial_floats(b);
-    *floats = fn_tensor_count(&b->scratch) - skip;
-    return b->scratch.data + skip;
+    return norm_backward(b, dy, N, 0.0f);
 }
 
 static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
 {
     fn_block *b = (fn_block *)l;
-    const int N = x->rows;
-    size_t ws_floats;
-    float *ws = gemm_workspace(b, &ws_floats);
-    FN_TRY(fn_cuda_gemm_forward(l->ctx, b->z.data, x->data, b->params[FN_BLOCK_WEIGHT].value.data,
-                                N, l->in_features, l->out_features, ws, ws_floats));
-    FN_TRY(norm_forward(b, y->data, N));
+    const int N = x->rows, in = l->in_features, C = l->out_features;
+    const float *w = b->params[FN_BLOCK_WEIGHT].value.data;
+    block_ws ws;
+    layout(b, b->scratch.data, &ws);
+    if (ws.x_big)
+        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.x_big, ws.x_small, x->data, (size_t)N * in, ws.w_big,
+                                  ws.w_small, w, (size_t)C * in));
+    /* Row-major z [N, C] = x w^T is column-major z^T [C, N] = (w^T)^T x^T. */
+    FN_TRY(fn_cuda_gemm_split(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_big ? ws.w_big : w, ws.w_small,
+                              in, ws.x_big ? ws.x_big : x->data, ws.x_small, in, 0.0f, b->z.data,
+                              C));
+    FN_TRY(fn_block_cuda_normalize_forward(b, y->data, N));
     b->x = *x;
     b->batch = N;
     return FN_OK;
 }
 
+/* The products of backward after the normalisation's: dx = dz w (when dx is
+ * given), then dW = dz^T x added to the weight's gradient (alpha 1), or
+ * with alpha = -lr to the weight itself, after dx has read it. */
+static fn_status backward_products(fn_block *b, fn_tensor *dx, float *dw_out /* [C, in] */,
+                                   float alpha)
+{
+    fn_layer *l = &b->base;
+    const int N = b->batch, in = l->in_features, C = l->out_features;
+    const fn_math math = fn_context_math(l->ctx);
+    const float *dz = b->dz.data;
+    block_ws ws;
+    layout(b, b->scratch.data, &ws);
+    if (math == FN_MATH_TF32X3)
+        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, dz, (size_t)N * C, NULL, NULL,
+                                  NULL, 0));
+    if (math != FN_MATH_FP32) {
+        FN_TRY(fn_cuda_transpose(l->ctx, ws.dzt, ws.dzt_small, dz, N, C));
+        FN_TRY(fn_cuda_transpose(l->ctx, ws.xt, ws.xt_small, b->x.data, N, in));
+    }
+    const float *w = ws.w_big ? ws.w_big : b->params[FN_BLOCK_WEIGHT].value.data;
+    const float *dz_a = ws.dz_big ? ws.dz_big : dz;
+    /* Row-major dx [N, in] = dz w is column-major dx^T = w^T dz^T, both as stored. */
+    if (dx)
+        FN_TRY(fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws.w_small, in, dz_a,
+                                  ws.dz_small, C, 0.0f, dx->data, in));
+    /* Row-major dW [C, in] = dz^T x is column-major dW^T [in, C] = x^T dz:
+     * in fp32 with x and dz as stored (x^T, op N; dz, op T), in the TF32
+     * modes with x^T and dz^T as stored (op T, op N). */
+    if (math == FN_MATH_FP32)
+        return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in, dz, NULL, C,
+                                  1.0f, dw_out, in);
+    return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws.xt, ws.xt_small, N, ws.dzt,
+                              ws.dzt_small, N, 1.0f, dw_out, in);
+}
+
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
-    const int N = b->batch;
-    size_t ws_floats;
-    float *ws = gemm_workspace(b, &ws_floats);
-    FN_TRY(norm_backward(b, dy->data, N));
-    FN_TRY(fn_cuda_gemm_dweight(l->ctx, b->params[FN_BLOCK_WEIGHT].grad.data, b->dz.data,
-                                b->x.data, N, l->in_features, l->out_features, ws, ws_floats));
-    if (dx)
-        FN_TRY(fn_cuda_gemm_dinput(l->ctx, dx->data, b->dz.data,
-                                   b->params[FN_BLOCK_WEIGHT].value.data, N, l->in_features,
-                                   l->out_features, ws, ws_floats));
-    return FN_OK;
+    FN_TRY(norm_backward(b, dy->data, b->batch, 0.0f));
+    return backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
+}
+
+extern "C" fn_status fn_block_cuda_backward_sgd(fn_block *b, const fn_tensor *dy, fn_tensor *dx,
+                                                float lr)
+{
+    FN_TRY(norm_backward(b, dy->data, b->batch, lr));
+    return backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
 }
 
 static void block_cuda_destroy(fn_layer *l)
@@ -673,9 +771,6 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)
 {
-    const fn_layer *l = &b->base;
-    const size_t floats =
-        partial_floats(b) + fn_cuda_gemm_workspace_floats(fn_context_math(l->ctx), l->max_batch,
-                                                          l->in_features, l->out_features);
-    return fn_cuda_workspace_alloc(&b->scratch, floats);
+    block_ws ws;
+    return fn_cuda_workspace_alloc(&b->scratch, layout(b, NULL, &ws));
 }

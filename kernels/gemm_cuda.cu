@@ -2,7 +2,10 @@
  * in the context's math mode: strict fp32, TF32 tensor cores, or tf32x3 (each
  * operand split into a TF32-exact part and its remainder, three TF32 products
  * summed in cuBLAS's fp32 accumulator: near-fp32 accuracy at tensor-core
- * speed).
+ * speed); the split and transpose kernels layers use to prepare operands
+ * once and reuse them (fn_cuda_gemm_split). cuBLAS's default algorithm is
+ * used for every shape: a given algorithm is deterministic, and a choice by
+ * timing could differ between runs and so change the bits.
  *
  * cuBLAS is column-major: a row-major [r, c] matrix is a column-major [c, r]
  * one, so each row-major product is computed as its transpose, C^T = B^T A^T,
@@ -18,6 +21,10 @@
 /* Split operands start on 256-byte boundaries, as cuBLAS's fastest kernels
  * like them. */
 static const size_t kSplitAlignFloats = 64;
+static constexpr int kTile = 32;     /* transpose: tile side */
+static constexpr int kTileRows = 8;  /* transpose: thread rows a tile */
+static constexpr int kSplitThreads = 256;
+static constexpr size_t kSplitMaxBlocks = 132 * 16; /* a few waves on an H200; the kernel strides */
 
 /* ---- kernels ---- */
 
@@ -59,6 +66,37 @@ __global__ void split_tf32_kernel(float *a_big /* [na] */, float *a_small /* [na
     }
 }
 
+/* out = src^T through a padded shared tile (both sides coalesced); with
+ * out_small, the transpose is split as split_tf32_kernel splits. Block
+ * (kTile, kTileRows) covers a kTile x kTile tile. */
+__global__ void __launch_bounds__(kTile * kTileRows)
+transpose_kernel(float *out /* [cols, rows] */, float *out_small /* [cols, rows] or NULL */,
+                 const float *src /* [rows, cols] */, int rows, int cols)
+{
+    __shared__ float tile[kTile][kTile + 1];
+    const int c = blockIdx.x * kTile + threadIdx.x;
+    const int r0 = blockIdx.y * kTile;
+    for (int i = threadIdx.y; i < kTile; i += kTileRows)
+        if (r0 + i < rows && c < cols)
+            tile[i][threadIdx.x] = src[(size_t)(r0 + i) * cols + c];
+    __syncthreads();
+    const int r = r0 + threadIdx.x;
+    const int c0 = blockIdx.x * kTile;
+    for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+        if (c0 + i < cols && r < rows) {
+            const float v = tile[threadIdx.x][i];
+            const size_t o = (size_t)(c0 + i) * rows + r;
+            if (out_small) {
+                const float hi = round_to_tf32(v);
+                out[o] = hi;
+                out_small[o] = __fsub_rn(v, hi);
+            } else {
+                out[o] = v;
+            }
+        }
+    }
+}
+
 /* ---- launchers ---- */
 
 static size_t pad_floats(size_t n) { return (n + kSplitAlignFloats - 1) / kSplitAlignFloats * kSplitAlignFloats; }
@@ -81,32 +119,82 @@ extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int
 }
 
 static fn_status gemm_ex(cublasHandle_t h, cublasComputeType_t compute, cublasOperation_t ta,
-                         cublasOperation_t tb, int m, int n, int k, const float *a, int lda,
-                         const float *b, int ldb, float beta, float *c, int ldc)
+                         cublasOperation_t tb, int m, int n, int k, float alpha, const float *a,
+                         int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    const float alpha = 1.0f;
     FN_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F,
                                  ldb, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
     return FN_OK;
 }
 
-/* Column-major C [m, n] = op(A) op(B) + beta C, where A holds na floats and B
- * nb (both dense), in the context's math mode. */
-static fn_status gemm(fn_context *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                      int k, const float *a, int lda, size_t na, const float *b, int ldb,
-                      size_t nb, float beta, float *c, int ldc, float *ws, size_t ws_floats)
+extern "C" fn_status fn_cuda_split_tf32(fn_context *ctx, float *a_big, float *a_small,
+                                        const float *a, size_t na, float *b_big, float *b_small,
+                                        const float *b, size_t nb)
+{
+    const size_t total = na + nb;
+    size_t blocks = (total + kSplitThreads - 1) / kSplitThreads;
+    if (blocks > kSplitMaxBlocks)
+        blocks = kSplitMaxBlocks;
+    if (blocks == 0)
+        return FN_OK;
+    split_tf32_kernel<<<(unsigned)blocks, kSplitThreads, 0, fn_ctx_stream(ctx)>>>(
+        a_big, a_small, b_big, b_small, a, b, na, nb);
+    FN_CUDA_CHECK_LAUNCH(split_tf32_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_transpose(fn_context *ctx, float *out, float *out_small,
+                                       const float *src, int rows, int cols)
+{
+    const dim3 grid((unsigned)((cols + kTile - 1) / kTile), (unsigned)((rows + kTile - 1) / kTile));
+    if (grid.y > 65535u)
+        return fn_fail(FN_ERR_INVALID, "transpose: %d rows is too many", rows);
+    transpose_kernel<<<grid, dim3(kTile, kTileRows), 0, fn_ctx_stream(ctx)>>>(out, out_small, src,
+                                                                             rows, cols);
+    FN_CUDA_CHECK_LAUNCH(transpose_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_b, int m, int n,
+                                        int k, float alpha, const float *a, const float *a_small,
+                                        int lda, const float *b, const float *b_small, int ldb,
+                                        float beta, float *c, int ldc)
 {
     cublasHandle_t h = fn_ctx_cublas(ctx);
+    const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     switch (fn_context_math(ctx)) {
     case FN_MATH_FP32:
         /* The handle keeps CUBLAS_DEFAULT_MATH, so COMPUTE_32F is plain fp32 FMA. */
-        return gemm_ex(h, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    case FN_MATH_TF32:
-        return gemm_ex(h, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, a, lda, b, ldb, beta, c,
+        return gemm_ex(h, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
                        ldc);
+    case FN_MATH_TF32:
+        return gemm_ex(h, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, alpha, a, lda, b, ldb,
+                       beta, c, ldc);
     case FN_MATH_TF32X3:
         break;
     }
+    if (!a_small || !b_small)
+        return fn_fail(FN_ERR_INVALID, "tf32x3 product [%d x %d x %d]: an operand is not split",
+                       m, n, k);
+    const cublasComputeType_t tf32 = CUBLAS_COMPUTE_32F_FAST_TF32;
+    /* The small cross terms first, the dominant big product last, so the
+     * accumulator adds the small terms before they are swamped. */
+    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a_small, lda, b, ldb, beta, c, ldc));
+    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b_small, ldb, 1.0f, c, ldc));
+    return gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
+/* Column-major C [m, n] = op(A) op(B) + beta C, where A holds na floats and B
+ * nb (both dense), in the context's math mode; tf32x3 splits both operands
+ * into ws first. */
+static fn_status gemm(fn_context *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                      int lda, size_t na, const float *b, int ldb, size_t nb, float beta,
+                      float *c, int ldc, float *ws, size_t ws_floats)
+{
+    if (fn_context_math(ctx) != FN_MATH_TF32X3)
+        return fn_cuda_gemm_split(ctx, ta, tb, m, n, k, 1.0f, a, NULL, lda, b, NULL, ldb, beta, c,
+                                  ldc);
     if (!ws || ws_floats < split_floats(na, nb))
         return fn_fail(FN_ERR_INVALID,
                        "tf32x3 product [%d x %d x %d]: workspace of %zu floats, needs %zu", m, n,
@@ -115,21 +203,9 @@ static fn_status gemm(fn_context *ctx, cublasOperation_t ta, cublasOperation_t t
     float *a_small = a_big + pad_floats(na);
     float *b_big = a_small + pad_floats(na);
     float *b_small = b_big + pad_floats(nb);
-    const int threads = 256;
-    const size_t total = na + nb;
-    const size_t max_blocks = 132 * 16; /* a few waves on an H200; the kernel strides */
-    size_t blocks = (total + threads - 1) / threads;
-    if (blocks > max_blocks)
-        blocks = max_blocks;
-    split_tf32_kernel<<<(unsigned)blocks, threads, 0, fn_ctx_stream(ctx)>>>(
-        a_big, a_small, b_big, b_small, a, b, na, nb);
-    FN_CUDA_CHECK_LAUNCH(split_tf32_kernel);
-    const cublasComputeType_t tf32 = CUBLAS_COMPUTE_32F_FAST_TF32;
-    /* The small cross terms first, the dominant big product last, so the
-     * accumulator adds the small terms before they are swamped. */
-    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, a_small, lda, b_big, ldb, beta, c, ldc));
-    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, a_big, lda, b_small, ldb, 1.0f, c, ldc));
-    return gemm_ex(h, tf32, ta, tb, m, n, k, a_big, lda, b_big, ldb, 1.0f, c, ldc);
+    FN_TRY(fn_cuda_split_tf32(ctx, a_big, a_small, a, na, b_big, b_small, b, nb));
+    return fn_cuda_gemm_split(ctx, ta, tb, m, n, k, 1.0f, a_big, a_small, lda, b_big, b_small,
+                              ldb, beta, c, ldc);
 }
 
 /* Row-major y [n, out] = x [n, in] w^T is column-major y^T [out, n] =
@@ -138,7 +214,7 @@ extern "C" fn_status fn_cuda_gemm_forward(fn_context *ctx, float *y, const float
                                           const float *w, int n, int in, int out, float *ws,
                                           size_t ws_floats)
 {
-    return gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, w, in, (size_t)out * in, x, in,
+    return gemm(ctx, 1, 0, out, n, in, w, in, (size_t)out * in, x, in,
                 (size_t)n * in, 0.0f, y, out, ws, ws_floats);
 }
 
@@ -148,7 +224,7 @@ extern "C" fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw, const floa
                                           const float *x, int n, int in, int out, float *ws,
                                           size_t ws_floats)
 {
-    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, (size_t)n * in, dy, out,
+    return gemm(ctx, 0, 1, in, out, n, x, in, (size_t)n * in, dy, out,
                 (size_t)n * out, 1.0f, dw, in, ws, ws_floats);
 }
 
@@ -158,7 +234,7 @@ extern "C" fn_status fn_cuda_gemm_dinput(fn_context *ctx, float *dx, const float
                                          const float *w, int n, int in, int out, float *ws,
                                          size_t ws_floats)
 {
-    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, (size_t)out * in, dy, out,
+    return gemm(ctx, 0, 0, in, n, out, w, in, (size_t)out * in, dy, out,
                 (size_t)n * out, 0.0f, dx, in, ws, ws_floats);
 }
 

@@ -39,6 +39,31 @@ fn_status fn_cuda_gemm_dinput(fn_context *ctx, float *dx /* [n, in] */,
                               int n, int in, int out, float *ws /* [ws_floats] */,
                               size_t ws_floats);
 
+/* The lower level the block uses to keep operands between products (it
+ * splits x and w once in forward and reuses the splits in backward, and
+ * folds plain SGD into the dW product). Column-major
+ *   C [m, n] = alpha op(A) op(B) + beta C,   op = transpose when trans_* != 0,
+ * in the context's math mode. In fp32 and tf32 modes a and b are the operands
+ * and a_small, b_small are ignored (NULL is fine); in tf32x3 mode a and b are
+ * the TF32-exact parts and a_small, b_small the remainders, as
+ * fn_cuda_split_tf32 writes them. */
+fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_b, int m, int n, int k,
+                             float alpha, const float *a, const float *a_small, int lda,
+                             const float *b, const float *b_small, int ldb, float beta, float *c,
+                             int ldc);
+
+/* big + small == src exactly, big TF32-exact, for na floats of a and nb of b
+ * in one launch (nb may be 0, b and its outputs NULL). */
+fn_status fn_cuda_split_tf32(fn_context *ctx, float *a_big /* [na] */, float *a_small /* [na] */,
+                             const float *a /* [na] */, size_t na, float *b_big /* [nb] */,
+                             float *b_small /* [nb] */, const float *b /* [nb] */, size_t nb);
+
+/* out = src^T for a row-major src [rows, cols]; with out_small non-NULL, out
+ * gets the TF32-exact part and out_small the remainder. */
+fn_status fn_cuda_transpose(fn_context *ctx, float *out /* [cols, rows] */,
+                            float *out_small /* [cols, rows] or NULL */,
+                            const float *src /* [rows, cols] */, int rows, int cols);
+
 /* Allocates a layer's scratch tensor on the GPU holding at least `floats`
  * floats (at least one), shaped so that no dimension overflows an int. */
 fn_status fn_cuda_workspace_alloc(fn_tensor *t, size_t floats);

@@ -1,0 +1,563 @@
+/* bench.c — the `bench` program: times one fused block at one shape and math
+ * mode on the GPU, with CUDA events on the context's stream, after warm-up,
+ * as medians: the fused normalisation kernels alone, the forward and
+ * backward passes, the training step with and without dx, and the bare
+ * cuBLAS products of the same shapes. Each figure comes with its floor and
+ * the ratio to it: bytes moved over the measured device copy bandwidth for
+ * the kernels, the sum of the step's bare products for passes and steps.
+ *
+ *   bench [--batch 1024] [--in 8192] [--hidden 8192] [--groups 512]
+ *         [--math fp32|tf32|tf32x3] [--momentum 0] [--lr 1e-4]
+ *         [--reps 20] [--warmup 5]
+ *
+ * Every figure is one line `fusenet <math> <what> <value> [floor <ms> ratio
+ * <r>]` (milliseconds unless `what` says otherwise) that
+ * scripts/bench_side_by_side.sh merges with scripts/bench_torch.py's lines;
+ * lines starting with '#' are for people. With momentum 0 the step is the
+ * fused one (fn_block_backward_sgd: plain SGD folded into the dW product);
+ * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "../kernels/cuda_state.h"
+#include "../kernels/gemm_cuda.h"
+#include "block_impl.h"
+#include "fusenet/sgd.h"
+
+enum { INNER_KERNEL = 20, INNER_PASS = 4, ERROR_ROWS = 8 };
+
+typedef struct options {
+    int batch, in, hidden, groups;
+    fn_math math;
+    float momentum, lr;
+    int reps, warmup;
+} options;
+
+typedef struct bench {
+    options o;
+    fn_context *ctx;
+    fn_layer *layer;
+    fn_block *block;
+    fn_sgd *opt;
+    fn_tensor x, y, dy, dx;  /* [batch, in], [batch, hidden], [batch, hidden], [batch, in] */
+    /* Bare products' operands: TF32 parts (tf32x3) or plain copies. */
+    fn_tensor xs[2], ws[2];  /* [batch, in], [hidden, in]: value or big, small */
+    fn_tensor dzs[2], dzts[2]; /* [batch, hidden], [hidden, batch] */
+    fn_tensor xts[2];          /* [in, batch] */
+    fn_tensor prod_y, prod_dw, prod_dx; /* [batch, hidden], [hidden, in], [batch, in] */
+    void *copy_src, *copy_dst; /* [copy_bytes] */
+    size_t copy_bytes;
+    cudaEvent_t start, stop;
+} bench;
+
+typedef fn_status (*bench_op)(bench *b);
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench: %s: %s\n", what, fn_last_error());
+    exit(1);
+}
+
+static void check(fn_status st, const char *what)
+{
+    if (st != FN_OK)
+        die(what);
+}
+
+static void check_cuda(cudaError_t err, const char *what)
+{
+    if (err != cudaSuccess) {
+        fprintf(stderr, "bench: %s: %s\n", what, cudaGetErrorString(err));
+        exit(1);
+    }
+}
+
+/* ---- command line ---- */
+
+static int parse_int(const char *flag, const char *text, int lo)
+{
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > INT_MAX) {
+        fprintf(stderr, "bench: %s: expected an integer >= %d, got '%s'\n", flag, lo, text);
+        exit(2);
+    }
+    return (int)v;
+}
+
+static float parse_float(const char *flag, const char *text, float lo)
+{
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= lo) || !isfinite(v)) {
+        fprintf(stderr, "bench: %s: expected a number >= %g, got '%s'\n", flag, (double)lo, text);
+        exit(2);
+    }
+    return (float)v;
+}
+
+static options parse(int argc, char **argv)
+{
+    options o = {.batch = 1024, .in = 8192, .hidden = 8192, .groups = 512,
+                 .math = FN_MATH_FP32, .momentum = 0.0f, .lr = 1e-4f, .reps = 20, .warmup = 5};
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0) {
+            printf("usage: bench [--batch N] [--in N] [--hidden N] [--groups N] "
+                   "[--math fp32|tf32|tf32x3] [--momentum M] [--lr LR] [--reps N] "
+                   "[--warmup N]\n");
+            exit(0);
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bench: %s needs a value (try --help)\n", flag);
+            exit(2);
+        }
+        const char *v = argv[++i];
+        if (strcmp(flag, "--batch") == 0)
+            o.batch = parse_int(flag, v, 1);
+        else if (strcmp(flag, "--in") == 0)
+            o.in = parse_int(flag, v, 1);
+        else if (strcmp(flag, "--hidden") == 0)
+            o.hidden = parse_int(flag, v, 1);
+        else if (strcmp(flag, "--groups") == 0)
+            o.groups = parse_int(flag, v, 1);
+        else if (strcmp(flag, "--math") == 0)
+            check(fn_math_parse(v, &o.math), "--math");
+        else if (strcmp(flag, "--momentum") == 0)
+            o.momentum = parse_float(flag, v, 0.0f);
+        else if (strcmp(flag, "--lr") == 0)
+            o.lr = parse_float(flag, v, 0.0f);
+        else if (strcmp(flag, "--reps") == 0)
+            o.reps = parse_int(flag, v, 1);
+        else if (strcmp(flag, "--warmup") == 0)
+            o.warmup = parse_int(flag, v, 0);
+        else {
+            fprintf(stderr, "bench: unknown option '%s' (try --help)\n", flag);
+            exit(2);
+        }
+    }
+    if (o.hidden % o.groups != 0) {
+        fprintf(stderr, "bench: --groups %d does not divide --hidden %d\n", o.groups, o.hidden);
+        exit(2);
+    }
+    if (!(o.lr > 0.0f)) {
+        fprintf(stderr, "bench: --lr must be positive\n");
+        exit(2);
+    }
+    return o;
+}
+
+/* ---- timing ---- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median milliseconds of one op over reps samples, each `inner` back-to-back
+ * calls between two events (so the host's launch gap before the first call
+ * is spread over `inner`), after warm-up. */
+static double time_op(bench *b, bench_op op, int inner)
+{
+    cudaStream_t s = fn_ctx_stream(b->ctx);
+    for (int i = 0; i < b->o.warmup; i++)
+        check(op(b), "warm-up");
+    check_cuda(cudaStreamSynchronize(s), "warm-up");
+    float *t = malloc((size_t)b->o.reps * sizeof *t);
+    if (!t) {
+        fprintf(stderr, "bench: out of host memory\n");
+        exit(1);
+    }
+    for (int r = 0; r < b->o.reps; r++) {
+        check_cuda(cudaEventRecord(b->start, s), "cudaEventRecord");
+        for (int i = 0; i < inner; i++)
+            check(op(b), "timed call");
+        check_cuda(cudaEventRecord(b->stop, s), "cudaEventRecord");
+        check_cuda(cudaEventSynchronize(b->stop), "cudaEventSynchronize");
+        check_cuda(cudaEventElapsedTime(&t[r], b->start, b->stop), "cudaEventElapsedTime");
+        t[r] /= (float)inner;
+    }
+    qsort(t, (size_t)b->o.reps, sizeof *t, cmp_float);
+    const int n = b->o.reps;
+    const double med = n % 2 ? t[n / 2] : 0.5 * ((double)t[n / 2 - 1] + t[n / 2]);
+    free(t);
+    return med;
+}
+
+static void report(const bench *b, const char *what, double ms, double floor_ms)
+{
+    printf("fusenet %s %s %.4f", fn_math_name(b->o.math), what, ms);
+    if (floor_ms > 0.0)
+        printf(" floor %.4f ratio %.3f", floor_ms, ms / floor_ms);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* ---- the timed operations ---- */
+
+static fn_status op_copy(bench *b)
+{
+    cudaError_t err = cudaMemcpyAsync(b->copy_dst, b->copy_src, b->copy_bytes,
+                                      cudaMemcpyDeviceToDevice, fn_ctx_stream(b->ctx));
+    return err == cudaSuccess ? FN_OK : fn_fail(FN_ERR_CUDA, "cudaMemcpyAsync: %s",
+                                                cudaGetErrorString(err));
+}
+
+static fn_status op_norm_forward(bench *b)
+{
+    return fn_block_cuda_normalize_forward(b->block, b->y.data, b->o.batch);
+}
+
+static fn_status op_norm_backward(bench *b)
+{
+    return fn_block_cuda_normalize_backward(b->block, b->dy.data, b->o.batch);
+}
+
+static fn_status op_forward(bench *b) { return fn_layer_forward(b->layer, &b->x, &b->y); }
+static fn_status op_backward_dx(bench *b) { return fn_layer_backward(b->layer, &b->dy, &b->dx); }
+static fn_status op_backward_nodx(bench *b) { return fn_layer_backward(b->layer, &b->dy, NULL); }
+
+/* The step as a loop without fusions runs it: gradients zeroed, forward,
+ * backward, the optimiser's update of every parameter. */
+static fn_status step_unfused(bench *b, fn_tensor *dx)
+{
+    FN_TRY(fn_layer_zero_grad(b->layer));
+    FN_TRY(fn_layer_forward(b->layer, &b->x, &b->y));
+    FN_TRY(fn_layer_backward(b->layer, &b->dy, dx));
+    return fn_sgd_step(b->opt);
+}
+
+/* Plain SGD folded into backward: no gradient tensors touched. */
+static fn_status step_fused(bench *b, fn_tensor *dx)
+{
+    FN_TRY(fn_layer_forward(b->layer, &b->x, &b->y));
+    return fn_block_backward_sgd(b->layer, &b->dy, dx, b->o.lr);
+}
+
+static fn_status op_step_unfused_dx(bench *b) { return step_unfused(b, &b->dx); }
+static fn_status op_step_unfused_nodx(bench *b) { return step_unfused(b, NULL); }
+static fn_status op_step_fused_dx(bench *b) { return step_fused(b, &b->dx); }
+static fn_status op_step_fused_nodx(bench *b) { return step_fused(b, NULL); }
+
+/* The bare products, on operands already split in tf32x3 (one cuBLAS call in
+ * fp32 and tf32, three in tf32x3), as the layer issues them. */
+static float *small_of(fn_tensor *t) { return t[1].data; }
+
+static fn_status op_gemm_forward(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    return fn_cuda_gemm_split(b->ctx, 1, 0, C, N, in, 1.0f, b->ws[0].data, small_of(b->ws), in,
+                              b->xs[0].data, small_of(b->xs), in, 0.0f, b->prod_y.data, C);
+}
+
+static fn_status op_gemm_dx(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    return fn_cuda_gemm_split(b->ctx, 0, 0, in, N, C, 1.0f, b->ws[0].data, small_of(b->ws), in,
+                              b->dzs[0].data, small_of(b->dzs), C, 0.0f, b->prod_dx.data, in);
+}
+
+/* dW with dz as it is stored: both operands with the reduced (batch)
+ * dimension strided, the layout cuBLAS users get by default. */
+static fn_status op_gemm_dw(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    return fn_cuda_gemm_split(b->ctx, 0, 1, in, C, N, 1.0f, b->xs[0].data, small_of(b->xs), in,
+                              b->dzs[0].data, small_of(b->dzs), C, 1.0f, b->prod_dw.data, in);
+}
+
+/* dW with dz^T: one operand with the batch contiguous. */
+static fn_status op_gemm_dw_t(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    return fn_cuda_gemm_split(b->ctx, 0, 0, in, C, N, 1.0f, b->xs[0].data, small_of(b->xs), in,
+                              b->dzts[0].data, small_of(b->dzts), N, 1.0f, b->prod_dw.data, in);
+}
+
+/* dW with x^T and dz^T: both operands with the batch contiguous, as the
+ * layer computes it in the TF32 modes. */
+static fn_status op_gemm_dw_tn(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    return fn_cuda_gemm_split(b->ctx, 1, 0, in, C, N, 1.0f, b->xts[0].data, small_of(b->xts), N,
+                              b->dzts[0].data, small_of(b->dzts), N, 1.0f, b->prod_dw.data, in);
+}
+
+static fn_status op_transpose(bench *b)
+{
+    return fn_cuda_transpose(b->ctx, b->dzts[0].data,
+                             b->o.math == FN_MATH_TF32X3 ? b->dzts[1].data : NULL, b->dy.data,
+                             b->o.batch, b->o.hidden);
+}
+
+/* ---- set-up ---- */
+
+static double free_mib(void)
+{
+    size_t free_bytes = 0, total = 0;
+    check_cuda(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+    return (double)free_bytes / (1024.0 * 1024.0);
+}
+
+static void alloc(fn_tensor *t, int rows, int cols, const char *what)
+{
+    check(fn_tensor_alloc(t, rows, cols, FN_CUDA), what);
+}
+
+/* An operand of the bare products: in tf32x3 its TF32 part and remainder,
+ * else a copy of it (the small half a 1x1 placeholder). */
+static void make_operand(bench *b, fn_tensor *out, const fn_tensor *src, int transpose)
+{
+    const int rows = transpose ? src->cols : src->rows, cols = transpose ? src->rows : src->cols;
+    const int split = b->o.math == FN_MATH_TF32X3;
+    alloc(&out[0], rows, cols, "operand");
+    alloc(&out[1], split ? rows : 1, split ? cols : 1, "operand remainder");
+    if (transpose)
+        check(fn_cuda_transpose(b->ctx, out[0].data, split ? out[1].data : NULL, src->data,
+                                src->rows, src->cols), "transpose");
+    else if (split)
+        check(fn_cuda_split_tf32(b->ctx, out[0].data, out[1].data, src->data,
+                                 fn_tensor_count(src), NULL, NULL, NULL, 0), "split");
+    else
+        check(fn_tensor_copy(&out[0], src), "copy");
+}
+
+static void build(bench *b, const options *o)
+{
+    b->o = *o;
+    check(fn_context_create(&b->ctx, FN_CUDA, 0, o->math), "context");
+    check_cuda(cudaEventCreate(&b->start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&b->stop), "cudaEventCreate");
+    fn_rng rng = {.seed = 1, .offset = 0};
+    const fn_block_config cfg = fn_block_config_default(o->in, o->hidden, o->groups);
+    check(fn_block_create(&b->layer, b->ctx, &cfg, o->batch, &rng), "block");
+    b->block = (fn_block *)b->layer;
+    fn_param *params[FN_BLOCK_N_PARAMS];
+    for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
+        params[i] = &b->layer->params[i];
+    fn_sgd_config sc = fn_sgd_config_default(o->lr);
+    sc.momentum = o->momentum;
+    check(fn_sgd_create(&b->opt, b->ctx, params, FN_BLOCK_N_PARAMS, &sc), "sgd");
+    alloc(&b->x, o->batch, o->in, "x");
+    alloc(&b->y, o->batch, o->hidden, "y");
+    alloc(&b->dy, o->batch, o->hidden, "dy");
+    alloc(&b->dx, o->batch, o->in, "dx");
+    /* Random data, never zeros: zeros can run faster than real data. */
+    check(fn_init_uniform(&b->x, -1.0f, 1.0f, &rng), "x");
+    check(fn_init_uniform(&b->dy, -1.0f, 1.0f, &rng), "dy");
+}
+
+static void build_products(bench *b)
+{
+    const options *o = &b->o;
+    make_operand(b, b->xs, &b->x, 0);
+    make_operand(b, b->ws, &b->layer->params[FN_BLOCK_WEIGHT].value, 0);
+    make_operand(b, b->dzs, &b->dy, 0);
+    make_operand(b, b->dzts, &b->dy, 1);
+    make_operand(b, b->xts, &b->x, 1);
+    alloc(&b->prod_y, o->batch, o->hidden, "product y");
+    alloc(&b->prod_dw, o->hidden, o->in, "product dw");
+    alloc(&b->prod_dx, o->batch, o->in, "product dx");
+}
+
+static void free_products(bench *b)
+{
+    for (int i = 0; i < 2; i++) {
+        fn_tensor_free(&b->xs[i]);
+        fn_tensor_free(&b->ws[i]);
+        fn_tensor_free(&b->dzs[i]);
+        fn_tensor_free(&b->dzts[i]);
+        fn_tensor_free(&b->xts[i]);
+    }
+    fn_tensor_free(&b->prod_y);
+    fn_tensor_free(&b->prod_dw);
+    fn_tensor_free(&b->prod_dx);
+}
+
+/* ---- accuracy of the products ---- */
+
+static float *download(const fn_tensor *t)
+{
+    const size_t n = fn_tensor_count(t);
+    float *h = malloc(n * sizeof *h);
+    if (!h) {
+        fprintf(stderr, "bench: out of host memory\n");
+        exit(1);
+    }
+    check(fn_tensor_download(t, h, n), "download");
+    return h;
+}
+
+/* ||got - ref|| / ||ref|| over ERROR_ROWS rows of each product, against
+ * float64 sums of the float32 operands; y = x w^T, dw = dz^T x, dx = dz w
+ * with dz = dy. */
+static void report_errors(bench *b)
+{
+    const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    check(fn_tensor_zero(&b->prod_dw), "zero");
+    check(op_gemm_forward(b), "forward product");
+    check(b->o.math == FN_MATH_FP32 ? op_gemm_dw(b) : op_gemm_dw_tn(b), "dw product");
+    check(op_gemm_dx(b), "dx product");
+    float *x = download(&b->x), *w = download(&b->layer->params[FN_BLOCK_WEIGHT].value);
+    float *dz = download(&b->dy), *y = download(&b->prod_y), *dw = download(&b->prod_dw);
+    float *dx = download(&b->prod_dx);
+    double num[3] = {0}, den[3] = {0};
+    for (int k = 0; k < ERROR_ROWS; k++) {
+        const int n = (int)((long long)k * (N - 1) / (ERROR_ROWS > 1 ? ERROR_ROWS - 1 : 1));
+        const int c = (int)((long long)k * (C - 1) / (ERROR_ROWS > 1 ? ERROR_ROWS - 1 : 1));
+        for (int o = 0; o < C; o++) {
+            double r = 0.0;
+            for (int i = 0; i < in; i++)
+                r += (double)x[(size_t)n * in + i] * w[(size_t)o * in + i];
+            const double d = y[(size_t)n * C + o] - r;
+            num[0] += d * d;
+            den[0] += r * r;
+        }
+        for (int i = 0; i < in; i++) {
+            double r = 0.0;
+            for (int m = 0; m < N; m++)
+                r += (double)dz[(size_t)m * C + c] * x[(size_t)m * in + i];
+            const double d = dw[(size_t)c * in + i] - r;
+            num[1] += d * d;
+            den[1] += r * r;
+        }
+        double *acc = calloc((size_t)in, sizeof *acc);
+        if (!acc)
+            exit(1);
+        for (int o = 0; o < C; o++) {
+            const double g = dz[(size_t)n * C + o];
+            for (int i = 0; i < in; i++)
+                acc[i] += g * w[(size_t)o * in + i];
+        }
+        for (int i = 0; i < in; i++) {
+            const double d = dx[(size_t)n * in + i] - acc[i];
+            num[2] += d * d;
+            den[2] += acc[i] * acc[i];
+        }
+        free(acc);
+    }
+    const char *names[3] = {"relerr_forward", "relerr_dw", "relerr_dx"};
+    for (int q = 0; q < 3; q++)
+        printf("fusenet %s %s %.3g\n", fn_math_name(b->o.math), names[q],
+               den[q] > 0.0 ? sqrt(num[q] / den[q]) : 0.0);
+    free(x);
+    free(w);
+    free(dz);
+    free(y);
+    free(dw);
+    free(dx);
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+    const options o = parse(argc, argv);
+    bench b = {0};
+    const char *math = fn_math_name(o.math);
+    check_cuda(cudaFree(NULL), "CUDA start-up");
+
+    /* Copy bandwidth first, on buffers freed before the block is built. */
+    b.copy_bytes = (size_t)1 << 30;
+    check_cuda(cudaMalloc(&b.copy_src, b.copy_bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&b.copy_dst, b.copy_bytes), "cudaMalloc");
+    check_cuda(cudaMemset(b.copy_src, 1, b.copy_bytes), "cudaMemset");
+
+    const double before = free_mib();
+    build(&b, &o);
+    check(fn_context_sync(b.ctx), "build");
+    const double built = free_mib();
+    printf("# fusenet bench: batch %d, in %d, hidden %d, groups %d, math %s, momentum %g, "
+           "lr %g; medians of %d samples after %d warm-up calls\n",
+           o.batch, o.in, o.hidden, o.groups, math, (double)o.momentum, (double)o.lr, o.reps,
+           o.warmup);
+
+    const double copy_ms = time_op(&b, op_copy, INNER_PASS);
+    const double gbps = 2.0 * (double)b.copy_bytes / (copy_ms * 1e-3) / 1e9;
+    check_cuda(cudaFree(b.copy_src), "cudaFree");
+    check_cuda(cudaFree(b.copy_dst), "cudaFree");
+    const double steady = free_mib(); /* the block and its data, nothing else */
+    printf("# device copy: %.0f MiB read + written in %.4f ms\n",
+           2.0 * (double)b.copy_bytes / 1048576.0, copy_ms);
+    printf("fusenet %s copy_gbps %.1f\n", math, gbps);
+
+    const double N = o.batch, C = o.hidden, G = o.groups;
+    const double chunks = N / 32.0 < 1 ? 1 : N / 32.0 > 32 ? 32 : ceil(N / 32.0);
+    const double fwd_bytes = 4.0 * (2.0 * N * C + 2.0 * N * G + 3.0 * C);
+    const double bwd_bytes = 4.0 * (3.0 * N * C + 2.0 * N * G + 3.0 * C + 6.0 * C +
+                                    2.0 * chunks * 3.0 * C);
+    const double to_ms = 1e3 / (gbps * 1e9);
+
+    check(op_forward(&b), "forward");
+    report(&b, "norm_forward", time_op(&b, op_norm_forward, INNER_KERNEL), fwd_bytes * to_ms);
+    report(&b, "norm_backward", time_op(&b, op_norm_backward, INNER_KERNEL), bwd_bytes * to_ms);
+
+    build_products(&b);
+    report(&b, "transpose_dz", time_op(&b, op_transpose, INNER_KERNEL),
+           4.0 * N * C * (o.math == FN_MATH_TF32X3 ? 3.0 : 2.0) * to_ms);
+    const double t_fwd = time_op(&b, op_gemm_forward, INNER_PASS);
+    const double t_dx = time_op(&b, op_gemm_dx, INNER_PASS);
+    const double t_dw = time_op(&b, op_gemm_dw, INNER_PASS);
+    const double t_dwt = time_op(&b, op_gemm_dw_t, INNER_PASS);
+    const double t_dwtn = time_op(&b, op_gemm_dw_tn, INNER_PASS);
+    report(&b, "gemm_forward", t_fwd, 0.0);
+    report(&b, "gemm_dx", t_dx, 0.0);
+    report(&b, "gemm_dw", t_dw, 0.0);
+    report(&b, "gemm_dw_t", t_dwt, 0.0);
+    report(&b, "gemm_dw_tn", t_dwtn, 0.0);
+    report_errors(&b);
+    free_products(&b);
+    /* Floors: the bare products with dW in cuBLAS's default layout (what the
+     * targets are stated against), and with the faster of the two layouts. */
+    const double dw_best = fmin(t_dw, fmin(t_dwt, t_dwtn));
+    const double floor_dx = t_fwd + t_dx + t_dw, floor_nodx = t_fwd + t_dw;
+    printf("# floors: products with dx %.4f ms (best dW layout %.4f), without dx %.4f ms "
+           "(best %.4f)\n",
+           floor_dx, t_fwd + t_dx + dw_best, floor_nodx, t_fwd + dw_best);
+
+    check(op_forward(&b), "forward");
+    report(&b, "forward", time_op(&b, op_forward, INNER_PASS), t_fwd);
+    report(&b, "backward_dx", time_op(&b, op_backward_dx, INNER_PASS), t_dx + t_dw);
+    report(&b, "backward_nodx", time_op(&b, op_backward_nodx, INNER_PASS), t_dw);
+
+    /* Step names carry the momentum as bench_torch.py writes it (%g). */
+    char name[64], m[32];
+    snprintf(m, sizeof m, "%g", (double)o.momentum);
+    const int fused = o.momentum == 0.0f;
+    snprintf(name, sizeof name, "step_dx_m%s", m);
+    report(&b, name, time_op(&b, fused ? op_step_fused_dx : op_step_unfused_dx, INNER_PASS),
+           floor_dx);
+    snprintf(name, sizeof name, "step_nodx_m%s", m);
+    report(&b, name, time_op(&b, fused ? op_step_fused_nodx : op_step_unfused_nodx, INNER_PASS),
+           floor_nodx);
+    if (fused) {
+        snprintf(name, sizeof name, "step_dx_unfused_m%s", m);
+        report(&b, name, time_op(&b, op_step_unfused_dx, INNER_PASS), floor_dx);
+        snprintf(name, sizeof name, "step_nodx_unfused_m%s", m);
+        report(&b, name, time_op(&b, op_step_unfused_nodx, INNER_PASS), floor_nodx);
+    }
+
+    check(fn_context_sync(b.ctx), "steps");
+    printf("fusenet %s memory_mib %.0f\n", math, before - built);
+    printf("fusenet %s memory_growth_mib %.0f\n", math, steady - free_mib());
+
+    fn_tensor_free(&b.x);
+    fn_tensor_free(&b.y);
+    fn_tensor_free(&b.dy);
+    fn_tensor_free(&b.dx);
+    fn_sgd_destroy(b.opt);
+    fn_layer_destroy(b.layer);
+    cudaEventDestroy(b.start);
+    cudaEventDestroy(b.stop);
+    fn_context_destroy(b.ctx);
+    return 0;
+}
