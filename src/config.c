@@ -372,6 +372,7 @@ typedef struct reader_state {
     int too_long; /* first line longer than inih's buffer, or 0 */
     fn_config *cfg;
     fn_status status; /* the first error, FN_OK if none */
+    int status_line;  /* its line */
 } reader_state;
 
 static char *read_line(char *str, int num, void *stream)
@@ -402,6 +403,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     fn_config *cfg = r->cfg;
     if (r->status != FN_OK)
         return 0;
+    r->status_line = r->line;
     const char *path = cfg->path;
     if (!section[0])
         r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s: key outside any [section]", path,
@@ -457,6 +459,15 @@ static fn_status read_text(const char *path, char **text)
         free(buf);
         return fn_fail(FN_ERR_IO, "%s: read error", path);
     }
+    /* A NUL would silently end the text: the rest of the file would be lost. */
+    const char *nul = memchr(buf, '\0', n);
+    if (nul) {
+        int line = 1;
+        for (const char *p = buf; p < nul; p++)
+            line += *p == '\n';
+        free(buf);
+        return fn_fail(FN_ERR_INVALID, "%s:%d: a NUL byte: not a text file", path, line);
+    }
     buf[n] = '\0';
     *text = buf;
     return FN_OK;
@@ -483,7 +494,10 @@ static fn_status parse_file(fn_config *cfg)
     if (r.too_long)
         return fn_fail(FN_ERR_INVALID, "%s:%d: line too long (at most %d characters)", cfg->path,
                        r.too_long, ini_max_line - 3);
-    if (r.status != FN_OK)
+    /* inih goes on after a syntax error, so a key error may come from a later
+     * line (the keys after a broken [section] header land in the one before);
+     * the first error in the file is the one to report. */
+    if (r.status != FN_OK && !(result > 0 && result < r.status_line))
         return r.status;
     if (result > 0)
         return fn_fail(FN_ERR_INVALID, "%s:%d: syntax error: expected [section] or key = value",

@@ -95,18 +95,18 @@ static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, h
     *set = H5Dopen2(d->file, name, H5P_DEFAULT);
     if (*set < 0)
         return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a readable dataset", d->path, name);
+    /* Any rank is read here; the callers say which one they expect. */
+    hsize_t all[H5S_MAX_RANK] = {0};
     hid_t space = H5Dget_space(*set);
-    *rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
-    if (*rank < 0 || *rank > 2 || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
-        if (space >= 0)
-            H5Sclose(space);
-        if (*rank > 2)
-            return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected 1 or 2",
-                           d->path, name, *rank);
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its shape", d->path,
-                          name);
-    }
-    H5Sclose(space);
+    *rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, all, NULL);
+    fn_status st = *rank < 0 ? fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its shape",
+                                          d->path, name)
+                             : FN_OK;
+    if (space >= 0)
+        H5Sclose(space);
+    FN_TRY(st);
+    dims[0] = all[0];
+    dims[1] = all[1];
     *type = H5Dget_type(*set);
     if (*type < 0)
         return fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its type", d->path, name);
@@ -205,14 +205,15 @@ static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t 
     if (file_space >= 0 && mem_space >= 0 &&
         H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
         r = H5Dread(set, mem_type, mem_space, file_space, H5P_DEFAULT, buf);
+    /* Before the closes, which would clear HDF5's reason (a corrupt chunk). */
+    fn_status st = r < 0 ? fn_h5_fail(FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld",
+                                      d->path, name, (long long)row0, (long long)(row0 + rows - 1))
+                         : FN_OK;
     if (file_space >= 0)
         H5Sclose(file_space);
     if (mem_space >= 0)
         H5Sclose(mem_space);
-    if (r < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld", d->path,
-                          name, (long long)row0, (long long)(row0 + rows - 1));
-    return FN_OK;
+    return st;
 }
 
 static fn_status check_finite(const fn_data *d, const char *name, const float *v, int64_t rows,

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,30 +285,55 @@ fn_status fn_h5_get_int(hid_t obj, const char *where, const char *name, long lon
     hid_t attr = -1;
     FN_TRY(open_attr(obj, where, name, H5T_INTEGER, "integer", &attr));
     int64_t v = 0;
-    herr_t r = H5Aread(attr, H5T_NATIVE_INT64, &v);
+    fn_status st = H5Aread(attr, H5T_NATIVE_INT64, &v) < 0
+                       ? fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name)
+                       : FN_OK;
     H5Aclose(attr);
-    if (r < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name);
-    *value = v;
-    return FN_OK;
+    if (st == FN_OK)
+        *value = v;
+    return st;
 }
 
 fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, double *value)
 {
     hid_t attr = -1;
     FN_TRY(open_attr(obj, where, name, H5T_FLOAT, "float", &attr));
-    herr_t r = H5Aread(attr, H5T_NATIVE_DOUBLE, value);
+    fn_status st = H5Aread(attr, H5T_NATIVE_DOUBLE, value) < 0
+                       ? fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name)
+                       : FN_OK;
     H5Aclose(attr);
-    if (r < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name);
-    return FN_OK;
+    return st;
 }
 
 /* --- float datasets ----------------------------------------------------- */
 
+/* "[i, j]" or "[i]" of the first non-finite value of data, or "" if none. */
+static void first_non_finite(const float *data, int rank, const long long *dims, char *at,
+                             size_t n, const char **what)
+{
+    long long cols = rank > 1 ? dims[1] : 1, count = dims[0] * cols;
+    at[0] = '\0';
+    for (long long i = 0; i < count; i++) {
+        if (isfinite(data[i]))
+            continue;
+        if (rank > 1)
+            snprintf(at, n, "[%lld, %lld]", i / cols, i % cols);
+        else
+            snprintf(at, n, "[%lld]", i);
+        *what = isnan(data[i]) ? "NaN" : "an infinity";
+        return;
+    }
+}
+
 fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const float *data,
                            int rank, const long long *dims)
 {
+    char at[64];
+    const char *what = "";
+    first_non_finite(data, rank, dims, at, sizeof at, &what);
+    if (at[0])
+        return fn_fail(FN_ERR_NUMERIC, "%s: dataset '%s' would hold %s at %s; not written", where,
+                       name, what, at);
     hsize_t d[2] = {(hsize_t)dims[0], rank > 1 ? (hsize_t)dims[1] : 1};
     hid_t space = H5Screate_simple(rank, d, NULL);
     hid_t set = space < 0 ? -1
@@ -368,5 +394,12 @@ fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float
     if (st == FN_OK && H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
         st = fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read dataset '%s'", where, name);
     H5Dclose(set);
-    return st;
+    FN_TRY(st);
+    /* fusenet never writes a non-finite value, so one means a damaged file. */
+    char at[64];
+    const char *what = "";
+    first_non_finite(data, rank, dims, at, sizeof at, &what);
+    if (at[0])
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' holds %s at %s", where, name, what, at);
+    return FN_OK;
 }

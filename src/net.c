@@ -1,6 +1,7 @@
 /* net.c — a chain of layers with the activation and gradient buffers between
  * them, allocated once for max_batch rows as layers are added; forward and
  * backward run on row views of those buffers, so a step never allocates. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "fusenet/net.h"
@@ -210,4 +211,109 @@ fn_status fn_net_zero_grad(fn_net *net)
 int fn_net_out_features(const fn_net *net)
 {
     return net && net->n_layers > 0 ? net->layers[net->n_layers - 1]->out_features : 0;
+}
+
+/* --- diagnosis ---------------------------------------------------------------- */
+
+typedef struct scan {
+    const fn_net *net;
+    float *host; /* big enough for the largest tensor scanned */
+    fn_nonfinite *found;
+} scan;
+
+/* Sets *hit when t holds a non-finite value, the first of which goes into
+ * s->found. */
+static fn_status scan_tensor(scan *s, const fn_tensor *t, int layer, const char *what,
+                             const char *param, int *hit)
+{
+    *hit = 0;
+    if (!t->data)
+        return FN_OK;
+    size_t n = fn_tensor_count(t);
+    const float *v = t->data;
+    if (t->device != FN_CPU) {
+        FN_TRY(fn_tensor_download(t, s->host, n));
+        v = s->host;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            continue;
+        const fn_layer *l = s->net->layers[layer];
+        *s->found = (fn_nonfinite){.layer = layer,
+                                   .kind = l->ops && l->ops->kind ? l->ops->kind : "layer",
+                                   .what = what, .param = param, .row = (int)(i / (size_t)t->cols),
+                                   .col = (int)(i % (size_t)t->cols), .value = v[i]};
+        *hit = 1;
+        return FN_OK;
+    }
+    return FN_OK;
+}
+
+static fn_status scan_forward(scan *s, int batch, int *hit)
+{
+    const fn_net *net = s->net;
+    for (int i = 0; i < net->n_layers && !*hit; i++) {
+        const fn_layer *l = net->layers[i];
+        for (int p = 0; p < l->n_params && !*hit; p++)
+            FN_TRY(scan_tensor(s, &l->params[p].value, i, "parameter", l->params[p].name, hit));
+        if (!*hit && batch > 0) {
+            const fn_tensor out = fn_tensor_rows(&net->acts[i], 0, batch);
+            FN_TRY(scan_tensor(s, &out, i, "output", NULL, hit));
+        }
+    }
+    return FN_OK;
+}
+
+static fn_status scan_backward(scan *s, int batch, int *hit)
+{
+    const fn_net *net = s->net;
+    for (int i = net->n_layers - 1; i >= 0 && !*hit; i--) {
+        const fn_layer *l = net->layers[i];
+        /* dacts[n-1] is the caller's dy of the last backward, a view. */
+        fn_tensor dy = net->dacts[i];
+        if (dy.data && i < net->n_layers - 1)
+            dy = fn_tensor_rows(&net->dacts[i], 0, batch);
+        FN_TRY(scan_tensor(s, &dy, i, "output gradient", NULL, hit));
+        for (int p = 0; p < l->n_params && !*hit; p++)
+            FN_TRY(scan_tensor(s, &l->params[p].grad, i, "parameter gradient", l->params[p].name,
+                               hit));
+    }
+    return FN_OK;
+}
+
+static size_t largest_tensor(const fn_net *net)
+{
+    size_t most = 1;
+    for (int i = 0; i < net->n_layers; i++) {
+        const fn_layer *l = net->layers[i];
+        size_t a = fn_tensor_count(&net->acts[i]), d = fn_tensor_count(&net->dacts[i]);
+        most = a > most ? a : most;
+        most = d > most ? d : most;
+        for (int p = 0; p < l->n_params; p++) {
+            size_t v = fn_tensor_count(&l->params[p].value);
+            most = v > most ? v : most;
+        }
+    }
+    return most;
+}
+
+fn_status fn_net_find_nonfinite(const fn_net *net, int with_grads, fn_nonfinite *found)
+{
+    if (!net || !found)
+        return fn_fail(FN_ERR_INVALID, "fn_net_find_nonfinite: %s is NULL", !net ? "net" : "found");
+    *found = (fn_nonfinite){.layer = -1};
+    if (with_grads && net->batch < 1)
+        return fn_fail(FN_ERR_INVALID, "net: gradients asked for before any forward");
+    scan s = {.net = net, .found = found};
+    if (fn_context_device(net->ctx) != FN_CPU) {
+        s.host = malloc(largest_tensor(net) * sizeof(float));
+        if (!s.host)
+            return fn_fail(FN_ERR_NOMEM, "out of host memory for the non-finite scan");
+    }
+    int hit = 0;
+    fn_status st = scan_forward(&s, net->batch, &hit);
+    if (st == FN_OK && !hit && with_grads)
+        st = scan_backward(&s, net->batch, &hit);
+    free(s.host);
+    return st;
 }

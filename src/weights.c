@@ -135,6 +135,9 @@ fn_status fn_weights_save(const fn_net *net, const char *path, const char *confi
 static fn_status check_format(hid_t file, const char *path, const char *format)
 {
     char *got = NULL;
+    if (H5Aexists(file, "format") <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: not a %s file: the root attribute 'format' is missing",
+                       path, format);
     FN_TRY(fn_h5_get_string(file, path, "format", &got));
     int same = strcmp(got, format) == 0;
     fn_status st = same ? FN_OK

@@ -23,6 +23,7 @@
 #include "fusenet/data.h"
 #include "fusenet/loss.h"
 #include "fusenet/model.h"
+#include "fusenet/net.h"
 #include "fusenet/weights.h"
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
@@ -338,11 +339,56 @@ static fn_status batch_loss(run *r, const fn_batch *b, const fn_tensor *y, fn_te
     } else {
         FN_TRY(fn_mse_loss(r->ctx, y, &b->target, &r->loss, dy));
     }
-    FN_TRY(fn_tensor_download(&r->loss, loss, 1));
-    if (!isfinite(*loss))
-        return fn_fail(FN_ERR_NUMERIC, "the loss became %f at step %lld; try a smaller lr",
-                       (double)*loss, r->state.global_step);
-    return FN_OK;
+    /* Read every step, also on the GPU (a 4-byte copy that waits for the
+     * step's kernels), so a non-finite loss stops the run at its step. */
+    return fn_tensor_download(&r->loss, loss, 1);
+}
+
+/* --- non-finite values ---------------------------------------------------------- */
+
+static const char *number_name(float v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+
+/* "layer 1 (block) output, row 0 column 3: nan" or why there is no answer. */
+static void describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, size_t n)
+{
+    if (st != FN_OK)
+        snprintf(buf, n, "unknown (the search failed: %s)", fn_last_error());
+    else if (nf->layer < 0)
+        snprintf(buf, n, "none in the parameters, outputs or gradients (the loss overflowed)");
+    else
+        snprintf(buf, n, "layer %d (%s) %s%s%s, row %d column %d: %s", nf->layer, nf->kind,
+                 nf->what, nf->param ? " " : "", nf->param ? nf->param : "", nf->row, nf->col,
+                 number_name(nf->value));
+}
+
+/* What the stop leaves behind: weights.h5 is never written over. */
+static void describe_kept(const run *r, char *buf, size_t n)
+{
+    if (access(r->checkpoint_path, F_OK) == 0)
+        snprintf(buf, n, "%s (the last good state) is kept; lower [train] lr and --resume",
+                 r->checkpoint_path);
+    else
+        snprintf(buf, n, "no weights written; try a smaller [train] lr");
+}
+
+/* After a non-finite training loss: a backward of the batch, then the first
+ * non-finite value in the order the step computes them. */
+static fn_status stop_nonfinite(run *r, const fn_tensor *dy, float loss)
+{
+    fn_nonfinite nf;
+    fn_status st = fn_net_zero_grad(r->net);
+    if (st == FN_OK)
+        st = fn_net_backward(r->net, dy);
+    if (st == FN_OK)
+        st = fn_net_find_nonfinite(r->net, 1, &nf);
+    char first[256], kept[512];
+    describe_nonfinite(st, &nf, first, sizeof first);
+    describe_kept(r, kept, sizeof kept);
+    const fn_train_state *s = &r->state;
+    return fn_fail(FN_ERR_NUMERIC,
+                   "step %lld (epoch %lld, batch %lld): loss is %s; first non-finite: %s; "
+                   "stopped: %s",
+                   s->global_step + 1, s->epoch + 1, s->step + 1, number_name(loss), first, kept);
 }
 
 static fn_status train_step(run *r, const fn_batch *b, float *loss)
@@ -352,6 +398,8 @@ static fn_status train_step(run *r, const fn_batch *b, float *loss)
     fn_tensor dy = fn_tensor_rows(&r->dpred, 0, b->rows);
     int correct = 0;
     FN_TRY(batch_loss(r, b, &y, &dy, loss, &correct));
+    if (!isfinite(*loss))
+        return stop_nonfinite(r, &dy, *loss);
     FN_TRY(fn_net_zero_grad(r->net));
     FN_TRY(fn_net_backward(r->net, &dy));
     FN_TRY(fn_sgd_step(r->opt));
@@ -379,6 +427,14 @@ static fn_status evaluate(run *r, fn_data *set, metrics *m)
         float loss = 0;
         int ok = 0;
         FN_TRY(batch_loss(r, &b, &y, NULL, &loss, &ok));
+        if (!isfinite(loss)) {
+            fn_nonfinite nf;
+            char first[256];
+            describe_nonfinite(fn_net_find_nonfinite(r->net, 0, &nf), &nf, first, sizeof first);
+            return fn_fail(FN_ERR_NUMERIC,
+                           "epoch %lld: validation loss is %s at row %lld; first non-finite: %s",
+                           r->state.epoch + 1, number_name(loss), (long long)b.index[0], first);
+        }
         loss_sum += (double)loss * b.rows;
         correct += ok;
         seen += b.rows;
@@ -388,9 +444,21 @@ static fn_status evaluate(run *r, fn_data *set, metrics *m)
     return FN_OK;
 }
 
+/* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the
+ * parameters went bad at the last step, whose loss was still finite. */
 static fn_status save_checkpoint(run *r)
 {
-    return fn_checkpoint_save(r->checkpoint_path, r->net, r->opt, &r->state, r->cfg->text);
+    fn_status st = fn_checkpoint_save(r->checkpoint_path, r->net, r->opt, &r->state, r->cfg->text);
+    if (st != FN_ERR_NUMERIC)
+        return st;
+    fn_nonfinite nf;
+    char first[256], kept[512];
+    describe_nonfinite(fn_net_find_nonfinite(r->net, 0, &nf), &nf, first, sizeof first);
+    describe_kept(r, kept, sizeof kept);
+    return fn_fail(FN_ERR_NUMERIC,
+                   "after step %lld the parameters are non-finite; first non-finite: %s; "
+                   "checkpoint not written: %s",
+                   r->state.global_step, first, kept);
 }
 
 /* One epoch from the state's step; returns early, with FN_OK, on a signal. */

@@ -41,6 +41,24 @@ fn_status fn_net_zero_grad(fn_net *net);
 
 int fn_net_out_features(const fn_net *net);
 
+/* Where a value went non-finite: the first NaN or infinity in the order the
+ * values of a step are computed. */
+typedef struct fn_nonfinite {
+    int layer;         /* -1: every value checked is finite */
+    const char *kind;  /* the layer's kind: "block", "linear" */
+    const char *what;  /* "parameter", "output", "output gradient", "parameter gradient" */
+    const char *param; /* the parameter's name for the parameter cases, else NULL */
+    int row, col;      /* the element */
+    float value;
+} fn_nonfinite;
+
+/* A diagnosis after a non-finite loss, not a per-step check: looks through,
+ * layer by layer in forward order, each layer's parameter values and its
+ * output (the rows of the last forward); then, when with_grads is set (a
+ * backward of that batch has run), in backward order each layer's output
+ * gradient and parameter gradients. GPU tensors are copied to the host. */
+fn_status fn_net_find_nonfinite(const fn_net *net, int with_grads, fn_nonfinite *found);
+
 #ifdef __cplusplus
 }
 #endif

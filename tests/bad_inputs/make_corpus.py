@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""make_corpus.py — writes the HDF5 files of the bad-input corpus
+(tests/bad_inputs/*.h5) that tests/test_bad_inputs.c runs ./train and
+./predict on. The generated files are committed, so the tests need no Python;
+run this again (with /usr/bin/python3 and Debian's python3-h5py) only to
+change the corpus:
+
+    /usr/bin/python3 tests/bad_inputs/make_corpus.py
+
+The good files match tests/bad_inputs/train.ini: inputs X float32 [24, 6],
+labels y int32 [24] in 0..3, regression targets t float32 [24, 4], and a
+network `block 8 (groups 2), linear 4`. Each bad file differs from a good
+one by one defect, named by the file. The .ini files of the corpus are
+written by hand, not by this script."""
+
+import os
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+N, IN, OUT, HIDDEN, GROUPS = 24, 6, 4, 8, 2
+
+rng = np.random.RandomState(6)
+X = rng.uniform(-1, 1, size=(N, IN)).astype(np.float32)
+Y = (np.arange(N) % OUT).astype(np.int32)
+T = rng.uniform(-1, 1, size=(N, OUT)).astype(np.float32)
+
+
+def path(name):
+    return os.path.join(HERE, name)
+
+
+def data(name, **sets):
+    """A data file with the given datasets; None leaves one out."""
+    with h5py.File(path(name), "w") as f:
+        for key, value in sets.items():
+            if value is not None:
+                f.create_dataset(key, data=value)
+
+
+def good_layers():
+    r = np.random.RandomState(1)
+    return [
+        {"kind": "block", "in": IN, "out": HIDDEN, "groups": GROUPS,
+         "weight": r.uniform(-0.4, 0.4, (HIDDEN, IN)).astype(np.float32),
+         "bias": r.uniform(-0.4, 0.4, HIDDEN).astype(np.float32),
+         "gamma": np.ones(HIDDEN, np.float32), "beta": np.zeros(HIDDEN, np.float32)},
+        {"kind": "linear", "in": HIDDEN, "out": OUT,
+         "weight": r.uniform(-0.35, 0.35, (OUT, HIDDEN)).astype(np.float32),
+         "bias": r.uniform(-0.35, 0.35, OUT).astype(np.float32)},
+    ]
+
+
+def weights(name, layers=None, fmt="fusenet-weights", version=1, names=None, edit=None):
+    """A weights file in the README's layout; edit(f) may spoil it."""
+    layers = good_layers() if layers is None else layers
+    with h5py.File(path(name), "w") as f:
+        f.attrs["format"] = fmt
+        f.attrs["format_version"] = np.int32(version)
+        f.attrs["config"] = "; written by tests/bad_inputs/make_corpus.py\n"
+        f.attrs["layers"] = names if names is not None else ",".join(
+            "layer%d" % i for i in range(len(layers)))
+        for i, l in enumerate(layers):
+            g = f.create_group("layer%d" % i)
+            g.attrs["kind"] = l["kind"]
+            g.attrs["in_features"] = np.int32(l["in"])
+            g.attrs["out_features"] = np.int32(l["out"])
+            if l["kind"] == "block":
+                g.attrs["groups"] = np.int32(l["groups"])
+                g.attrs["eps"] = np.float64(1e-5)
+                g.attrs["negative_slope"] = np.float64(0.01)
+            for p in ("weight", "bias", "gamma", "beta"):
+                if p in l:
+                    g.create_dataset(p, data=l[p])
+        if edit:
+            edit(f)
+
+
+def overwrite(name, source, offset, length, byte=0xA5):
+    """A copy of source with `length` bytes from `offset` overwritten."""
+    with open(path(source), "rb") as f:
+        content = bytearray(f.read())
+    content[offset:offset + length] = bytes([byte]) * length
+    with open(path(name), "wb") as f:
+        f.write(content)
+
+
+def truncate(name, source, fraction):
+    with open(path(source), "rb") as f:
+        content = f.read()
+    with open(path(name), "wb") as f:
+        f.write(content[:int(len(content) * fraction)])
+
+
+def object_header(name, dataset):
+    with h5py.File(path(name), "r") as f:
+        return h5py.h5o.get_info(f[dataset].id).addr
+
+
+def raw_data(name, dataset):
+    with h5py.File(path(name), "r") as f:
+        return f[dataset].id.get_offset()
+
+
+def main():
+    # --- data sets ---------------------------------------------------------
+    data("good.h5", X=X, y=Y, t=T)
+    data("missing_y.h5", X=X)
+    data("x_int64.h5", X=X.astype(np.int64), y=Y)
+    data("x_float64.h5", X=X.astype(np.float64), y=Y)
+    data("x_string.h5", X=np.array([b"row"] * N), y=Y)
+    data("y_float.h5", X=X, y=Y.astype(np.float32))
+    data("x_rank1.h5", X=X[:, 0].copy(), y=Y)
+    data("x_rank3.h5", X=X.reshape(N, 2, 3), y=Y)
+    data("x_scalar.h5", X=np.float32(1.0), y=Y)
+    data("y_rank2.h5", X=X, y=Y.reshape(N, 1))
+    data("n_mismatch.h5", X=X, y=Y[:20])
+    data("x_cols5.h5", X=X[:, :5].copy(), y=Y)
+    with h5py.File(path("x_group.h5"), "w") as f:
+        f.create_group("X")
+        f.create_dataset("y", data=Y)
+    high = Y.copy()
+    high[5] = OUT
+    data("label_high.h5", X=X, y=high)
+    negative = Y.copy()
+    negative[7] = -1
+    data("label_negative.h5", X=X, y=negative)
+    nan = X.copy()
+    nan[3, 2] = np.nan
+    data("x_nan.h5", X=nan, y=Y)
+    inf = X.copy()
+    inf[10, 0] = -np.inf
+    data("x_inf.h5", X=inf, y=Y)
+    t_nan = T.copy()
+    t_nan[17, 3] = np.nan
+    data("t_nan.h5", X=X, y=Y, t=t_nan)
+    data("t_cols3.h5", X=X, y=Y, t=T[:, :3].copy())
+    data("x_empty.h5", X=np.zeros((0, IN), np.float32), y=np.zeros(0, np.int32))
+    data("x_no_columns.h5", X=np.zeros((N, 0), np.float32), y=Y)
+
+    truncate("truncated.h5", "good.h5", 0.5)
+    overwrite("corrupt_signature.h5", "good.h5", 0, 8)
+    # The object header of X: HDF5 cannot make a dataset of it.
+    overwrite("corrupt_header.h5", "good.h5", object_header("good.h5", "X"), 64)
+    # X's values: 0xFFFFFFFF is a NaN, which the value check names.
+    overwrite("corrupt_values.h5", "good.h5", raw_data("good.h5", "X"), 16, 0xFF)
+    # A compressed chunk whose bytes are overwritten: the read itself fails.
+    with h5py.File(path("chunked.h5"), "w") as f:
+        f.create_dataset("X", data=X, chunks=(N, IN), compression="gzip")
+        f.create_dataset("y", data=Y)
+    with h5py.File(path("chunked.h5"), "r") as f:
+        chunk = f["X"].id.get_chunk_info(0).byte_offset
+    overwrite("corrupt_chunk.h5", "chunked.h5", chunk, 24)
+    os.remove(path("chunked.h5"))
+    with open(path("not_hdf5.h5"), "w") as f:
+        f.write("X,y\n0.5,1\n")
+
+    # --- weights files -----------------------------------------------------
+    weights("good_weights.h5")
+    weights("weights_version2.h5", version=2)
+    weights("weights_other_format.h5", fmt="keras-weights")
+
+    def no_format(f):
+        del f.attrs["format"]
+    weights("weights_no_format.h5", edit=no_format)
+
+    l = good_layers()
+    l[0]["weight"] = l[0]["weight"][:, :5].copy()
+    weights("weights_weight_shape.h5", layers=l)
+    l = good_layers()
+    l[1]["bias"] = l[1]["bias"][:3].copy()
+    weights("weights_bias_shape.h5", layers=l)
+    l = good_layers()
+    l[0]["out"] = 16
+    l[1]["in"] = 16
+    l[0]["weight"] = np.zeros((16, IN), np.float32)
+    l[0]["bias"] = l[0]["gamma"] = l[0]["beta"] = np.zeros(16, np.float32)
+    l[1]["weight"] = np.zeros((OUT, 16), np.float32)
+    weights("weights_wider.h5", layers=l)
+    l = good_layers()
+    l[0]["groups"] = 3
+    weights("weights_bad_groups.h5", layers=l)
+    l = good_layers()
+    l[1]["in"] = 7
+    l[1]["weight"] = l[1]["weight"][:, :7].copy()
+    weights("weights_chain_mismatch.h5", layers=l)
+    l = good_layers()
+    del l[0]["gamma"]
+    weights("weights_missing_gamma.h5", layers=l)
+    l = good_layers()
+    l[1]["weight"][2, 5] = np.nan
+    weights("weights_nan.h5", layers=l)
+    weights("weights_missing_group.h5", names="layer0,layer7")
+    weights("weights_no_layers.h5", layers=[], names="")
+
+    def string_size(f):
+        del f["layer0"].attrs["in_features"]
+        f["layer0"].attrs["in_features"] = "six"
+    weights("weights_string_size.h5", edit=string_size)
+    truncate("weights_truncated.h5", "good_weights.h5", 0.6)
+    overwrite("weights_corrupt.h5", "good_weights.h5",
+              object_header("good_weights.h5", "layer1/weight"), 64)
+
+
+if __name__ == "__main__":
+    main()

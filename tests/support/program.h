@@ -1,0 +1,38 @@
+/* program.h — runs the built programs (train, predict) as a user does, for
+ * the tests of their exit status, messages and files: the programs live in
+ * $FN_BUILD_DIR and the source tree in $FN_SOURCE_DIR (ctest sets both). */
+#ifndef FN_TEST_PROGRAM_H
+#define FN_TEST_PROGRAM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* "$FN_BUILD_DIR/<name>" or "$FN_SOURCE_DIR/<name>" in a static buffer that
+ * the next call of the same function overwrites; fails the test when the
+ * variable is not set. */
+const char *program_path(const char *name);
+const char *source_path(const char *name);
+
+/* Starts $FN_BUILD_DIR/<program> with argv (NULL-terminated, without the
+ * program's name) in directory cwd (NULL: this one), its stdout and stderr
+ * written to the files out and err. */
+pid_t program_start(const char *program, const char *const *argv, const char *cwd,
+                    const char *out, const char *err);
+
+/* Waits for pid: its exit status, or 128 + the signal that ended it (then
+ * *sig, when not NULL, is set to that signal; else to 0). */
+int program_wait(pid_t pid, int *sig);
+
+/* program_start + program_wait; a death by signal fails the test. */
+int program_run(const char *program, const char *const *argv, const char *cwd, const char *out,
+                const char *err);
+
+/* The file's text (at most 1 MiB), "" when it cannot be read; free it. */
+char *program_slurp(const char *path);
+
+/* A new directory /tmp/<prefix>XXXXXX (dir holds at least 64 bytes) and
+ * its removal with everything in it. */
+void program_temp_dir(char *dir, size_t n, const char *prefix);
+void program_remove_dir(const char *dir);
+
+#endif

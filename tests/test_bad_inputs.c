@@ -1,0 +1,326 @@
+/* test_bad_inputs.c — the bad-input corpus of tests/bad_inputs/ run through
+ * the real programs: one row per case, each the arguments of ./train or
+ * ./predict (the corpus files named relative to tests/bad_inputs, where the
+ * program runs), the exit status and a piece of the one-line message on
+ * stderr. A failing run must exit with a status in 1..127 (never a signal),
+ * print exactly one line "<program>: <message>" (no HDF5 error stack, no
+ * sanitizer report), and write no weights, predictions or temporaries; a
+ * checkpoint it was given must be left as it was. Good rows show the corpus'
+ * good files work, so each bad file fails for its one defect.
+ * The .h5 files come from tests/bad_inputs/make_corpus.py (committed). */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "program.h"
+
+typedef struct bad_input {
+    const char *name;
+    const char *program;  /* "train" (run with --set output.dir=<temp dir>) or "predict" */
+    const char *args[10]; /* "@" stands for the temp dir: "@/out.h5" */
+    const char *checkpoint; /* corpus file copied to <temp dir>/checkpoint.h5 first, or NULL */
+    int status;
+    const char *message; /* NULL: success (exit 0) with nothing on stderr */
+} bad_input;
+
+#define TRAIN(name, status, message, ...) {name, "train", {__VA_ARGS__, NULL}, NULL, status, message}
+#define DATA(file, message) TRAIN("data " file, 1, message, "train.ini", "--set", "data.train=" file)
+#define PREDICT(weights, inputs, message) \
+    {"predict " weights " " inputs, "predict", \
+     {weights, inputs, "@/out.h5", "--device", "cpu", NULL}, NULL, message ? 1 : 0, message}
+#define INIT(weights, message) \
+    TRAIN("init " weights, (message) ? 1 : 0, message, "train.ini", "--set", "model.init=" weights)
+#define RESUME(checkpoint, message) \
+    {"resume from " checkpoint, "train", {"train.ini", "--resume", NULL}, checkpoint, 1, message}
+
+static const bad_input cases[] = {
+    /* --- configs ------------------------------------------------------------ */
+    TRAIN("good config", 0, NULL, "train.ini"),
+    TRAIN("unknown section", 1, "unknown_section.ini:7: unknown section [optimizer]",
+          "unknown_section.ini"),
+    TRAIN("unknown key", 1, "unknown_key.ini:7: train.learning_rate: unknown key",
+          "unknown_key.ini"),
+    TRAIN("duplicate key", 1, "duplicate_key.ini:9: train.epochs: duplicate key (first set on line 7)",
+          "duplicate_key.ini"),
+    TRAIN("not a number", 1, "not_a_number.ini:7: train.lr: expected a number, got 'fast'",
+          "not_a_number.ini"),
+    TRAIN("trailing junk", 1, "trailing_junk.ini:7: train.batch_size: expected an integer, got '8x'",
+          "trailing_junk.ini"),
+    TRAIN("not finite", 1, "not_finite.ini:7: train.lr: 1e999 is not a finite number",
+          "not_finite.ini"),
+    TRAIN("zero batch", 1, "zero_batch.ini:7: train.batch_size: 0 is out of range",
+          "zero_batch.ini"),
+    TRAIN("negative epochs", 1, "negative_epochs.ini:7: train.epochs: -1 is out of range",
+          "negative_epochs.ini"),
+    TRAIN("negative lr", 1, "negative_lr.ini:7: train.lr: -0.1 is out of range", "negative_lr.ini"),
+    TRAIN("zero width", 1, "zero_width.ini:4: model.layers: item 2: width '0' is not an integer",
+          "zero_width.ini"),
+    TRAIN("negative width", 1,
+          "negative_width.ini:4: model.layers: item 1: width '-8' is not an integer",
+          "negative_width.ini"),
+    TRAIN("zero groups", 1, "zero_groups.ini:5: model.groups: 0 is out of range", "zero_groups.ini"),
+    TRAIN("groups not dividing", 1,
+          "groups_not_dividing.ini:5: model.groups: groups 8 does not divide the width 12 of layer 2",
+          "groups_not_dividing.ini"),
+    TRAIN("bad layer kind", 1, "bad_layer_kind.ini:4: model.layers: item 2: unknown layer kind 'conv'",
+          "bad_layer_kind.ini"),
+    TRAIN("bad device", 1, "bad_device.ini:7: run.device: expected auto, cpu, cuda or cuda:N, got 'tpu'",
+          "bad_device.ini"),
+    TRAIN("missing data file", 1,
+          "missing_data.ini:2: data.train: cannot read 'nothere.h5': No such file",
+          "missing_data.ini"),
+    TRAIN("missing valid file", 1, "missing_valid.ini:3: data.valid: cannot read 'valid_nothere.h5'",
+          "missing_valid.ini"),
+    TRAIN("missing init file", 1, "missing_init.ini:6: model.init: cannot read 'init_nothere.h5'",
+          "missing_init.ini"),
+    TRAIN("missing layers", 1, "missing_layers.ini: [model] layers is required",
+          "missing_layers.ini"),
+    TRAIN("syntax error", 1, "syntax_error.ini:3: syntax error", "syntax_error.ini"),
+    TRAIN("empty config", 1, "empty.ini: [data] train is required", "empty.ini"),
+    TRAIN("NUL byte", 1, "binary.ini:3: a NUL byte: not a text file", "binary.ini"),
+    TRAIN("missing config", 1, "nothere.ini: cannot open: No such file", "nothere.ini"),
+    TRAIN("--set negative", 1, "--set train.batch_size=-4: -4 is out of range", "train.ini",
+          "--set", "train.batch_size=-4"),
+    TRAIN("--set missing data file", 1, "--set data.train=gone.h5: cannot read 'gone.h5'",
+          "train.ini", "--set", "data.train=gone.h5"),
+
+    /* --- data sets ---------------------------------------------------------- */
+    DATA("missing_y.h5", "missing_y.h5: no dataset 'y'"),
+    TRAIN("data: no such inputs", 1, "good.h5: no dataset 'pixels'", "train.ini", "--set",
+          "data.inputs=pixels"),
+    DATA("x_int64.h5", "x_int64.h5: dataset 'X' is int64, expected float32"),
+    DATA("x_float64.h5", "x_float64.h5: dataset 'X' is float64, expected float32"),
+    DATA("x_string.h5", "x_string.h5: dataset 'X' is string, expected float32"),
+    DATA("y_float.h5", "y_float.h5: dataset 'y' is float32, expected integer class labels"),
+    DATA("x_rank1.h5", "x_rank1.h5: dataset 'X' has rank 1, expected 2 ([N, in])"),
+    DATA("x_rank3.h5", "x_rank3.h5: dataset 'X' has rank 3, expected 2 ([N, in])"),
+    DATA("x_scalar.h5", "x_scalar.h5: dataset 'X' has rank 0, expected 2 ([N, in])"),
+    DATA("y_rank2.h5", "y_rank2.h5: dataset 'y' has rank 2, expected 1 ([N] labels"),
+    DATA("x_group.h5", "x_group.h5: 'X' is not a readable dataset: not a dataset"),
+    DATA("n_mismatch.h5", "n_mismatch.h5: dataset 'y' has 20 rows but 'X' has 24"),
+    DATA("label_high.h5", "label_high.h5: dataset 'y' row 5 holds label 4, expected 0 to 3"),
+    DATA("label_negative.h5", "label_negative.h5: dataset 'y' row 7 holds label -1, expected 0 to 3"),
+    DATA("x_nan.h5", "x_nan.h5: dataset 'X' row 3 column 2 is NaN"),
+    DATA("x_inf.h5", "x_inf.h5: dataset 'X' row 10 column 0 is infinite"),
+    TRAIN("data t_nan.h5 (mse)", 1, "t_nan.h5: dataset 't' row 17 column 3 is NaN", "train.ini",
+          "--set", "train.loss=mse", "--set", "data.targets=t", "--set", "data.train=t_nan.h5"),
+    TRAIN("data t_cols3.h5 (mse)", 1, "t_cols3.h5: dataset 't' has 3 columns, expected 4",
+          "train.ini", "--set", "train.loss=mse", "--set", "data.targets=t", "--set",
+          "data.train=t_cols3.h5"),
+    TRAIN("data good.h5 (mse)", 0, NULL, "train.ini", "--set", "train.loss=mse", "--set",
+          "data.targets=t"),
+    DATA("x_empty.h5", "x_empty.h5: dataset 'X' is empty"),
+    DATA("x_no_columns.h5", "x_no_columns.h5: dataset 'X' is empty"),
+    DATA("truncated.h5", "truncated.h5: not a readable HDF5 file: truncated file"),
+    DATA("corrupt_signature.h5", "corrupt_signature.h5: not a readable HDF5 file: file signature"),
+    DATA("corrupt_header.h5", "corrupt_header.h5: 'X' is not a readable dataset"),
+    DATA("corrupt_values.h5", "corrupt_values.h5: dataset 'X' row 0 column 0 is NaN"),
+    DATA("corrupt_chunk.h5", "corrupt_chunk.h5: dataset 'X': cannot read rows 0 to 23: inflate"),
+    DATA("not_hdf5.h5", "not_hdf5.h5: not a readable HDF5 file"),
+    TRAIN("valid x_nan.h5", 1, "x_nan.h5: dataset 'X' row 3 column 2 is NaN", "train.ini", "--set",
+          "data.valid=x_nan.h5"),
+    TRAIN("valid x_cols5.h5", 1, "x_cols5.h5: dataset 'X' has 5 columns, expected 6", "train.ini",
+          "--set", "data.valid=x_cols5.h5"),
+
+    /* --- weights files, through predict ------------------------------------- */
+    PREDICT("good_weights.h5", "good.h5", NULL),
+    PREDICT("weights_version2.h5", "good.h5",
+            "weights_version2.h5: format_version is 2, this build reads 1"),
+    PREDICT("weights_other_format.h5", "good.h5",
+            "weights_other_format.h5: format is 'keras-weights', expected 'fusenet-weights'"),
+    PREDICT("weights_no_format.h5", "good.h5",
+            "weights_no_format.h5: not a fusenet-weights file: the root attribute 'format' is missing"),
+    PREDICT("good.h5", "good.h5", "good.h5: not a fusenet-weights file"),
+    PREDICT("weights_weight_shape.h5", "good.h5",
+            "weights_weight_shape.h5: group 'layer0': dataset 'weight' has shape [8, 5], expected [8, 6]"),
+    PREDICT("weights_bias_shape.h5", "good.h5",
+            "weights_bias_shape.h5: group 'layer1': dataset 'bias' has shape [3], expected [4]"),
+    PREDICT("weights_bad_groups.h5", "good.h5",
+            "weights_bad_groups.h5: group 'layer0': block: groups 3 does not divide out_features 8"),
+    PREDICT("weights_chain_mismatch.h5", "good.h5",
+            "weights_chain_mismatch.h5: group 'layer1': net: layer 1 (linear) takes 7 features, layer 0 gives 8"),
+    PREDICT("weights_missing_gamma.h5", "good.h5",
+            "weights_missing_gamma.h5: group 'layer0': dataset 'gamma' is missing"),
+    PREDICT("weights_nan.h5", "good.h5",
+            "weights_nan.h5: group 'layer1': dataset 'weight' holds NaN at [2, 5]"),
+    PREDICT("weights_missing_group.h5", "good.h5",
+            "weights_missing_group.h5: group 'layer7' is missing"),
+    PREDICT("weights_no_layers.h5", "good.h5", "weights_no_layers.h5: holds no layers"),
+    PREDICT("weights_string_size.h5", "good.h5",
+            "weights_string_size.h5: group 'layer0': attribute 'in_features' is string, expected a single integer"),
+    PREDICT("weights_truncated.h5", "good.h5",
+            "weights_truncated.h5: not a readable HDF5 file: truncated file"),
+    PREDICT("weights_corrupt.h5", "good.h5",
+            "weights_corrupt.h5: group 'layer1': 'weight' is not a readable dataset"),
+    PREDICT("not_hdf5.h5", "good.h5", "not_hdf5.h5: not a readable HDF5 file"),
+    PREDICT("nothere.h5", "good.h5", "nothere.h5: cannot open: No such file"),
+    PREDICT("good_weights.h5", "x_cols5.h5", "x_cols5.h5: dataset 'X' has 5 columns, expected 6"),
+    PREDICT("good_weights.h5", "x_nan.h5", "x_nan.h5: dataset 'X' row 3 column 2 is NaN"),
+    PREDICT("good_weights.h5", "truncated.h5", "truncated.h5: not a readable HDF5 file"),
+
+    /* --- weights files, through [model] init -------------------------------- */
+    INIT("good_weights.h5", NULL),
+    INIT("weights_version2.h5", "weights_version2.h5: format_version is 2, this build reads 1"),
+    INIT("weights_other_format.h5",
+         "weights_other_format.h5: format is 'keras-weights', expected 'fusenet-weights'"),
+    INIT("weights_weight_shape.h5",
+         "weights_weight_shape.h5: group 'layer0': dataset 'weight' has shape [8, 5], expected [8, 6]"),
+    INIT("weights_wider.h5",
+         "weights_wider.h5: group 'layer0': out_features is 16, the model has 8"),
+    INIT("weights_bad_groups.h5", "weights_bad_groups.h5: group 'layer0': groups is 3, the model has 2"),
+    INIT("weights_no_layers.h5", "weights_no_layers.h5: holds 0 layers, the model has 2"),
+    INIT("weights_nan.h5", "weights_nan.h5: group 'layer1': dataset 'weight' holds NaN at [2, 5]"),
+    INIT("weights_truncated.h5", "weights_truncated.h5: not a readable HDF5 file: truncated file"),
+    INIT("weights_corrupt.h5", "weights_corrupt.h5: group 'layer1': 'weight' is not a readable dataset"),
+    TRAIN("init good_weights.h5, 5 input columns", 1,
+          "good_weights.h5: group 'layer0': in_features is 6, the model has 5", "train.ini", "--set",
+          "model.init=good_weights.h5", "--set", "data.train=x_cols5.h5"),
+
+    /* --- checkpoints, through --resume -------------------------------------- */
+    RESUME("weights_truncated.h5", "checkpoint.h5: not a readable HDF5 file: truncated file"),
+    RESUME("good_weights.h5",
+           "checkpoint.h5: format is 'fusenet-weights', expected 'fusenet-checkpoint'"),
+    RESUME("good.h5", "checkpoint.h5: not a fusenet-checkpoint file"),
+};
+
+enum { PATH_CAP = 1024 };
+
+typedef struct fixture {
+    const bad_input *c;
+    char dir[64]; /* the run's temp dir: its output dir, its stdout and stderr */
+    char corpus[PATH_CAP];
+} fixture;
+
+/* *state is the row on entry (the test's initial state), the fixture after. */
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->c = *state;
+    program_temp_dir(f->dir, sizeof f->dir, "fn_bad_");
+    snprintf(f->corpus, sizeof f->corpus, "%s", source_path("tests/bad_inputs"));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    program_remove_dir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    if (!in || !out)
+        fail_msg("cannot copy %s to %s", from, to);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* The names in dir that a failed run must not leave: outputs and temporaries. */
+static void expect_no_outputs(const char *dir, const char *name)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        int tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
+        if (tmp || strcmp(e->d_name, "weights.h5") == 0 || strcmp(e->d_name, "out.h5") == 0)
+            fail_msg("%s: the failed run left %s/%s", name, dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static void expect_one_line(const bad_input *c, const char *err)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s: ", c->program);
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, c->message))
+        fail_msg("%s: stderr is not '%s...%s...'; it holds:\n%s", c->name, prefix, c->message,
+                 err);
+    const char *newline = strchr(err, '\n');
+    if (!newline || newline[1] != '\0')
+        fail_msg("%s: stderr is not one line; it holds:\n%s", c->name, err);
+}
+
+static void run_case(void **state)
+{
+    fixture *f = *state;
+    const bad_input *c = f->c;
+    char out[PATH_CAP], err[PATH_CAP], checkpoint[PATH_CAP], set_out[PATH_CAP], args[12][PATH_CAP];
+    snprintf(out, sizeof out, "%s/stdout.txt", f->dir);
+    snprintf(err, sizeof err, "%s/stderr.txt", f->dir);
+    snprintf(checkpoint, sizeof checkpoint, "%s/checkpoint.h5", f->dir);
+    const char *argv[16];
+    int n = 0;
+    for (int i = 0; c->args[i]; i++) {
+        const char *a = c->args[i];
+        if (a[0] == '@')
+            snprintf(args[i], PATH_CAP, "%s%s", f->dir, a + 1);
+        else
+            snprintf(args[i], PATH_CAP, "%s", a);
+        argv[n++] = args[i];
+    }
+    if (strcmp(c->program, "train") == 0) {
+        snprintf(set_out, sizeof set_out, "output.dir=%s", f->dir);
+        argv[n++] = "--set";
+        argv[n++] = set_out;
+    }
+    argv[n] = NULL;
+    char *before = NULL;
+    if (c->checkpoint) {
+        char from[2 * PATH_CAP];
+        snprintf(from, sizeof from, "%s/%s", f->corpus, c->checkpoint);
+        copy_file(from, checkpoint);
+        before = program_slurp(checkpoint);
+    }
+
+    int status = program_run(c->program, argv, f->corpus, out, err);
+    char *text = program_slurp(err);
+    if (strstr(text, "Sanitizer") || strstr(text, "runtime error") || strstr(text, "HDF5-DIAG"))
+        fail_msg("%s: a report on stderr:\n%s", c->name, text);
+    if (status != c->status)
+        fail_msg("%s: exit status %d, expected %d; stderr:\n%s", c->name, status, c->status, text);
+    if (c->message) {
+        assert_true(status > 0 && status < 128);
+        expect_one_line(c, text);
+        expect_no_outputs(f->dir, c->name);
+    } else if (text[0]) {
+        fail_msg("%s: succeeded but wrote to stderr:\n%s", c->name, text);
+    }
+    if (before) {
+        char *after = program_slurp(checkpoint);
+        if (memcmp(before, after, 1 << 20) != 0)
+            fail_msg("%s: the run changed the checkpoint it was given", c->name);
+        free(after);
+        free(before);
+    }
+    free(text);
+}
+
+int main(void)
+{
+    struct CMUnitTest tests[sizeof cases / sizeof cases[0]];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tests[i] = (struct CMUnitTest){.name = cases[i].name, .test_func = run_case,
+                                       .setup_func = setup, .teardown_func = teardown,
+                                       .initial_state = (void *)&cases[i]};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

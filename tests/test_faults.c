@@ -1,0 +1,505 @@
+/* test_faults.c — what a fault leaves behind.
+ *
+ * SIGKILL: a run of a wide network that writes a checkpoint every epoch
+ * (each write ~10 ms of HDF5 and fsync) is killed again and again, at
+ * random times and just after a checkpoint.h5.tmp or weights.h5.tmp
+ * appears; after every kill checkpoint.h5 and weights.h5 are absent only if
+ * never written, else complete files that the library's loaders open and
+ * whose values equal, bit for bit, those of a reference run stopped at the
+ * same epoch. A broken .tmp left behind is then ignored by --resume, which
+ * ends with the reference's final weights.
+ * Non-finite loss: a run with a huge lr stops with "step S (epoch E, batch
+ * B): loss is nan; first non-finite: layer L (kind) ...", exit 1, no
+ * weights.h5, and checkpoint.h5 is the one of epoch E-1, equal to a
+ * reference run's; fn_net_find_nonfinite names the first bad value; and
+ * the library refuses to write a non-finite value into a file.
+ * Out of GPU memory: a clear error naming the layer (skips without a GPU).
+ * SIGINT and SIGTERM (exit 130, 143, checkpoint, resume) are covered by
+ * test_train_cli. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fusenet/checkpoint.h"
+#include "fusenet/config.h"
+#include "fusenet/model.h"
+#include "fusenet/net.h"
+#include "fusenet/sgd.h"
+#include "fusenet/weights.h"
+#include "program.h"
+
+enum { PATH_CAP = 1024, IN_FEATURES = 6 /* of tests/bad_inputs/good.h5 */ };
+
+#define EXPECT_OK(call)                                                                  \
+    do {                                                                                 \
+        fn_status st_ = (call);                                                          \
+        if (st_ != FN_OK)                                                                \
+            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
+    } while (0)
+
+typedef struct fixture {
+    char dir[64];
+    char ini[PATH_CAP];
+    char out[PATH_CAP], err[PATH_CAP]; /* the programs' stdout and stderr */
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    program_temp_dir(f->dir, sizeof f->dir, "fn_faults_");
+    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
+    snprintf(f->out, sizeof f->out, "%s/stdout.txt", f->dir);
+    snprintf(f->err, sizeof f->err, "%s/stderr.txt", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    program_remove_dir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* run.ini: the corpus' good.h5 (24 rows, 6 columns, 4 classes). */
+static void write_config(const fixture *f, const char *layers, const char *train)
+{
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    fprintf(out,
+            "[data]\ntrain = %s\n[model]\nlayers = %s\ngroups = 2\n[train]\n%s\n"
+            "[run]\ndevice = cpu\nlog_every = 0\n",
+            source_path("tests/bad_inputs/good.h5"), layers, train);
+    fclose(out);
+}
+
+static char *path_in(const fixture *f, const char *name)
+{
+    static char buf[4][PATH_CAP];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, PATH_CAP, "%s/%s", f->dir, name);
+    return p;
+}
+
+/* train run.ini --set output.dir=<dir>/<out> plus up to two more --set. */
+static pid_t start_train(const fixture *f, const char *out, const char *set1, const char *set2,
+                         int resume)
+{
+    char set_out[PATH_CAP];
+    snprintf(set_out, sizeof set_out, "output.dir=%s", path_in(f, out));
+    const char *argv[12] = {f->ini, "--set", set_out};
+    int n = 3;
+    if (set1) {
+        argv[n++] = "--set";
+        argv[n++] = set1;
+    }
+    if (set2) {
+        argv[n++] = "--set";
+        argv[n++] = set2;
+    }
+    if (resume)
+        argv[n++] = "--resume";
+    argv[n] = NULL;
+    return program_start("train", argv, NULL, f->out, f->err);
+}
+
+static void expect_success(const fixture *f, pid_t pid, const char *what)
+{
+    int status = program_wait(pid, NULL);
+    if (status != 0) {
+        char *err = program_slurp(f->err);
+        fail_msg("%s: exit status %d; stderr:\n%s", what, status, err);
+    }
+}
+
+/* --- the network of run.ini, for the library's loaders ------------------------ */
+
+typedef struct model {
+    fn_config *cfg;
+    fn_context *ctx;
+    fn_net *net;
+    fn_sgd *opt;
+} model;
+
+static void model_open(const fixture *f, model *m)
+{
+    EXPECT_OK(fn_config_load(&m->cfg, f->ini));
+    EXPECT_OK(fn_config_finish(m->cfg));
+    EXPECT_OK(fn_context_create(&m->ctx, FN_CPU, -1, FN_MATH_FP32));
+    EXPECT_OK(fn_model_build(&m->net, m->ctx, m->cfg, IN_FEATURES));
+    EXPECT_OK(fn_sgd_create(&m->opt, m->ctx, m->net->params, m->net->n_params, &m->cfg->sgd));
+}
+
+static void model_close(model *m)
+{
+    fn_sgd_destroy(m->opt);
+    fn_net_destroy(m->net);
+    fn_context_destroy(m->ctx);
+    fn_config_destroy(m->cfg);
+}
+
+static void expect_same_tensor(const fn_tensor *a, const fn_tensor *b, const char *what,
+                               const char *name, const char *file)
+{
+    assert_int_equal(fn_tensor_count(a), fn_tensor_count(b));
+    for (size_t i = 0; i < fn_tensor_count(a); i++)
+        if (memcmp(&a->data[i], &b->data[i], sizeof(float)) != 0)
+            fail_msg("%s: %s %s value %zu is %.9g, the reference has %.9g", file, what, name, i,
+                     (double)a->data[i], (double)b->data[i]);
+}
+
+/* Every parameter and, with opt, every momentum buffer of a equals b's. */
+static void expect_same_model(model *a, model *b, int momentum, const char *file)
+{
+    for (int i = 0; i < a->net->n_params; i++) {
+        const fn_param *p = a->net->params[i], *q = b->net->params[i];
+        expect_same_tensor(&p->value, &q->value, "parameter", p->name, file);
+        if (momentum)
+            expect_same_tensor(fn_sgd_momentum_buffer(a->opt, i),
+                               fn_sgd_momentum_buffer(b->opt, i), "momentum of", p->name, file);
+    }
+}
+
+/* --- SIGKILL while writing ----------------------------------------------------- */
+
+enum { EPOCHS = 5, KILLS = 18, MIN_MID_WRITE = 4 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_for(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* 1 when path exists and was modified at or after `since` (CLOCK_REALTIME). */
+static int written_since(const char *path, double since)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    return (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec >= since - 0.01;
+}
+
+/* A small generator, so the kill times differ from case to case but the test
+ * is the same every time. */
+static double uniform(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+typedef struct references {
+    model ckpt[EPOCHS + 1]; /* [e]: a run of e epochs, its checkpoint loaded */
+    fn_train_state state[EPOCHS + 1];
+    double seconds; /* wall time of the full run */
+} references;
+
+static void make_references(const fixture *f, references *r)
+{
+    for (int e = 1; e <= EPOCHS; e++) {
+        char name[32], epochs[32];
+        snprintf(name, sizeof name, "ref%d", e);
+        snprintf(epochs, sizeof epochs, "train.epochs=%d", e);
+        double t0 = now();
+        expect_success(f, start_train(f, name, epochs, NULL, 0), "reference run");
+        r->seconds = now() - t0;
+        snprintf(name, sizeof name, "ref%d/checkpoint.h5", e);
+        model_open(f, &r->ckpt[e]);
+        EXPECT_OK(fn_checkpoint_load(path_in(f, name), r->ckpt[e].net, r->ckpt[e].opt,
+                                     &r->state[e]));
+        assert_int_equal(r->state[e].epoch, e);
+    }
+}
+
+/* checkpoint.h5 and weights.h5 of <dir>/kill after a kill; *seen_* say
+ * whether each was ever there, so a file once written must stay. */
+static void check_after_kill(const fixture *f, references *r, int *seen_ckpt, int *seen_weights,
+                             int k)
+{
+    char what[64];
+    const char *ckpt = path_in(f, "kill/checkpoint.h5");
+    if (access(ckpt, F_OK) == 0) {
+        *seen_ckpt = 1;
+        model m;
+        fn_train_state s;
+        model_open(f, &m);
+        fn_status st = fn_checkpoint_load(ckpt, m.net, m.opt, &s);
+        if (st != FN_OK)
+            fail_msg("kill %d: checkpoint.h5 is broken: %s", k, fn_last_error());
+        if (s.epoch < 1 || s.epoch > EPOCHS || s.step != 0)
+            fail_msg("kill %d: checkpoint.h5 at epoch %lld step %lld", k, s.epoch, s.step);
+        assert_int_equal(s.global_step, r->state[s.epoch].global_step);
+        snprintf(what, sizeof what, "kill %d: checkpoint.h5 of epoch %lld", k, s.epoch);
+        expect_same_model(&m, &r->ckpt[s.epoch], 1, what);
+        model_close(&m);
+    } else if (*seen_ckpt) {
+        fail_msg("kill %d: checkpoint.h5 was there and is gone", k);
+    }
+    const char *weights = path_in(f, "kill/weights.h5");
+    if (access(weights, F_OK) == 0) {
+        *seen_weights = 1;
+        model m;
+        model_open(f, &m);
+        if (fn_weights_load(m.net, weights) != FN_OK)
+            fail_msg("kill %d: weights.h5 is broken: %s", k, fn_last_error());
+        snprintf(what, sizeof what, "kill %d: weights.h5", k);
+        expect_same_model(&m, &r->ckpt[EPOCHS], 0, what);
+        model_close(&m);
+    } else if (*seen_weights) {
+        fail_msg("kill %d: weights.h5 was there and is gone", k);
+    }
+}
+
+/* Starts a run in <dir>/kill and SIGKILLs it: at a random time, or a random
+ * few milliseconds after a fresh .tmp of the checkpoint or the weights
+ * appears. Returns 1 when a fresh .tmp is left: the kill hit a write. */
+static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
+{
+    const char *tmps[2] = {path_in(f, "kill/checkpoint.h5.tmp"), path_in(f, "kill/weights.h5.tmp")};
+    int target = k % 3; /* 0: any time, 1: a checkpoint write, 2: the weights write */
+    sleep_for(0.02); /* so a .tmp of the last kill is older than t0 by more than a tick */
+    double t0 = now();
+    pid_t pid = start_train(f, "kill", NULL, NULL, 0);
+    if (target == 0) {
+        sleep_for(r->seconds * (0.3 + 0.8 * uniform(rng)));
+    } else {
+        const char *tmp = tmps[target - 1];
+        while (!written_since(tmp, t0) && now() - t0 < 10 * r->seconds + 5)
+            sleep_for(2e-4);
+        sleep_for(0.012 * uniform(rng));
+    }
+    kill(pid, SIGKILL);
+    int sig = 0;
+    int status = program_wait(pid, &sig);
+    if (!sig && status != 0)
+        fail_msg("kill %d: the run failed by itself (status %d): %s", k, status,
+                 program_slurp(f->err));
+    return sig && (written_since(tmps[0], t0) || written_since(tmps[1], t0));
+}
+
+static void test_sigkill_while_writing(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 1024, block 1024, linear 4",
+                 "batch_size = 24\nepochs = 5\nlr = 0.01\nmomentum = 0.9\ncheckpoint_every = 1");
+    static references r;
+    make_references(f, &r);
+    uint64_t rng = 6;
+    int seen_ckpt = 0, seen_weights = 0, mid_write = 0;
+    for (int k = 0; k < KILLS; k++) {
+        mid_write += kill_one(f, &r, k, &rng);
+        check_after_kill(f, &r, &seen_ckpt, &seen_weights, k);
+    }
+    printf("%d of %d kills landed during a write\n", mid_write, KILLS);
+    if (mid_write < MIN_MID_WRITE)
+        fail_msg("only %d of %d kills landed during a write: the test did not test", mid_write,
+                 KILLS);
+    assert_true(seen_ckpt);
+    /* A broken temporary is never taken for the file: --resume reads
+     * checkpoint.h5 and ends as the reference did, its weights written over
+     * the broken weights.h5.tmp. */
+    for (int i = 0; i < 2; i++) {
+        FILE *junk = fopen(path_in(f, i ? "kill/weights.h5.tmp" : "kill/checkpoint.h5.tmp"), "w");
+        assert_non_null(junk);
+        fputs("not HDF5", junk);
+        fclose(junk);
+    }
+    expect_success(f, start_train(f, "kill", NULL, NULL, 1), "resume after the kills");
+    assert_int_not_equal(access(path_in(f, "kill/weights.h5.tmp"), F_OK), 0);
+    check_after_kill(f, &r, &seen_ckpt, &seen_weights, KILLS);
+    assert_true(seen_weights);
+    for (int e = 1; e <= EPOCHS; e++)
+        model_close(&r.ckpt[e]);
+}
+
+/* --- a non-finite loss --------------------------------------------------------- */
+
+static void test_nonfinite_loss_stops(void **state)
+{
+    fixture *f = *state;
+    /* lr at its maximum: the first epoch survives, the run diverges after. */
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 20\nlr = 1e6\ncheckpoint_every = 1");
+    int status = program_wait(start_train(f, "nan", NULL, NULL, 0), NULL);
+    char *err = program_slurp(f->err);
+    if (status != 1)
+        fail_msg("exit status %d, expected 1; stderr:\n%s", status, err);
+    long long step = 0, epoch = 0, batch = 0;
+    int layer = -1;
+    char loss[8] = "", kind[16] = "";
+    int got = sscanf(err, "train: step %lld (epoch %lld, batch %lld): loss is %7[-naif]; "
+                          "first non-finite: layer %d (%15[a-z])",
+                     &step, &epoch, &batch, loss, &layer, kind);
+    int loss_ok = !strcmp(loss, "nan") || !strcmp(loss, "inf") || !strcmp(loss, "-inf");
+    if (got != 6 || !loss_ok || epoch < 2 || batch < 1 || step != (epoch - 1) * 3 + batch || layer < 0 ||
+        layer > 1 || strcmp(kind, layer == 0 ? "block" : "linear") != 0)
+        fail_msg("stderr is not 'train: step S (epoch E >= 2, batch B): loss is ...; first "
+                 "non-finite: layer L (kind)'; it holds:\n%s", err);
+    if (!strstr(err, "nan/checkpoint.h5 (the last good state) is kept"))
+        fail_msg("the message does not say the checkpoint is kept:\n%s", err);
+    free(err);
+    assert_int_not_equal(access(path_in(f, "nan/weights.h5"), F_OK), 0);
+    assert_int_not_equal(access(path_in(f, "nan/weights.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(path_in(f, "nan/checkpoint.h5.tmp"), F_OK), 0);
+
+    /* The checkpoint is the one of the last whole epoch, as a run of that
+     * many epochs writes it. */
+    char epochs[48];
+    snprintf(epochs, sizeof epochs, "train.epochs=%lld", epoch - 1);
+    expect_success(f, start_train(f, "ref", epochs, NULL, 0), "reference run");
+    model kept, ref;
+    fn_train_state ks, rs;
+    model_open(f, &kept);
+    model_open(f, &ref);
+    EXPECT_OK(fn_checkpoint_load(path_in(f, "nan/checkpoint.h5"), kept.net, kept.opt, &ks));
+    EXPECT_OK(fn_checkpoint_load(path_in(f, "ref/checkpoint.h5"), ref.net, ref.opt, &rs));
+    assert_int_equal(ks.epoch, epoch - 1);
+    assert_int_equal(ks.global_step, rs.global_step);
+    expect_same_model(&kept, &ref, 0, "nan/checkpoint.h5");
+    model_close(&kept);
+    model_close(&ref);
+}
+
+/* fn_net_find_nonfinite on a CPU net: parameters and outputs in forward
+ * order, then gradients in backward order. */
+static void test_find_nonfinite(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 3");
+    model m;
+    model_open(f, &m);
+    fn_net *net = m.net;
+    float xs[3 * IN_FEATURES];
+    for (int i = 0; i < 3 * IN_FEATURES; i++)
+        xs[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+    fn_tensor x = fn_tensor_view(xs, 3, IN_FEATURES, FN_CPU), y;
+    fn_nonfinite nf;
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
+    assert_int_equal(nf.layer, -1);
+
+    /* A bad input row: layer 0's output is the first non-finite value. */
+    xs[1 * IN_FEATURES + 3] = NAN;
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
+    assert_int_equal(nf.layer, 0);
+    assert_string_equal(nf.kind, "block");
+    assert_string_equal(nf.what, "output");
+    assert_int_equal(nf.row, 1);
+    assert_true(isnan(nf.value));
+    xs[1 * IN_FEATURES + 3] = 0.25f;
+
+    /* A parameter comes before the output it makes. */
+    fn_param *bias = NULL;
+    for (int i = 0; i < net->layers[1]->n_params; i++)
+        if (strcmp(net->layers[1]->params[i].name, "bias") == 0)
+            bias = &net->layers[1]->params[i];
+    assert_non_null(bias);
+    bias->value.data[2] = INFINITY;
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
+    assert_int_equal(nf.layer, 1);
+    assert_string_equal(nf.what, "parameter");
+    assert_string_equal(nf.param, "bias");
+    assert_int_equal(nf.col, 2);
+    bias->value.data[2] = 0;
+
+    /* A bad gradient from the loss: the last layer's output gradient. */
+    float dys[3 * 4] = {0};
+    dys[4 + 1] = -INFINITY;
+    fn_tensor dy = fn_tensor_view(dys, 3, 4, FN_CPU);
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    EXPECT_OK(fn_net_zero_grad(net));
+    EXPECT_OK(fn_net_backward(net, &dy));
+    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
+    assert_int_equal(nf.layer, -1); /* without gradients: nothing */
+    EXPECT_OK(fn_net_find_nonfinite(net, 1, &nf));
+    assert_int_equal(nf.layer, 1);
+    assert_string_equal(nf.kind, "linear");
+    assert_string_equal(nf.what, "output gradient");
+    assert_int_equal(nf.row, 1);
+    assert_int_equal(nf.col, 1);
+    model_close(&m);
+}
+
+/* A file is never written with a non-finite value: the save fails, the
+ * previous file stays and no temporary is left. */
+static void test_save_refuses_nonfinite(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 3\nmomentum = 0.9");
+    model m;
+    model_open(f, &m);
+    const char *weights = path_in(f, "w.h5"), *ckpt = path_in(f, "c.h5");
+    fn_train_state s = {.epoch = 1, .seed = 1, .batch_size = 3};
+    EXPECT_OK(fn_weights_save(m.net, weights, NULL));
+    EXPECT_OK(fn_checkpoint_save(ckpt, m.net, m.opt, &s, NULL));
+    fn_param *w = m.net->params[0];
+    float good = w->value.data[7];
+    w->value.data[7] = NAN;
+    assert_int_equal(fn_weights_save(m.net, weights, NULL), FN_ERR_NUMERIC);
+    if (!strstr(fn_last_error(), "w.h5: group 'layer0': dataset 'weight' would hold NaN at [1, 1]"))
+        fail_msg("message: %s", fn_last_error());
+    assert_int_equal(fn_checkpoint_save(ckpt, m.net, m.opt, &s, NULL), FN_ERR_NUMERIC);
+    assert_int_not_equal(access(path_in(f, "w.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(path_in(f, "c.h5.tmp"), F_OK), 0);
+    w->value.data[7] = 0;
+    EXPECT_OK(fn_weights_load(m.net, weights));
+    assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
+    EXPECT_OK(fn_checkpoint_load(ckpt, m.net, m.opt, &s));
+    assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
+    model_close(&m);
+}
+
+/* --- out of GPU memory ----------------------------------------------------------- */
+
+static void test_out_of_gpu_memory(void **state)
+{
+    fixture *f = *state;
+    if (fn_cuda_device_count() == 0) {
+        printf("skipped: no CUDA GPU on this machine\n");
+        skip();
+    }
+    /* Layer 1's weight alone is 262144^2 floats: 256 GiB. */
+    write_config(f, "block 262144, block 262144, linear 4", "batch_size = 8");
+    int status = program_wait(start_train(f, "oom", "run.device=cuda", NULL, 0), NULL);
+    char *err = program_slurp(f->err);
+    if (status != 1 || strncmp(err, "train: layer 1 (block 262144): ", 31) != 0 ||
+        !strstr(err, "out of GPU memory: asked for 262144 MiB"))
+        fail_msg("exit status %d; stderr is not 'train: layer 1 (block 262144): ... out of GPU "
+                 "memory: asked for 262144 MiB ...'; it holds:\n%s", status, err);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
