@@ -1,0 +1,264 @@
+/* fuzz_entry.h — what one fuzz input does to the loaders, shared by the
+ * libFuzzer harnesses (fuzz_config.c, fuzz_data.c, fuzz_weights.c) and by the
+ * ctest replay of the corpus and the regression inputs
+ * (tests/test_fuzz_regressions.c), so both drive the same entry points with
+ * the same options.
+ *
+ * Header-only (static inline) because ctest builds each test from its one
+ * source file. Every function returns the number of broken promises it saw,
+ * after printing each to stderr; a clean run returns 0. The promises:
+ *   - a failure is a known fn_status with a message that names the file (or,
+ *     for config overrides, the --set argument);
+ *   - no HDF5 file, group, dataset, attribute or dataspace is left open.
+ * Crashes, leaks and undefined behaviour are the sanitizers' to report. */
+#ifndef FN_FUZZ_ENTRY_H
+#define FN_FUZZ_ENTRY_H
+
+/* The tests get no HDF5 include directory from CMake (only test_data and
+ * test_train_cli do): Debian's serial HDF5 is then found by its full name. */
+#if defined(__has_include)
+#if !__has_include(<hdf5.h>) && __has_include(<hdf5/serial/hdf5.h>)
+#include <hdf5/serial/hdf5.h>
+#else
+#include <hdf5.h>
+#endif
+#else
+#include <hdf5.h>
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusenet/checkpoint.h"
+#include "fusenet/config.h"
+#include "fusenet/data.h"
+#include "fusenet/device.h"
+#include "fusenet/model.h"
+#include "fusenet/sgd.h"
+#include "fusenet/weights.h"
+
+/* Batches taken per epoch at most, so a huge declared set stays quick. */
+enum { FUZZ_MAX_BATCHES = 16 };
+
+/* Override lines inside a config input: "#--set section.key=value". inih
+ * reads them as comments; the config entry applies them with fn_config_set. */
+#define FUZZ_SET_PREFIX "#--set "
+
+/* 1 when st is clean: OK, or a known failure whose message names `name`
+ * (or `alt`, when not NULL). */
+static inline int fuzz_clean(fn_status st, const char *what, const char *name, const char *alt)
+{
+    const char *msg = fn_last_error();
+    if (st == FN_OK)
+        return 1;
+    if (st < FN_ERR_INVALID || st > FN_ERR_INTERRUPTED) {
+        fprintf(stderr, "fuzz: %s returned unknown status %d\n", what, (int)st);
+        return 0;
+    }
+    if (!msg[0] || (!strstr(msg, name) && !(alt && strstr(msg, alt)))) {
+        fprintf(stderr, "fuzz: %s failed (%s) with a message not naming '%s': '%s'\n", what,
+                fn_status_name(st), name, msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* Silences HDF5's printing of error stacks; call before the first input. */
+static inline void fuzz_h5_init(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+/* 1 when HDF5 has no file, group, dataset, attribute or dataspace open.
+ * Datatypes are not counted: HDF5 registers some of its own lazily, so
+ * their number is no measure (and LeakSanitizer cannot see a forgotten
+ * identifier, which HDF5's tables still reach). */
+static inline int fuzz_h5_closed(const char *what)
+{
+    hsize_t spaces = 0;
+    ssize_t objects = H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL);
+    H5Inmembers(H5I_DATASPACE, &spaces);
+    if (objects == 0 && spaces == 0)
+        return 1;
+    fprintf(stderr, "fuzz: %s left HDF5 identifiers open: %zd objects, %llu dataspaces\n", what,
+            objects, (unsigned long long)spaces);
+    return 0;
+}
+
+/* --- config ----------------------------------------------------------------- */
+
+/* Applies one "#--set " line of the input (text of len bytes after the
+ * prefix) to cfg; returns the broken promises. */
+static inline int fuzz_config_override(fn_config *cfg, const char *text, size_t len)
+{
+    char *assignment = malloc(len + 1);
+    if (!assignment)
+        return 0;
+    memcpy(assignment, text, len);
+    assignment[len] = '\0';
+    fn_clear_error();
+    fn_status st = fn_config_set(cfg, assignment);
+    int bad = !fuzz_clean(st, "fn_config_set", "--set", NULL);
+    free(assignment);
+    return bad;
+}
+
+/* Applies every override line of data[0, size) to cfg. */
+static inline int fuzz_config_overrides(fn_config *cfg, const uint8_t *data, size_t size)
+{
+    const size_t plen = strlen(FUZZ_SET_PREFIX);
+    int bad = 0;
+    for (size_t line = 0; line < size;) {
+        const uint8_t *nl = memchr(data + line, '\n', size - line);
+        size_t end = nl ? (size_t)(nl - data) : size;
+        if (end - line >= plen && memcmp(data + line, FUZZ_SET_PREFIX, plen) == 0) {
+            const char *text = (const char *)data + line + plen;
+            if (!memchr(text, '\0', end - line - plen))
+                bad += fuzz_config_override(cfg, text, end - line - plen);
+        }
+        line = end + 1;
+    }
+    return bad;
+}
+
+/* Loads the config file at path (whose bytes are data), applies its override
+ * lines, runs the cross-key checks and frees it. */
+static inline int fuzz_config_run(const char *path, const uint8_t *data, size_t size)
+{
+    fn_config *cfg = NULL;
+    fn_clear_error();
+    fn_status st = fn_config_load(&cfg, path);
+    if (st != FN_OK)
+        return !fuzz_clean(st, "fn_config_load", path, NULL) + (cfg != NULL);
+    int bad = fuzz_config_overrides(cfg, data, size);
+    fn_clear_error();
+    st = fn_config_finish(cfg);
+    bad += !fuzz_clean(st, "fn_config_finish", path, "--set");
+    fn_config_destroy(cfg);
+    return bad;
+}
+
+/* --- data sets -------------------------------------------------------------- */
+
+/* The three ways train and predict open a set: labels "y" for
+ * cross-entropy, float targets "t" for mse read in slabs of a few rows, and
+ * inputs only. */
+static inline fn_data_options fuzz_data_options(int which)
+{
+    fn_data_options o = {.inputs = "X", .batch_size = 3, .memory_budget = 1 << 20,
+                         .shuffle = 1, .seed = 7};
+    if (which == 0) {
+        o.targets = "y";
+        o.loss = FN_LOSS_CROSS_ENTROPY;
+        o.out_features = 4;
+    } else if (which == 1) {
+        o.targets = "t";
+        o.loss = FN_LOSS_MSE;
+        o.out_features = 2;
+        o.batch_size = 2;
+        o.memory_budget = 64;
+    } else {
+        o.batch_size = 5;
+        o.shuffle = 0;
+    }
+    return o;
+}
+
+/* Takes the batches of one epoch (at most FUZZ_MAX_BATCHES), then seeks. */
+static inline int fuzz_data_walk(fn_data *d, const char *path)
+{
+    fn_batch b;
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < FUZZ_MAX_BATCHES; i++) {
+        fn_clear_error();
+        st = fn_data_next(d, &b);
+        if (st == FN_OK && b.rows == 0)
+            break;
+    }
+    int bad = !fuzz_clean(st, "fn_data_next", path, NULL);
+    fn_clear_error();
+    st = fn_data_seek(d, 1, fn_data_batches(d) / 2);
+    if (st == FN_OK)
+        st = fn_data_next(d, &b);
+    return bad + !fuzz_clean(st, "fn_data_seek/next", path, NULL);
+}
+
+/* Opens the HDF5 file at path as a data set in each of the three ways. */
+static inline int fuzz_data_run(fn_context *ctx, const char *path)
+{
+    int bad = 0;
+    for (int which = 0; which < 3; which++) {
+        fn_data_options opt = fuzz_data_options(which);
+        fn_data *d = NULL;
+        fn_clear_error();
+        fn_status st = fn_data_open(&d, ctx, path, &opt);
+        bad += !fuzz_clean(st, "fn_data_open", path, NULL);
+        if (st == FN_OK)
+            bad += fuzz_data_walk(d, path);
+        fn_data_close(d);
+        bad += !fuzz_h5_closed("fn_data_open/close");
+    }
+    return bad;
+}
+
+/* --- weights and checkpoints ------------------------------------------------ */
+
+/* A fixed network (3 -> block 4, groups 2 -> linear 2) with an SGD optimiser
+ * that keeps momentum buffers: what the seeds were written from. */
+typedef struct fuzz_model {
+    fn_context *ctx;
+    fn_net *net;
+    fn_sgd *opt;
+} fuzz_model;
+
+static inline void fuzz_model_destroy(fuzz_model *m)
+{
+    fn_sgd_destroy(m->opt);
+    fn_net_destroy(m->net);
+    fn_context_destroy(m->ctx);
+    *m = (fuzz_model){0};
+}
+
+static inline fn_status fuzz_model_create(fuzz_model *m)
+{
+    *m = (fuzz_model){0};
+    const fn_layer_spec block = {FN_LAYER_BLOCK, 4}, linear = {FN_LAYER_LINEAR, 2};
+    fn_rng rng = {.seed = 1, .offset = 0};
+    fn_sgd_config sgd = fn_sgd_config_default(0.1f);
+    sgd.momentum = 0.9f;
+    fn_status st = fn_context_create(&m->ctx, FN_CPU, -1, FN_MATH_FP32);
+    if (st == FN_OK)
+        st = fn_net_create(&m->net, m->ctx, 4);
+    if (st == FN_OK)
+        st = fn_model_add_layer(m->net, &block, 3, 2, 1e-5f, 0.01f, &rng);
+    if (st == FN_OK)
+        st = fn_model_add_layer(m->net, &linear, 4, 1, 1e-5f, 0.01f, &rng);
+    if (st == FN_OK)
+        st = fn_sgd_create(&m->opt, m->ctx, m->net->params, m->net->n_params, &sgd);
+    if (st != FN_OK)
+        fuzz_model_destroy(m);
+    return st;
+}
+
+/* Builds a network from the file, loads it into the fixed network as weights
+ * and as a checkpoint. */
+static inline int fuzz_weights_run(fuzz_model *m, const char *path)
+{
+    fn_net *built = NULL;
+    fn_train_state state;
+    fn_clear_error();
+    fn_status st = fn_weights_build(&built, m->ctx, path, 4);
+    int bad = !fuzz_clean(st, "fn_weights_build", path, NULL);
+    fn_net_destroy(built);
+    bad += !fuzz_h5_closed("fn_weights_build");
+    fn_clear_error();
+    st = fn_weights_load(m->net, path);
+    bad += !fuzz_clean(st, "fn_weights_load", path, NULL);
+    bad += !fuzz_h5_closed("fn_weights_load");
+    fn_clear_error();
+    st = fn_checkpoint_load(path, m->net, m->opt, &state);
+    bad += !fuzz_clean(st, "fn_checkpoint_load", path, NULL);
+    bad += !fuzz_h5_closed("fn_checkpoint_load");
+    return bad;
+}
+
+#endif
