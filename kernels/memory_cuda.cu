@@ -1,5 +1,6 @@
 /* memory_cuda.cu — plain device memory for fn_tensor: cudaMalloc, zeroing and
- * synchronous copies between any pair of devices. */
+ * synchronous copies between any pair of devices; and pinned (page-locked)
+ * host memory, which asynchronous copies need to overlap with kernels. */
 #include "cuda_backend.h"
 #include "cuda_check.h"
 
@@ -40,4 +41,22 @@ extern "C" fn_status fn_cuda_copy(void *dst, fn_device dst_device, const void *s
                                                        : cudaMemcpyHostToHost);
     FN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
     return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_host_alloc(void **ptr, size_t bytes)
+{
+    *ptr = NULL;
+    cudaError_t err = cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
+    if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        return fn_fail(FN_ERR_NOMEM, "out of pinned host memory: asked for %zu MiB", bytes >> 20);
+    }
+    FN_CUDA_CHECK(err);
+    return FN_OK;
+}
+
+extern "C" void fn_cuda_host_free(void *ptr)
+{
+    if (ptr)
+        cudaFreeHost(ptr);
 }

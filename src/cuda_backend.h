@@ -27,6 +27,39 @@ void fn_cuda_free(void *ptr);
 fn_status fn_cuda_memset_zero(void *ptr, size_t bytes);
 fn_status fn_cuda_copy(void *dst, fn_device dst_device, const void *src, fn_device src_device,
                        size_t bytes);
+/* Pinned host memory (cudaHostAlloc), for copies that overlap with kernels. */
+fn_status fn_cuda_host_alloc(void **ptr, size_t bytes);
+void fn_cuda_host_free(void *ptr);
+
+/* kernels/transfer_cuda.cu: host-to-device copies on a copy stream of their
+ * own, ordered against the context's stream by two events per slot (a slot
+ * is one pair of host and device buffers that copies go through in turn):
+ *   fn_cuda_transfer_release(s)  on the context's stream: the kernels queued
+ *                                so far are the last to read slot s's
+ *                                device buffers;
+ *   fn_cuda_transfer_send(s)     on the copy stream, after that release:
+ *                                the pieces' copies into slot s;
+ *   fn_cuda_transfer_acquire(s)  on the context's stream: what is queued
+ *                                next waits for slot s's last send;
+ *   fn_cuda_transfer_wait_sent(s) the host waits for slot s's last send to
+ *                                have read its host buffers.
+ * The copy stream is non-blocking: the synchronous copies of memory_cuda.cu
+ * (legacy default stream) never wait for it. A thread other than the one that
+ * created the context calls fn_cuda_transfer_bind_thread first. */
+typedef struct fn_cuda_transfer fn_cuda_transfer;
+typedef struct fn_cuda_piece {
+    void *dst;       /* device */
+    const void *src; /* pinned host */
+    size_t bytes;
+} fn_cuda_piece;
+fn_status fn_cuda_transfer_create(fn_cuda_transfer **t, fn_context *ctx, int slots);
+/* Waits for the copies in flight, then frees the stream and events. */
+void fn_cuda_transfer_destroy(fn_cuda_transfer *t);
+fn_status fn_cuda_transfer_bind_thread(const fn_cuda_transfer *t);
+fn_status fn_cuda_transfer_release(fn_cuda_transfer *t, int slot);
+fn_status fn_cuda_transfer_send(fn_cuda_transfer *t, int slot, const fn_cuda_piece *pieces, int n);
+fn_status fn_cuda_transfer_acquire(fn_cuda_transfer *t, int slot);
+fn_status fn_cuda_transfer_wait_sent(fn_cuda_transfer *t, int slot);
 
 /* kernels/init_cuda.cu: Philox uniforms on the GPU, same numbers as the host API */
 fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,

@@ -388,6 +388,13 @@ void fn_data_close(fn_data *d)
 int64_t fn_data_rows(const fn_data *d) { return d->n; }
 int fn_data_in_features(const fn_data *d) { return d->in; }
 int64_t fn_data_slab_rows(const fn_data *d) { return d->slab_rows; }
+int fn_data_batch_size(const fn_data *d) { return d->batch_size; }
+int fn_data_out_features(const fn_data *d) { return d->out; }
+
+fn_data_targets fn_data_target_kind(const fn_data *d)
+{
+    return !d->targets ? FN_DATA_NO_TARGETS : d->labels ? FN_DATA_LABELS : FN_DATA_FLOATS;
+}
 
 static long long slab_batches(const fn_data *d, int64_t k)
 {
@@ -438,17 +445,18 @@ static fn_status enter_slab(fn_data *d)
     return FN_OK;
 }
 
-static void gather(fn_data *d, int64_t k, int rows)
+void fn_batch_rows_gather(const fn_batch_rows *r, int begin, int end, float *x,
+                          int32_t *labels, float *target, int64_t *index)
 {
-    size_t in = (size_t)d->in, out = (size_t)d->out;
-    for (int i = 0; i < rows; i++) {
-        int64_t local = d->row_order[d->pos_row + i];
-        d->bidx[i] = k * d->slab_rows + local;
-        memcpy(d->bx + (size_t)i * in, d->slab_x + (size_t)local * in, in * sizeof(float));
-        if (d->slab_l)
-            d->bl[i] = d->slab_l[local];
-        if (d->slab_t)
-            memcpy(d->bt + (size_t)i * out, d->slab_t + (size_t)local * out, out * sizeof(float));
+    size_t in = (size_t)r->in, out = (size_t)r->out;
+    for (int i = begin; i < end; i++) {
+        int64_t local = r->order[i];
+        index[i] = r->first + local;
+        memcpy(x + (size_t)i * in, r->x + (size_t)local * in, in * sizeof(float));
+        if (r->labels)
+            labels[i] = r->labels[local];
+        if (r->target)
+            memcpy(target + (size_t)i * out, r->target + (size_t)local * out, out * sizeof(float));
     }
 }
 
@@ -478,20 +486,35 @@ static fn_status place_batch(fn_data *d, fn_batch *b, int rows)
     return FN_OK;
 }
 
-fn_status fn_data_next(fn_data *d, fn_batch *b)
+fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
 {
-    *b = (fn_batch){0};
+    *r = (fn_batch_rows){.in = d->in, .out = d->out};
     if (d->pos_slab >= d->n_slabs)
         return FN_OK;
     FN_TRY(enter_slab(d));
     int64_t k = d->slab_order[d->pos_slab];
     int64_t left = slab_length(d, k) - d->pos_row;
-    int rows = left < d->batch_size ? (int)left : d->batch_size;
-    gather(d, k, rows);
-    d->pos_row += rows;
+    r->rows = left < d->batch_size ? (int)left : d->batch_size;
+    r->x = d->slab_x;
+    r->labels = d->slab_l;
+    r->target = d->slab_t;
+    r->order = d->row_order + d->pos_row;
+    r->first = k * d->slab_rows;
+    d->pos_row += r->rows;
     if (d->pos_row >= slab_length(d, k)) {
         d->pos_slab++;
         d->pos_row = 0;
     }
-    return place_batch(d, b, rows);
+    return FN_OK;
+}
+
+fn_status fn_data_next(fn_data *d, fn_batch *b)
+{
+    *b = (fn_batch){0};
+    fn_batch_rows r;
+    FN_TRY(fn_data_next_rows(d, &r));
+    if (!r.rows)
+        return FN_OK;
+    fn_batch_rows_gather(&r, 0, r.rows, d->bx, d->bl, d->bt, d->bidx);
+    return place_batch(d, b, r.rows);
 }

@@ -1,5 +1,7 @@
 /* train.c — the `train` program: reads a config, builds the network, runs
- * SGD over the training set with per-epoch validation, logs progress and a
+ * SGD over the training set (its batches prepared ahead by fn_loader, on
+ * the GPU while the steps before them compute), with per-epoch validation,
+ * logs progress and a
  * CSV of metrics, writes checkpoints (every N epochs and on SIGINT/SIGTERM)
  * and exports weights.h5 to the output directory.
  *
@@ -21,6 +23,7 @@
 #include "fusenet/checkpoint.h"
 #include "fusenet/config.h"
 #include "fusenet/data.h"
+#include "fusenet/loader.h"
 #include "fusenet/loss.h"
 #include "fusenet/model.h"
 #include "fusenet/net.h"
@@ -47,6 +50,7 @@ typedef struct run {
     fn_config *cfg;
     fn_context *ctx;
     fn_data *train, *valid;
+    fn_loader *loader; /* the training set's batches, prepared ahead on the GPU */
     fn_net *net;
     fn_sgd *opt;
     fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
@@ -189,6 +193,7 @@ static fn_status open_sets(run *r)
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
     FN_TRY(fn_data_open(&r->train, r->ctx, c->train, &opt));
+    FN_TRY(fn_loader_create(&r->loader, r->ctx, r->train, NULL));
     if (!c->valid)
         return FN_OK;
     opt.in_features = fn_data_in_features(r->train);
@@ -461,23 +466,36 @@ static fn_status save_checkpoint(run *r)
                    r->state.global_step, first, kept);
 }
 
-/* One epoch from the state's step; returns early, with FN_OK, on a signal. */
-static fn_status train_epoch(run *r, metrics *m)
+/* The epoch's steps from the state's step, until its end or a signal. */
+static fn_status run_steps(run *r)
 {
     fn_train_state *s = &r->state;
     long long steps = fn_data_batches(r->train);
-    r->epoch_started = now();
-    r->seen_before = s->seen;
-    FN_TRY(fn_data_seek(r->train, s->epoch, s->step));
     while (!stop_signal) {
         fn_batch b;
-        FN_TRY(fn_data_next(r->train, &b));
+        FN_TRY(fn_loader_next(r->loader, &b));
         if (!b.rows)
             break;
         float loss = 0;
         FN_TRY(train_step(r, &b, &loss));
         show_progress(r, s->step, steps, loss);
     }
+    return FN_OK;
+}
+
+/* One epoch from the state's step; returns early, with FN_OK, on a signal.
+ * The loader is halted on every way out, so the checkpoint, the validation
+ * set and the weights (HDF5, the main thread's) never meet its thread. */
+static fn_status train_epoch(run *r, metrics *m)
+{
+    fn_train_state *s = &r->state;
+    r->epoch_started = now();
+    r->seen_before = s->seen;
+    FN_TRY(fn_loader_start(r->loader, s->epoch, s->step));
+    fn_status st = run_steps(r);
+    fn_status halted = fn_loader_halt(r->loader);
+    FN_TRY(st);
+    FN_TRY(halted);
     m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;
     m->acc = r->cfg->loss == FN_LOSS_CROSS_ENTROPY && s->seen ? (double)s->correct / (double)s->seen
                                                                : NAN;
@@ -536,6 +554,12 @@ static fn_status setup(run *r, int resuming)
 
 static void summary(const run *r)
 {
+    fn_loader_stats ls = fn_loader_get_stats(r->loader);
+    if (ls.threads && ls.batches)
+        printf("loader: %lld batches, %.3f ms each to prepare on %d thread%s; steps waited "
+               "%.3f ms each for their batch\n",
+               ls.batches, 1e3 * ls.prepare_seconds / (double)ls.batches, ls.threads,
+               ls.threads == 1 ? "" : "s", 1e3 * ls.wait_seconds / (double)ls.batches);
     printf("done: %d epochs, %lld steps, %.1f s; weights written to %s\n", r->cfg->epochs,
            r->state.global_step, r->state.seconds, r->weights_path);
 }
@@ -562,6 +586,7 @@ static void release(run *r)
     fn_tensor_free(&r->dpred);
     fn_sgd_destroy(r->opt);
     fn_net_destroy(r->net);
+    fn_loader_destroy(r->loader);
     fn_data_close(r->train);
     fn_data_close(r->valid);
     fn_context_destroy(r->ctx);

@@ -63,10 +63,45 @@ long long fn_data_batches(const fn_data *data); /* per epoch */
 /* Rows per slab; equal to the number of rows when the set is held whole. */
 int64_t fn_data_slab_rows(const fn_data *data);
 
+int fn_data_batch_size(const fn_data *data);
+int fn_data_out_features(const fn_data *data); /* classes, or target columns (mse) */
+
+/* What a batch's targets are. */
+typedef enum fn_data_targets {
+    FN_DATA_NO_TARGETS = 0, /* inputs only (predict) */
+    FN_DATA_LABELS,         /* int32 [rows] (cross_entropy) */
+    FN_DATA_FLOATS          /* float32 [rows, out] (mse) */
+} fn_data_targets;
+fn_data_targets fn_data_target_kind(const fn_data *data);
+
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */
 fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
 /* The next batch of the current epoch; rows == 0 after the last one. */
 fn_status fn_data_next(fn_data *data, fn_batch *batch);
+
+/* The next batch of the current epoch as rows of the slab in host memory,
+ * for a caller that gathers them itself (fn_loader, into pinned memory and
+ * on several threads): the same batches in the same order as fn_data_next,
+ * which is this followed by fn_batch_rows_gather. Valid until the next call
+ * of fn_data_next_rows, fn_data_next or fn_data_seek on the set. */
+typedef struct fn_batch_rows {
+    int rows;              /* 0: the epoch is over */
+    int in, out;           /* input columns; target columns (FN_DATA_FLOATS) */
+    const float *x;        /* the slab's inputs, [slab rows, in] */
+    const int32_t *labels; /* the slab's labels [slab rows], or NULL */
+    const float *target;   /* the slab's targets [slab rows, out], or NULL */
+    const int64_t *order;  /* [rows]: the batch's rows, as rows of the slab */
+    int64_t first;         /* the slab's first row in the file */
+} fn_batch_rows;
+
+fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
+
+/* Copies rows [begin, end) of the batch to the same rows of x [rows, in],
+ * labels [rows], target [rows, out] and index [rows] (file row numbers);
+ * labels and target are written when the set has them. Reads only, so
+ * threads may gather disjoint ranges of one batch at once. */
+void fn_batch_rows_gather(const fn_batch_rows *rows, int begin, int end, float *x,
+                          int32_t *labels, float *target, int64_t *index);
 
 #ifdef __cplusplus
 }

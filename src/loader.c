@@ -1,0 +1,397 @@
+/* loader.c — fn_loader: batches prepared ahead by a background thread (the
+ * producer) and handed out in order by fn_loader_next (the consumer).
+ *
+ * Batch n of a run (a run: from one fn_loader_start to the next halt) goes
+ * through slot n % FN_LOADER_SLOTS. The producer prepares batch n once the
+ * consumer has released batch n - FN_LOADER_SLOTS: it waits until the copy
+ * of that older batch has read the slot's host buffers, takes the batch's
+ * rows from the set, gathers them into the host buffers on the workers and
+ * queues their copy to the slot's device buffers, after the event the
+ * consumer recorded when it released the slot. Counters under one mutex say
+ * what is ready (produced) and what is free again (released). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_backend.h"
+#include "fusenet/loader.h"
+#include "h5util.h"
+#include "workers.h"
+
+enum { K = FN_LOADER_SLOTS, MAX_THREADS = 8, MESSAGE_CAP = 1024 };
+
+typedef struct slot {
+    float *hx, *ht;   /* host [batch, in], [batch, out]; pinned on the GPU */
+    int32_t *hl;      /* host [batch] labels */
+    int64_t *hidx;    /* host [batch] file rows */
+    fn_tensor dx, dt; /* on the GPU only */
+    int32_t *dl;      /* on the GPU only */
+    int rows;         /* of the batch in it; 0: the epoch's end */
+} slot;
+
+struct fn_loader {
+    fn_context *ctx; /* borrowed */
+    fn_data *data;   /* borrowed */
+    int cuda, background;
+    int batch, in, out;
+    fn_data_targets targets;
+    slot slots[K];
+    fn_cuda_transfer *xfer; /* GPU only */
+    fn_workers *workers;
+    pthread_t thread;
+    int thread_started, sync_made;
+    int bound; /* the producer's CUDA device is set (producer only) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  /* broadcast on every change below */
+    int run;            /* the producer may prepare batches */
+    int busy;           /* the producer is preparing one: the set is its */
+    int quit;
+    long long produced; /* batches of this run in their slots, the end included */
+    long long released; /* batches of this run the consumer is done with */
+    int ended;          /* the producer reached the epoch's end, or failed */
+    fn_status error;    /* its failure: batch `produced` could not be made */
+    char message[MESSAGE_CAP];
+    fn_loader_stats stats;
+
+    /* The consumer's own. */
+    long long next; /* the batch of this run handed out next */
+    int in_use;     /* batch next - 1 is handed out and not released */
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* --- the producer -------------------------------------------------------- */
+
+typedef struct gather_job {
+    const fn_batch_rows *rows;
+    slot *slot;
+} gather_job;
+
+static void gather_part(void *arg, int part, int parts)
+{
+    const gather_job *j = arg;
+    int n = j->rows->rows;
+    int begin = (int)((long long)n * part / parts), end = (int)((long long)n * (part + 1) / parts);
+    fn_batch_rows_gather(j->rows, begin, end, j->slot->hx, j->slot->hl, j->slot->ht,
+                         j->slot->hidx);
+}
+
+/* Queues the copy of slot s's host buffers to its device buffers. */
+static fn_status send_slot(fn_loader *l, int s)
+{
+    slot *sl = &l->slots[s];
+    size_t rows = (size_t)sl->rows;
+    fn_cuda_piece pieces[2] = {{sl->dx.data, sl->hx, rows * (size_t)l->in * sizeof(float)}};
+    int n = 1;
+    if (l->targets == FN_DATA_LABELS)
+        pieces[n++] = (fn_cuda_piece){sl->dl, sl->hl, rows * sizeof(int32_t)};
+    else if (l->targets == FN_DATA_FLOATS)
+        pieces[n++] = (fn_cuda_piece){sl->dt.data, sl->ht, rows * (size_t)l->out * sizeof(float)};
+    return fn_cuda_transfer_send(l->xfer, s, pieces, n);
+}
+
+/* Makes the next batch of the set in slot s (rows 0 at the epoch's end). */
+static fn_status prepare(fn_loader *l, int s)
+{
+    slot *sl = &l->slots[s];
+    if (l->cuda && !l->bound) {
+        FN_TRY(fn_cuda_transfer_bind_thread(l->xfer));
+        l->bound = 1;
+    }
+    if (l->cuda)
+        FN_TRY(fn_cuda_transfer_wait_sent(l->xfer, s));
+    fn_batch_rows r;
+    FN_TRY(fn_data_next_rows(l->data, &r));
+    sl->rows = r.rows;
+    if (!r.rows)
+        return FN_OK;
+    gather_job job = {&r, sl};
+    fn_workers_run(l->workers, gather_part, &job);
+    return l->cuda ? send_slot(l, s) : FN_OK;
+}
+
+static int may_prepare(const fn_loader *l)
+{
+    return l->run && !l->ended && l->produced < l->released + K;
+}
+
+static void *producer_main(void *arg)
+{
+    fn_loader *l = arg;
+    fn_h5_quiet(); /* HDF5's error printing is per thread */
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->quit && !may_prepare(l))
+            pthread_cond_wait(&l->cv, &l->mu);
+        if (l->quit)
+            break;
+        int s = (int)(l->produced % K);
+        l->busy = 1;
+        pthread_mutex_unlock(&l->mu);
+        double t0 = now();
+        fn_status st = prepare(l, s);
+        double took = now() - t0;
+        pthread_mutex_lock(&l->mu);
+        l->busy = 0;
+        l->stats.prepare_seconds += took;
+        if (st != FN_OK) {
+            l->error = st;
+            snprintf(l->message, sizeof l->message, "%s", fn_last_error());
+            l->ended = 1;
+        } else {
+            l->produced++;
+            l->ended = l->slots[s].rows == 0;
+        }
+        pthread_cond_broadcast(&l->cv);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* --- the consumer ---------------------------------------------------------- */
+
+/* Gives the batch in use back to the producer; on the GPU after the kernels
+ * queued so far, the last that may read it. */
+static fn_status release_in_use(fn_loader *l)
+{
+    if (!l->in_use)
+        return FN_OK;
+    l->in_use = 0;
+    if (l->cuda)
+        FN_TRY(fn_cuda_transfer_release(l->xfer, (int)((l->next - 1) % K)));
+    pthread_mutex_lock(&l->mu);
+    l->released++;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return FN_OK;
+}
+
+static void hand_out(fn_loader *l, const slot *sl, fn_batch *b)
+{
+    b->rows = sl->rows;
+    b->index = sl->hidx;
+    b->host_labels = l->targets == FN_DATA_LABELS ? sl->hl : NULL;
+    if (l->cuda) {
+        b->x = fn_tensor_rows(&sl->dx, 0, sl->rows);
+        b->labels = b->host_labels ? sl->dl : NULL;
+        if (l->targets == FN_DATA_FLOATS)
+            b->target = fn_tensor_rows(&sl->dt, 0, sl->rows);
+    } else {
+        b->x = fn_tensor_view(sl->hx, sl->rows, l->in, FN_CPU);
+        b->labels = b->host_labels;
+        if (l->targets == FN_DATA_FLOATS)
+            b->target = fn_tensor_view(sl->ht, sl->rows, l->out, FN_CPU);
+    }
+}
+
+fn_status fn_loader_next(fn_loader *l, fn_batch *b)
+{
+    *b = (fn_batch){0};
+    if (!l->background)
+        return fn_data_next(l->data, b);
+    if (!l->run) /* written by this thread alone */
+        return fn_fail(FN_ERR_INVALID, "fn_loader_next: the loader is not started");
+    FN_TRY(release_in_use(l));
+    double t0 = now();
+    pthread_mutex_lock(&l->mu);
+    while (!l->ended && l->produced <= l->next)
+        pthread_cond_wait(&l->cv, &l->mu);
+    int ready = l->produced > l->next;
+    fn_status error = l->error;
+    char message[MESSAGE_CAP];
+    snprintf(message, sizeof message, "%s", l->message);
+    l->stats.wait_seconds += now() - t0;
+    pthread_mutex_unlock(&l->mu);
+    if (!ready)
+        return fn_fail(error, "%s", message);
+    int s = (int)(l->next % K);
+    const slot *sl = &l->slots[s];
+    if (!sl->rows)
+        return FN_OK; /* the epoch's end; asked again, the same answer */
+    if (l->cuda)
+        FN_TRY(fn_cuda_transfer_acquire(l->xfer, s));
+    hand_out(l, sl, b);
+    l->next++;
+    l->in_use = 1;
+    l->stats.batches++;
+    return FN_OK;
+}
+
+fn_status fn_loader_halt(fn_loader *l)
+{
+    if (!l->background)
+        return FN_OK;
+    fn_status st = release_in_use(l);
+    pthread_mutex_lock(&l->mu);
+    l->run = 0;
+    pthread_cond_broadcast(&l->cv);
+    while (l->busy)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+fn_status fn_loader_start(fn_loader *l, long long epoch, long long step)
+{
+    FN_TRY(fn_loader_halt(l));
+    FN_TRY(fn_data_seek(l->data, epoch, step));
+    if (!l->background)
+        return FN_OK;
+    l->next = 0;
+    pthread_mutex_lock(&l->mu);
+    l->produced = l->released = 0;
+    l->ended = 0;
+    l->error = FN_OK;
+    l->message[0] = '\0';
+    l->run = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return FN_OK;
+}
+
+fn_loader_stats fn_loader_get_stats(const fn_loader *l)
+{
+    fn_loader *m = (fn_loader *)l;
+    if (!l->background)
+        return l->stats;
+    pthread_mutex_lock(&m->mu);
+    fn_loader_stats s = l->stats;
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+/* --- creating and destroying ----------------------------------------------- */
+
+static int choose_threads(const fn_loader_options *opt)
+{
+    int t = opt ? opt->threads : 0;
+    const char *env = getenv("FN_LOADER_THREADS");
+    if (t <= 0 && env)
+        t = atoi(env);
+    if (t <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        t = cpus > 1 ? (int)(cpus / 2) : 1;
+        t = t > MAX_THREADS ? MAX_THREADS : t;
+    }
+    return t > 64 ? 64 : t;
+}
+
+static fn_status host_alloc(const fn_loader *l, void **p, size_t bytes)
+{
+    if (l->cuda)
+        return fn_cuda_host_alloc(p, bytes);
+    *p = malloc(bytes);
+    return *p ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of host memory for the loader's batches");
+}
+
+static fn_status alloc_slot(fn_loader *l, slot *sl)
+{
+    size_t b = (size_t)l->batch;
+    FN_TRY(host_alloc(l, (void **)&sl->hx, b * (size_t)l->in * sizeof(float)));
+    FN_TRY(host_alloc(l, (void **)&sl->hidx, b * sizeof(int64_t)));
+    if (l->targets == FN_DATA_LABELS)
+        FN_TRY(host_alloc(l, (void **)&sl->hl, b * sizeof(int32_t)));
+    if (l->targets == FN_DATA_FLOATS)
+        FN_TRY(host_alloc(l, (void **)&sl->ht, b * (size_t)l->out * sizeof(float)));
+    if (!l->cuda)
+        return FN_OK;
+    FN_TRY(fn_tensor_alloc(&sl->dx, l->batch, l->in, FN_CUDA));
+    if (l->targets == FN_DATA_LABELS)
+        FN_TRY(fn_cuda_alloc((void **)&sl->dl, b * sizeof(int32_t)));
+    if (l->targets == FN_DATA_FLOATS)
+        FN_TRY(fn_tensor_alloc(&sl->dt, l->batch, l->out, FN_CUDA));
+    return FN_OK;
+}
+
+static void host_free(const fn_loader *l, void *p)
+{
+    if (l->cuda)
+        fn_cuda_host_free(p);
+    else
+        free(p);
+}
+
+static void free_slot(const fn_loader *l, slot *sl)
+{
+    host_free(l, sl->hx);
+    host_free(l, sl->ht);
+    host_free(l, sl->hl);
+    host_free(l, sl->hidx);
+    fn_tensor_free(&sl->dx);
+    fn_tensor_free(&sl->dt);
+    fn_cuda_free(sl->dl);
+}
+
+static fn_status build(fn_loader *l, const fn_loader_options *opt)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->sync_made = 1;
+    for (int s = 0; s < K; s++)
+        FN_TRY(alloc_slot(l, &l->slots[s]));
+    if (l->cuda)
+        FN_TRY(fn_cuda_transfer_create(&l->xfer, l->ctx, K));
+    FN_TRY(fn_workers_create(&l->workers, choose_threads(opt)));
+    l->stats.threads = fn_workers_threads(l->workers);
+    FN_TRY(fn_thread_start(&l->thread, producer_main, l));
+    l->thread_started = 1;
+    return FN_OK;
+}
+
+fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
+                           const fn_loader_options *opt)
+{
+    *out = NULL;
+    if (!ctx || !data)
+        return fn_fail(FN_ERR_INVALID, "fn_loader_create: context or data set is NULL");
+    fn_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the loader");
+    l->ctx = ctx;
+    l->data = data;
+    l->cuda = fn_context_device(ctx) == FN_CUDA;
+    l->background = l->cuda || (opt && opt->background);
+    l->batch = fn_data_batch_size(data);
+    l->in = fn_data_in_features(data);
+    l->out = fn_data_out_features(data);
+    l->targets = fn_data_target_kind(data);
+    fn_status st = l->background ? build(l, opt) : FN_OK;
+    if (st != FN_OK) {
+        fn_loader_destroy(l);
+        return st;
+    }
+    *out = l;
+    return FN_OK;
+}
+
+void fn_loader_destroy(fn_loader *l)
+{
+    if (!l)
+        return;
+    if (l->thread_started) {
+        fn_loader_halt(l);
+        pthread_mutex_lock(&l->mu);
+        l->quit = 1;
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        pthread_join(l->thread, NULL);
+    }
+    fn_workers_destroy(l->workers);
+    fn_cuda_transfer_destroy(l->xfer); /* waits for the copies from the host buffers */
+    for (int s = 0; s < K; s++)
+        free_slot(l, &l->slots[s]);
+    if (l->sync_made) {
+        pthread_cond_destroy(&l->cv);
+        pthread_mutex_destroy(&l->mu);
+    }
+    free(l);
+}
