@@ -1,9 +1,10 @@
-/* block_cuda.cu — the fused block on the GPU: the products through
- * gemm_cuda.h, and hand-written kernels for GroupNorm + LeakyReLU + x2 (bias
- * folded in) and for its backward (dz, db, dgamma, dbeta in one pass over dy
- * and z, column sums reduced deterministically).
+/* block_cuda.cu — the fused block on the GPU: hand-written kernels for
+ * GroupNorm + LeakyReLU + x2 (bias folded in) and for its backward (dz, db,
+ * dgamma, dbeta in one pass over dy and z, column sums reduced
+ * deterministically), their launch plan, and the layer's ops, which put
+ * them between the products of block_products_cuda.cu.
  *
- * Two paths, chosen per shape at launch:
+ * Two paths, chosen per shape at launch (make_plan):
  *  - team path, K = out/groups <= 32 * 4 * kMaxReps channels (float4) or
  *    32 * kMaxReps (scalar): a team of 1..32 lanes of one warp owns one
  *    (sample, group) pair, keeps its values in registers between the
@@ -13,31 +14,27 @@
  *    (sample, group), block-wide reductions, values re-read from L1/L2.
  * Backward column sums: each block writes partial sums of its chunk of rows
  * into scratch [chunks, 3, out]; a second kernel adds the chunks in order to
- * the gradients. No float atomics, so two runs give identical bits.
- * fn_block_cuda_backward_sgd is backward with plain SGD folded in: the
- * second kernel applies the update to bias, gamma, beta, and the dW product
- * accumulates -lr dz^T x into the weight itself (cuBLAS beta = 1) after the
- * dx product has read it. */
+ * the gradients (reduce_cuda.cuh). No float atomics, so two runs give
+ * identical bits. fn_block_cuda_backward_sgd is backward with plain SGD
+ * folded in: the finish kernel applies the update to bias, gamma, beta, and
+ * the dW product accumulates -lr dz^T x into the weight itself (cuBLAS
+ * beta = 1) after the dx product has read it. */
 #include <limits.h>
 #include <stdint.h>
 
 #include "block_impl.h"
+#include "block_products_cuda.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "cuda_state.h"
 #include "gemm_cuda.h"
+#include "launch_cuda.cuh"
 #include "reduce_cuda.cuh"
 
 static constexpr int kMaxReps = 4;          /* vectors a lane holds per group */
 static constexpr int kForwardThreads = 256; /* team path, forward */
 static constexpr int kBackwardWarps = 8;    /* team path, backward: warps sharing a column tile */
 static constexpr int kGroupThreads = 256;   /* group path */
-static constexpr int kColumnTile = 32;      /* group path column sums: columns x rows a block */
-static constexpr int kColumnRows = 8;
-static constexpr int kFinishThreads = 256;
-static constexpr int kMaxChunks = 32;       /* row chunks of the column sums */
-static constexpr int kRowsPerChunk = 32;    /* fewest rows a chunk, below kMaxChunks chunks */
-static constexpr size_t kAlignFloats = 64;
 
 /* ---- kernels ---- */
 
@@ -154,8 +151,8 @@ template <int V>
 __global__ void __launch_bounds__(kGroupThreads)
 block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
                            const float *z /* [N, C] */, const float *bias /* [C] */,
-                           const float *gamma /* [C] */, const float *beta /* [C] */, int N, int C,
-                           int G, float eps, float slope)
+                           const float *gamma /* [C] */, const float *beta /* [C] */, int C, int G,
+                           float eps, float slope)
 {
     __shared__ float smem[kWarpSize];
     const int K = C / G;
@@ -164,7 +161,6 @@ block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, floa
     const int c0 = (int)(pair % G) * K;
     const float *zg = z + n * C + c0;
     const int step = blockDim.x * V;
-    (void)N;
 
     float sum = 0.0f;
     for (int j = threadIdx.x * V; j < K; j += step) {
@@ -332,14 +328,44 @@ block_backward_team_kernel(float *dz /* [N, C] */, float *partials /* [chunks, 3
                                 tile_cols);
 }
 
+/* What the group path's backward reads of V channels of a group: z, dy and
+ * the parameters (each pointer at the first of the V; `at` the channel
+ * offset of z and dy, `c` that of the parameters). */
+template <int V>
+struct group_vec {
+    float z[V], dy[V], bias[V], gamma[V], beta[V];
+};
+
+template <int V>
+__device__ __forceinline__ void load_group_vec(group_vec<V> &v, const float *z, const float *dy,
+                                               const float *bias, const float *gamma,
+                                               const float *beta, size_t at, int c)
+{
+    load_vec<V>(v.z, z + at);
+    load_vec<V>(v.dy, dy + at);
+    load_vec<V>(v.bias, bias + c);
+    load_vec<V>(v.gamma, gamma + c);
+    load_vec<V>(v.beta, beta + c);
+}
+
+/* zhat of channel e of v, and ghat = du gamma into *gh. */
+template <int V>
+__device__ __forceinline__ float zhat_ghat(float *gh, const group_vec<V> &v, int e, float mu,
+                                           float rs, float slope)
+{
+    const float zh = ((v.z[e] + v.bias[e]) - mu) * rs;
+    *gh = dleaky2(v.dy[e], v.gamma[e] * zh + v.beta[e], slope) * v.gamma[e];
+    return zh;
+}
+
 /* Backward, group path: dz for one (sample, group) per block. */
 template <int V>
 __global__ void __launch_bounds__(kGroupThreads)
 block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] */,
                             const float *rstd /* [N, G] */, const float *z /* [N, C] */,
                             const float *dy /* [N, C] */, const float *bias /* [C] */,
-                            const float *gamma /* [C] */, const float *beta /* [C] */, int N,
-                            int C, int G, float slope)
+                            const float *gamma /* [C] */, const float *beta /* [C] */, int C,
+                            int G, float slope)
 {
     __shared__ float smem[kWarpSize];
     const int K = C / G;
@@ -350,20 +376,15 @@ block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] 
     const float mu = mean[pair];
     const float rs = rstd[pair];
     const int step = blockDim.x * V;
-    (void)N;
 
     float s1 = 0.0f, s2 = 0.0f;
     for (int j = threadIdx.x * V; j < K; j += step) {
-        float a[V], d[V], b[V], g[V], bt[V];
-        load_vec<V>(a, z + row + j);
-        load_vec<V>(d, dy + row + j);
-        load_vec<V>(b, bias + c0 + j);
-        load_vec<V>(g, gamma + c0 + j);
-        load_vec<V>(bt, beta + c0 + j);
+        group_vec<V> v;
+        load_group_vec<V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
 #pragma unroll
         for (int e = 0; e < V; e++) {
-            const float zh = ((a[e] + b[e]) - mu) * rs;
-            const float gh = dleaky2(d[e], g[e] * zh + bt[e], slope) * g[e];
+            float gh;
+            const float zh = zhat_ghat<V>(&gh, v, e, mu, rs, slope);
             s1 += gh;
             s2 += gh * zh;
         }
@@ -371,91 +392,43 @@ block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] 
     const float m1 = block_sum(s1, smem) / (float)K;
     const float m2 = block_sum(s2, smem) / (float)K;
     for (int j = threadIdx.x * V; j < K; j += step) {
-        float a[V], d[V], b[V], g[V], bt[V], out[V];
-        load_vec<V>(a, z + row + j);
-        load_vec<V>(d, dy + row + j);
-        load_vec<V>(b, bias + c0 + j);
-        load_vec<V>(g, gamma + c0 + j);
-        load_vec<V>(bt, beta + c0 + j);
+        group_vec<V> v;
+        float out[V];
+        load_group_vec<V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
 #pragma unroll
         for (int e = 0; e < V; e++) {
-            const float zh = ((a[e] + b[e]) - mu) * rs;
-            const float gh = dleaky2(d[e], g[e] * zh + bt[e], slope) * g[e];
+            float gh;
+            const float zh = zhat_ghat<V>(&gh, v, e, mu, rs, slope);
             out[e] = rs * (gh - m1 - zh * m2);
         }
         store_vec<V>(dz + row + j, out);
     }
 }
 
-/* Column partial sums of dgamma, dbeta, dbias for the group path: a block
- * owns kColumnTile columns (coalesced) of one chunk of rows, its thread rows
- * take every kColumnRows-th row, and row y == 0 adds them in order. */
-__global__ void __launch_bounds__(kColumnTile * kColumnRows)
-block_column_partials_kernel(float *partials /* [chunks, 3, C] */, const float *mean /* [N, G] */,
-                             const float *rstd /* [N, G] */, const float *z /* [N, C] */,
-                             const float *dz /* [N, C] */, const float *dy /* [N, C] */,
-                             const float *bias /* [C] */, const float *gamma /* [C] */,
-                             const float *beta /* [C] */, int N, int C, int G, int rows_per_chunk,
-                             float slope)
-{
-    __shared__ float smem[3][kColumnRows][kColumnTile];
-    const int c = blockIdx.x * kColumnTile + threadIdx.x;
-    const bool active = c < C;
-    const int g = active ? c / (C / G) : 0;
-    const int row0 = blockIdx.y * rows_per_chunk;
-    const int row1 = min(N, row0 + rows_per_chunk);
-    float dgamma = 0.0f, dbeta = 0.0f, dbias = 0.0f;
-    if (active) {
-        const float b = bias[c], gm = gamma[c], bt = beta[c];
-        for (int n = row0 + threadIdx.y; n < row1; n += kColumnRows) {
-            const size_t i = (size_t)n * C + c;
-            const size_t s = (size_t)n * G + g;
-            const float zh = ((z[i] + b) - mean[s]) * rstd[s];
-            const float du = dleaky2(dy[i], gm * zh + bt, slope);
-            dgamma += du * zh;
-            dbeta += du;
-            dbias += dz[i];
-        }
+/* The group path's column quantities of (n, c) for the partial sums of
+ * reduce_cuda.cuh: dgamma (du zhat), dbeta (du), dbias (dz). */
+struct norm_column_op {
+    const float *mean, *rstd;         /* [N, G] */
+    const float *z, *dz, *dy;         /* [N, C] */
+    const float *bias, *gamma, *beta; /* [C] */
+    int C, G;
+    float slope;
+    struct column {
+        float b, gm, bt;
+        int g;
+    };
+    __device__ column column_at(int c) const { return {bias[c], gamma[c], beta[c], c / (C / G)}; }
+    __device__ void accumulate(float (&acc)[3], const column &k, int n, int c) const
+    {
+        const size_t i = (size_t)n * C + c;
+        const size_t s = (size_t)n * G + k.g;
+        const float zh = ((z[i] + k.b) - mean[s]) * rstd[s];
+        const float du = dleaky2(dy[i], k.gm * zh + k.bt, slope);
+        acc[0] += du * zh;
+        acc[1] += du;
+        acc[2] += dz[i];
     }
-    smem[0][threadIdx.y][threadIdx.x] = dgamma;
-    smem[1][threadIdx.y][threadIdx.x] = dbeta;
-    smem[2][threadIdx.y][threadIdx.x] = dbias;
-    __syncthreads();
-    if (threadIdx.y == 0 && active) {
-        for (int q = 0; q < 3; q++) {
-            float s = 0.0f;
-            for (int r = 0; r < kColumnRows; r++)
-                s += smem[q][r][threadIdx.x];
-            partials[((size_t)blockIdx.y * 3 + q) * C + c] = s;
-        }
-    }
-}
-
-/* Adds the chunks' partial sums, in chunk order, to the gradients (lr == 0:
- * out += s), or applies plain SGD with them (lr > 0: out -= lr * s, rounded
- * as sgd_cuda.cu rounds, so the bits equal a backward from zeroed gradients
- * followed by an SGD step). out_* are the gradients or the values. */
-__global__ void block_column_finish_kernel(float *out_gamma /* [C] */, float *out_beta /* [C] */,
-                                           float *out_bias /* [C] */,
-                                           const float *partials /* [chunks, 3, C] */, float lr,
-                                           int chunks, int C)
-{
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C)
-        return;
-    float s[3] = {0.0f, 0.0f, 0.0f};
-    for (int k = 0; k < chunks; k++) {
-#pragma unroll
-        for (int q = 0; q < 3; q++)
-            s[q] += partials[((size_t)k * 3 + q) * C + c];
-    }
-    float *out[3] = {out_gamma, out_beta, out_bias};
-#pragma unroll
-    for (int q = 0; q < 3; q++) {
-        const float v = out[q][c];
-        out[q][c] = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s[q])) : __fadd_rn(v, s[q]);
-    }
-}
+};
 
 /* ---- launchers ---- */
 
@@ -468,6 +441,10 @@ typedef struct block_plan {
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+/* float4 when K and every pointer allow it; then the fewest reps (1, 2, 4)
+ * whose 32 lanes cover K, and the smallest power-of-two team that does:
+ *   float4: K <= 128 <4,1>, <= 256 <4,2>, <= 512 <4,4>, else group <4>;
+ *   scalar: K <= 32 <1,1>, <= 64 <1,2>, <= 128 <1,4>, else group <1>. */
 static block_plan make_plan(int C, int G, bool aligned)
 {
     const int K = C / G;
@@ -485,103 +462,47 @@ static block_plan make_plan(int C, int G, bool aligned)
     return p;
 }
 
-static int row_chunks(int n)
-{
-    const int c = (n + kRowsPerChunk - 1) / kRowsPerChunk;
-    return c < 1 ? 1 : c > kMaxChunks ? kMaxChunks : c;
-}
-
-static size_t pad_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
-
-/* Where the parts of b->scratch live; a part a mode does not use is NULL.
- * The TF32 splits of x and w that forward makes are kept for backward (the
- * dx product reuses w's), so tf32x3 splits w once a step. In the TF32 modes
- * the dW product takes x^T and dz^T: Hopper's TF32 tensor-core instructions
- * read operands with the reduced dimension contiguous, which x and dz as
- * stored do not have for dW (their rows are the batch); with both
- * transposed dW has the forward product's layout (DESIGN.md: the default
- * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
-typedef struct block_ws {
-    float *partials;          /* [chunks, 3, out]: column partial sums */
-    float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
-    float *xt, *xt_small;     /* [in, max_batch]: x^T (tf32, tf32x3), its remainder (tf32x3) */
-    float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
-    float *w_big, *w_small;   /* [out, in] (tf32x3) */
-    float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
-} block_ws;
-
-static float *carve(float *base, size_t *at, size_t n)
-{
-    float *p = base ? base + *at : NULL;
-    *at += pad_floats(n);
-    return p;
-}
-
-/* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
-static size_t layout(const fn_block *b, float *base, block_ws *ws)
-{
-    const fn_layer *l = &b->base;
-    const fn_math math = fn_context_math(l->ctx);
-    const size_t nx = (size_t)l->max_batch * (size_t)l->in_features;
-    const size_t nw = (size_t)l->out_features * (size_t)l->in_features;
-    const size_t nz = (size_t)l->max_batch * (size_t)l->out_features;
-    size_t at = 0;
-    *ws = block_ws{};
-    ws->partials = carve(base, &at, (size_t)row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
-    if (math == FN_MATH_FP32)
-        return at;
-    ws->dzt = carve(base, &at, nz);
-    ws->xt = carve(base, &at, nx);
-    if (math == FN_MATH_TF32)
-        return at;
-    ws->dzt_small = carve(base, &at, nz);
-    ws->xt_small = carve(base, &at, nx);
-    ws->x_big = carve(base, &at, nx);
-    ws->x_small = carve(base, &at, nx);
-    ws->w_big = carve(base, &at, nw);
-    ws->w_small = carve(base, &at, nw);
-    ws->dz_big = carve(base, &at, nz);
-    ws->dz_small = carve(base, &at, nz);
-    return at;
-}
-
+/* The team path's instantiations: f(team_shape<V, R>{}) for the plan's. */
 template <int V, int R>
-static void launch_forward_team(cudaStream_t s, unsigned blocks, float *y, fn_block *b, int N,
-                                int team)
+struct team_shape {
+    static constexpr int vec = V, reps = R;
+};
+
+template <typename F>
+static void with_team_shape(const block_plan &p, F &&f)
 {
-    const int C = b->base.out_features;
-    block_forward_team_kernel<V, R><<<blocks, kForwardThreads, 0, s>>>(
-        y, b->mean.data, b->rstd.data, b->z.data, b->params[FN_BLOCK_BIAS].value.data,
-        b->params[FN_BLOCK_GAMMA].value.data, b->params[FN_BLOCK_BETA].value.data, N, C,
-        b->cfg.groups, team, b->cfg.eps, b->cfg.negative_slope);
+    switch (p.vec * 10 + p.reps) {
+    case 41: f(team_shape<4, 1>{}); break;
+    case 42: f(team_shape<4, 2>{}); break;
+    case 44: f(team_shape<4, 4>{}); break;
+    case 11: f(team_shape<1, 1>{}); break;
+    case 12: f(team_shape<1, 2>{}); break;
+    default: f(team_shape<1, 4>{}); break; /* 14 */
+    }
 }
 
-template <int V>
-static void launch_forward_group(cudaStream_t s, unsigned blocks, float *y, fn_block *b, int N)
-{
-    block_forward_group_kernel<V><<<blocks, kGroupThreads, 0, s>>>(
-        y, b->mean.data, b->rstd.data, b->z.data, b->params[FN_BLOCK_BIAS].value.data,
-        b->params[FN_BLOCK_GAMMA].value.data, b->params[FN_BLOCK_BETA].value.data, N,
-        b->base.out_features, b->cfg.groups, b->cfg.eps, b->cfg.negative_slope);
-}
+static const float *param(const fn_block *b, int which) { return b->params[which].value.data; }
 
 extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N, C] */, int N)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
+    const float eps = b->cfg.eps, slope = b->cfg.negative_slope;
+    const float *bias = param(b, FN_BLOCK_BIAS), *gamma = param(b, FN_BLOCK_GAMMA),
+                *beta = param(b, FN_BLOCK_BETA);
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
-    const bool aligned = aligned16(y) && aligned16(b->z.data) &&
-                         aligned16(b->params[FN_BLOCK_BIAS].value.data) &&
-                         aligned16(b->params[FN_BLOCK_GAMMA].value.data) &&
-                         aligned16(b->params[FN_BLOCK_BETA].value.data);
+    const bool aligned = aligned16(y) && aligned16(b->z.data) && aligned16(bias) &&
+                         aligned16(gamma) && aligned16(beta);
     const block_plan p = make_plan(C, G, aligned);
     const size_t pairs = (size_t)N * G;
     if (p.reps == 0) {
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            launch_forward_group<4>(s, (unsigned)pairs, y, b, N);
+            block_forward_group_kernel<4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, C, G, eps, slope);
         else
-            launch_forward_group<1>(s, (unsigned)pairs, y, b, N);
+            block_forward_group_kernel<1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, C, G, eps, slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
@@ -589,39 +510,14 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
     const size_t blocks = (pairs + per_block - 1) / per_block;
     if (blocks > (size_t)INT_MAX)
         return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
-    const unsigned nb = (unsigned)blocks;
-    switch (p.vec * 10 + p.reps) {
-    case 41: launch_forward_team<4, 1>(s, nb, y, b, N, p.team); break;
-    case 42: launch_forward_team<4, 2>(s, nb, y, b, N, p.team); break;
-    case 44: launch_forward_team<4, 4>(s, nb, y, b, N, p.team); break;
-    case 11: launch_forward_team<1, 1>(s, nb, y, b, N, p.team); break;
-    case 12: launch_forward_team<1, 2>(s, nb, y, b, N, p.team); break;
-    default: launch_forward_team<1, 4>(s, nb, y, b, N, p.team); break;
-    }
+    with_team_shape(p, [&](auto shape) {
+        using S = decltype(shape);
+        block_forward_team_kernel<S::vec, S::reps><<<(unsigned)blocks, kForwardThreads, 0, s>>>(
+            y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, N, C, G, p.team, eps,
+            slope);
+    });
     FN_CUDA_CHECK_LAUNCH(block_forward_team_kernel);
     return FN_OK;
-}
-
-template <int V, int R>
-static void launch_backward_team(cudaStream_t s, dim3 grid, const float *dy, fn_block *b,
-                                 float *partials, int N, int team, int rows_per_chunk)
-{
-    block_backward_team_kernel<V, R><<<grid, kBackwardWarps * kWarpSize, 0, s>>>(
-        b->dz.data, partials, b->mean.data, b->rstd.data, b->z.data, dy,
-        b->params[FN_BLOCK_BIAS].value.data, b->params[FN_BLOCK_GAMMA].value.data,
-        b->params[FN_BLOCK_BETA].value.data, N, b->base.out_features, b->cfg.groups, team,
-        rows_per_chunk, b->cfg.negative_slope);
-}
-
-template <int V>
-static void launch_backward_group(cudaStream_t s, unsigned blocks, const float *dy, fn_block *b,
-                                  int N)
-{
-    block_backward_group_kernel<V><<<blocks, kGroupThreads, 0, s>>>(
-        b->dz.data, b->mean.data, b->rstd.data, b->z.data, dy,
-        b->params[FN_BLOCK_BIAS].value.data, b->params[FN_BLOCK_GAMMA].value.data,
-        b->params[FN_BLOCK_BETA].value.data, N, b->base.out_features, b->cfg.groups,
-        b->cfg.negative_slope);
 }
 
 /* dz into b->dz; dgamma, dbeta, dbias added to the gradients (lr == 0) or
@@ -629,53 +525,53 @@ static void launch_backward_group(cudaStream_t s, unsigned blocks, const float *
 static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N, float lr)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
+    const float slope = b->cfg.negative_slope;
+    const float *bias = param(b, FN_BLOCK_BIAS), *gamma = param(b, FN_BLOCK_GAMMA),
+                *beta = param(b, FN_BLOCK_BETA);
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
-    block_ws ws;
-    layout(b, b->scratch.data, &ws);
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
     float *partials = ws.partials;
-    const int chunks = row_chunks(N);
-    const int rows_per_chunk = (N + chunks - 1) / chunks;
+    const int chunks = fn_row_chunks(N);
     const bool aligned = aligned16(dy) && aligned16(b->z.data) && aligned16(b->dz.data) &&
-                         aligned16(b->params[FN_BLOCK_BIAS].value.data) &&
-                         aligned16(b->params[FN_BLOCK_GAMMA].value.data) &&
-                         aligned16(b->params[FN_BLOCK_BETA].value.data);
+                         aligned16(bias) && aligned16(gamma) && aligned16(beta);
     const block_plan p = make_plan(C, G, aligned);
     if (p.reps == 0) {
         const size_t pairs = (size_t)N * G;
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block backward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            launch_backward_group<4>(s, (unsigned)pairs, dy, b, N);
+            block_backward_group_kernel<4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                b->dz.data, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma, beta, C, G,
+                slope);
         else
-            launch_backward_group<1>(s, (unsigned)pairs, dy, b, N);
+            block_backward_group_kernel<1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                b->dz.data, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma, beta, C, G,
+                slope);
         FN_CUDA_CHECK_LAUNCH(block_backward_group_kernel);
-        const dim3 grid((unsigned)((C + kColumnTile - 1) / kColumnTile), (unsigned)chunks);
-        block_column_partials_kernel<<<grid, dim3(kColumnTile, kColumnRows), 0, s>>>(
-            partials, b->mean.data, b->rstd.data, b->z.data, b->dz.data, dy,
-            b->params[FN_BLOCK_BIAS].value.data, b->params[FN_BLOCK_GAMMA].value.data,
-            b->params[FN_BLOCK_BETA].value.data, N, C, G, rows_per_chunk, b->cfg.negative_slope);
-        FN_CUDA_CHECK_LAUNCH(block_column_partials_kernel);
+        const norm_column_op op = {b->mean.data, b->rstd.data, b->z.data, b->dz.data, dy,
+                                   bias, gamma, beta, C, G, slope};
+        FN_TRY(fn_column_partials<3>(s, partials, op, N, C, chunks));
     } else {
         const int groups_per_warp = kWarpSize / p.team;
         const dim3 grid((unsigned)((G + groups_per_warp - 1) / groups_per_warp), (unsigned)chunks);
-        switch (p.vec * 10 + p.reps) {
-        case 41: launch_backward_team<4, 1>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        case 42: launch_backward_team<4, 2>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        case 44: launch_backward_team<4, 4>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        case 11: launch_backward_team<1, 1>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        case 12: launch_backward_team<1, 2>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        default: launch_backward_team<1, 4>(s, grid, dy, b, partials, N, p.team, rows_per_chunk); break;
-        }
+        const int rows_per_chunk = fn_chunk_rows(N, chunks);
+        with_team_shape(p, [&](auto shape) {
+            using S = decltype(shape);
+            block_backward_team_kernel<S::vec, S::reps>
+                <<<grid, kBackwardWarps * kWarpSize, 0, s>>>(
+                    b->dz.data, partials, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma,
+                    beta, N, C, G, p.team, rows_per_chunk, slope);
+        });
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
     }
-    fn_tensor *out_gamma = lr > 0.0f ? &b->params[FN_BLOCK_GAMMA].value : &b->params[FN_BLOCK_GAMMA].grad;
-    fn_tensor *out_beta = lr > 0.0f ? &b->params[FN_BLOCK_BETA].value : &b->params[FN_BLOCK_BETA].grad;
-    fn_tensor *out_bias = lr > 0.0f ? &b->params[FN_BLOCK_BIAS].value : &b->params[FN_BLOCK_BIAS].grad;
-    block_column_finish_kernel<<<(unsigned)((C + kFinishThreads - 1) / kFinishThreads),
-                                 kFinishThreads, 0, s>>>(out_gamma->data, out_beta->data,
-                                                         out_bias->data, partials, lr, chunks, C);
-    FN_CUDA_CHECK_LAUNCH(block_column_finish_kernel);
-    return FN_OK;
+    /* In the partials' order: dgamma, dbeta, dbias; to the values when the
+     * step is folded in, else to the gradients. */
+    auto to = [&](int which) {
+        return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
+    };
+    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
+    return fn_column_finish<3>(s, out, partials, lr, chunks, C);
 }
 
 extern "C" fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy /* [N, C] */,
@@ -687,70 +583,24 @@ extern "C" fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *
 static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
 {
     fn_block *b = (fn_block *)l;
-    const int N = x->rows, in = l->in_features, C = l->out_features;
-    const float *w = b->params[FN_BLOCK_WEIGHT].value.data;
-    block_ws ws;
-    layout(b, b->scratch.data, &ws);
-    if (ws.x_big)
-        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.x_big, ws.x_small, x->data, (size_t)N * in, ws.w_big,
-                                  ws.w_small, w, (size_t)C * in));
-    /* Row-major z [N, C] = x w^T is column-major z^T [C, N] = (w^T)^T x^T. */
-    FN_TRY(fn_cuda_gemm_split(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_big ? ws.w_big : w, ws.w_small,
-                              in, ws.x_big ? ws.x_big : x->data, ws.x_small, in, 0.0f, b->z.data,
-                              C));
-    FN_TRY(fn_block_cuda_normalize_forward(b, y->data, N));
+    FN_TRY(fn_block_cuda_forward_product(b, x));
+    FN_TRY(fn_block_cuda_normalize_forward(b, y->data, x->rows));
     b->x = *x;
-    b->batch = N;
     return FN_OK;
-}
-
-/* The products of backward after the normalisation's: dx = dz w (when dx is
- * given), then dW = dz^T x added to the weight's gradient (alpha 1), or
- * with alpha = -lr to the weight itself, after dx has read it. */
-static fn_status backward_products(fn_block *b, fn_tensor *dx, float *dw_out /* [C, in] */,
-                                   float alpha)
-{
-    fn_layer *l = &b->base;
-    const int N = b->batch, in = l->in_features, C = l->out_features;
-    const fn_math math = fn_context_math(l->ctx);
-    const float *dz = b->dz.data;
-    block_ws ws;
-    layout(b, b->scratch.data, &ws);
-    if (math == FN_MATH_TF32X3)
-        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, dz, (size_t)N * C, NULL, NULL,
-                                  NULL, 0));
-    if (math != FN_MATH_FP32) {
-        FN_TRY(fn_cuda_transpose(l->ctx, ws.dzt, ws.dzt_small, dz, N, C));
-        FN_TRY(fn_cuda_transpose(l->ctx, ws.xt, ws.xt_small, b->x.data, N, in));
-    }
-    const float *w = ws.w_big ? ws.w_big : b->params[FN_BLOCK_WEIGHT].value.data;
-    const float *dz_a = ws.dz_big ? ws.dz_big : dz;
-    /* Row-major dx [N, in] = dz w is column-major dx^T = w^T dz^T, both as stored. */
-    if (dx)
-        FN_TRY(fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws.w_small, in, dz_a,
-                                  ws.dz_small, C, 0.0f, dx->data, in));
-    /* Row-major dW [C, in] = dz^T x is column-major dW^T [in, C] = x^T dz:
-     * in fp32 with x and dz as stored (x^T, op N; dz, op T), in the TF32
-     * modes with x^T and dz^T as stored (op T, op N). */
-    if (math == FN_MATH_FP32)
-        return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in, dz, NULL, C,
-                                  1.0f, dw_out, in);
-    return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws.xt, ws.xt_small, N, ws.dzt,
-                              ws.dzt_small, N, 1.0f, dw_out, in);
 }
 
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
-    FN_TRY(norm_backward(b, dy->data, b->batch, 0.0f));
-    return backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
+    FN_TRY(norm_backward(b, dy->data, l->batch, 0.0f));
+    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
 }
 
 extern "C" fn_status fn_block_cuda_backward_sgd(fn_block *b, const fn_tensor *dy, fn_tensor *dx,
                                                 float lr)
 {
-    FN_TRY(norm_backward(b, dy->data, b->batch, lr));
-    return backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
+    FN_TRY(norm_backward(b, dy->data, b->base.batch, lr));
+    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
 }
 
 static void block_cuda_destroy(fn_layer *l)
@@ -771,6 +621,6 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)
 {
-    block_ws ws;
-    return fn_cuda_workspace_alloc(&b->scratch, layout(b, NULL, &ws));
+    fn_block_ws ws;
+    return fn_cuda_workspace_alloc(&b->scratch, fn_block_ws_layout(b, NULL, &ws));
 }

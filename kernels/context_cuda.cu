@@ -1,6 +1,6 @@
 /* context_cuda.cu — the GPU half of fn_context: device selection with a clear
  * error when there is no GPU, one stream, one cuBLAS handle on that stream in
- * deterministic mode, and its workspace. */
+ * deterministic mode, its workspace, and the device's multiprocessor count. */
 #include <stdlib.h>
 
 #include "cuda_backend.h"
@@ -21,8 +21,9 @@ extern "C" int fn_cuda_count_devices(void)
     return n;
 }
 
-static fn_status create_state(fn_cuda_state *s)
+static fn_status create_state(fn_cuda_state *s, int gpu)
 {
+    FN_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, gpu));
     /* A blocking stream, so the synchronous copies of memory_cuda.cu (legacy
      * default stream) are ordered after the kernels queued here. */
     FN_CUDA_CHECK(cudaStreamCreate(&s->stream));
@@ -31,7 +32,6 @@ static fn_status create_state(fn_cuda_state *s)
     /* Bit-identical runs: no atomics-based reductions inside cuBLAS. */
     FN_CUBLAS_CHECK(cublasSetAtomicsMode(s->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
     FN_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
-    s->cublas_workspace_bytes = kCublasWorkspaceBytes;
     FN_CUBLAS_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
     FN_CUDA_CHECK(cudaMalloc(&s->reduce, (FN_CUDA_REDUCE_SLOTS + 1) * sizeof(double)));
     return FN_OK;
@@ -51,7 +51,7 @@ extern "C" fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the CUDA context");
     ctx->cuda = s;
     ctx->gpu = gpu;
-    fn_status st = create_state(s);
+    fn_status st = create_state(s, gpu);
     if (st != FN_OK) {
         fn_cuda_context_release(ctx);
         return st;

@@ -26,12 +26,15 @@ static inline fn_status fn_cuda_status(cudaError_t err, const char *what, const 
                    cudaGetErrorName(err));
 }
 
-#define FN_CUDA_CHECK(call)                                                         \
+/* A CUDA runtime call; FN_CUDA_CHECK_NAMED says `what` instead of the call. */
+#define FN_CUDA_CHECK_NAMED(call, what)                                             \
     do {                                                                            \
         cudaError_t fn_err_ = (call);                                               \
         if (fn_err_ != cudaSuccess)                                                 \
-            return fn_cuda_status(fn_err_, #call, __FILE__, __LINE__);              \
+            return fn_cuda_status(fn_err_, what, __FILE__, __LINE__);               \
     } while (0)
+
+#define FN_CUDA_CHECK(call) FN_CUDA_CHECK_NAMED(call, #call)
 
 #define FN_CUBLAS_CHECK(call)                                                       \
     do {                                                                            \
@@ -52,15 +55,16 @@ static inline fn_status fn_cuda_status(cudaError_t err, const char *what, const 
                            fn_curand_error_string(fn_err_));                        \
     } while (0)
 
-/* After a kernel launch: the launch error, and in debug builds the kernel's. */
+/* After a kernel launch: the launch error, and in debug builds the kernel's,
+ * each naming the kernel ("launch of sgd_kernel", "after sgd_kernel"). */
 #ifdef FN_CUDA_DEBUG_SYNC
 #define FN_CUDA_CHECK_LAUNCH(name)                                                  \
     do {                                                                            \
-        FN_CUDA_CHECK(cudaGetLastError());                                          \
-        FN_CUDA_CHECK(cudaDeviceSynchronize());                                     \
+        FN_CUDA_CHECK_NAMED(cudaGetLastError(), "launch of " #name);                \
+        FN_CUDA_CHECK_NAMED(cudaDeviceSynchronize(), "after " #name);               \
     } while (0)
 #else
-#define FN_CUDA_CHECK_LAUNCH(name) FN_CUDA_CHECK(cudaGetLastError())
+#define FN_CUDA_CHECK_LAUNCH(name) FN_CUDA_CHECK_NAMED(cudaGetLastError(), "launch of " #name)
 #endif
 
 #endif

@@ -1,8 +1,9 @@
 /* gemm_cuda.cu — the row-major products of gemm_cuda.h through cublasGemmEx,
  * in the context's math mode: strict fp32, TF32 tensor cores, or tf32x3 (each
- * operand split into a TF32-exact part and its remainder, three TF32 products
- * summed in cuBLAS's fp32 accumulator: near-fp32 accuracy at tensor-core
- * speed); the split and transpose kernels layers use to prepare operands
+ * operand split into a TF32-exact part and its remainder, and three TF32
+ * GEMMs chained into one output, the second and third with beta = 1, so each
+ * product is rounded to fp32 in C before the next adds to it: near-fp32
+ * accuracy at tensor-core speed); the split and transpose kernels layers use to prepare operands
  * once and reuse them (fn_cuda_gemm_split). cuBLAS's default algorithm is
  * used for every shape: a given algorithm is deterministic, and a choice by
  * timing could differ between runs and so change the bits.
@@ -17,14 +18,11 @@
 #include "cuda_check.h"
 #include "cuda_state.h"
 #include "gemm_cuda.h"
+#include "launch_cuda.cuh"
 
-/* Split operands start on 256-byte boundaries, as cuBLAS's fastest kernels
- * like them. */
-static const size_t kSplitAlignFloats = 64;
 static constexpr int kTile = 32;     /* transpose: tile side */
 static constexpr int kTileRows = 8;  /* transpose: thread rows a tile */
 static constexpr int kSplitThreads = 256;
-static constexpr size_t kSplitMaxBlocks = 132 * 16; /* a few waves on an H200; the kernel strides */
 
 /* ---- kernels ---- */
 
@@ -99,9 +97,11 @@ transpose_kernel(float *out /* [cols, rows] */, float *out_small /* [cols, rows]
 
 /* ---- launchers ---- */
 
-static size_t pad_floats(size_t n) { return (n + kSplitAlignFloats - 1) / kSplitAlignFloats * kSplitAlignFloats; }
-
-static size_t split_floats(size_t na, size_t nb) { return 2 * (pad_floats(na) + pad_floats(nb)); }
+/* Split operands start on fn_pad_floats boundaries. */
+static size_t split_floats(size_t na, size_t nb)
+{
+    return 2 * (fn_pad_floats(na) + fn_pad_floats(nb));
+}
 
 extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int in, int out)
 {
@@ -131,10 +131,7 @@ extern "C" fn_status fn_cuda_split_tf32(fn_context *ctx, float *a_big, float *a_
                                         const float *a, size_t na, float *b_big, float *b_small,
                                         const float *b, size_t nb)
 {
-    const size_t total = na + nb;
-    size_t blocks = (total + kSplitThreads - 1) / kSplitThreads;
-    if (blocks > kSplitMaxBlocks)
-        blocks = kSplitMaxBlocks;
+    const size_t blocks = fn_stride_blocks(ctx, na + nb, kSplitThreads);
     if (blocks == 0)
         return FN_OK;
     split_tf32_kernel<<<(unsigned)blocks, kSplitThreads, 0, fn_ctx_stream(ctx)>>>(
@@ -179,7 +176,7 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
                        m, n, k);
     const cublasComputeType_t tf32 = CUBLAS_COMPUTE_32F_FAST_TF32;
     /* The small cross terms first, the dominant big product last, so the
-     * accumulator adds the small terms before they are swamped. */
+     * small terms are added together in C before the big one swamps them. */
     FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a_small, lda, b, ldb, beta, c, ldc));
     FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b_small, ldb, 1.0f, c, ldc));
     return gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
@@ -200,9 +197,9 @@ static fn_status gemm(fn_context *ctx, int ta, int tb, int m, int n, int k, cons
                        "tf32x3 product [%d x %d x %d]: workspace of %zu floats, needs %zu", m, n,
                        k, ws_floats, split_floats(na, nb));
     float *a_big = ws;
-    float *a_small = a_big + pad_floats(na);
-    float *b_big = a_small + pad_floats(na);
-    float *b_small = b_big + pad_floats(nb);
+    float *a_small = a_big + fn_pad_floats(na);
+    float *b_big = a_small + fn_pad_floats(na);
+    float *b_small = b_big + fn_pad_floats(nb);
     FN_TRY(fn_cuda_split_tf32(ctx, a_big, a_small, a, na, b_big, b_small, b, nb));
     return fn_cuda_gemm_split(ctx, ta, tb, m, n, k, 1.0f, a_big, a_small, lda, b_big, b_small,
                               ldb, beta, c, ldc);

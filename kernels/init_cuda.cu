@@ -1,7 +1,9 @@
 /* init_cuda.cu — initialisation on the GPU: cuRAND's Philox generator through
- * its device API, giving the uniforms the host API gives for the same seed and
- * offset, and the transform to [lo, hi) in the same float arithmetic as
- * src/init.c (round-to-nearest multiply then add, never fused). */
+ * its host API, generating into device memory (curandCreateGenerator; the
+ * CPU side, src/init.c, uses curandCreateGeneratorHost), which gives the
+ * same uniforms for the same seed and offset, and the transform to [lo, hi)
+ * in the same float arithmetic as src/init.c (round-to-nearest multiply
+ * then add, never fused). */
 #include "cuda_backend.h"
 #include "cuda_check.h"
 
@@ -52,6 +54,9 @@ static fn_status draw_uniform(curandGenerator_t gen, float *out, size_t n, uint6
     return FN_OK;
 }
 
+/* The generator (no curandSetStream) and the kernel run on the legacy
+ * default stream, which the context's blocking stream is ordered with, so
+ * work queued there later sees the values. */
 extern "C" fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,
                                           uint64_t offset)
 {

@@ -5,9 +5,9 @@
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "cuda_state.h"
+#include "launch_cuda.cuh"
 
 static constexpr int kThreads = 256;
-static constexpr size_t kMaxBlocks = 132 * 16; /* a few waves on an H200; the kernel strides */
 
 /* ---- kernels ---- */
 
@@ -43,9 +43,7 @@ extern "C" fn_status fn_cuda_sgd_update(fn_context *ctx, fn_tensor *value, const
         return fn_fail(FN_ERR_INVALID, "SGD with momentum %g needs a momentum buffer",
                        (double)cfg->momentum);
     const size_t n = fn_tensor_count(value);
-    size_t blocks = (n + kThreads - 1) / kThreads;
-    if (blocks > kMaxBlocks)
-        blocks = kMaxBlocks;
+    const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
     sgd_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
         value->data, cfg->momentum != 0.0f ? momentum_buf->data : NULL, grad->data, cfg->lr,
         cfg->momentum, 1.0f - cfg->dampening, cfg->weight_decay, cfg->nesterov, first_step, n);

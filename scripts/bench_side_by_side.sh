@@ -11,7 +11,9 @@
 #   BENCH=build/gpu/bench scripts/bench_side_by_side.sh [--batch 1024 --in 8192 --hidden 8192 --groups 512]
 #
 # The shape flags go to both programs. PYTHON picks the interpreter that has
-# PyTorch (default python3).
+# PyTorch (default python3). A run of bench or bench_torch.py that fails is
+# named on stderr, the table is printed from what the others gave, and the
+# script exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,7 @@ bench=${BENCH:-build/gpu/bench}
 python=${PYTHON:-python3}
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
+failed=()
 
 if [ ! -x "$bench" ]; then
     echo "bench_side_by_side.sh: no bench program at $bench (build it, or set BENCH)" >&2
@@ -28,13 +31,17 @@ fi
 for math in fp32 tf32 tf32x3; do
     for momentum in 0 0.9; do
         echo "bench_side_by_side.sh: ./bench --math $math --momentum $momentum $*" >&2
-        "$bench" --math "$math" --momentum "$momentum" "$@" | tee -a "$raw" >&2 ||
+        if ! "$bench" --math "$math" --momentum "$momentum" "$@" | tee -a "$raw" >&2; then
             echo "bench_side_by_side.sh: FAILED: bench --math $math --momentum $momentum" >&2
+            failed+=("bench --math $math --momentum $momentum")
+        fi
     done
 done
 echo "bench_side_by_side.sh: scripts/bench_torch.py $*" >&2
-PYTHONUNBUFFERED=1 "$python" scripts/bench_torch.py "$@" | tee -a "$raw" >&2 ||
+if ! PYTHONUNBUFFERED=1 "$python" scripts/bench_torch.py "$@" | tee -a "$raw" >&2; then
     echo "bench_side_by_side.sh: FAILED: scripts/bench_torch.py" >&2
+    failed+=("scripts/bench_torch.py")
+fi
 
 table=$("$python" - "$raw" <<'EOF'
 import sys
@@ -122,4 +129,9 @@ if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT"
     echo "$table" >"$OUT/bench_side_by_side.md"
     cp "$raw" "$OUT/bench_raw.txt"
+fi
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf 'bench_side_by_side.sh: %d run(s) failed:\n' "${#failed[@]}" >&2
+    printf '  %s\n' "${failed[@]}" >&2
+    exit 1
 fi

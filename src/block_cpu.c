@@ -7,10 +7,7 @@
 #include <stddef.h>
 
 #include "block_impl.h"
-
-/* Column sums over the batch run over this many channels at a time, so their
- * double accumulators live on the stack and rows are read contiguously. */
-enum { CHANNEL_CHUNK = 256 };
+#include "reduce_cpu.h"
 
 /* ---- element-wise pieces shared by forward and backward ---- */
 
@@ -92,7 +89,6 @@ static fn_status block_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
                       b->params[FN_BLOCK_GAMMA].value.data, b->params[FN_BLOCK_BETA].value.data,
                       B, c->out_features, c->groups, c->negative_slope);
     b->x = *x;
-    b->batch = B;
     return FN_OK;
 }
 
@@ -120,11 +116,12 @@ static inline void du_zhat_at(const block_grad_inputs *in, int n, int c, float *
     *du = du_of(in->dy[i], in->gamma[c] * *zh + in->beta[c], in->slope);
 }
 
-/* dgamma_c += sum_n du zhat, dbeta_c += sum_n du, for channels [c0, c1). */
+/* dgamma_c += sum_n du zhat, dbeta_c += sum_n du, for channels [c0, c1),
+ * in double as fn_cpu_add_column_sums sums. */
 static void backward_affine_chunk(float *dgamma /* [H] */, float *dbeta /* [H] */,
                                   const block_grad_inputs *in, int c0, int c1)
 {
-    double sg[CHANNEL_CHUNK] = {0}, sb[CHANNEL_CHUNK] = {0};
+    double sg[FN_CPU_COLUMN_CHUNK] = {0}, sb[FN_CPU_COLUMN_CHUNK] = {0};
     for (int n = 0; n < in->B; n++) {
         for (int c = c0; c < c1; c++) {
             float du, zh;
@@ -142,8 +139,8 @@ static void backward_affine_chunk(float *dgamma /* [H] */, float *dbeta /* [H] *
 static void backward_affine(float *dgamma /* [H] */, float *dbeta /* [H] */,
                             const block_grad_inputs *in)
 {
-    for (int c0 = 0; c0 < in->H; c0 += CHANNEL_CHUNK) {
-        const int c1 = c0 + CHANNEL_CHUNK < in->H ? c0 + CHANNEL_CHUNK : in->H;
+    for (int c0 = 0; c0 < in->H; c0 += FN_CPU_COLUMN_CHUNK) {
+        const int c1 = c0 + FN_CPU_COLUMN_CHUNK < in->H ? c0 + FN_CPU_COLUMN_CHUNK : in->H;
         backward_affine_chunk(dgamma, dbeta, in, c0, c1);
     }
 }
@@ -178,20 +175,6 @@ static void backward_dz(float *dz /* [B, H] */, const block_grad_inputs *in)
             backward_dz_group(dz, in, n, g);
 }
 
-/* db_c += sum_n dz[n, c], in chunks of channels as backward_affine. */
-static void backward_bias(float *dbias /* [H] */, const float *dz /* [B, H] */, int B, int H)
-{
-    for (int c0 = 0; c0 < H; c0 += CHANNEL_CHUNK) {
-        const int c1 = c0 + CHANNEL_CHUNK < H ? c0 + CHANNEL_CHUNK : H;
-        double s[CHANNEL_CHUNK] = {0};
-        for (int n = 0; n < B; n++)
-            for (int c = c0; c < c1; c++)
-                s[c - c0] += (double)dz[(size_t)n * H + (size_t)c];
-        for (int c = c0; c < c1; c++)
-            dbias[c] += (float)s[c - c0];
-    }
-}
-
 /* dW += dz^T x; dx = dz W when dx is wanted. */
 static void backward_products(float *dx /* [B, in] or NULL */, float *dw /* [H, in] */,
                               const float *dz /* [B, H] */, const float *x /* [B, in] */,
@@ -217,14 +200,14 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
         .bias = p[FN_BLOCK_BIAS].value.data,
         .gamma = p[FN_BLOCK_GAMMA].value.data,
         .beta = p[FN_BLOCK_BETA].value.data,
-        .B = b->batch,
+        .B = l->batch,
         .H = c->out_features,
         .G = c->groups,
         .slope = c->negative_slope,
     };
     backward_affine(p[FN_BLOCK_GAMMA].grad.data, p[FN_BLOCK_BETA].grad.data, &in);
     backward_dz(b->dz.data, &in);
-    backward_bias(p[FN_BLOCK_BIAS].grad.data, b->dz.data, in.B, in.H);
+    fn_cpu_add_column_sums(p[FN_BLOCK_BIAS].grad.data, b->dz.data, in.B, in.H);
     backward_products(dx ? dx->data : NULL, p[FN_BLOCK_WEIGHT].grad.data, b->dz.data, b->x.data,
                       p[FN_BLOCK_WEIGHT].value.data, in.B, c->in_features, in.H);
     return FN_OK;

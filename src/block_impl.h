@@ -22,7 +22,6 @@ typedef struct fn_block {
     fn_tensor rstd;    /* per (sample, group) 1/sqrt(var + eps): [max_batch, groups] */
     fn_tensor dz;      /* d loss / dz: [max_batch, out] */
     fn_tensor scratch; /* the backend's own workspace; unused on the CPU */
-    int batch;         /* rows of the last forward; 0 before any */
 } fn_block;
 
 extern const fn_layer_ops fn_block_cpu_ops;

@@ -4,10 +4,7 @@
 #include <stddef.h>
 
 #include "linear_impl.h"
-
-/* Column sums over the batch run over this many channels at a time, so their
- * double accumulators live on the stack and rows are read contiguously. */
-enum { CHANNEL_CHUNK = 256 };
+#include "reduce_cpu.h"
 
 /* y = x W^T + b: each row starts as b, then the product adds onto it. */
 static fn_status linear_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
@@ -22,33 +19,18 @@ static fn_status linear_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out, in, 1.0f, x->data, in, w, in,
                 1.0f, y->data, out);
     l->x = *x;
-    l->batch = B;
     return FN_OK;
-}
-
-/* db_c += sum_n dy[n, c]. */
-static void backward_bias(float *dbias /* [H] */, const float *dy /* [B, H] */, int B, int H)
-{
-    for (int c0 = 0; c0 < H; c0 += CHANNEL_CHUNK) {
-        const int c1 = c0 + CHANNEL_CHUNK < H ? c0 + CHANNEL_CHUNK : H;
-        double s[CHANNEL_CHUNK] = {0};
-        for (int n = 0; n < B; n++)
-            for (int c = c0; c < c1; c++)
-                s[c - c0] += (double)dy[(size_t)n * H + (size_t)c];
-        for (int c = c0; c < c1; c++)
-            dbias[c] += (float)s[c - c0];
-    }
 }
 
 /* dW += dy^T x, db += sum_n dy, dx = dy W when dx is wanted. */
 static fn_status linear_backward(fn_layer *layer, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_linear *l = (fn_linear *)layer;
-    const int B = l->batch, in = layer->in_features, out = layer->out_features;
+    const int B = layer->batch, in = layer->in_features, out = layer->out_features;
     fn_param *w = &l->params[FN_LINEAR_WEIGHT];
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, B, 1.0f, dy->data, out,
                 l->x.data, in, 1.0f, w->grad.data, in);
-    backward_bias(l->params[FN_LINEAR_BIAS].grad.data, dy->data, B, out);
+    fn_cpu_add_column_sums(l->params[FN_LINEAR_BIAS].grad.data, dy->data, B, out);
     if (dx)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, out, 1.0f, dy->data, out,
                     w->value.data, in, 0.0f, dx->data, in);

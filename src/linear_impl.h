@@ -16,7 +16,6 @@ typedef struct fn_linear {
     fn_param params[FN_LINEAR_N_PARAMS]; /* weight [out, in], bias [1, out] */
     fn_tensor x;       /* the last forward's input, borrowed: [batch, in] */
     fn_tensor scratch; /* the backend's own workspace; unused on the CPU */
-    int batch;
 } fn_linear;
 
 extern const fn_layer_ops fn_linear_cpu_ops;

@@ -36,7 +36,7 @@ typedef struct shape {
 
 static const shape shapes[] = {
     {64, 96, 128, 8},  /* K = 16, the benchmark's group width */
-    {7, 33, 48, 3},    /* odd sizes, scalar path */
+    {7, 33, 48, 3},    /* odd batch and input width; K = 16, float4 team path */
     {130, 64, 256, 1}, /* one wide group */
 };
 

@@ -48,6 +48,10 @@ static void test_block_vs_reference(void **state)
         printf("-- %s\n", gc_block_cases[i].why);
         ok &= gc_block_vs_reference(*state, &gc_block_cases[i]);
     }
+    for (size_t i = 0; i < gc_n_unaligned_cases; i++) {
+        printf("-- %s\n", gc_unaligned_cases[i].why);
+        ok &= gc_block_vs_reference_at(*state, &gc_unaligned_cases[i], 1);
+    }
     assert_true(ok);
 }
 

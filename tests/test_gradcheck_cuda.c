@@ -1,9 +1,11 @@
 /* test_gradcheck_cuda.c — tiers 2 and 3 of the gradient checks on the CUDA
  * backend, in math modes fp32 and tf32: (a) the block, the linear layer and
  * both losses against the float64 reference at the shapes of
- * tests/support/gradcheck.c, (b) float32 finite differences through the
- * CUDA layers, (c) GPU against CPU on the same data, and (d) bit-identical
- * results from two runs (DESIGN.md: reductions are deterministic).
+ * tests/support/gradcheck.c (among them one per kernel variant the block's
+ * launch plan can pick, and y, dy misaligned for the scalar kernels), (b)
+ * float32 finite differences through the CUDA layers, (c) GPU against CPU on
+ * the same data, and (d) bit-identical results from two runs (DESIGN.md:
+ * reductions are deterministic).
  *
  * Tolerances: the per-element error model of tests/support/estimate.h. In
  * tf32 mode the matrix products round each operand to TF32 (10 stored
@@ -89,6 +91,10 @@ static void test_block_vs_reference(void **state)
         for (size_t i = 0; i < gc_n_block_cases; i++) {
             printf("-- %s\n", gc_block_cases[i].why);
             ok &= gc_block_vs_reference(s->gpu[m], &gc_block_cases[i]);
+        }
+        for (size_t i = 0; i < gc_n_unaligned_cases; i++) {
+            printf("-- %s\n", gc_unaligned_cases[i].why);
+            ok &= gc_block_vs_reference_at(s->gpu[m], &gc_unaligned_cases[i], 1);
         }
     }
     assert_true(ok);

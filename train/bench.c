@@ -25,9 +25,9 @@
 
 #include <cuda_runtime.h>
 
-#include "../kernels/cuda_state.h"
-#include "../kernels/gemm_cuda.h"
 #include "block_impl.h"
+#include "cuda_state.h"
+#include "gemm_cuda.h"
 #include "fusenet/sgd.h"
 
 enum { INNER_KERNEL = 20, INNER_PASS = 4, ERROR_ROWS = 8 };
@@ -397,6 +397,63 @@ static float *download(const fn_tensor *t)
     return h;
 }
 
+/* Squared error and squared reference, summed over the elements compared. */
+typedef struct relerr {
+    double num, den;
+} relerr;
+
+static void add_error(relerr *e, double got, double ref)
+{
+    const double d = got - ref;
+    e->num += d * d;
+    e->den += ref * ref;
+}
+
+/* Row n of y = x w^T: y [N, C], x [N, in], w [C, in]. */
+static void forward_row_error(relerr *e, const float *y, const float *x, const float *w, int n,
+                              int in, int C)
+{
+    for (int o = 0; o < C; o++) {
+        double r = 0.0;
+        for (int i = 0; i < in; i++)
+            r += (double)x[(size_t)n * in + i] * w[(size_t)o * in + i];
+        add_error(e, y[(size_t)n * C + o], r);
+    }
+}
+
+/* Row c of dw = dz^T x: dw [C, in], dz [N, C], x [N, in]. */
+static void dw_row_error(relerr *e, const float *dw, const float *dz, const float *x, int c, int N,
+                         int in, int C)
+{
+    for (int i = 0; i < in; i++) {
+        double r = 0.0;
+        for (int m = 0; m < N; m++)
+            r += (double)dz[(size_t)m * C + c] * x[(size_t)m * in + i];
+        add_error(e, dw[(size_t)c * in + i], r);
+    }
+}
+
+/* Row n of dx = dz w: dx [N, in], dz [N, C], w [C, in]; acc [in] is scratch. */
+static void dx_row_error(relerr *e, double *acc, const float *dx, const float *dz, const float *w,
+                         int n, int in, int C)
+{
+    for (int i = 0; i < in; i++)
+        acc[i] = 0.0;
+    for (int o = 0; o < C; o++) {
+        const double g = dz[(size_t)n * C + o];
+        for (int i = 0; i < in; i++)
+            acc[i] += g * w[(size_t)o * in + i];
+    }
+    for (int i = 0; i < in; i++)
+        add_error(e, dx[(size_t)n * in + i], acc[i]);
+}
+
+/* The k-th of ERROR_ROWS indices spread evenly over [0, count). */
+static int spread(int k, int count)
+{
+    return (int)((long long)k * (count - 1) / (ERROR_ROWS > 1 ? ERROR_ROWS - 1 : 1));
+}
+
 /* ||got - ref|| / ||ref|| over ERROR_ROWS rows of each product, against
  * float64 sums of the float32 operands; y = x w^T, dw = dz^T x, dx = dz w
  * with dz = dy. */
@@ -410,51 +467,134 @@ static void report_errors(bench *b)
     float *x = download(&b->x), *w = download(&b->layer->params[FN_BLOCK_WEIGHT].value);
     float *dz = download(&b->dy), *y = download(&b->prod_y), *dw = download(&b->prod_dw);
     float *dx = download(&b->prod_dx);
-    double num[3] = {0}, den[3] = {0};
+    double *acc = malloc((size_t)in * sizeof *acc);
+    if (!acc) {
+        fprintf(stderr, "bench: out of host memory\n");
+        exit(1);
+    }
+    relerr e[3] = {{0}};
     for (int k = 0; k < ERROR_ROWS; k++) {
-        const int n = (int)((long long)k * (N - 1) / (ERROR_ROWS > 1 ? ERROR_ROWS - 1 : 1));
-        const int c = (int)((long long)k * (C - 1) / (ERROR_ROWS > 1 ? ERROR_ROWS - 1 : 1));
-        for (int o = 0; o < C; o++) {
-            double r = 0.0;
-            for (int i = 0; i < in; i++)
-                r += (double)x[(size_t)n * in + i] * w[(size_t)o * in + i];
-            const double d = y[(size_t)n * C + o] - r;
-            num[0] += d * d;
-            den[0] += r * r;
-        }
-        for (int i = 0; i < in; i++) {
-            double r = 0.0;
-            for (int m = 0; m < N; m++)
-                r += (double)dz[(size_t)m * C + c] * x[(size_t)m * in + i];
-            const double d = dw[(size_t)c * in + i] - r;
-            num[1] += d * d;
-            den[1] += r * r;
-        }
-        double *acc = calloc((size_t)in, sizeof *acc);
-        if (!acc)
-            exit(1);
-        for (int o = 0; o < C; o++) {
-            const double g = dz[(size_t)n * C + o];
-            for (int i = 0; i < in; i++)
-                acc[i] += g * w[(size_t)o * in + i];
-        }
-        for (int i = 0; i < in; i++) {
-            const double d = dx[(size_t)n * in + i] - acc[i];
-            num[2] += d * d;
-            den[2] += acc[i] * acc[i];
-        }
-        free(acc);
+        forward_row_error(&e[0], y, x, w, spread(k, N), in, C);
+        dw_row_error(&e[1], dw, dz, x, spread(k, C), N, in, C);
+        dx_row_error(&e[2], acc, dx, dz, w, spread(k, N), in, C);
     }
     const char *names[3] = {"relerr_forward", "relerr_dw", "relerr_dx"};
     for (int q = 0; q < 3; q++)
         printf("fusenet %s %s %.3g\n", fn_math_name(b->o.math), names[q],
-               den[q] > 0.0 ? sqrt(num[q] / den[q]) : 0.0);
+               e[q].den > 0.0 ? sqrt(e[q].num / e[q].den) : 0.0);
+    free(acc);
     free(x);
     free(w);
     free(dz);
     free(y);
     free(dw);
     free(dx);
+}
+
+/* ---- the report ---- */
+
+/* Device copy bandwidth in GB/s, on buffers freed before it returns. */
+static double measure_copy(bench *b)
+{
+    const double copy_ms = time_op(b, op_copy, INNER_PASS);
+    const double gbps = 2.0 * (double)b->copy_bytes / (copy_ms * 1e-3) / 1e9;
+    check_cuda(cudaFree(b->copy_src), "cudaFree");
+    check_cuda(cudaFree(b->copy_dst), "cudaFree");
+    b->copy_src = b->copy_dst = NULL;
+    printf("# device copy: %.0f MiB read + written in %.4f ms\n",
+           2.0 * (double)b->copy_bytes / 1048576.0, copy_ms);
+    printf("fusenet %s copy_gbps %.1f\n", fn_math_name(b->o.math), gbps);
+    return gbps;
+}
+
+/* The fused kernels and the transpose, against the bytes they move. */
+static void report_kernels(bench *b, double gbps)
+{
+    const double N = b->o.batch, C = b->o.hidden, G = b->o.groups;
+    /* Row chunks of the column sums, as the kernels' fn_row_chunks. */
+    const double chunks = N / 32.0 < 1 ? 1 : N / 32.0 > 32 ? 32 : ceil(N / 32.0);
+    const double fwd_bytes = 4.0 * (2.0 * N * C + 2.0 * N * G + 3.0 * C);
+    const double bwd_bytes = 4.0 * (3.0 * N * C + 2.0 * N * G + 3.0 * C + 6.0 * C +
+                                    2.0 * chunks * 3.0 * C);
+    const double to_ms = 1e3 / (gbps * 1e9);
+    check(op_forward(b), "forward");
+    report(b, "norm_forward", time_op(b, op_norm_forward, INNER_KERNEL), fwd_bytes * to_ms);
+    report(b, "norm_backward", time_op(b, op_norm_backward, INNER_KERNEL), bwd_bytes * to_ms);
+    build_products(b);
+    report(b, "transpose_dz", time_op(b, op_transpose, INNER_KERNEL),
+           4.0 * N * C * (b->o.math == FN_MATH_TF32X3 ? 3.0 : 2.0) * to_ms);
+}
+
+/* Medians of the bare products, ms. */
+typedef struct product_times {
+    double fwd, dx, dw, dw_t, dw_tn;
+} product_times;
+
+static product_times report_products(bench *b)
+{
+    product_times t = {
+        .fwd = time_op(b, op_gemm_forward, INNER_PASS),
+        .dx = time_op(b, op_gemm_dx, INNER_PASS),
+        .dw = time_op(b, op_gemm_dw, INNER_PASS),
+        .dw_t = time_op(b, op_gemm_dw_t, INNER_PASS),
+        .dw_tn = time_op(b, op_gemm_dw_tn, INNER_PASS),
+    };
+    report(b, "gemm_forward", t.fwd, 0.0);
+    report(b, "gemm_dx", t.dx, 0.0);
+    report(b, "gemm_dw", t.dw, 0.0);
+    report(b, "gemm_dw_t", t.dw_t, 0.0);
+    report(b, "gemm_dw_tn", t.dw_tn, 0.0);
+    report_errors(b);
+    free_products(b);
+    /* Floors: the bare products with dW in cuBLAS's default layout (what the
+     * targets are stated against), and with the faster of the two layouts. */
+    const double dw_best = fmin(t.dw, fmin(t.dw_t, t.dw_tn));
+    printf("# floors: products with dx %.4f ms (best dW layout %.4f), without dx %.4f ms "
+           "(best %.4f)\n",
+           t.fwd + t.dx + t.dw, t.fwd + t.dx + dw_best, t.fwd + t.dw, t.fwd + dw_best);
+    return t;
+}
+
+static void report_passes(bench *b, const product_times *t)
+{
+    check(op_forward(b), "forward");
+    report(b, "forward", time_op(b, op_forward, INNER_PASS), t->fwd);
+    report(b, "backward_dx", time_op(b, op_backward_dx, INNER_PASS), t->dx + t->dw);
+    report(b, "backward_nodx", time_op(b, op_backward_nodx, INNER_PASS), t->dw);
+}
+
+/* One step, timed under a name that carries the momentum as bench_torch.py
+ * writes it (%g). */
+static void report_step(bench *b, const char *what, bench_op op, double floor_ms)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_m%g", what, (double)b->o.momentum);
+    report(b, name, time_op(b, op, INNER_PASS), floor_ms);
+}
+
+static void report_steps(bench *b, const product_times *t)
+{
+    const double floor_dx = t->fwd + t->dx + t->dw, floor_nodx = t->fwd + t->dw;
+    const int fused = b->o.momentum == 0.0f;
+    report_step(b, "step_dx", fused ? op_step_fused_dx : op_step_unfused_dx, floor_dx);
+    report_step(b, "step_nodx", fused ? op_step_fused_nodx : op_step_unfused_nodx, floor_nodx);
+    if (fused) {
+        report_step(b, "step_dx_unfused", op_step_unfused_dx, floor_dx);
+        report_step(b, "step_nodx_unfused", op_step_unfused_nodx, floor_nodx);
+    }
+}
+
+static void destroy(bench *b)
+{
+    fn_tensor_free(&b->x);
+    fn_tensor_free(&b->y);
+    fn_tensor_free(&b->dy);
+    fn_tensor_free(&b->dx);
+    fn_sgd_destroy(b->opt);
+    fn_layer_destroy(b->layer);
+    cudaEventDestroy(b->start);
+    cudaEventDestroy(b->stop);
+    fn_context_destroy(b->ctx);
 }
 
 /* ---- main ---- */
@@ -480,84 +620,17 @@ int main(int argc, char **argv)
            "lr %g; medians of %d samples after %d warm-up calls\n",
            o.batch, o.in, o.hidden, o.groups, math, (double)o.momentum, (double)o.lr, o.reps,
            o.warmup);
-
-    const double copy_ms = time_op(&b, op_copy, INNER_PASS);
-    const double gbps = 2.0 * (double)b.copy_bytes / (copy_ms * 1e-3) / 1e9;
-    check_cuda(cudaFree(b.copy_src), "cudaFree");
-    check_cuda(cudaFree(b.copy_dst), "cudaFree");
+    const double gbps = measure_copy(&b);
     const double steady = free_mib(); /* the block and its data, nothing else */
-    printf("# device copy: %.0f MiB read + written in %.4f ms\n",
-           2.0 * (double)b.copy_bytes / 1048576.0, copy_ms);
-    printf("fusenet %s copy_gbps %.1f\n", math, gbps);
 
-    const double N = o.batch, C = o.hidden, G = o.groups;
-    const double chunks = N / 32.0 < 1 ? 1 : N / 32.0 > 32 ? 32 : ceil(N / 32.0);
-    const double fwd_bytes = 4.0 * (2.0 * N * C + 2.0 * N * G + 3.0 * C);
-    const double bwd_bytes = 4.0 * (3.0 * N * C + 2.0 * N * G + 3.0 * C + 6.0 * C +
-                                    2.0 * chunks * 3.0 * C);
-    const double to_ms = 1e3 / (gbps * 1e9);
-
-    check(op_forward(&b), "forward");
-    report(&b, "norm_forward", time_op(&b, op_norm_forward, INNER_KERNEL), fwd_bytes * to_ms);
-    report(&b, "norm_backward", time_op(&b, op_norm_backward, INNER_KERNEL), bwd_bytes * to_ms);
-
-    build_products(&b);
-    report(&b, "transpose_dz", time_op(&b, op_transpose, INNER_KERNEL),
-           4.0 * N * C * (o.math == FN_MATH_TF32X3 ? 3.0 : 2.0) * to_ms);
-    const double t_fwd = time_op(&b, op_gemm_forward, INNER_PASS);
-    const double t_dx = time_op(&b, op_gemm_dx, INNER_PASS);
-    const double t_dw = time_op(&b, op_gemm_dw, INNER_PASS);
-    const double t_dwt = time_op(&b, op_gemm_dw_t, INNER_PASS);
-    const double t_dwtn = time_op(&b, op_gemm_dw_tn, INNER_PASS);
-    report(&b, "gemm_forward", t_fwd, 0.0);
-    report(&b, "gemm_dx", t_dx, 0.0);
-    report(&b, "gemm_dw", t_dw, 0.0);
-    report(&b, "gemm_dw_t", t_dwt, 0.0);
-    report(&b, "gemm_dw_tn", t_dwtn, 0.0);
-    report_errors(&b);
-    free_products(&b);
-    /* Floors: the bare products with dW in cuBLAS's default layout (what the
-     * targets are stated against), and with the faster of the two layouts. */
-    const double dw_best = fmin(t_dw, fmin(t_dwt, t_dwtn));
-    const double floor_dx = t_fwd + t_dx + t_dw, floor_nodx = t_fwd + t_dw;
-    printf("# floors: products with dx %.4f ms (best dW layout %.4f), without dx %.4f ms "
-           "(best %.4f)\n",
-           floor_dx, t_fwd + t_dx + dw_best, floor_nodx, t_fwd + dw_best);
-
-    check(op_forward(&b), "forward");
-    report(&b, "forward", time_op(&b, op_forward, INNER_PASS), t_fwd);
-    report(&b, "backward_dx", time_op(&b, op_backward_dx, INNER_PASS), t_dx + t_dw);
-    report(&b, "backward_nodx", time_op(&b, op_backward_nodx, INNER_PASS), t_dw);
-
-    /* Step names carry the momentum as bench_torch.py writes it (%g). */
-    char name[64], m[32];
-    snprintf(m, sizeof m, "%g", (double)o.momentum);
-    const int fused = o.momentum == 0.0f;
-    snprintf(name, sizeof name, "step_dx_m%s", m);
-    report(&b, name, time_op(&b, fused ? op_step_fused_dx : op_step_unfused_dx, INNER_PASS),
-           floor_dx);
-    snprintf(name, sizeof name, "step_nodx_m%s", m);
-    report(&b, name, time_op(&b, fused ? op_step_fused_nodx : op_step_unfused_nodx, INNER_PASS),
-           floor_nodx);
-    if (fused) {
-        snprintf(name, sizeof name, "step_dx_unfused_m%s", m);
-        report(&b, name, time_op(&b, op_step_unfused_dx, INNER_PASS), floor_dx);
-        snprintf(name, sizeof name, "step_nodx_unfused_m%s", m);
-        report(&b, name, time_op(&b, op_step_unfused_nodx, INNER_PASS), floor_nodx);
-    }
+    report_kernels(&b, gbps);
+    const product_times t = report_products(&b);
+    report_passes(&b, &t);
+    report_steps(&b, &t);
 
     check(fn_context_sync(b.ctx), "steps");
     printf("fusenet %s memory_mib %.0f\n", math, before - built);
     printf("fusenet %s memory_growth_mib %.0f\n", math, steady - free_mib());
-
-    fn_tensor_free(&b.x);
-    fn_tensor_free(&b.y);
-    fn_tensor_free(&b.dy);
-    fn_tensor_free(&b.dx);
-    fn_sgd_destroy(b.opt);
-    fn_layer_destroy(b.layer);
-    cudaEventDestroy(b.start);
-    cudaEventDestroy(b.stop);
-    fn_context_destroy(b.ctx);
+    destroy(&b);
     return 0;
 }

@@ -1,9 +1,10 @@
 /* init.h — seeded initialisation with cuRAND's Philox generator.
  *
- * The host API fills CPU tensors and the device API fills GPU tensors; both
- * draw the same uniforms for the same (seed, offset), and the transform to
- * [lo, hi) is the same float arithmetic on both sides, so one seed gives
- * bit-identical initial weights on either device. */
+ * cuRAND's host API drives both: a host generator fills CPU tensors, a
+ * device generator (numbers generated on the GPU, into its memory) fills GPU
+ * tensors. Both draw the same uniforms for the same (seed, offset), and the
+ * transform to [lo, hi) is the same float arithmetic on both sides, so one
+ * seed gives bit-identical initial weights on either device. */
 #ifndef FUSENET_INIT_H
 #define FUSENET_INIT_H
 

@@ -58,8 +58,30 @@ const gc_block_case gc_block_cases[] = {
     {5, 20, 16, 4, 0.01, 1, 1, 10, 12, "bias offset 10: mean >> spread"},
     {64, 128, 128, 8, 0.01, 1, 1, 0, 13, "larger: BLAS blocking"},
     {33, 257, 1040, 65, 0.01, 1, 1, 0, 14, "tiling: 1040 channels, 65 groups of 16, odd sizes"},
+    /* One row per CUDA kernel variant (kernels/block_cuda.cu, make_plan:
+     * float4 when K % 4 == 0 and the pointers are 16-byte aligned; team
+     * path <vec, reps> while 32 lanes x vec x reps cover K, reps 1, 2, 4;
+     * else the group path). The rows above reach <4,1> and <1,1>. */
+    {40, 13, 150, 3, 0.01, 1, 1, 0, 15, "K = 50, scalar team <1,2>; 2 row chunks"},
+    {4, 11, 132, 2, 0.01, 1, 1, 0, 16, "K = 66, scalar team <1,4>, lanes partly idle"},
+    {7, 19, 400, 2, 0.01, 1, 1, 0, 17, "K = 200, float4 team <4,2>"},
+    {70, 17, 800, 2, 0.01, 1, 1, 0, 18, "K = 400, float4 team <4,4>; 3 row chunks"},
+    {3, 8, 1024, 2, 0.01, 1, 1, 0, 19, "K = 512, float4 team <4,4>, every lane full"},
+    {37, 7, 260, 2, 0.01, 1, 1, 0, 20, "K = 130, scalar group path <1>; 2 row chunks"},
+    {2, 9, 2048, 2, 0.01, 1, 1, 0, 21, "K = 1024, float4 group path <4>"},
+    {2, 17, 8192, 1, 0.01, 1, 1, 0, 22, "G = 1 at width 8192, float4 group path <4>"},
+    {3, 9, 8190, 1, 0.01, 1, 1, 0, 23, "G = 1 at width 8190, scalar group path <1>"},
 };
 const size_t gc_n_block_cases = sizeof gc_block_cases / sizeof gc_block_cases[0];
+
+/* Run with y and dy one float past 16-byte alignment: the scalar kernels
+ * at widths whose aligned rows take float4 ones. */
+const gc_block_case gc_unaligned_cases[] = {
+    {9, 20, 96, 6, 0.01, 1, 1, 0, 31, "unaligned, K = 16: scalar team <1,1> (aligned: <4,1>)"},
+    {3, 10, 256, 2, 0.01, 1, 1, 0, 32, "unaligned, K = 128: scalar team <1,4>, every lane full"},
+    {3, 11, 1024, 2, 0.01, 1, 1, 0, 33, "unaligned, K = 512: scalar group <1> (aligned: <4,4>)"},
+};
+const size_t gc_n_unaligned_cases = sizeof gc_unaligned_cases / sizeof gc_unaligned_cases[0];
 
 /* Tier 3 runs on a subset: each case costs 6 directions x 5 forwards. */
 const gc_block_case gc_fd_cases[] = {
@@ -68,6 +90,12 @@ const gc_block_case gc_fd_cases[] = {
     {6, 7, 8, 8, 0.01, 1, 1, 0, 23, "K = 1"},
     {8, 16, 32, 4, 0, 1, 1, 0, 24, "slope 0"},
     {3, 12, 16, 4, 1, 100, 1, 0, 25, "slope 1, large inputs"},
+    {4, 9, 150, 3, 0.01, 1, 1, 0, 26, "K = 50, scalar team <1,2>"},
+    {3, 8, 132, 2, 0.01, 1, 1, 0, 27, "K = 66, scalar team <1,4>"},
+    {3, 7, 400, 2, 0.01, 1, 1, 0, 28, "K = 200, float4 team <4,2>"},
+    {2, 6, 800, 2, 0.01, 1, 1, 0, 29, "K = 400, float4 team <4,4>"},
+    {3, 5, 260, 2, 0.01, 1, 1, 0, 30, "K = 130, scalar group path <1>"},
+    {2, 6, 2048, 2, 0.01, 1, 1, 0, 31, "K = 1024, float4 group path <4>"},
 };
 const size_t gc_n_fd_cases = sizeof gc_fd_cases / sizeof gc_fd_cases[0];
 
@@ -89,6 +117,7 @@ static int failed(fn_status st, const char *what)
 
 typedef struct block_data {
     ref_block_dims d;
+    int offset; /* floats by which y and dy start past their allocations */
     double *t[N_BLOCK_TENSORS]; /* x, weight, bias, gamma, beta */
     size_t size[N_BLOCK_TENSORS];
     int cols[N_BLOCK_TENSORS];
@@ -181,7 +210,7 @@ static fn_status block_run(fn_context *ctx, const block_data *b, const double *d
     if (st == FN_OK)
         st = upload_block_params(l, b->t);
     if (st == FN_OK)
-        st = run_forward_backward(l, b->d.batch, b->t[0], dy, o->y, o->g[0]);
+        st = run_forward_backward_at(l, b->d.batch, b->t[0], dy, o->y, o->g[0], b->offset);
     for (int i = 0; st == FN_OK && i < 4; i++)
         st = run_get_grad(l, block_params[i], o->g[i + 1]);
     fn_layer_destroy(l);
@@ -228,9 +257,15 @@ static int compare_block(const char *layer, const block_data *b, const block_out
 
 int gc_block_vs_reference(fn_context *ctx, const gc_block_case *c)
 {
+    return gc_block_vs_reference_at(ctx, c, 0);
+}
+
+int gc_block_vs_reference_at(fn_context *ctx, const gc_block_case *c, int offset)
+{
     double u_op = est_operand_roundoff(fn_context_math(ctx));
     block_data b;
     block_data_init(&b, c, u_op);
+    b.offset = offset;
     block_out got, want, est;
     block_out_alloc(&got, &b), block_out_alloc(&want, &b), block_out_alloc(&est, &b);
     char layer[40];

@@ -28,10 +28,16 @@ extern const gc_block_case gc_block_cases[];
 extern const size_t gc_n_block_cases;
 extern const gc_block_case gc_fd_cases[];
 extern const size_t gc_n_fd_cases;
+/* Tier-2 shapes run with y and dy misaligned (gc_block_vs_reference_at,
+ * offset 1), so the GPU takes its scalar kernels. */
+extern const gc_block_case gc_unaligned_cases[];
+extern const size_t gc_n_unaligned_cases;
 
 /* Tier 2: the block on ctx against the float64 reference: y and all five
  * gradients. */
 int gc_block_vs_reference(fn_context *ctx, const gc_block_case *c);
+/* The same with y and dy as views `offset` floats into their allocations. */
+int gc_block_vs_reference_at(fn_context *ctx, const gc_block_case *c, int offset);
 /* Tier 2: the linear layer (y, dx, dW, db) and the two losses (value and
  * gradient). */
 int gc_linear_vs_reference(fn_context *ctx, int batch, int in, int out, uint64_t seed);

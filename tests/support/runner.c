@@ -33,21 +33,43 @@ fn_status run_linear_create(fn_layer **l, fn_context *ctx, int in, int out, int 
     return fn_linear_create(l, ctx, in, out, max_batch, &rng);
 }
 
+/* t's values from host values, as float32 (values NULL: left as they are). */
+static fn_status upload(fn_tensor *t, const double *values)
+{
+    if (!values)
+        return FN_OK;
+    size_t n = fn_tensor_count(t);
+    float *f = chk_alloc_float(n);
+    chk_to_float(f, values, n);
+    fn_status st = fn_tensor_upload(t, f, n);
+    free(f);
+    return st;
+}
+
 /* A tensor on `device` holding host values as float32. */
 static fn_status upload_new(fn_tensor *t, int rows, int cols, fn_device device,
                             const double *values)
 {
     FN_TRY(fn_tensor_alloc(t, rows, cols, device));
-    if (!values)
-        return FN_OK;
-    size_t n = (size_t)rows * (size_t)cols;
-    float *f = chk_alloc_float(n);
-    chk_to_float(f, values, n);
-    fn_status st = fn_tensor_upload(t, f, n);
-    free(f);
+    fn_status st = upload(t, values);
     if (st != FN_OK)
         fn_tensor_free(t);
     return st;
+}
+
+/* *t: a [rows, cols] view `offset` floats into *base, which the caller
+ * frees, holding host values as float32 (values NULL: left as allocated). */
+static fn_status upload_at(fn_tensor *base, fn_tensor *t, int rows, int cols, int offset,
+                           fn_device device, const double *values)
+{
+    if (offset == 0) {
+        FN_TRY(upload_new(base, rows, cols, device, values));
+        *t = *base;
+        return FN_OK;
+    }
+    FN_TRY(fn_tensor_alloc(base, 1, rows * cols + offset, device));
+    *t = fn_tensor_view(base->data + offset, rows, cols, device);
+    return upload(t, values);
 }
 
 static fn_status download(const fn_tensor *t, double *out)
@@ -72,14 +94,7 @@ fn_status run_set_param(fn_layer *l, const char *name, const double *values)
 {
     fn_status st;
     fn_param *p = param_or_fail(l, name, &st);
-    if (!p)
-        return st;
-    size_t n = fn_tensor_count(&p->value);
-    float *f = chk_alloc_float(n);
-    chk_to_float(f, values, n);
-    st = fn_tensor_upload(&p->value, f, n);
-    free(f);
-    return st;
+    return p ? upload(&p->value, values) : st;
 }
 
 fn_status run_get_grad(fn_layer *l, const char *name, double *out)
@@ -107,14 +122,20 @@ fn_status run_forward(fn_layer *l, int batch, const double *x, double *y)
 fn_status run_forward_backward(fn_layer *l, int batch, const double *x, const double *dy,
                                double *y, double *dx)
 {
-    fn_tensor tx = {0}, ty = {0}, tdy = {0}, tdx = {0};
+    return run_forward_backward_at(l, batch, x, dy, y, dx, 0);
+}
+
+fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const double *dy,
+                                  double *y, double *dx, int offset)
+{
+    fn_tensor tx = {0}, ybase = {0}, ty = {0}, dybase = {0}, tdy = {0}, tdx = {0};
     fn_status st = fn_layer_zero_grad(l);
     if (st == FN_OK)
         st = upload_new(&tx, batch, l->in_features, l->device, x);
     if (st == FN_OK)
-        st = upload_new(&ty, batch, l->out_features, l->device, NULL);
+        st = upload_at(&ybase, &ty, batch, l->out_features, offset, l->device, NULL);
     if (st == FN_OK)
-        st = upload_new(&tdy, batch, l->out_features, l->device, dy);
+        st = upload_at(&dybase, &tdy, batch, l->out_features, offset, l->device, dy);
     if (st == FN_OK && dx)
         st = upload_new(&tdx, batch, l->in_features, l->device, NULL);
     if (st == FN_OK)
@@ -126,8 +147,8 @@ fn_status run_forward_backward(fn_layer *l, int batch, const double *x, const do
     if (st == FN_OK && dx)
         st = download(&tdx, dx);
     fn_tensor_free(&tx);
-    fn_tensor_free(&ty);
-    fn_tensor_free(&tdy);
+    fn_tensor_free(&ybase);
+    fn_tensor_free(&dybase);
     fn_tensor_free(&tdx);
     return st;
 }

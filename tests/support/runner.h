@@ -27,6 +27,11 @@ fn_status run_forward(fn_layer *l, int batch, const double *x, double *y);
  * dx may be NULL (dx NULL: the layer is asked for no input gradient). */
 fn_status run_forward_backward(fn_layer *l, int batch, const double *x, const double *dy,
                                double *y, double *dx);
+/* The same with y and dy as views that start `offset` floats into their
+ * allocations (offset 1: not 16-byte aligned, which sends the CUDA block to
+ * its scalar kernels whatever the group width). */
+fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const double *dy,
+                                  double *y, double *dx, int offset);
 
 /* The losses: loss value and gradient (dpred may be NULL). */
 fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,

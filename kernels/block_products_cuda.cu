@@ -1,0 +1,92 @@
+/* block_products_cuda.cu — the fused block's three products on the GPU and
+ * the workspace they share with its normalisation kernels: one scratch
+ * tensor carved into the column partial sums and, in the TF32 modes, the
+ * transposes and TF32 splits of the operands (block_products_cuda.h). The
+ * products run through gemm_cuda.h in the context's math mode. */
+#include "block_products_cuda.h"
+#include "cuda_backend.h"
+#include "gemm_cuda.h"
+#include "launch_cuda.cuh"
+
+static float *carve(float *base, size_t *at, size_t n)
+{
+    float *p = base ? base + *at : NULL;
+    *at += fn_pad_floats(n);
+    return p;
+}
+
+extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws)
+{
+    const fn_layer *l = &b->base;
+    const fn_math math = fn_context_math(l->ctx);
+    const size_t nx = (size_t)l->max_batch * (size_t)l->in_features;
+    const size_t nw = (size_t)l->out_features * (size_t)l->in_features;
+    const size_t nz = (size_t)l->max_batch * (size_t)l->out_features;
+    size_t at = 0;
+    *ws = fn_block_ws{};
+    ws->partials =
+        carve(base, &at, (size_t)fn_row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
+    if (math == FN_MATH_FP32)
+        return at;
+    ws->dzt = carve(base, &at, nz);
+    ws->xt = carve(base, &at, nx);
+    if (math == FN_MATH_TF32)
+        return at;
+    ws->dzt_small = carve(base, &at, nz);
+    ws->xt_small = carve(base, &at, nx);
+    ws->x_big = carve(base, &at, nx);
+    ws->x_small = carve(base, &at, nx);
+    ws->w_big = carve(base, &at, nw);
+    ws->w_small = carve(base, &at, nw);
+    ws->dz_big = carve(base, &at, nz);
+    ws->dz_small = carve(base, &at, nz);
+    return at;
+}
+
+extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x)
+{
+    fn_layer *l = &b->base;
+    const int N = x->rows, in = l->in_features, C = l->out_features;
+    const float *w = b->params[FN_BLOCK_WEIGHT].value.data;
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (ws.x_big)
+        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.x_big, ws.x_small, x->data, (size_t)N * in, ws.w_big,
+                                  ws.w_small, w, (size_t)C * in));
+    /* Row-major z [N, C] = x w^T is column-major z^T [C, N] = (w^T)^T x^T. */
+    return fn_cuda_gemm_split(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_big ? ws.w_big : w, ws.w_small,
+                              in, ws.x_big ? ws.x_big : x->data, ws.x_small, in, 0.0f, b->z.data,
+                              C);
+}
+
+extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx, float *dw_out,
+                                                     float alpha)
+{
+    fn_layer *l = &b->base;
+    const int N = l->batch, in = l->in_features, C = l->out_features;
+    const fn_math math = fn_context_math(l->ctx);
+    const float *dz = b->dz.data;
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (math == FN_MATH_TF32X3)
+        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, dz, (size_t)N * C, NULL, NULL,
+                                  NULL, 0));
+    if (math != FN_MATH_FP32) {
+        FN_TRY(fn_cuda_transpose(l->ctx, ws.dzt, ws.dzt_small, dz, N, C));
+        FN_TRY(fn_cuda_transpose(l->ctx, ws.xt, ws.xt_small, b->x.data, N, in));
+    }
+    const float *w = ws.w_big ? ws.w_big : b->params[FN_BLOCK_WEIGHT].value.data;
+    const float *dz_a = ws.dz_big ? ws.dz_big : dz;
+    /* Row-major dx [N, in] = dz w is column-major dx^T = w^T dz^T, both as stored. */
+    if (dx)
+        FN_TRY(fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws.w_small, in, dz_a,
+                                  ws.dz_small, C, 0.0f, dx->data, in));
+    /* Row-major dW [C, in] = dz^T x is column-major dW^T [in, C] = x^T dz:
+     * in fp32 with x and dz as stored (x^T, op N; dz, op T), in the TF32
+     * modes with x^T and dz^T as stored (op T, op N). */
+    if (math == FN_MATH_FP32)
+        return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in, dz, NULL, C,
+                                  1.0f, dw_out, in);
+    return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws.xt, ws.xt_small, N, ws.dzt,
+                              ws.dzt_small, N, 1.0f, dw_out, in);
+}

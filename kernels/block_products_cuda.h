@@ -1,0 +1,49 @@
+/* block_products_cuda.h (private) — the fused block's GPU workspace and its
+ * three products (kernels/block_products_cuda.cu), for the layer's ops in
+ * kernels/block_cuda.cu. */
+#ifndef FUSENET_KERNELS_BLOCK_PRODUCTS_CUDA_H
+#define FUSENET_KERNELS_BLOCK_PRODUCTS_CUDA_H
+
+#include <stddef.h>
+
+#include "block_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where the parts of b->scratch live; a part a math mode does not use is
+ * NULL. The TF32 splits of x and w that forward makes are kept for backward
+ * (the dx product reuses w's), so tf32x3 splits w once a step. In the TF32
+ * modes the dW product takes x^T and dz^T: Hopper's TF32 tensor-core
+ * instructions read operands with the reduced dimension contiguous, which x
+ * and dz as stored do not have for dW (their rows are the batch); with both
+ * transposed dW has the forward product's layout (DESIGN.md: the default
+ * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
+typedef struct fn_block_ws {
+    float *partials;          /* [chunks, 3, out]: column partial sums (block_cuda.cu) */
+    float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
+    float *xt, *xt_small;     /* [in, max_batch]: x^T (tf32, tf32x3), its remainder (tf32x3) */
+    float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
+    float *w_big, *w_small;   /* [out, in] (tf32x3) */
+    float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
+} fn_block_ws;
+
+/* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
+size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
+
+/* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
+ * w into the workspace, where backward finds them). */
+fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
+
+/* The products of backward after the normalisation's, from b->dz and the
+ * last forward's x: dx = dz W (when dx is given), then dW = dz^T x added
+ * with factor alpha to dw_out (the weight's gradient with alpha 1, or the
+ * weight itself with alpha = -lr, after dx has read it). */
+fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx /* [N, in] or NULL */,
+                                          float *dw_out /* [out, in] */, float alpha);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
