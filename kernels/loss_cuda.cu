@@ -6,7 +6,11 @@
  * then one block adds the partials in order and writes the mean to the
  * [1, 1] loss tensor. The gradient is assigned in the first kernel. The
  * arithmetic is src/loss_cpu.c's, in double. No atomics and no host round
- * trip; only the correct-count synchronises, to hand its number to the host. */
+ * trip; only the correct-count synchronises, to hand its number to the host.
+ * fn_cuda_cross_entropy_loss_read counts in the loss's own kernels (partial
+ * counts in the reduce buffer's second half, so the cross-entropy uses at
+ * most half its slots) and its finish kernel puts the value and the count
+ * side by side in the buffer's last slot: one 8-byte copy reads both. */
 #include <math.h>
 #include <stdint.h>
 
@@ -18,8 +22,44 @@
 static constexpr int kThreads = 256;
 static constexpr int kWarps = kThreads / kWarpSize;
 static constexpr size_t kMinPerBlock = 4 * kThreads; /* MSE: elements a block at least */
+/* Cross-entropy blocks at most: its double partials fill the reduce
+ * buffer's first half, the partial counts of the _read variant the second. */
+static constexpr int kCrossEntropySlots = FN_CUDA_REDUCE_SLOTS / 2;
+
+/* The last slot of the reduce buffer: what fn_cuda_cross_entropy_loss_read
+ * copies to the host. */
+struct loss_result {
+    float loss;
+    int correct;
+};
+static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 
 /* ---- kernels ---- */
+
+/* The column of row's first largest value, on every lane of the warp: a
+ * lane scans its columns upwards and keeps the first maximum; merging
+ * prefers the larger value, then the lower index, so ties go to the lowest
+ * index whatever the order of the merge. */
+__device__ __forceinline__ int row_argmax(const float *row /* [C] */, int C, int lane)
+{
+    float best = -INFINITY;
+    int at = INT32_MAX;
+    for (int c = lane; c < C; c += kWarpSize) {
+        if (at == INT32_MAX || row[c] > best) {
+            best = row[c];
+            at = c;
+        }
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        const float other = __shfl_xor_sync(kFullMask, best, offset);
+        const int other_at = __shfl_xor_sync(kFullMask, at, offset);
+        if (other > best || (other == best && other_at < at)) {
+            best = other;
+            at = other_at;
+        }
+    }
+    return at;
+}
 
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
  * dpred = 2 (pred - target) / count. */
@@ -45,18 +85,21 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
 
 /* One warp a row: loss_n = logsumexp(row) - row[label], gradient
  * (softmax(row) - onehot(label)) * scale; partials[block] = the sum of the
- * block's row losses, rows in order. */
+ * block's row losses, rows in order; counts[block], when given, the block's
+ * rows whose first largest logit is at the label. */
 __global__ void __launch_bounds__(kThreads)
-cross_entropy_partial_kernel(double *partials /* [gridDim.x] */,
+cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [gridDim.x] or NULL */,
                              float *dlogits /* [N, C] or NULL */, const float *logits /* [N, C] */,
                              const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
                              double scale)
 {
     __shared__ double warp_loss[kWarps];
+    __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int row0 = blockIdx.x * rows_per_block;
     const int row1 = min(N, row0 + rows_per_block);
     double acc = 0.0;
+    int correct = 0;
     for (int n = row0 + warp; n < row1; n += kWarps) {
         const float *row = logits + (size_t)n * C;
         float m = -INFINITY;
@@ -72,6 +115,8 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */,
         const int label = labels[n];
         if (lane == 0)
             acc += lse - (double)row[label];
+        if (counts && row_argmax(row, C, lane) == label)
+            correct++;
         if (dlogits) {
             for (int c = lane; c < C; c += kWarpSize) {
                 const double p = exp((double)row[c] - lse) - (c == label ? 1.0 : 0.0);
@@ -79,29 +124,47 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */,
             }
         }
     }
-    if (lane == 0)
+    if (lane == 0) {
         warp_loss[warp] = acc;
+        warp_count[warp] = correct;
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         double total = 0.0;
-        for (int w = 0; w < kWarps; w++)
+        int total_correct = 0;
+        for (int w = 0; w < kWarps; w++) {
             total += warp_loss[w];
+            total_correct += warp_count[w];
+        }
         partials[blockIdx.x] = total;
+        if (counts)
+            counts[blockIdx.x] = total_correct;
     }
 }
 
-/* loss[0] = (sum of the partials, in order of their blocks' slices) * scale. */
+/* loss[0] = (sum of the partials, in order of their blocks' slices) * scale;
+ * with counts, result = that value and the sum of the counts. */
 __global__ void __launch_bounds__(kThreads)
-loss_finish_kernel(float *loss /* [1] */, const double *partials /* [count] */, int count,
-                   double scale)
+loss_finish_kernel(float *loss /* [1] */, loss_result *result /* or NULL */,
+                   const double *partials /* [count] */, const int *counts /* [count] or NULL */,
+                   int count, double scale)
 {
     __shared__ double smem[kWarpSize];
-    double s = 0.0;
-    for (int i = threadIdx.x; i < count; i += blockDim.x)
+    double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
         s += partials[i];
+        if (counts)
+            c += (double)counts[i];
+    }
     s = block_sum(s, smem);
-    if (threadIdx.x == 0)
-        loss[0] = (float)(s * scale);
+    if (counts)
+        c = block_sum(c, smem);
+    if (threadIdx.x == 0) {
+        const float value = (float)(s * scale);
+        loss[0] = value;
+        if (result)
+            *result = loss_result{value, (int)c};
+    }
 }
 
 /* One warp a row: partials[block] = rows whose first largest logit is at the
@@ -117,25 +180,7 @@ count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logit
     int correct = 0;
     for (int n = row0 + warp; n < row1; n += kWarps) {
         const float *row = logits + (size_t)n * C;
-        /* A lane scans its columns upwards and keeps the first maximum;
-         * merging prefers the larger value, then the lower index, so ties
-         * go to the lowest index whatever the order of the merge. */
-        float best = -INFINITY;
-        int at = INT32_MAX;
-        for (int c = lane; c < C; c += kWarpSize) {
-            if (at == INT32_MAX || row[c] > best) {
-                best = row[c];
-                at = c;
-            }
-        }
-        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-            const float other = __shfl_xor_sync(kFullMask, best, offset);
-            const int other_at = __shfl_xor_sync(kFullMask, at, offset);
-            if (other > best || (other == best && other_at < at)) {
-                best = other;
-                at = other_at;
-            }
-        }
+        const int at = row_argmax(row, C, lane);
         if (lane == 0 && at == labels[n])
             correct++;
     }
@@ -162,11 +207,11 @@ __global__ void count_finish_kernel(int *total /* [1] */, const int *partials /*
 /* ---- launchers ---- */
 
 /* Blocks of one row-wise kernel: a warp a row, at most the reduce slots. */
-static int row_blocks(int rows, int *rows_per_block)
+static int row_blocks(int rows, int most, int *rows_per_block)
 {
     int blocks = (rows + kWarps - 1) / kWarps;
-    if (blocks > FN_CUDA_REDUCE_SLOTS)
-        blocks = FN_CUDA_REDUCE_SLOTS;
+    if (blocks > most)
+        blocks = most;
     if (blocks < 1)
         blocks = 1;
     *rows_per_block = (rows + blocks - 1) / blocks;
@@ -176,7 +221,8 @@ static int row_blocks(int rows, int *rows_per_block)
 static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *partials, int count,
                              double scale)
 {
-    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, partials, count, scale);
+    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, partials, NULL,
+                                                               count, scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     return FN_OK;
 }
@@ -203,13 +249,40 @@ extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor
 {
     const int N = logits->rows, C = logits->cols;
     int rows_per_block;
-    const int blocks = row_blocks(N, &rows_per_block);
+    const int blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
     double *partials = (double *)ctx->cuda->reduce;
     cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dlogits ? dlogits->data : NULL, logits->data, labels, N, C, rows_per_block,
-        1.0 / (double)N);
+        partials, NULL, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
+        rows_per_block, 1.0 / (double)N);
     FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     return finish_loss(ctx, loss, partials, blocks, 1.0 / (double)N);
+}
+
+extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                                     const int32_t *labels, fn_tensor *loss,
+                                                     fn_tensor *dlogits, float *value,
+                                                     int *correct)
+{
+    const int N = logits->rows, C = logits->cols;
+    cudaStream_t s = fn_ctx_stream(ctx);
+    int rows_per_block;
+    const int blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
+    double *partials = (double *)ctx->cuda->reduce;
+    int *counts = (int *)(partials + kCrossEntropySlots);
+    loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
+    const double scale = 1.0 / (double)N;
+    cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(
+        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
+        rows_per_block, scale);
+    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
+    loss_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, result, partials, counts, blocks, scale);
+    FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
+    loss_result host;
+    FN_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof host, cudaMemcpyDeviceToHost, s));
+    FN_CUDA_CHECK(cudaStreamSynchronize(s));
+    *value = host.loss;
+    *correct = host.correct;
+    return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits,
@@ -218,7 +291,7 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
     const int N = logits->rows, C = logits->cols;
     cudaStream_t s = fn_ctx_stream(ctx);
     int rows_per_block;
-    const int blocks = row_blocks(N, &rows_per_block);
+    const int blocks = row_blocks(N, FN_CUDA_REDUCE_SLOTS, &rows_per_block);
     int *partials = (int *)ctx->cuda->reduce;
     int *total = partials + FN_CUDA_REDUCE_SLOTS;
     count_correct_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(partials, logits->data,

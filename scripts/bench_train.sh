@@ -11,11 +11,11 @@
 #   BUILD=build/gpu scripts/bench_train.sh
 #
 # The comparison: a network's first layer computes no dx, so the step to
-# match is bench's `step_nodx_m0` (the fused plain-SGD step). train runs
-# the unfused step (zero_grad, backward, fn_sgd_step: the update is a pass
-# of its own), a linear 8192 -> 16 head, the cross-entropy loss and two
-# 4-byte reads per step (loss, correct count), so its ratio is also printed
-# against `step_nodx_unfused_m0`, the same block step as train computes it.
+# match is bench's `step_nodx_m0` (the fused plain-SGD step), which train
+# runs too with momentum 0 (fn_net_backward_sgd), plus a linear 8192 -> 16
+# head, the cross-entropy loss and one 8-byte read per step (loss and
+# correct count); its ratio is also printed against
+# `step_nodx_unfused_m0`, the step with the update as a pass of its own.
 # Each math is also trained with FN_LOADER_THREADS=1: whether one gathering
 # thread would keep up. ROWS (default 65536: 64 steps an epoch), EPOCHS_FP32
 # (6), EPOCHS_TF32 (12), WORK (default a temporary directory) may be set,

@@ -316,11 +316,18 @@ static fn_status set_number(fn_config *cfg, const key_spec *k, const char *text)
     }
     double v = 0;
     FN_TRY(parse_double(text, &v));
-    FN_TRY(check_range(k, v, text));
-    if (k->type == T_FLOAT)
-        *(float *)field = (float)v;
-    else
+    if (k->type == T_DOUBLE) {
+        FN_TRY(check_range(k, v, text));
         *(double *)field = v;
+        return FN_OK;
+    }
+    /* The range is checked on the float the run will use: 1e-50 passes
+     * "> 0" as a double but is 0 as a float, and 1e39 is infinity. */
+    const float f = (float)v;
+    if (!isfinite(f))
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: not a finite float32 number", text);
+    FN_TRY(check_range(k, (double)f, text));
+    *(float *)field = f;
     return FN_OK;
 }
 

@@ -73,6 +73,9 @@ fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
                                      const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
 fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
                                 int *correct);
+fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                          const int32_t *labels, fn_tensor *loss,
+                                          fn_tensor *dlogits, float *value, int *correct);
 
 /* kernels/sgd_cuda.cu */
 fn_status fn_cuda_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,

@@ -99,6 +99,22 @@ fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32
     return named(fn_cpu_count_correct(logits, labels, correct), "fn_count_correct");
 }
 
+fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits,
+                                     float *value, int *correct)
+{
+    const char *name = "cross_entropy loss";
+    FN_TRY(named(check_cross_entropy(ctx, logits, labels, loss, dlogits), name));
+    if (!value || !correct)
+        return fn_fail(FN_ERR_INVALID, "%s: %s is NULL", name, !value ? "value" : "correct");
+    if (logits->device == FN_CUDA)
+        return fn_cuda_cross_entropy_loss_read(ctx, logits, labels, loss, dlogits, value, correct);
+    FN_TRY(named(fn_cpu_cross_entropy_loss(logits, labels, loss, dlogits), name));
+    FN_TRY(named(fn_cpu_count_correct(logits, labels, correct), name));
+    *value = loss->data[0];
+    return FN_OK;
+}
+
 const char *fn_loss_name(fn_loss_kind kind)
 {
     switch (kind) {

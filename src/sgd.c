@@ -171,6 +171,24 @@ fn_status fn_sgd_step(fn_sgd *opt)
     return FN_OK;
 }
 
+int fn_sgd_is_plain(const fn_sgd *opt)
+{
+    return opt && opt->cfg.momentum == 0.0f && opt->cfg.weight_decay == 0.0f;
+}
+
+fn_status fn_sgd_count_step(fn_sgd *opt)
+{
+    if (!opt)
+        return fn_fail(FN_ERR_INVALID, "fn_sgd_count_step: optimiser is NULL");
+    if (!fn_sgd_is_plain(opt))
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_sgd_count_step: momentum %g, weight_decay %g: only a plain SGD step "
+                       "(both 0) can be taken outside fn_sgd_step",
+                       (double)opt->cfg.momentum, (double)opt->cfg.weight_decay);
+    opt->steps++;
+    return FN_OK;
+}
+
 void fn_sgd_destroy(fn_sgd *opt)
 {
     if (!opt)

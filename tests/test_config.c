@@ -226,6 +226,41 @@ static void test_out_of_range(void **state)
                  "train.batch_size: 99999999999999999999 is out of range", NULL);
 }
 
+/* Float keys are checked as the float32 the run uses, not as the double
+ * parsed: a positive double that rounds to 0 fails "> 0" where it is set
+ * (not later, without a line), and one beyond float32's range is refused. */
+static void test_float_range_after_narrowing(void **state)
+{
+    EXPECT_ERROR("[model]\neps = 1e-50\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: model.eps: 1e-50 is out of range", "> 0");
+    EXPECT_ERROR("[train]\n\nlr = 1e-46\n", NULL, FN_ERR_INVALID,
+                 "run.ini:3: train.lr: 1e-46 is out of range", "> 0");
+    const char *const tiny_lr[] = {"train.lr=1e-46", NULL};
+    EXPECT_ERROR(minimal, tiny_lr, FN_ERR_INVALID, "--set train.lr=1e-46: 1e-46 is out of range",
+                 NULL);
+    EXPECT_ERROR("[model]\nnegative_slope = 1e39\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: model.negative_slope: 1e39 is out of range",
+                 "not a finite float32 number");
+    EXPECT_ERROR("[train]\nmomentum = -1e39\n", NULL, FN_ERR_INVALID,
+                 "train.momentum: -1e39 is out of range", NULL);
+    /* The smallest normal float and a subnormal are positive floats: kept. */
+    fn_config *cfg = NULL;
+    const char *const small[] = {"train.lr=1.2e-38", "model.eps=1e-44", NULL};
+    fn_status st = load(*state, minimal, small, &cfg);
+    if (st != FN_OK)
+        fail_msg("small positive floats refused: %s", fn_last_error());
+    assert_true(cfg->sgd.lr == 1.2e-38f);
+    assert_true(cfg->eps > 0.0f && cfg->eps == 1e-44f);
+    fn_config_destroy(cfg);
+    /* A double that rounds to 0 is fine where 0 is allowed. */
+    const char *const zero[] = {"train.momentum=1e-50", NULL};
+    st = load(*state, minimal, zero, &cfg);
+    if (st != FN_OK)
+        fail_msg("momentum 1e-50 refused: %s", fn_last_error());
+    assert_true(cfg->sgd.momentum == 0.0f);
+    fn_config_destroy(cfg);
+}
+
 static void test_zero_and_negative_sizes(void **state)
 {
     EXPECT_ERROR("[train]\nbatch_size = 0\n", NULL, FN_ERR_INVALID,
@@ -363,6 +398,7 @@ int main(void)
         T(test_defaults),          T(test_values_and_overrides), T(test_unknown_section),
         T(test_key_outside_section), T(test_unknown_key),        T(test_duplicate_key),
         T(test_syntax_error),      T(test_not_a_number),         T(test_out_of_range),
+        T(test_float_range_after_narrowing),
         T(test_zero_and_negative_sizes), T(test_bad_layer_lists), T(test_groups_must_divide),
         T(test_nesterov_needs_momentum), T(test_bad_enums),      T(test_missing_required),
         T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),

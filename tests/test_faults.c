@@ -1,13 +1,18 @@
 /* test_faults.c — what a fault leaves behind.
  *
- * SIGKILL: a run of a wide network that writes a checkpoint every epoch
- * (each write ~10 ms of HDF5 and fsync) is killed again and again, at
- * random times and just after a checkpoint.h5.tmp or weights.h5.tmp
- * appears; after every kill checkpoint.h5 and weights.h5 are absent only if
- * never written, else complete files that the library's loaders open and
- * whose values equal, bit for bit, those of a reference run stopped at the
- * same epoch. A broken .tmp left behind is then ignored by --resume, which
- * ends with the reference's final weights.
+ * SIGKILL: a run of a wide network that writes a checkpoint every epoch is
+ * killed again and again: at random times, and inside a write of a
+ * checkpoint (a random epoch's) or of the weights. For the latter the run
+ * gets the test-only FN_TEST_WRITE_DELAY_MS (src/h5util.c), which holds
+ * every write open for WRITE_DELAY_MS between the temporary's fsync and
+ * its rename, and the kill comes at most KILL_WITHIN_MS after the .tmp
+ * appears: so each of those kills lands inside the write, whatever the
+ * machine's load, and the test asserts that every one did. After every
+ * kill checkpoint.h5 and weights.h5 are absent only if never written, else
+ * complete files that the library's loaders open and whose values equal,
+ * bit for bit, those of a reference run stopped at the same epoch. A broken
+ * .tmp left behind is then ignored by --resume, which ends with the
+ * reference's final weights.
  * Non-finite loss: a run with a huge lr stops with "step S (epoch E, batch
  * B): loss is nan; first non-finite: layer L (kind) ...", exit 1, no
  * weights.h5, and checkpoint.h5 is the one of epoch E-1, equal to a
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,7 +184,7 @@ static void expect_same_model(model *a, model *b, int momentum, const char *file
 
 /* --- SIGKILL while writing ----------------------------------------------------- */
 
-enum { EPOCHS = 5, KILLS = 18, MIN_MID_WRITE = 4 };
+enum { EPOCHS = 5, KILLS = 18, WRITE_DELAY_MS = 250, KILL_WITHIN_MS = 50 };
 
 static double now(void)
 {
@@ -272,23 +278,73 @@ static void check_after_kill(const fixture *f, references *r, int *seen_ckpt, in
     }
 }
 
-/* Starts a run in <dir>/kill and SIGKILLs it: at a random time, or a random
- * few milliseconds after a fresh .tmp of the checkpoint or the weights
- * appears. Returns 1 when a fresh .tmp is left: the kill hit a write. */
+/* Lines of the run's stdout that report a finished epoch ("epoch 2/5: ..."). */
+static int epochs_reported(const fixture *f)
+{
+    char *text = program_slurp(f->out);
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, ": train loss")) != NULL; p++)
+        n++;
+    free(text);
+    return n;
+}
+
+/* Waits until path exists; fails the test after `limit` seconds or when
+ * the run ends first. */
+static void wait_for_file(const fixture *f, pid_t pid, const char *path, double limit, int k)
+{
+    double t0 = now();
+    while (access(path, F_OK) != 0) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            fail_msg("kill %d: the run ended before %s appeared: %s", k, path,
+                     program_slurp(f->err));
+        if (now() - t0 > limit)
+            fail_msg("kill %d: %s did not appear within %.0f s", k, path, limit);
+        sleep_for(2e-4);
+    }
+}
+
+/* Starts a run in <dir>/kill and SIGKILLs it. Target 0: at a random time
+ * (returns 1 when a fresh .tmp is left, only counted). Target 1: inside the
+ * checkpoint write of a random epoch; target 2: inside the weights write:
+ * with the write delay, at most KILL_WITHIN_MS after the .tmp appears
+ * (stale ones of earlier kills are removed first, so the one seen is the
+ * run's own); returns 1 when that .tmp is left, which must be always. */
 static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
 {
     const char *tmps[2] = {path_in(f, "kill/checkpoint.h5.tmp"), path_in(f, "kill/weights.h5.tmp")};
     int target = k % 3; /* 0: any time, 1: a checkpoint write, 2: the weights write */
     sleep_for(0.02); /* so a .tmp of the last kill is older than t0 by more than a tick */
     double t0 = now();
+    if (target != 0) {
+        remove(tmps[0]);
+        remove(tmps[1]);
+        char delay[16];
+        snprintf(delay, sizeof delay, "%d", WRITE_DELAY_MS);
+        setenv("FN_TEST_WRITE_DELAY_MS", delay, 1);
+    }
     pid_t pid = start_train(f, "kill", NULL, NULL, 0);
+    unsetenv("FN_TEST_WRITE_DELAY_MS");
+    const double limit = 20 * r->seconds + 30;
     if (target == 0) {
         sleep_for(r->seconds * (0.3 + 0.8 * uniform(rng)));
+    } else if (target == 1) {
+        /* Epoch e's line is printed before its checkpoint is written, and
+         * epoch e-1's write was renamed away before epoch e began: the
+         * next .tmp to appear is epoch e's. */
+        int e = 1 + (int)(uniform(rng) * EPOCHS);
+        e = e > EPOCHS ? EPOCHS : e;
+        while (epochs_reported(f) < e) {
+            if (now() - t0 > limit)
+                fail_msg("kill %d: epoch %d not reported within %.0f s", k, e, limit);
+            sleep_for(1e-3);
+        }
+        wait_for_file(f, pid, tmps[0], limit, k);
+        sleep_for(KILL_WITHIN_MS * 1e-3 * uniform(rng));
     } else {
-        const char *tmp = tmps[target - 1];
-        while (!written_since(tmp, t0) && now() - t0 < 10 * r->seconds + 5)
-            sleep_for(2e-4);
-        sleep_for(0.012 * uniform(rng));
+        wait_for_file(f, pid, tmps[1], limit, k);
+        sleep_for(KILL_WITHIN_MS * 1e-3 * uniform(rng));
     }
     kill(pid, SIGKILL);
     int sig = 0;
@@ -296,6 +352,8 @@ static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
     if (!sig && status != 0)
         fail_msg("kill %d: the run failed by itself (status %d): %s", k, status,
                  program_slurp(f->err));
+    if (target != 0)
+        return sig && access(tmps[target - 1], F_OK) == 0;
     return sig && (written_since(tmps[0], t0) || written_since(tmps[1], t0));
 }
 
@@ -307,15 +365,22 @@ static void test_sigkill_while_writing(void **state)
     static references r;
     make_references(f, &r);
     uint64_t rng = 6;
-    int seen_ckpt = 0, seen_weights = 0, mid_write = 0;
+    int seen_ckpt = 0, seen_weights = 0, random_in_write = 0, aimed = 0, aimed_in_write = 0;
     for (int k = 0; k < KILLS; k++) {
-        mid_write += kill_one(f, &r, k, &rng);
+        int in_write = kill_one(f, &r, k, &rng);
+        if (k % 3 == 0) {
+            random_in_write += in_write;
+        } else {
+            aimed++;
+            aimed_in_write += in_write;
+            if (!in_write)
+                fail_msg("kill %d: aimed inside the %s write, but no .tmp was left", k,
+                         k % 3 == 1 ? "checkpoint" : "weights");
+        }
         check_after_kill(f, &r, &seen_ckpt, &seen_weights, k);
     }
-    printf("%d of %d kills landed during a write\n", mid_write, KILLS);
-    if (mid_write < MIN_MID_WRITE)
-        fail_msg("only %d of %d kills landed during a write: the test did not test", mid_write,
-                 KILLS);
+    printf("%d of %d kills aimed at a write landed in one; %d of %d at random times did\n",
+           aimed_in_write, aimed, random_in_write, KILLS - aimed);
     assert_true(seen_ckpt);
     /* A broken temporary is never taken for the file: --resume reads
      * checkpoint.h5 and ends as the reference did, its weights written over
@@ -379,6 +444,30 @@ static void test_nonfinite_loss_stops(void **state)
     expect_same_model(&kept, &ref, 0, "nan/checkpoint.h5");
     model_close(&kept);
     model_close(&ref);
+}
+
+/* A fresh run whose output directory holds an earlier run's checkpoint.h5,
+ * and which writes none itself, must not offer that one as its last good
+ * state. */
+static void test_nonfinite_ignores_old_checkpoint(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 20\nlr = 1e6");
+    assert_int_equal(mkdir(path_in(f, "old"), 0777), 0);
+    FILE *old = fopen(path_in(f, "old/checkpoint.h5"), "w");
+    assert_non_null(old);
+    fputs("an earlier run's", old);
+    fclose(old);
+    int status = program_wait(start_train(f, "old", NULL, NULL, 0), NULL);
+    char *err = program_slurp(f->err);
+    if (status != 1 || !strstr(err, "loss is") || strstr(err, "checkpoint.h5") ||
+        !strstr(err, "stopped: no weights written"))
+        fail_msg("exit status %d; stderr should stop without naming the old checkpoint.h5; "
+                 "it holds:\n%s", status, err);
+    free(err);
+    char *kept = program_slurp(path_in(f, "old/checkpoint.h5"));
+    assert_string_equal(kept, "an earlier run's");
+    free(kept);
 }
 
 /* fn_net_find_nonfinite on a CPU net: parameters and outputs in forward
@@ -498,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
     };

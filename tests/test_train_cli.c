@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "fusenet/device.h"
+
 typedef struct fixture {
     char dir[64];
     char train[512];  /* the train program */
@@ -334,33 +336,85 @@ static int interrupt_after(const fixture *f, const char *const *argv, const char
     return finish(pid);
 }
 
-static void test_interrupt_and_resume(void **state)
+/* Interrupts a run (SIGINT, then SIGTERM after resuming) and resumes it to
+ * the end; its weights must equal an uninterrupted run's bit for bit. sets:
+ * up to two extra --set arguments for every run (NULL: none). */
+static void interrupt_and_resume(fixture *f, const char *prefix, const char *set1,
+                                 const char *set2)
 {
-    fixture *f = *state;
-    char cfg[128], csv[128], whole[128], resumed[128];
+    char cfg[128], csv[160], whole[160], resumed[160], name[64], out[64];
     /* About 30 ms an epoch: the signals land well before the end. */
     static const char layers[] = "block 128, block 128, linear 10";
     static const char extra[] = "epochs = 40\ncheckpoint_every = 3\n";
-    write_digits_config(f, "whole.ini", "whole", layers, extra);
-    write_digits_config(f, "parts.ini", "parts", layers, extra);
-    snprintf(cfg, sizeof cfg, "%s/whole.ini", f->dir);
-    const char *argv_whole[] = {cfg, NULL};
+    snprintf(name, sizeof name, "%s_whole.ini", prefix);
+    snprintf(out, sizeof out, "%s_whole", prefix);
+    write_digits_config(f, name, out, layers, extra);
+    snprintf(name, sizeof name, "%s_parts.ini", prefix);
+    snprintf(out, sizeof out, "%s_parts", prefix);
+    write_digits_config(f, name, out, layers, extra);
+    snprintf(cfg, sizeof cfg, "%s/%s_whole.ini", f->dir, prefix);
+    const char *argv_whole[] = {cfg, "--set", set1 ? set1 : "run.log_every=0",
+                                "--set", set2 ? set2 : "run.log_every=0", NULL};
     assert_int_equal(run(f, argv_whole), 0);
-    snprintf(cfg, sizeof cfg, "%s/parts.ini", f->dir);
-    snprintf(csv, sizeof csv, "%s/parts/metrics.csv", f->dir);
-    const char *argv_first[] = {cfg, NULL};
+    snprintf(cfg, sizeof cfg, "%s/%s_parts.ini", f->dir, prefix);
+    snprintf(csv, sizeof csv, "%s/%s_parts/metrics.csv", f->dir, prefix);
+    const char *argv_first[] = {cfg, "--set", set1 ? set1 : "run.log_every=0",
+                                "--set", set2 ? set2 : "run.log_every=0", NULL};
     assert_int_equal(interrupt_after(f, argv_first, csv, 3, SIGINT), 130);
     expect_output(f, "out.txt", "interrupted by SIGINT");
-    const char *argv_resume[] = {cfg, "--resume", NULL};
+    const char *argv_resume[] = {cfg, "--set", set1 ? set1 : "run.log_every=0",
+                                 "--set", set2 ? set2 : "run.log_every=0", "--resume", NULL};
     int lines = count_lines(csv);
     assert_int_equal(interrupt_after(f, argv_resume, csv, lines + 3, SIGTERM), 143);
     expect_output(f, "out.txt", "interrupted by SIGTERM");
     assert_int_equal(run(f, argv_resume), 0);
     expect_output(f, "out.txt", "resuming from");
-    snprintf(whole, sizeof whole, "%s/whole/weights.h5", f->dir);
-    snprintf(resumed, sizeof resumed, "%s/parts/weights.h5", f->dir);
+    snprintf(whole, sizeof whole, "%s/%s_whole/weights.h5", f->dir, prefix);
+    snprintf(resumed, sizeof resumed, "%s/%s_parts/weights.h5", f->dir, prefix);
     expect_same_weights(whole, resumed, 3);
     assert_int_equal(count_lines(csv), 41);
+}
+
+static void test_interrupt_and_resume(void **state)
+{
+    interrupt_and_resume(*state, "cpu", NULL, NULL);
+}
+
+/* On the GPU with momentum 0 the update is fused into backward
+ * (fn_net_backward_sgd): interrupted and resumed, still bit for bit. */
+static void test_interrupt_and_resume_fused_cuda(void **state)
+{
+    if (fn_cuda_device_count() == 0) {
+        printf("skipped: no CUDA GPU on this machine\n");
+        skip();
+    }
+    interrupt_and_resume(*state, "cuda", "run.device=cuda", "train.momentum=0");
+}
+
+/* The data order depends on the training set's rows and its slab size
+ * (memory_budget_mb) as well as on seed and batch_size: --resume refuses a
+ * checkpoint written for another order. */
+static void test_resume_needs_same_order(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], set_valid[600];
+    write_digits_config(f, "order.ini", "order", "block 32, linear 10",
+                        "epochs = 1\ncheckpoint_every = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/order.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    const char *seed[] = {cfg, "--resume", "--set", "train.seed=2", NULL};
+    EXPECT_FAILURE(seed, 1, "was written with seed 1 and batch_size 16");
+    /* 0.01 MiB holds 40 of the digits' 260-byte rows: slabs of 32. */
+    const char *budget[] = {cfg, "--resume", "--set", "data.memory_budget_mb=0.01", NULL};
+    EXPECT_FAILURE(budget, 1, "rows in slabs of 32 ([data] train and memory_budget_mb), so the "
+                              "run cannot continue the same way");
+    snprintf(set_valid, sizeof set_valid, "data.train=%s", f->valid);
+    const char *other[] = {cfg, "--resume", "--set", set_valid, NULL};
+    EXPECT_FAILURE(other, 1, "order/checkpoint.h5 was written for a training set of");
+    const char *same[] = {cfg, "--resume", "--set", "train.epochs=2", NULL};
+    assert_int_equal(run(f, same), 0);
+    expect_output(f, "out.txt", "resuming from");
 }
 
 int main(void)
@@ -369,6 +423,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
         T(test_usage_errors),      T(test_config_errors),        T(test_data_errors),
         T(test_example_one_epoch), T(test_init_from_weights),    T(test_interrupt_and_resume),
+        T(test_interrupt_and_resume_fused_cuda), T(test_resume_needs_same_order),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

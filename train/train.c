@@ -8,7 +8,8 @@
  *   train config.ini [--set section.key=value ...] [--resume] [--help]
  *
  * Exit status: 0 done, 1 a config, data or run error, 2 a usage error,
- * 130/143 interrupted by SIGINT/SIGTERM after writing a checkpoint. */
+ * 130/143 interrupted by SIGINT/SIGTERM after writing a checkpoint (or
+ * during setup, before the first step, without one). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -54,7 +55,9 @@ typedef struct run {
     fn_net *net;
     fn_sgd *opt;
     fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
+    int fused;             /* plain SGD on the GPU: the update is fused into backward */
     fn_train_state state;
+    int checkpoint_ours;   /* checkpoint_path holds this run's state (resumed or written) */
     FILE *csv;
     char *checkpoint_path, *weights_path, *csv_path;
     int tty;
@@ -209,6 +212,10 @@ static fn_status build(run *r)
         FN_TRY(fn_weights_load(r->net, c->init));
     FN_TRY(fn_sgd_create(&r->opt, r->ctx, r->net->params, r->net->n_params, &c->sgd));
     fn_device d = fn_context_device(r->ctx);
+    /* Plain SGD needs no state, so on the GPU each block's update is folded
+     * into its backward (the weight's into the dW product). The CPU keeps
+     * the separate update: there it would save nothing. */
+    r->fused = d == FN_CUDA && fn_sgd_is_plain(r->opt);
     FN_TRY(fn_tensor_alloc(&r->loss, 1, 1, d));
     return fn_tensor_alloc(&r->dpred, c->batch_size, fn_net_out_features(r->net), d);
 }
@@ -236,7 +243,18 @@ static fn_status resume(run *r)
                        "and batch_size %d, so the run cannot continue the same way",
                        r->checkpoint_path, (unsigned long long)s.seed, s.batch_size,
                        (unsigned long long)c->seed, c->batch_size);
+    /* The data order also depends on the set's rows and its slab size,
+     * which [data] train and memory_budget_mb decide. */
+    const long long rows = (long long)fn_data_rows(r->train),
+                    slab = (long long)fn_data_slab_rows(r->train);
+    if (s.rows != rows || s.slab_rows != slab)
+        return fn_fail(FN_ERR_INVALID,
+                       "%s was written for a training set of %lld rows read in slabs of %lld; "
+                       "this run's set has %lld rows in slabs of %lld ([data] train and "
+                       "memory_budget_mb), so the run cannot continue the same way",
+                       r->checkpoint_path, s.rows, s.slab_rows, rows, slab);
     r->state = s;
+    r->checkpoint_ours = 1;
     printf("resuming from %s: epoch %lld, step %lld\n", r->checkpoint_path, s.epoch + 1, s.step);
     return FN_OK;
 }
@@ -337,15 +355,13 @@ static void report_epoch(run *r, metrics train, metrics valid)
 static fn_status batch_loss(run *r, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                             float *loss, int *correct)
 {
+    /* Read every step, also on the GPU (one copy of the loss, with the
+     * correct count beside it, that waits for the step's kernels), so a
+     * non-finite loss stops the run at its step, before the update. */
     *correct = 0;
-    if (r->cfg->loss == FN_LOSS_CROSS_ENTROPY) {
-        FN_TRY(fn_cross_entropy_loss(r->ctx, y, b->labels, &r->loss, dy));
-        FN_TRY(fn_count_correct(r->ctx, y, b->labels, correct));
-    } else {
-        FN_TRY(fn_mse_loss(r->ctx, y, &b->target, &r->loss, dy));
-    }
-    /* Read every step, also on the GPU (a 4-byte copy that waits for the
-     * step's kernels), so a non-finite loss stops the run at its step. */
+    if (r->cfg->loss == FN_LOSS_CROSS_ENTROPY)
+        return fn_cross_entropy_loss_read(r->ctx, y, b->labels, &r->loss, dy, loss, correct);
+    FN_TRY(fn_mse_loss(r->ctx, y, &b->target, &r->loss, dy));
     return fn_tensor_download(&r->loss, loss, 1);
 }
 
@@ -366,10 +382,12 @@ static void describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, 
                  number_name(nf->value));
 }
 
-/* What the stop leaves behind: weights.h5 is never written over. */
+/* What the stop leaves behind: weights.h5 is never written over. A
+ * checkpoint.h5 in the directory is named only when it is this run's (it
+ * resumed from it or wrote it), not one an earlier run left there. */
 static void describe_kept(const run *r, char *buf, size_t n)
 {
-    if (access(r->checkpoint_path, F_OK) == 0)
+    if (r->checkpoint_ours)
         snprintf(buf, n, "%s (the last good state) is kept; lower [train] lr and --resume",
                  r->checkpoint_path);
     else
@@ -405,9 +423,14 @@ static fn_status train_step(run *r, const fn_batch *b, float *loss)
     FN_TRY(batch_loss(r, b, &y, &dy, loss, &correct));
     if (!isfinite(*loss))
         return stop_nonfinite(r, &dy, *loss);
-    FN_TRY(fn_net_zero_grad(r->net));
-    FN_TRY(fn_net_backward(r->net, &dy));
-    FN_TRY(fn_sgd_step(r->opt));
+    if (r->fused) {
+        FN_TRY(fn_net_backward_sgd(r->net, &dy, fn_sgd_get_config(r->opt)->lr));
+        FN_TRY(fn_sgd_count_step(r->opt));
+    } else {
+        FN_TRY(fn_net_zero_grad(r->net));
+        FN_TRY(fn_net_backward(r->net, &dy));
+        FN_TRY(fn_sgd_step(r->opt));
+    }
     fn_train_state *s = &r->state;
     s->loss_sum += (double)*loss * b->rows;
     s->correct += correct;
@@ -454,6 +477,8 @@ static fn_status evaluate(run *r, fn_data *set, metrics *m)
 static fn_status save_checkpoint(run *r)
 {
     fn_status st = fn_checkpoint_save(r->checkpoint_path, r->net, r->opt, &r->state, r->cfg->text);
+    if (st == FN_OK)
+        r->checkpoint_ours = 1;
     if (st != FN_ERR_NUMERIC)
         return st;
     fn_nonfinite nf;
@@ -546,7 +571,10 @@ static fn_status setup(run *r, int resuming)
     FN_TRY(open_sets(r));
     FN_TRY(build(r));
     FN_TRY(output_paths(r));
-    r->state = (fn_train_state){.seed = r->cfg->seed, .batch_size = r->cfg->batch_size};
+    r->state = (fn_train_state){.seed = r->cfg->seed,
+                                .batch_size = r->cfg->batch_size,
+                                .rows = (long long)fn_data_rows(r->train),
+                                .slab_rows = (long long)fn_data_slab_rows(r->train)};
     if (resuming)
         FN_TRY(resume(r));
     return open_csv(r, r->state.epoch);
@@ -599,6 +627,12 @@ static int execute(run *r, int resuming)
 {
     if (setup(r, resuming) != FN_OK)
         return fail(NULL);
+    if (stop_signal) {
+        int sig = (int)stop_signal;
+        printf("interrupted by %s before the first step; no checkpoint written\n",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        return 128 + sig;
+    }
     printf("training: %lld rows, %lld batches of up to %d per epoch, %d epochs, %d layers\n",
            (long long)fn_data_rows(r->train), fn_data_batches(r->train), r->cfg->batch_size,
            r->cfg->epochs, r->net->n_layers);
@@ -612,11 +646,18 @@ static int execute(run *r, int resuming)
     return 0;
 }
 
+/* The first SIGINT or SIGTERM asks the run to stop after its step (and,
+ * during setup, before the first); SA_RESETHAND restores the default
+ * action, so a second one ends the program at once, in a long set-up
+ * (every slab of a set is read when it is opened) or a slow write alike.
+ * Files are written to a temporary and renamed, so that leaves no broken
+ * file. */
 static void install_handlers(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -35,6 +35,16 @@ fn_status fn_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
 fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
                            int *correct);
 
+/* What a training step needs of its loss: fn_cross_entropy_loss (the value
+ * into loss, the gradient into dlogits, which may be NULL), and the value
+ * and the correct count (as fn_count_correct) handed to the host in *value
+ * and *correct. On the GPU both come back in one 8-byte copy: one
+ * synchronisation a call, where fn_cross_entropy_loss, fn_count_correct and
+ * a download of the value would take two. */
+fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits,
+                                     float *value, int *correct);
+
 const char *fn_loss_name(fn_loss_kind kind); /* "mse", "cross_entropy" */
 
 #ifdef __cplusplus

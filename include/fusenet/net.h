@@ -39,6 +39,22 @@ fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
 fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
 fn_status fn_net_zero_grad(fn_net *net);
 
+/* Backward and a plain SGD step (theta <- theta - lr * grad: momentum and
+ * weight decay 0) in one pass, last layer first: each layer's dx is
+ * computed from its values before the step, then its parameters are
+ * updated with this batch's gradient. A block on the GPU fuses the update
+ * (fn_block_backward_sgd: the weight's update is the dW product itself,
+ * W += -lr dz^T x; bias, gamma, beta in its column-sum kernel); any other
+ * layer, and every layer on the CPU, runs its backward from zeroed
+ * gradients and fn_sgd_update. Parameter gradients are NOT a result: a
+ * fused block never writes them, other layers are left holding this
+ * batch's gradient. The values equal those of fn_net_zero_grad,
+ * fn_net_backward and fn_sgd_step bit for bit, except a fused block's
+ * weight, which differs in the last bits (one fused accumulation instead
+ * of a product and a subtraction); deterministic run to run. The caller
+ * counts the step (fn_sgd_count_step). */
+fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr);
+
 int fn_net_out_features(const fn_net *net);
 
 /* Where a value went non-finite: the first NaN or infinity in the order the

@@ -40,6 +40,16 @@ fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, 
 fn_status fn_sgd_step(fn_sgd *opt);
 void fn_sgd_destroy(fn_sgd *opt);
 
+/* Plain SGD: momentum 0 and weight decay 0 (dampening and nesterov then
+ * change nothing), so a step is theta <- theta - lr * grad and keeps no
+ * state. Such a step may be taken outside fn_sgd_step, fused into the
+ * backward pass (fn_net_backward_sgd); fn_sgd_count_step then counts it,
+ * as fn_sgd_step counts its own, so the step count (checkpoints) stays
+ * right. FN_ERR_INVALID when the optimiser is not plain: its buffers would
+ * miss the step. */
+int fn_sgd_is_plain(const fn_sgd *opt);
+fn_status fn_sgd_count_step(fn_sgd *opt);
+
 /* State, for checkpoints: steps taken and one momentum buffer per parameter
  * (NULL when momentum is 0). Setting the step count to 0 restarts buffers. */
 long long fn_sgd_steps(const fn_sgd *opt);

@@ -12,9 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Unit roundoffs: float32 (24-bit significand) and TF32 (11-bit). */
+/* Unit roundoffs: float32 (24-bit significand), and what a TF32 tensor-core
+ * product may do to an operand: keep 11 significant bits, by rounding (2^-11)
+ * or by dropping the low 13 bits of the float (truncation, up to 2^-10). */
 #define CHK_U32 0x1p-24
-#define CHK_UTF32 0x1p-11
+#define CHK_UTF32 0x1p-10
 
 /* splitmix64: a tiny, well-mixed generator, enough for test data. */
 typedef struct chk_rng {

@@ -24,23 +24,21 @@ double est_operand_roundoff(int math)
     }
 }
 
-/* A sum of n terms: sum|t| and sum t^2 known; u_op for product operands. */
-static double sum_error(int n, double abs_sum, double sq_sum, double u_op)
+/* A sum of n terms: sum|t| known; u_op for product operands (their error
+ * is biased, so it adds up linearly: estimate.h). */
+static double sum_error(int n, double abs_sum, double u_op)
 {
-    return LAM * (sqrt((double)n) * U32 * abs_sum + 2 * u_op * sqrt(sq_sum));
+    return LAM * sqrt((double)n) * U32 * abs_sum + 2 * u_op * abs_sum;
 }
 
 /* Error of one element of the product a[rows, n] . b[n] given strides. */
 static double dot_error(int n, const double *a, size_t sa, const double *b, size_t sb,
                         double u_op)
 {
-    double abs_sum = 0, sq_sum = 0;
-    for (int k = 0; k < n; k++) {
-        double t = a[k * sa] * b[k * sb];
-        abs_sum += fabs(t);
-        sq_sum += t * t;
-    }
-    return sum_error(n, abs_sum, sq_sum, u_op);
+    double abs_sum = 0;
+    for (int k = 0; k < n; k++)
+        abs_sum += fabs(a[k * sa] * b[k * sb]);
+    return sum_error(n, abs_sum, u_op);
 }
 
 /* Per (n, g): error of z - mean (ez_max plus the mean's own sum) and the
@@ -97,7 +95,11 @@ static void block_forward_errors(const ref_block_dims *d, const ref_block_params
                 f->ezhat[i] = k_per_group == 1 ? 0 : r * (ez[i] + ecentre) + zhat * (erel + 2 * U32);
                 double eu = fabs(p->gamma[c]) * f->ezhat[i] +
                             2 * U32 * (fabs(p->gamma[c]) * zhat + fabs(f->u[i]));
-                double side = f->u[i] > 0 ? 1.0 : d->slope;
+                /* Within eu of the kink the computed u may lie on the other
+                 * side, where the slope differs: leaky_relu is Lipschitz
+                 * with constant max(1, slope), so that bounds y's error. */
+                double side = fabs(f->u[i]) > eu ? (f->u[i] > 0 ? 1.0 : d->slope)
+                                                 : fmax(1.0, d->slope);
                 if (e->u)
                     e->u[i] = eu;
                 if (e->y)
@@ -224,7 +226,7 @@ void est_linear_errors(int batch, int in, int out, const double *weight, const d
         double abs_sum = 0;
         for (int n = 0; n < batch; n++)
             abs_sum += fabs(dy[(size_t)n * out + c]);
-        edb[c] = sum_error(batch, abs_sum, 0, 0);
+        edb[c] = sum_error(batch, abs_sum, 0);
     }
 }
 

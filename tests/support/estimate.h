@@ -9,10 +9,15 @@
  *    >= 1 - 2 exp(-LAMBDA^2 / 2) = 1 - 6.7e-4 at LAMBDA = 4 (the worst-case
  *    bound n u32 sum|t| is sqrt(n) times larger and never approached by
  *    round-to-nearest; a real bug moves values by O(1), far beyond either).
- *  - Matrix products in TF32 first round each operand to 11 significant
- *    bits (u_op = 2^-11 ~ 4.9e-4): each product x_k w_k carries an
- *    independent relative error of up to 2 u_op, so the sum carries
- *    LAMBDA 2 u_op sqrt(sum t_k^2) more (Hoeffding). In fp32 mode u_op = 0.
+ *  - Matrix products in TF32 keep 11 significant bits of each operand. The
+ *    tensor cores may truncate rather than round (they ignore the low 13
+ *    bits of a float), so u_op = 2^-10 ~ 9.8e-4 and the errors are not
+ *    zero-mean: truncation shrinks every operand's magnitude, the errors of
+ *    x_k w_k share a sign pattern and do not cancel. So the sum carries the
+ *    worst case 2 u_op sum|t_k| more, not a sqrt(n) Hoeffding bound, which
+ *    assumes independent zero-mean errors. tf32x3
+ *    keeps the remainder of each operand too: u_op = 2^-21. In fp32 mode
+ *    u_op = 0.
  *  - Elementwise operations (scaling, leaky_relu, sqrt, division) add a few
  *    u32 relative each.
  *  - Errors are propagated to first order with absolute values, through the

@@ -1,0 +1,322 @@
+/* test_net_fused_cuda.c — fn_net_backward_sgd, the net's plain-SGD step
+ * with the update folded into backward (what `train` runs on the GPU when
+ * momentum and weight decay are 0), against fn_net_zero_grad +
+ * fn_net_backward + fn_sgd_step on two copies of one net (block 40 -> 64,
+ * block 64 -> 32, linear 32 -> 10; batch 24):
+ *  - on the GPU, in every math mode, after one step: the linear layer's
+ *    parameters and every block's bias, gamma and beta bit for bit; each
+ *    block's weight within 8 float32 roundings of |w| + lr |dW| (the fused
+ *    update is accumulated by the dW product: one rounding instead of two);
+ *    after four steps every parameter within 1e-4 of its total change plus
+ *    8 roundings of its magnitude; and two fused runs bit for bit equal;
+ *  - on the CPU (no fusion there: backward and update layer by layer)
+ *    bit for bit after four steps;
+ *  - fn_sgd_count_step advances the step count only for plain SGD.
+ * The GPU cases skip, saying why, without a GPU. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fusenet/block.h"
+#include "fusenet/linear.h"
+#include "fusenet/net.h"
+#include "fusenet/sgd.h"
+
+#define EXPECT_OK(call)                                                                  \
+    do {                                                                                 \
+        fn_status st_ = (call);                                                          \
+        if (st_ != FN_OK)                                                                \
+            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
+    } while (0)
+
+enum { BATCH = 24, IN = 40, H1 = 64, H2 = 32, OUT = 10, GROUPS = 4, STEPS = 4 };
+static const float lr = 0.1f;
+
+typedef struct model {
+    fn_net *net;
+    fn_sgd *opt;
+    fn_tensor x, dy; /* [BATCH, IN], [BATCH, OUT] */
+} model;
+
+/* The same net, data and output gradient for every call with one device. */
+static void model_make(model *m, fn_context *ctx)
+{
+    const fn_device dev = fn_context_device(ctx);
+    fn_rng rng = {.seed = 11, .offset = 0};
+    fn_layer *l = NULL;
+    EXPECT_OK(fn_net_create(&m->net, ctx, BATCH));
+    fn_block_config c1 = fn_block_config_default(IN, H1, GROUPS);
+    fn_block_config c2 = fn_block_config_default(H1, H2, GROUPS);
+    EXPECT_OK(fn_block_create(&l, ctx, &c1, BATCH, &rng));
+    EXPECT_OK(fn_net_add(m->net, l));
+    EXPECT_OK(fn_block_create(&l, ctx, &c2, BATCH, &rng));
+    EXPECT_OK(fn_net_add(m->net, l));
+    EXPECT_OK(fn_linear_create(&l, ctx, H2, OUT, BATCH, &rng));
+    EXPECT_OK(fn_net_add(m->net, l));
+    /* gamma and beta off their defaults, so their updates show. */
+    for (int i = 0; i < 2; i++) {
+        EXPECT_OK(fn_init_uniform(&fn_layer_param(m->net->layers[i], "gamma")->value, 0.5f, 1.5f,
+                                  &rng));
+        EXPECT_OK(fn_init_uniform(&fn_layer_param(m->net->layers[i], "beta")->value, -0.5f, 0.5f,
+                                  &rng));
+    }
+    const fn_sgd_config cfg = fn_sgd_config_default(lr);
+    EXPECT_OK(fn_sgd_create(&m->opt, ctx, m->net->params, m->net->n_params, &cfg));
+    fn_rng data = {.seed = 12, .offset = 0};
+    EXPECT_OK(fn_tensor_alloc(&m->x, BATCH, IN, dev));
+    EXPECT_OK(fn_tensor_alloc(&m->dy, BATCH, OUT, dev));
+    EXPECT_OK(fn_init_uniform(&m->x, -1.0f, 1.0f, &data));
+    EXPECT_OK(fn_init_uniform(&m->dy, -0.5f, 0.5f, &data));
+}
+
+static void model_free(model *m)
+{
+    fn_sgd_destroy(m->opt);
+    fn_net_destroy(m->net);
+    fn_tensor_free(&m->x);
+    fn_tensor_free(&m->dy);
+}
+
+static void step(model *m, int fused)
+{
+    fn_tensor y;
+    EXPECT_OK(fn_net_forward(m->net, &m->x, &y));
+    if (fused) {
+        EXPECT_OK(fn_net_backward_sgd(m->net, &m->dy, lr));
+        EXPECT_OK(fn_sgd_count_step(m->opt));
+    } else {
+        EXPECT_OK(fn_net_zero_grad(m->net));
+        EXPECT_OK(fn_net_backward(m->net, &m->dy));
+        EXPECT_OK(fn_sgd_step(m->opt));
+    }
+}
+
+static float *host_copy(const fn_tensor *t)
+{
+    const size_t n = fn_tensor_count(t);
+    float *h = malloc(n * sizeof *h);
+    assert_non_null(h);
+    EXPECT_OK(fn_tensor_download(t, h, n));
+    return h;
+}
+
+/* Host copies of every parameter's values (or gradients) of the net. */
+static float **snapshot(const model *m, int grads)
+{
+    float **s = calloc((size_t)m->net->n_params, sizeof *s);
+    assert_non_null(s);
+    for (int i = 0; i < m->net->n_params; i++)
+        s[i] = host_copy(grads ? &m->net->params[i]->grad : &m->net->params[i]->value);
+    return s;
+}
+
+static void snapshot_free(const model *m, float **s)
+{
+    for (int i = 0; i < m->net->n_params; i++)
+        free(s[i]);
+    free(s);
+}
+
+/* Whether net parameter p is a block's weight. */
+static int is_block_weight(const model *m, int p)
+{
+    for (int i = 0, first = 0; i < m->net->n_layers; first += m->net->layers[i++]->n_params) {
+        const fn_layer *l = m->net->layers[i];
+        if (p < first + l->n_params)
+            return strcmp(l->ops->kind, "block") == 0 && strcmp(l->params[p - first].name, "weight") == 0;
+    }
+    return 0;
+}
+
+/* After one step: all but the blocks' weights bit for bit; those within 8
+ * roundings of |w0| + lr |dW|. */
+static void compare_one_step(fn_math math)
+{
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CUDA, 0, math));
+    model a, b;
+    model_make(&a, ctx);
+    model_make(&b, ctx);
+    float **w0 = snapshot(&a, 0);
+    step(&a, 0);
+    step(&b, 1);
+    assert_int_equal(fn_sgd_steps(a.opt), 1);
+    assert_int_equal(fn_sgd_steps(b.opt), 1);
+    float **va = snapshot(&a, 0), **vb = snapshot(&b, 0), **ga = snapshot(&a, 1);
+    const char *mode = fn_math_name(math);
+    for (int p = 0; p < a.net->n_params; p++) {
+        const size_t n = fn_tensor_count(&a.net->params[p]->value);
+        const char *name = a.net->params[p]->name;
+        if (!is_block_weight(&a, p)) {
+            for (size_t i = 0; i < n; i++)
+                if (memcmp(&va[p][i], &vb[p][i], sizeof(float)) != 0)
+                    fail_msg("%s: parameter %d (%s) value %zu: fused %.9g, unfused %.9g", mode, p,
+                             name, i, (double)vb[p][i], (double)va[p][i]);
+            continue;
+        }
+        double worst = 0.0, moved = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            const double tol =
+                8.0 * FLT_EPSILON * (fabs((double)w0[p][i]) + lr * fabs((double)ga[p][i]));
+            const double d = fabs((double)va[p][i] - vb[p][i]);
+            if (d > tol)
+                fail_msg("%s: parameter %d (block weight) value %zu: fused %.9g, unfused %.9g "
+                         "(tolerance %.3g)",
+                         mode, p, i, (double)vb[p][i], (double)va[p][i], tol);
+            worst = fmax(worst, d);
+            moved = fmax(moved, fabs((double)vb[p][i] - w0[p][i]));
+        }
+        printf("%-6s one step, parameter %d (block weight): fused within %.3g of unfused, "
+               "update up to %.3g\n",
+               mode, p, worst, moved);
+        assert_true(moved > 0.0);
+    }
+    snapshot_free(&a, w0);
+    snapshot_free(&a, va);
+    snapshot_free(&b, vb);
+    snapshot_free(&a, ga);
+    model_free(&a);
+    model_free(&b);
+    fn_context_destroy(ctx);
+}
+
+/* After STEPS steps: every parameter within 1e-4 of its total change plus
+ * 8 roundings of its size; a second fused run equal bit for bit. */
+static void compare_steps(fn_math math)
+{
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CUDA, 0, math));
+    model a, b, c;
+    model_make(&a, ctx);
+    model_make(&b, ctx);
+    model_make(&c, ctx);
+    float **w0 = snapshot(&a, 0);
+    for (int k = 0; k < STEPS; k++) {
+        step(&a, 0);
+        step(&b, 1);
+        step(&c, 1);
+    }
+    assert_int_equal(fn_sgd_steps(b.opt), STEPS);
+    float **va = snapshot(&a, 0), **vb = snapshot(&b, 0), **vc = snapshot(&c, 0);
+    const char *mode = fn_math_name(math);
+    for (int p = 0; p < a.net->n_params; p++) {
+        const size_t n = fn_tensor_count(&a.net->params[p]->value);
+        if (memcmp(vb[p], vc[p], n * sizeof(float)) != 0)
+            fail_msg("%s: two fused runs differ in parameter %d (%s)", mode, p,
+                     a.net->params[p]->name);
+        double change = 0.0, worst = 0.0;
+        for (size_t i = 0; i < n; i++)
+            change = fmax(change, fabs((double)va[p][i] - w0[p][i]));
+        for (size_t i = 0; i < n; i++) {
+            const double tol = 1e-4 * change + 8.0 * FLT_EPSILON * fabs((double)va[p][i]);
+            const double d = fabs((double)va[p][i] - vb[p][i]);
+            if (d > tol)
+                fail_msg("%s: after %d steps parameter %d (%s) value %zu: fused %.9g, unfused "
+                         "%.9g (tolerance %.3g)",
+                         mode, STEPS, p, a.net->params[p]->name, i, (double)vb[p][i],
+                         (double)va[p][i], tol);
+            worst = fmax(worst, d);
+        }
+        assert_true(change > 0.0);
+        if (worst > 0.0)
+            printf("%-6s %d steps, parameter %d (%s): fused within %.3g of unfused, total "
+                   "change up to %.3g\n",
+                   mode, STEPS, p, a.net->params[p]->name, worst, change);
+    }
+    snapshot_free(&a, w0);
+    snapshot_free(&a, va);
+    snapshot_free(&b, vb);
+    snapshot_free(&c, vc);
+    model_free(&a);
+    model_free(&b);
+    model_free(&c);
+    fn_context_destroy(ctx);
+}
+
+static void skip_without_gpu(void)
+{
+    if (fn_cuda_device_count() == 0) {
+        printf("skipped: no CUDA GPU on this machine\n");
+        skip();
+    }
+}
+
+static void test_fused_net_step_cuda(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    const fn_math modes[] = {FN_MATH_FP32, FN_MATH_TF32, FN_MATH_TF32X3};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        compare_one_step(modes[m]);
+        compare_steps(modes[m]);
+    }
+}
+
+static void test_net_step_cpu(void **state)
+{
+    (void)state;
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
+    model a, b;
+    model_make(&a, ctx);
+    model_make(&b, ctx);
+    for (int k = 0; k < STEPS; k++) {
+        step(&a, 0);
+        step(&b, 1);
+    }
+    for (int p = 0; p < a.net->n_params; p++) {
+        const fn_tensor *u = &a.net->params[p]->value, *v = &b.net->params[p]->value;
+        if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
+            fail_msg("cpu: parameter %d (%s) differs between the two paths", p,
+                     a.net->params[p]->name);
+    }
+    model_free(&a);
+    model_free(&b);
+    fn_context_destroy(ctx);
+}
+
+static void test_count_step(void **state)
+{
+    (void)state;
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
+    model m;
+    model_make(&m, ctx);
+    assert_true(fn_sgd_is_plain(m.opt));
+    EXPECT_OK(fn_sgd_count_step(m.opt));
+    assert_int_equal(fn_sgd_steps(m.opt), 1);
+    fn_sgd *momentum = NULL;
+    fn_sgd_config cfg = fn_sgd_config_default(lr);
+    cfg.momentum = 0.9f;
+    EXPECT_OK(fn_sgd_create(&momentum, ctx, m.net->params, m.net->n_params, &cfg));
+    assert_false(fn_sgd_is_plain(momentum));
+    assert_int_equal(fn_sgd_count_step(momentum), FN_ERR_INVALID);
+    assert_int_equal(fn_sgd_steps(momentum), 0);
+    fn_sgd_destroy(momentum);
+    /* Before a forward there is nothing to step. */
+    fn_net *empty = NULL;
+    EXPECT_OK(fn_net_create(&empty, ctx, 4));
+    assert_int_equal(fn_net_backward_sgd(empty, &m.dy, lr), FN_ERR_INVALID);
+    fn_net_destroy(empty);
+    assert_int_equal(fn_net_backward_sgd(NULL, &m.dy, lr), FN_ERR_INVALID);
+    model_free(&m);
+    fn_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count_step),
+        cmocka_unit_test(test_net_step_cpu),
+        cmocka_unit_test(test_fused_net_step_cuda),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
