@@ -55,7 +55,7 @@ static fn_status read_buffer(hid_t group, const char *where, const char *name, f
         return fn_fail(FN_ERR_NOMEM, "out of host memory");
     long long dims[2] = {buffer->rows, buffer->cols};
     fn_status st = fn_h5_get_floats(group, where, name, host, 2, dims);
-    if (st == FN_OK)
+    if (st == FN_OK && !fn_h5_probe_child()) /* the probe's child leaves the device alone */
         st = fn_tensor_upload(buffer, host, n);
     free(host);
     return st;
@@ -68,6 +68,8 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     FN_TRY(fn_h5_put_int(file, path, "global_step", s->global_step));
     FN_TRY(fn_h5_put_int(file, path, "seed", (long long)s->seed));
     FN_TRY(fn_h5_put_int(file, path, "batch_size", s->batch_size));
+    FN_TRY(fn_h5_put_int(file, path, "rows", s->rows));
+    FN_TRY(fn_h5_put_int(file, path, "slab_rows", s->slab_rows));
     FN_TRY(fn_h5_put_double(file, path, "loss_sum", s->loss_sum));
     FN_TRY(fn_h5_put_int(file, path, "correct", s->correct));
     FN_TRY(fn_h5_put_int(file, path, "seen", s->seen));
@@ -82,12 +84,16 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
     FN_TRY(fn_h5_get_int(file, path, "global_step", &s->global_step));
     FN_TRY(fn_h5_get_int(file, path, "seed", &seed));
     FN_TRY(fn_h5_get_int(file, path, "batch_size", &batch));
+    FN_TRY(fn_h5_get_int(file, path, "rows", &s->rows));
+    FN_TRY(fn_h5_get_int(file, path, "slab_rows", &s->slab_rows));
     FN_TRY(fn_h5_get_double(file, path, "loss_sum", &s->loss_sum));
     FN_TRY(fn_h5_get_int(file, path, "correct", &s->correct));
     FN_TRY(fn_h5_get_int(file, path, "seen", &s->seen));
     FN_TRY(fn_h5_get_double(file, path, "seconds", &s->seconds));
-    if (s->epoch < 0 || s->step < 0 || s->global_step < 0 || batch < 1)
-        return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step or batch size", path);
+    if (s->epoch < 0 || s->step < 0 || s->global_step < 0 || batch < 1 || s->rows < 0 ||
+        s->slab_rows < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step, batch size, rows or slab rows",
+                       path);
     s->seed = (uint64_t)seed;
     s->batch_size = (int)batch;
     return FN_OK;
@@ -142,11 +148,34 @@ static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_sgd *opt
     return st;
 }
 
-fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_sgd *opt, fn_train_state *state)
+static fn_status load_file(const char *path, fn_net *net, fn_sgd *opt, fn_train_state *state)
 {
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
     fn_status st = read_all(file, path, net, opt, state);
     H5Fclose(file);
     return st;
+}
+
+typedef struct load_job {
+    const char *path;
+    fn_net *net;
+    fn_sgd *opt;
+} load_job;
+
+static fn_status probe_load(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const load_job *job = arg;
+    fn_train_state state;
+    return load_file(job->path, job->net, job->opt, &state);
+}
+
+/* Read in a child first (HDF5 may crash or hang on a corrupt file,
+ * h5util.h), then again here: a checkpoint is small. */
+fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_sgd *opt, fn_train_state *state)
+{
+    load_job job = {path, net, opt};
+    FN_TRY(fn_h5_probe(path, probe_load, &job, FN_H5_PROBE_SECONDS, NULL));
+    return load_file(path, net, opt, state);
 }

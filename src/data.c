@@ -1,6 +1,7 @@
-/* data.c — HDF5 data sets: opening and checking, slabs read by hyperslab,
- * the seeded two-level shuffle (slab order, then rows within a slab) and
- * mini-batches staged on the host and copied to the context's device. */
+/* data.c — HDF5 data sets: opening and checking (first in a probe's child
+ * process, h5util.h), slabs read by hyperslab, the seeded two-level shuffle
+ * (slab order, then rows within a slab) and mini-batches staged on the host
+ * and copied to the context's device. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -125,7 +126,99 @@ static fn_status check_type(const fn_data *d, const char *name, hid_t type, int 
         return fn_fail(FN_ERR_FORMAT,
                        "%s: dataset '%s' is %s, expected integer class labels for cross_entropy",
                        d->path, name, tname);
+    /* HDF5 allows integers of any size; converting a wider one to int32
+     * needs a buffer of that size per label (a 4 GiB "integer" in a fuzzed
+     * file), and no real label type is wider than int64. */
+    if (!want_float && H5Tget_size(type) > 8)
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is an integer of %zu bytes, expected integer class "
+                       "labels of at most 8 bytes for cross_entropy",
+                       d->path, name, H5Tget_size(type));
     return FN_OK;
+}
+
+/* How much larger than its storage a filtered (compressed) dataset may be.
+ * deflate (gzip), with or without shuffle, cannot pass 1032:1 even on all
+ * zeros; 65536:1 leaves room for filters that store a constant chunk in a
+ * few bytes (scale-offset, blosc, zstd) on chunks of up to a few MB, and
+ * no real training data compresses like that. */
+#define MAX_COMPRESSION 65536.0
+
+/* The chunks a chunked dataset's extent needs (0 when unknown); -1 when a
+ * chunk is larger than a fixed dimension, which HDF5 never writes (and
+ * 1.10.8 crashes reading such a file). */
+static double chunks_needed(hid_t set, hid_t dcpl, int rank, const hsize_t *dims)
+{
+    hsize_t chunk[H5S_MAX_RANK] = {0}, max[H5S_MAX_RANK] = {0};
+    hid_t space = H5Dget_space(set);
+    int r = space < 0 ? -1 : H5Sget_simple_extent_dims(space, NULL, max);
+    if (space >= 0)
+        H5Sclose(space);
+    if (r != rank || H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk) != rank)
+        return 0;
+    double n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (max[i] != H5S_UNLIMITED && chunk[i] > max[i])
+            return -1;
+        if (chunk[i] == 0)
+            return 0;
+        n *= (double)((dims[i] + chunk[i] - 1) / chunk[i]);
+    }
+    return n;
+}
+
+/* Fill values need no storage, so a dataset can declare far more than its
+ * file holds (72 bytes declaring 2^47 rows), and reading it would allocate
+ * and convert all of it. Unfiltered data must be stored in full; filtered
+ * (compressed) data must have every chunk its extent needs and declare at
+ * most MAX_COMPRESSION times what it stores. Nor may the storage exceed the
+ * file (HDF5 allocates what the layout claims before it reads) or a chunk a
+ * fixed dimension. Virtual datasets and external raw files keep their data
+ * in other files and are not checked. */
+static fn_status check_storage(const fn_data *d, const char *name, hid_t set, size_t type_size,
+                               int rank, const hsize_t *dims)
+{
+    double declared = (double)type_size * (double)dims[0] * (rank > 1 ? (double)dims[1] : 1);
+    double stored = (double)H5Dget_storage_size(set);
+    hid_t dcpl = H5Dget_create_plist(set);
+    H5D_layout_t layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
+    int filters = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl);
+    int external = dcpl < 0 ? 0 : H5Pget_external_count(dcpl);
+    double needed = layout == H5D_CHUNKED ? chunks_needed(set, dcpl, rank, dims) : 0;
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (layout == H5D_VIRTUAL || external > 0)
+        return FN_OK;
+    hsize_t file_size = 0;
+    if (H5Fget_filesize(d->file, &file_size) >= 0 && stored > (double)file_size)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' claims %.0f bytes of storage in a file of "
+                       "%llu bytes: truncated or corrupt", d->path, name, stored,
+                       (unsigned long long)file_size);
+    if (needed < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has chunks larger than its fixed "
+                       "dimensions: corrupt", d->path, name);
+    int lacking = filters <= 0 ? stored < declared : declared > MAX_COMPRESSION * stored;
+    if (!lacking && filters > 0 && needed > 0) {
+        /* HDF5 1.10.8 takes no H5S_ALL here. If the count fails, the read
+         * itself will say what is wrong. */
+        hsize_t allocated = 0;
+        hid_t space = H5Dget_space(set);
+        if (space >= 0 && H5Dget_num_chunks(set, space, &allocated) >= 0)
+            lacking = (double)allocated < needed;
+        if (space >= 0)
+            H5Sclose(space);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    if (!lacking)
+        return FN_OK;
+    char shape[64];
+    if (rank > 1)
+        snprintf(shape, sizeof shape, "[%llu, %llu]", (unsigned long long)dims[0],
+                 (unsigned long long)dims[1]);
+    else
+        snprintf(shape, sizeof shape, "[%llu]", (unsigned long long)dims[0]);
+    return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s but stores only %.0f bytes: "
+                   "truncated or corrupt", d->path, name, shape, stored);
 }
 
 static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
@@ -150,6 +243,7 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     if (opt->in_features && (int)dims[1] != opt->in_features)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
                        d->inputs, (unsigned long long)dims[1], opt->in_features);
+    FN_TRY(check_storage(d, d->inputs, d->xset, sizeof(float), rank, dims));
     d->n = (int64_t)dims[0];
     d->in = (int)dims[1];
     return FN_OK;
@@ -179,10 +273,12 @@ static fn_status open_targets(fn_data *d)
     fn_status st = open_set(d, d->targets, &d->tset, &rank, dims, &type);
     if (st == FN_OK)
         st = check_type(d, d->targets, type, !d->labels);
+    size_t type_size = type >= 0 ? H5Tget_size(type) : 0;
     if (type >= 0)
         H5Tclose(type);
     FN_TRY(st);
-    return check_target_shape(d, rank, dims);
+    FN_TRY(check_target_shape(d, rank, dims));
+    return check_storage(d, d->targets, d->tset, type_size, rank, dims);
 }
 
 /* --- slabs --------------------------------------------------------------- */
@@ -257,13 +353,19 @@ static fn_status load_slab(fn_data *d, int64_t k)
     return FN_OK;
 }
 
+/* Host bytes of one row: inputs and targets. */
+static size_t row_bytes(const fn_data *d)
+{
+    size_t bytes = (size_t)d->in * sizeof(float);
+    if (d->targets)
+        bytes += d->labels ? sizeof(int32_t) : (size_t)d->out * sizeof(float);
+    return bytes;
+}
+
 /* Slab size from the budget: a multiple of the batch size, at least one batch. */
 static void plan_slabs(fn_data *d, size_t budget)
 {
-    size_t row_bytes = (size_t)d->in * sizeof(float);
-    if (d->targets)
-        row_bytes += d->labels ? sizeof(int32_t) : (size_t)d->out * sizeof(float);
-    int64_t fit = (int64_t)(budget / row_bytes);
+    int64_t fit = (int64_t)(budget / row_bytes(d));
     if (fit >= d->n) {
         d->slab_rows = d->n;
     } else {
@@ -300,11 +402,23 @@ static fn_status alloc_buffers(fn_data *d, fn_device device)
     return FN_OK;
 }
 
-/* Every slab is read once at open, so bad values fail before training. */
-static fn_status check_all_slabs(fn_data *d)
+/* The probe's allowance for reading one slab: a minute, plus a minute per
+ * GiB (only a disk or share slower than 17 MB/s would need more). */
+static double slab_seconds(const fn_data *d)
 {
-    for (int64_t k = 0; k < d->n_slabs; k++)
+    double gib = (double)d->slab_rows * (double)row_bytes(d) / (1024.0 * 1024.0 * 1024.0);
+    return FN_H5_PROBE_SECONDS + 60.0 * gib;
+}
+
+/* Every slab is read once at open, so bad values fail before training; in
+ * a probe's child, each slab tells the parent the child is still going. */
+static fn_status check_all_slabs(fn_data *d, fn_h5_child *probe)
+{
+    double step = slab_seconds(d);
+    for (int64_t k = 0; k < d->n_slabs; k++) {
+        fn_h5_probe_alive(probe, step);
         FN_TRY(load_slab(d, k));
+    }
     return FN_OK;
 }
 
@@ -314,8 +428,9 @@ static fn_status copy_name(char **dst, const char *src)
     return *dst ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
 }
 
-static fn_status open_data(fn_data *d, fn_context *ctx, const char *path,
-                           const fn_data_options *opt)
+/* checked: the probe's child has read and checked every slab already. */
+static fn_status open_data(fn_data *d, fn_device device, const char *path,
+                           const fn_data_options *opt, int checked, fn_h5_child *probe)
 {
     if (!opt->inputs || opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
         return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
@@ -333,14 +448,15 @@ static fn_status open_data(fn_data *d, fn_context *ctx, const char *path,
     if (d->targets)
         FN_TRY(open_targets(d));
     plan_slabs(d, opt->memory_budget);
-    d->device = fn_context_device(ctx);
+    d->device = device;
     FN_TRY(alloc_buffers(d, d->device));
-    FN_TRY(check_all_slabs(d));
+    if (!checked)
+        FN_TRY(check_all_slabs(d, probe));
     return fn_data_seek(d, 0, 0);
 }
 
-fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
-                       const fn_data_options *opt)
+static fn_status open_new(fn_data **data, fn_device device, const char *path,
+                          const fn_data_options *opt, int checked, fn_h5_child *probe)
 {
     *data = NULL;
     fn_data *d = calloc(1, sizeof *d);
@@ -348,13 +464,43 @@ fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     d->file = d->xset = d->tset = -1;
     d->loaded = d->ordered = -1;
-    fn_status st = open_data(d, ctx, path, opt);
+    fn_status st = open_data(d, device, path, opt, checked, probe);
     if (st != FN_OK) {
         fn_data_close(d);
         return st;
     }
     *data = d;
     return FN_OK;
+}
+
+typedef struct open_job {
+    const char *path;
+    const fn_data_options *opt;
+} open_job;
+
+/* The probe's child: the whole open, every slab read and checked, on the host. */
+static fn_status probe_open(fn_h5_child *probe, void *arg)
+{
+    const open_job *job = arg;
+    fn_data *d = NULL;
+    fn_status st = open_new(&d, FN_CPU, job->path, job->opt, 0, probe);
+    fn_data_close(d);
+    return st;
+}
+
+/* The child opens and checks the set first (HDF5 may crash or hang on a
+ * corrupt file, h5util.h); when it found the set good, the real open skips
+ * the pass over every slab, so a large set is not read twice. When it
+ * failed cleanly, the real open runs in full and fails the same way here,
+ * in the caller's process, where a fuzzer sees the path it took. */
+fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
+                       const fn_data_options *opt)
+{
+    *data = NULL;
+    open_job job = {path, opt};
+    int checked = 0;
+    FN_TRY(fn_h5_probe(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked));
+    return open_new(data, fn_context_device(ctx), path, opt, checked, NULL);
 }
 
 void fn_data_close(fn_data *d)

@@ -1,5 +1,7 @@
 /* weights.c — export and import of a network's weights in the HDF5 layout
- * of weights.h, and building a network from such a file (predict, init). */
+ * of weights.h, and building a network from such a file (predict, init).
+ * Files are read first in a probe's child process (h5util.h), where the
+ * values read stay on the host. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +232,7 @@ static fn_status read_param(hid_t group, const char *where, fn_param *p)
     long long dims[2];
     param_dims(p, &rank, dims);
     fn_status st = fn_h5_get_floats(group, where, p->name, host, rank, dims);
-    if (st == FN_OK)
+    if (st == FN_OK && !fn_h5_probe_child())
         st = fn_tensor_upload(&p->value, host, n);
     free(host);
     return st;
@@ -265,13 +267,34 @@ fn_status fn_weights_read(hid_t file, const char *path, const char *format, fn_n
     return st;
 }
 
-fn_status fn_weights_load(fn_net *net, const char *path)
+static fn_status load_file(fn_net *net, const char *path)
 {
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
     fn_status st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);
     H5Fclose(file);
     return st;
+}
+
+typedef struct load_job {
+    fn_net *net;
+    const char *path;
+} load_job;
+
+static fn_status probe_load(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const load_job *job = arg;
+    return load_file(job->net, job->path);
+}
+
+/* The file is read in a child first (h5util.h), then again here: weights
+ * are small. */
+fn_status fn_weights_load(fn_net *net, const char *path)
+{
+    load_job job = {.net = net, .path = path};
+    FN_TRY(fn_h5_probe(path, probe_load, &job, FN_H5_PROBE_SECONDS, NULL));
+    return load_file(net, path);
 }
 
 /* --- building a network from a file --------------------------------------- */
@@ -342,7 +365,7 @@ static fn_status build_layers(hid_t file, const char *path, fn_net *net)
     return st;
 }
 
-fn_status fn_weights_build(fn_net **out, fn_context *ctx, const char *path, int max_batch)
+static fn_status build_file(fn_net **out, fn_context *ctx, const char *path, int max_batch)
 {
     *out = NULL;
     hid_t file = -1;
@@ -358,4 +381,27 @@ fn_status fn_weights_build(fn_net **out, fn_context *ctx, const char *path, int 
     }
     *out = net;
     return FN_OK;
+}
+
+/* The probe's child builds the network on the host, for batches of one row:
+ * the same reads of the file, without the device or large activations. */
+static fn_status probe_build(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const load_job *job = arg;
+    fn_context *cpu = NULL;
+    FN_TRY(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
+    fn_net *net = NULL;
+    fn_status st = build_file(&net, cpu, job->path, 1);
+    fn_net_destroy(net);
+    fn_context_destroy(cpu);
+    return st;
+}
+
+fn_status fn_weights_build(fn_net **out, fn_context *ctx, const char *path, int max_batch)
+{
+    *out = NULL;
+    load_job job = {.path = path};
+    FN_TRY(fn_h5_probe(path, probe_build, &job, FN_H5_PROBE_SECONDS, NULL));
+    return build_file(out, ctx, path, max_batch);
 }

@@ -128,6 +128,18 @@ static const bad_input cases[] = {
     DATA("not_hdf5.h5", "not_hdf5.h5: not a readable HDF5 file"),
     TRAIN("valid x_nan.h5", 1, "x_nan.h5: dataset 'X' row 3 column 2 is NaN", "train.ini", "--set",
           "data.valid=x_nan.h5"),
+    /* Fuzz findings (tests/fuzz/regressions/): a 4 GiB "integer" label type,
+     * 72 bytes declaring 2^47 rows, and a file on which HDF5 itself crashes
+     * (stopped by the probe of src/h5util.h; "(signal 11)", or "(exit
+     * status 1)" where ASan reports it in the child). */
+    DATA("../fuzz/regressions/data/fusenet_label_type_4gib_oom.h5",
+         "fusenet_label_type_4gib_oom.h5: dataset 'y' is an integer of 4294967295 bytes, expected "
+         "integer class labels of at most 8 bytes"),
+    DATA("../fuzz/regressions/data/fusenet_declared_rows_2e47_oom.h5",
+         "fusenet_declared_rows_2e47_oom.h5: dataset 'X' declares [140737488355334, 3] but stores "
+         "only 72 bytes: truncated or corrupt"),
+    DATA("../fuzz/regressions/data/hdf5_crash_segv_local_heap_H5HL_protect.h5",
+         "hdf5_crash_segv_local_heap_H5HL_protect.h5: corrupt HDF5 file: the HDF5 library crashed"),
     TRAIN("valid x_cols5.h5", 1, "x_cols5.h5: dataset 'X' has 5 columns, expected 6", "train.ini",
           "--set", "data.valid=x_cols5.h5"),
 
@@ -166,6 +178,12 @@ static const bad_input cases[] = {
     PREDICT("good_weights.h5", "x_cols5.h5", "x_cols5.h5: dataset 'X' has 5 columns, expected 6"),
     PREDICT("good_weights.h5", "x_nan.h5", "x_nan.h5: dataset 'X' row 3 column 2 is NaN"),
     PREDICT("good_weights.h5", "truncated.h5", "truncated.h5: not a readable HDF5 file"),
+    PREDICT("../fuzz/regressions/weights/hdf5_crash_overflow_global_heap_H5HG_read.h5", "good.h5",
+            "hdf5_crash_overflow_global_heap_H5HG_read.h5: corrupt HDF5 file: the HDF5 library "
+            "crashed"),
+    PREDICT("good_weights.h5", "../fuzz/regressions/data/hdf5_crash_segv_local_heap_H5HL_protect.h5",
+            "hdf5_crash_segv_local_heap_H5HL_protect.h5: corrupt HDF5 file: the HDF5 library "
+            "crashed"),
 
     /* --- weights files, through [model] init -------------------------------- */
     INIT("good_weights.h5", NULL),
@@ -181,6 +199,8 @@ static const bad_input cases[] = {
     INIT("weights_nan.h5", "weights_nan.h5: group 'layer1': dataset 'weight' holds NaN at [2, 5]"),
     INIT("weights_truncated.h5", "weights_truncated.h5: not a readable HDF5 file: truncated file"),
     INIT("weights_corrupt.h5", "weights_corrupt.h5: group 'layer1': 'weight' is not a readable dataset"),
+    INIT("../fuzz/regressions/weights/hdf5_crash_overflow_global_heap_H5HG_read.h5",
+         "hdf5_crash_overflow_global_heap_H5HG_read.h5: corrupt HDF5 file: the HDF5 library crashed"),
     TRAIN("init good_weights.h5, 5 input columns", 1,
           "good_weights.h5: group 'layer0': in_features is 6, the model has 5", "train.ini", "--set",
           "model.init=good_weights.h5", "--set", "data.train=x_cols5.h5"),
@@ -190,6 +210,8 @@ static const bad_input cases[] = {
     RESUME("good_weights.h5",
            "checkpoint.h5: format is 'fusenet-weights', expected 'fusenet-checkpoint'"),
     RESUME("good.h5", "checkpoint.h5: not a fusenet-checkpoint file"),
+    RESUME("../fuzz/regressions/weights/hdf5_crash_global_heap_H5HG__protect.h5",
+           "checkpoint.h5: corrupt HDF5 file: the HDF5 library crashed"),
 };
 
 enum { PATH_CAP = 1024 };

@@ -1,8 +1,9 @@
 /* checkpoint.h — everything a run needs to continue exactly where it
  * stopped: the weights (in the weights.h layout, with format
  * "fusenet-checkpoint"), the SGD momentum buffers and step count, the
- * position in the data (epoch and step within it; with the seed these fix
- * the shuffle, see data.h), the running sums of the unfinished epoch and the
+ * position in the data (epoch and step within it; with the seed, the batch
+ * size, the set's rows and its slab size these fix the shuffle, see
+ * data.h), the running sums of the unfinished epoch and the
  * config text. Written atomically like weights files. */
 #ifndef FUSENET_CHECKPOINT_H
 #define FUSENET_CHECKPOINT_H
@@ -24,6 +25,8 @@ typedef struct fn_train_state {
     long long global_step; /* optimiser steps since the start */
     uint64_t seed;         /* [train] seed: with epoch and step, the data order */
     int batch_size;
+    long long rows;        /* the training set's rows and its slab size (data.h): */
+    long long slab_rows;   /* with seed and batch_size, they fix the data order */
     double loss_sum;       /* the epoch so far: sum of batch loss * rows */
     long long correct;     /* the epoch so far: correctly classified rows */
     long long seen;        /* the epoch so far: rows */

@@ -1,10 +1,12 @@
 /* data.h — data sets from HDF5 and their mini-batches.
  *
  * A set is two datasets of one file: inputs, float32 [N, in], and targets,
- * either integer labels [N] (any HDF5 integer type, read as int32; for
- * cross-entropy) or float32 [N, out] (for mean squared error). Types, ranks,
- * the matching N, label range and finite values are checked when the set is
- * opened; errors name the file and the dataset.
+ * either integer labels [N] (any HDF5 integer type of up to 8 bytes, read as
+ * int32; for cross-entropy) or float32 [N, out] (for mean squared error).
+ * Types, ranks, the matching N, that each dataset stores what it declares,
+ * label range and finite values are checked when the set is opened (first
+ * in a child process, since HDF5 itself may crash or hang on a corrupt
+ * file: src/h5util.h); errors name the file and the dataset.
  *
  * Shuffling: rows are split into slabs of `slab_rows` consecutive rows (one
  * slab holding every row when the set fits in the memory budget). Each epoch

@@ -5,6 +5,7 @@
  * are then applied with fn_config_set, and fn_config_finish runs the checks
  * across keys. Any crash, leak, undefined behaviour or failure without a
  * message naming the file aborts (fuzz_entry.h). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
 

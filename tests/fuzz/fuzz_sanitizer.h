@@ -21,12 +21,14 @@
  *                "attempting I/O in temporary file space") or a failed
  *                H5Dopen2 (H5O_obj_type -> H5O_protect);
  *   H5F_open     the same for a failed H5Fopen in general;
+ *   H5D__layout_oh_read  a failed H5Dopen2 ("message type not found")
+ *                does not free the layout message it decoded;
  *   H5HG_read    reading a variable-length string attribute whose global
  *                heap object is corrupt leaks HDF5's copy of it even though
  *                H5Aread succeeds and the caller frees the string (the
  *                caller's string is allocated elsewhere, so a missing
  *                H5free_memory in fusenet is still reported).
- * Inputs: regressions/{data,weights}/hdf5_*. */
+ * Inputs: regressions/{data,weights}/hdf5_leak_* and hdf5_open_leak_*. */
 #ifndef FN_FUZZ_SANITIZER_H
 #define FN_FUZZ_SANITIZER_H
 
@@ -47,6 +49,7 @@ const char *__lsan_default_suppressions(void)
 {
     return "leak:H5C_protect\n"
            "leak:H5F_open\n"
+           "leak:H5D__layout_oh_read\n"
            "leak:H5HG_read\n";
 }
 
