@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "estimate.h"
+#include "expect.h"
 #include "fusenet/device.h"
 #include "reference.h"
 #include "runner.h"
@@ -65,18 +66,6 @@ static fn_status problem_layer(fn_context *ctx, const problem *p, fn_layer **l)
     FN_TRY(run_set_param(*l, "bias", p->b));
     FN_TRY(run_set_param(*l, "gamma", p->gamma));
     return run_set_param(*l, "beta", p->beta);
-}
-
-static fn_context *context_or_skip(fn_device device)
-{
-    if (device == FN_CUDA && fn_cuda_device_count() == 0) {
-        printf("skipped: fn_cuda_device_count() == 0, no CUDA device to test\n");
-        skip();
-    }
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, device, 0, FN_MATH_FP32) != FN_OK)
-        fail_msg("context: %s", fn_last_error());
-    return ctx;
 }
 
 /* ---- statistics per sample ---- */

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "cuda_backend.h"
+#include "expect.h"
 #include "fusenet/block.h"
 #include "fusenet/init.h"
 #include "fusenet/linear.h"
@@ -24,21 +25,6 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "gemm_cuda.h"
-
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
-
-static void skip_without_gpu(void)
-{
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
-}
 
 static fn_context *gpu_context(fn_math math)
 {

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/device.h"
 #include "fusenet/tensor.h"
 
@@ -63,10 +64,7 @@ static void test_negative_gpu_is_nodev(void **state)
 static void test_out_of_device_memory_is_nomem(void **state)
 {
     (void)state;
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
+    skip_without_gpu();
     fn_context *ctx = NULL;
     if (fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32) != FN_OK)
         fail_msg("context: %s", fn_last_error());

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/block.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
@@ -29,13 +30,6 @@ static void expect_fail_at(fn_status got, fn_status want, const char *needle, co
 }
 #define EXPECT_FAIL(call, status, needle) \
     expect_fail_at((call), (status), (needle), __FILE__, __LINE__)
-
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
 
 typedef struct fixture {
     fn_context *ctx;

@@ -21,14 +21,8 @@
 #include <cmocka.h>
 
 #include "block_impl.h"
+#include "expect.h"
 #include "fusenet/sgd.h"
-
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
 
 typedef struct shape {
     int batch, in, out, groups;
@@ -39,14 +33,6 @@ static const shape shapes[] = {
     {7, 33, 48, 3},    /* odd batch and input width; K = 16, float4 team path */
     {130, 64, 256, 1}, /* one wide group */
 };
-
-static void skip_without_gpu(void)
-{
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
-}
 
 static float *download(const fn_tensor *t)
 {

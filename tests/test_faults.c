@@ -39,6 +39,7 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/config.h"
 #include "fusenet/model.h"
@@ -49,36 +50,17 @@
 
 enum { PATH_CAP = 1024, IN_FEATURES = 6 /* of tests/bad_inputs/good.h5 */ };
 
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
-
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-    char out[PATH_CAP], err[PATH_CAP]; /* the programs' stdout and stderr */
-} fixture;
+typedef program_files fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_faults_");
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    snprintf(f->out, sizeof f->out, "%s/stdout.txt", f->dir);
-    snprintf(f->err, sizeof f->err, "%s/stderr.txt", f->dir);
-    *state = f;
+    *state = program_files_new("fn_faults_");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
+    program_files_free(*state);
     return 0;
 }
 
@@ -566,10 +548,7 @@ static void test_save_refuses_nonfinite(void **state)
 static void test_out_of_gpu_memory(void **state)
 {
     fixture *f = *state;
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
+    skip_without_gpu();
     /* Layer 1's weight alone is 262144^2 floats: 256 GiB. */
     write_config(f, "block 262144, block 262144, linear 4", "batch_size = 8");
     int status = program_wait(start_train(f, "oom", "run.device=cuda", NULL, 0), NULL);

@@ -43,16 +43,7 @@ static int teardown_cpu(void **state)
 static void test_block_vs_reference(void **state)
 {
     chk_table_header("tier 2: CPU block vs float64 reference");
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_block_cases; i++) {
-        printf("-- %s\n", gc_block_cases[i].why);
-        ok &= gc_block_vs_reference(*state, &gc_block_cases[i]);
-    }
-    for (size_t i = 0; i < gc_n_unaligned_cases; i++) {
-        printf("-- %s\n", gc_unaligned_cases[i].why);
-        ok &= gc_block_vs_reference_at(*state, &gc_unaligned_cases[i], 1);
-    }
-    assert_true(ok);
+    assert_true(gc_block_cases_vs_reference(*state));
 }
 
 static void test_linear_and_losses_vs_reference(void **state)
@@ -71,12 +62,7 @@ static void test_linear_and_losses_vs_reference(void **state)
 static void test_block_fd(void **state)
 {
     chk_table_header("tier 3: float32 finite differences through the CPU block");
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_fd_cases; i++) {
-        printf("-- %s\n", gc_fd_cases[i].why);
-        ok &= gc_block_fd(*state, &gc_fd_cases[i]);
-    }
-    assert_true(ok);
+    assert_true(gc_block_cases_fd(*state));
 }
 
 static void test_linear_and_losses_fd(void **state)

@@ -88,14 +88,7 @@ static void test_block_vs_reference(void **state)
         snprintf(title, sizeof title, "tier 2: CUDA block (%s) vs float64 reference",
                  fn_math_name(modes[m]));
         chk_table_header(title);
-        for (size_t i = 0; i < gc_n_block_cases; i++) {
-            printf("-- %s\n", gc_block_cases[i].why);
-            ok &= gc_block_vs_reference(s->gpu[m], &gc_block_cases[i]);
-        }
-        for (size_t i = 0; i < gc_n_unaligned_cases; i++) {
-            printf("-- %s\n", gc_unaligned_cases[i].why);
-            ok &= gc_block_vs_reference_at(s->gpu[m], &gc_unaligned_cases[i], 1);
-        }
+        ok &= gc_block_cases_vs_reference(s->gpu[m]);
     }
     assert_true(ok);
 }
@@ -125,10 +118,7 @@ static void test_block_fd(void **state)
     for (int m = 0; m < 2; m++) {
         chk_table_header(m ? "tier 3: finite differences through the CUDA block (tf32)"
                            : "tier 3: finite differences through the CUDA block (fp32)");
-        for (size_t i = 0; i < gc_n_fd_cases; i++) {
-            printf("-- %s\n", gc_fd_cases[i].why);
-            ok &= gc_block_fd(s->gpu[m], &gc_fd_cases[i]);
-        }
+        ok &= gc_block_cases_fd(s->gpu[m]);
     }
     assert_true(ok);
 }

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/loader.h"
 
 enum { N = 203, IN = 5, CLASSES = 7, OUT = 3, BATCH = 8, SLAB_ROWS = 32 };
@@ -141,13 +142,6 @@ static void expect_same(const host_batch *want, const host_batch *got, long long
     assert_memory_equal(got->labels, want->labels, sizeof(int32_t) * (size_t)want->rows);
     assert_memory_equal(got->t, want->t, sizeof(float) * (size_t)want->rows * OUT);
 }
-
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
 
 /* Batches from `step` of `epoch` to `stop` (-1: the end) against the
  * reference set's; then, at the end, rows 0 twice. */
@@ -311,10 +305,7 @@ static void test_bad_slab(void **state)
 static void test_cuda(void **state)
 {
     fixture *f = *state;
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
+    skip_without_gpu();
     write_set(f);
     fn_context *gpu = NULL;
     EXPECT_OK(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32));

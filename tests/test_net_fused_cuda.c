@@ -25,17 +25,11 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/block.h"
 #include "fusenet/linear.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-
-#define EXPECT_OK(call)                                                                  \
-    do {                                                                                 \
-        fn_status st_ = (call);                                                          \
-        if (st_ != FN_OK)                                                                \
-            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
-    } while (0)
 
 enum { BATCH = 24, IN = 40, H1 = 64, H2 = 32, OUT = 10, GROUPS = 4, STEPS = 4 };
 static const float lr = 0.1f;
@@ -239,14 +233,6 @@ static void compare_steps(fn_math math)
     model_free(&b);
     model_free(&c);
     fn_context_destroy(ctx);
-}
-
-static void skip_without_gpu(void)
-{
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
 }
 
 static void test_fused_net_step_cuda(void **state)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "expect.h"
 #include "fusenet/sgd.h"
 #include "fusenet/tensor.h"
 
@@ -80,24 +81,6 @@ static const sgd_case cases[] = {
      {0.75f, -0.25f, -0.875f}},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
-
-static fn_context *context_or_skip(fn_device device)
-{
-    if (device == FN_CUDA && fn_cuda_device_count() == 0) {
-        printf("skipped: fn_cuda_device_count() == 0, no CUDA device to test\n");
-        skip();
-    }
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, device, 0, FN_MATH_FP32) != FN_OK)
-        fail_msg("context: %s", fn_last_error());
-    return ctx;
-}
-
-static void must(fn_status st)
-{
-    if (st != FN_OK)
-        fail_msg("%s: %s", fn_status_name(st), fn_last_error());
-}
 
 static void upload(fn_tensor *t, const float *v) { must(fn_tensor_upload(t, v, fn_tensor_count(t))); }
 

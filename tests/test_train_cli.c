@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/device.h"
 
 typedef struct fixture {
@@ -384,10 +385,7 @@ static void test_interrupt_and_resume(void **state)
  * (fn_net_backward_sgd): interrupted and resumed, still bit for bit. */
 static void test_interrupt_and_resume_fused_cuda(void **state)
 {
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
+    skip_without_gpu();
     interrupt_and_resume(*state, "cuda", "run.device=cuda", "train.momentum=0");
 }
 

@@ -16,24 +16,17 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/device.h"
 #include "program.h"
 
 enum { PATH_CAP = 1024, MAX_SETS = 64 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP], out[PATH_CAP], err[PATH_CAP];
-} fixture;
+typedef program_files fixture;
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_determinism_");
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    snprintf(f->out, sizeof f->out, "%s/stdout.txt", f->dir);
-    snprintf(f->err, sizeof f->err, "%s/stderr.txt", f->dir);
+    fixture *f = program_files_new("fn_determinism_");
     FILE *out = fopen(f->ini, "w");
     assert_non_null(out);
     char train[PATH_CAP];
@@ -52,9 +45,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
+    program_files_free(*state);
     return 0;
 }
 
@@ -190,10 +181,7 @@ static void test_cpu(void **state) { expect_deterministic(*state, "cpu", "fp32")
 
 static void test_cuda(void **state)
 {
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU on this machine\n");
-        skip();
-    }
+    skip_without_gpu();
     expect_deterministic(*state, "cuda", "fp32");
     expect_deterministic(*state, "cuda", "tf32");
     expect_deterministic(*state, "cuda", "tf32x3");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "expect.h"
 #include "fusenet/block.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
@@ -26,12 +27,6 @@
 #define STEPS 150
 #define HIDDEN 32
 #define GROUPS 8
-
-static void must(fn_status st)
-{
-    if (st != FN_OK)
-        fail_msg("%s: %s", fn_status_name(st), fn_last_error());
-}
 
 static void make_data(float *x, int32_t *labels)
 {

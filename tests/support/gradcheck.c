@@ -281,6 +281,20 @@ int gc_block_vs_reference_at(fn_context *ctx, const gc_block_case *c, int offset
     return ok;
 }
 
+int gc_block_cases_vs_reference(fn_context *ctx)
+{
+    int ok = 1;
+    for (size_t i = 0; i < gc_n_block_cases; i++) {
+        printf("-- %s\n", gc_block_cases[i].why);
+        ok &= gc_block_vs_reference(ctx, &gc_block_cases[i]);
+    }
+    for (size_t i = 0; i < gc_n_unaligned_cases; i++) {
+        printf("-- %s\n", gc_unaligned_cases[i].why);
+        ok &= gc_block_vs_reference_at(ctx, &gc_unaligned_cases[i], 1);
+    }
+    return ok;
+}
+
 int gc_block_cross(fn_context *ctx, fn_context *base, const gc_block_case *c)
 {
     double u_ctx = est_operand_roundoff(fn_context_math(ctx));
@@ -599,6 +613,16 @@ int gc_block_fd(fn_context *ctx, const gc_block_case *c)
         block_fd_free(&f);
     }
     block_data_free(&b);
+    return ok;
+}
+
+int gc_block_cases_fd(fn_context *ctx)
+{
+    int ok = 1;
+    for (size_t i = 0; i < gc_n_fd_cases; i++) {
+        printf("-- %s\n", gc_fd_cases[i].why);
+        ok &= gc_block_fd(ctx, &gc_fd_cases[i]);
+    }
     return ok;
 }
 

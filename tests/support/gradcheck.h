@@ -38,6 +38,9 @@ extern const size_t gc_n_unaligned_cases;
 int gc_block_vs_reference(fn_context *ctx, const gc_block_case *c);
 /* The same with y and dy as views `offset` floats into their allocations. */
 int gc_block_vs_reference_at(fn_context *ctx, const gc_block_case *c, int offset);
+/* Every case of gc_block_cases, then of gc_unaligned_cases at offset 1,
+ * each after a line "-- <why>"; 1 when all held (all run whatever fails). */
+int gc_block_cases_vs_reference(fn_context *ctx);
 /* Tier 2: the linear layer (y, dx, dW, db) and the two losses (value and
  * gradient). */
 int gc_linear_vs_reference(fn_context *ctx, int batch, int in, int out, uint64_t seed);
@@ -47,6 +50,8 @@ int gc_losses_vs_reference(fn_context *ctx, int rows, int cols, double scale, ui
  * directions (each tensor alone, then all at once), against the layer's own
  * analytic directional derivative. */
 int gc_block_fd(fn_context *ctx, const gc_block_case *c);
+/* gc_block_fd on every case of gc_fd_cases, each after "-- <why>". */
+int gc_block_cases_fd(fn_context *ctx);
 int gc_linear_fd(fn_context *ctx, int batch, int in, int out, uint64_t seed);
 int gc_losses_fd(fn_context *ctx, int rows, int cols, uint64_t seed);
 

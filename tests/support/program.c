@@ -119,3 +119,20 @@ void program_remove_dir(const char *dir)
     if (strncmp(dir, "/tmp/", 5) != 0 || system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
 }
+
+program_files *program_files_new(const char *prefix)
+{
+    program_files *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    program_temp_dir(f->dir, sizeof f->dir, prefix);
+    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
+    snprintf(f->out, sizeof f->out, "%s/stdout.txt", f->dir);
+    snprintf(f->err, sizeof f->err, "%s/stderr.txt", f->dir);
+    return f;
+}
+
+void program_files_free(program_files *f)
+{
+    program_remove_dir(f->dir);
+    free(f);
+}

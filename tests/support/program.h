@@ -35,4 +35,18 @@ char *program_slurp(const char *path);
 void program_temp_dir(char *dir, size_t n, const char *prefix);
 void program_remove_dir(const char *dir);
 
+/* A test's run of the programs: a new directory /tmp/<prefix>XXXXXX and the
+ * paths of a config and of the programs' output in it (not created). */
+enum { PROGRAM_PATH_CAP = 1024 };
+typedef struct program_files {
+    char dir[64];
+    char ini[PROGRAM_PATH_CAP];                        /* <dir>/run.ini */
+    char out[PROGRAM_PATH_CAP], err[PROGRAM_PATH_CAP]; /* <dir>/stdout.txt, stderr.txt */
+} program_files;
+
+/* A new one (fails the test when the directory cannot be made), and its
+ * end: the directory removed with everything in it, the struct freed. */
+program_files *program_files_new(const char *prefix);
+void program_files_free(program_files *f);
+
 #endif

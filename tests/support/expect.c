@@ -1,0 +1,34 @@
+/* expect.c — the shared FN_OK checks and GPU skips of expect.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+
+void must(fn_status st)
+{
+    if (st != FN_OK)
+        fail_msg("%s: %s", fn_status_name(st), fn_last_error());
+}
+
+void skip_without_gpu(void)
+{
+    if (fn_cuda_device_count() == 0) {
+        printf("skipped: no CUDA GPU on this machine\n");
+        skip();
+    }
+}
+
+fn_context *context_or_skip(fn_device device)
+{
+    if (device == FN_CUDA)
+        skip_without_gpu();
+    fn_context *ctx = NULL;
+    if (fn_context_create(&ctx, device, 0, FN_MATH_FP32) != FN_OK)
+        fail_msg("context: %s", fn_last_error());
+    return ctx;
+}

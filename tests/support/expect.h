@@ -1,0 +1,31 @@
+/* expect.h — the checks the tests of the library's API share: a call that
+ * must return FN_OK (else the test fails with the library's message), and
+ * the skip of a CUDA test on a machine without a GPU. Include after
+ * <cmocka.h>: these fail and skip through cmocka. */
+#ifndef FN_TEST_EXPECT_H
+#define FN_TEST_EXPECT_H
+
+#include "fusenet/device.h"
+#include "fusenet/status.h"
+
+/* Fails the test unless `call` returns FN_OK, with file:line, the call's
+ * text and fn_last_error(). */
+#define EXPECT_OK(call)                                                                  \
+    do {                                                                                 \
+        fn_status st_ = (call);                                                          \
+        if (st_ != FN_OK)                                                                \
+            fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
+    } while (0)
+
+/* Fails the test unless st is FN_OK, with the status' name and
+ * fn_last_error(). */
+void must(fn_status st);
+
+/* Skips the test (with a line saying why) when there is no CUDA GPU. */
+void skip_without_gpu(void);
+
+/* An fp32 context on device (GPU 0 for CUDA); skips the test for CUDA
+ * without a GPU, fails it when the context cannot be made. */
+fn_context *context_or_skip(fn_device device);
+
+#endif
