@@ -254,14 +254,9 @@ double est_cross_entropy_errors(int rows, int cols, const double *logits, const 
     double row_errors = 0, loss_abs = 0, per_term = LAM * (sqrt((double)cols) + 4) * U32;
     for (int n = 0; n < rows; n++) {
         const double *l = logits + (size_t)n * cols;
-        double m = l[0];
-        for (int c = 1; c < cols; c++)
-            m = l[c] > m ? l[c] : m;
-        double s = 0;
-        for (int c = 0; c < cols; c++)
-            s += exp(l[c] - m);
-        double lse = m + log(s);
-        row_errors += per_term * (fabs(m) + fabs(log(s)) + fabs(l[labels[n]]) + 1);
+        double m;
+        double lse = ref_log_sum_exp(l, cols, &m);
+        row_errors += per_term * (fabs(m) + fabs(lse - m) + fabs(l[labels[n]]) + 1);
         loss_abs += fabs(lse - l[labels[n]]);
         for (int c = 0; edlogits && c < cols; c++) {
             double prob = exp(l[c] - lse);

@@ -179,19 +179,26 @@ double ref_mse(size_t count, const double *pred, const double *target, double *d
     return s / (double)count;
 }
 
+double ref_log_sum_exp(const double *l, int cols, double *max)
+{
+    double m = l[0];
+    for (int c = 1; c < cols; c++)
+        m = l[c] > m ? l[c] : m;
+    double s = 0;
+    for (int c = 0; c < cols; c++)
+        s += exp(l[c] - m);
+    if (max)
+        *max = m;
+    return m + log(s);
+}
+
 double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t *labels,
                          double *dlogits)
 {
     double total = 0;
     for (int n = 0; n < rows; n++) {
         const double *l = logits + (size_t)n * cols;
-        double m = l[0];
-        for (int c = 1; c < cols; c++)
-            m = l[c] > m ? l[c] : m;
-        double s = 0;
-        for (int c = 0; c < cols; c++)
-            s += exp(l[c] - m);
-        double lse = m + log(s);
+        double lse = ref_log_sum_exp(l, cols, NULL);
         total += lse - l[labels[n]];
         if (dlogits)
             for (int c = 0; c < cols; c++)

@@ -62,6 +62,10 @@ void ref_linear_backward(int batch, int in, int out, const double *weight, const
  * gets 2 (pred - target) / count. */
 double ref_mse(size_t count, const double *pred, const double *target, double *dpred);
 
+/* log sum_c exp(l[c]) over one row, shifted by its maximum (stored in *max
+ * when max is not NULL) so that it cannot overflow. */
+double ref_log_sum_exp(const double *l, int cols, double *max);
+
 /* mean over rows of -log softmax(logits[n])[labels[n]], as
  * torch.nn.CrossEntropyLoss; dlogits (may be NULL) gets
  * (softmax - onehot) / rows. logits [rows, cols]. */
