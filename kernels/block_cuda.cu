@@ -22,14 +22,14 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "block_impl.h"
-#include "block_products_cuda.h"
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
-#include "gemm_cuda.h"
-#include "launch_cuda.cuh"
-#include "reduce_cuda.cuh"
+#include "nn/block_impl.h"
+#include "nn/block_products_cuda.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
+#include "core/gemm_cuda.h"
+#include "core/launch_cuda.cuh"
+#include "core/reduce_cuda.cuh"
 
 static constexpr int kMaxReps = 4;          /* vectors a lane holds per group */
 static constexpr int kForwardThreads = 256; /* team path, forward */

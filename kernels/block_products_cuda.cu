@@ -3,10 +3,10 @@
  * tensor carved into the column partial sums and, in the TF32 modes, the
  * transposes and TF32 splits of the operands (block_products_cuda.h). The
  * products run through gemm_cuda.h in the context's math mode. */
-#include "block_products_cuda.h"
-#include "cuda_backend.h"
-#include "gemm_cuda.h"
-#include "launch_cuda.cuh"
+#include "nn/block_products_cuda.h"
+#include "core/cuda_runtime.h"
+#include "core/gemm_cuda.h"
+#include "core/launch_cuda.cuh"
 
 static float *carve(float *base, size_t *at, size_t n)
 {

@@ -3,9 +3,9 @@
  * deterministic mode, its workspace, and the device's multiprocessor count. */
 #include <stdlib.h>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
 
 /* cuBLAS's recommended workspace for Hopper; set explicitly so cuBLAS never
  * allocates inside a step. */

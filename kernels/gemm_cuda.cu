@@ -14,11 +14,11 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
-#include "gemm_cuda.h"
-#include "launch_cuda.cuh"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
+#include "core/gemm_cuda.h"
+#include "core/launch_cuda.cuh"
 
 static constexpr int kTile = 32;     /* transpose: tile side */
 static constexpr int kTileRows = 8;  /* transpose: thread rows a tile */

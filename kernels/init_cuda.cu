@@ -4,8 +4,8 @@
  * same uniforms for the same seed and offset, and the transform to [lo, hi)
  * in the same float arithmetic as src/init.c (round-to-nearest multiply
  * then add, never fused). */
-#include "cuda_backend.h"
-#include "cuda_check.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
 
 extern "C" const char *fn_curand_error_string(curandStatus_t status)
 {

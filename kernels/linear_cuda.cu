@@ -1,13 +1,13 @@
 /* linear_cuda.cu — the affine output layer y = x W^T + b on the GPU: the
  * products through gemm_cuda.h, a bias-add kernel, and db as a deterministic
  * column sum of dy (reduce_cuda.cuh). */
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
-#include "gemm_cuda.h"
-#include "launch_cuda.cuh"
-#include "linear_impl.h"
-#include "reduce_cuda.cuh"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
+#include "core/gemm_cuda.h"
+#include "core/launch_cuda.cuh"
+#include "nn/linear_impl.h"
+#include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
 

@@ -14,10 +14,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
-#include "reduce_cuda.cuh"
+#include "nn/loss_backends.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
+#include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
 static constexpr int kWarps = kThreads / kWarpSize;

@@ -1,8 +1,8 @@
 /* memory_cuda.cu — plain device memory for fn_tensor: cudaMalloc, zeroing and
  * synchronous copies between any pair of devices; and pinned (page-locked)
  * host memory, which asynchronous copies need to overlap with kernels. */
-#include "cuda_backend.h"
-#include "cuda_check.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
 
 extern "C" fn_status fn_cuda_alloc(void **ptr, size_t bytes)
 {

@@ -2,10 +2,10 @@
  * elementwise kernel (the rule is in include/fusenet/sgd.h). Every multiply
  * and add is rounded on its own (__fmul_rn, __fadd_rn: never fused into an
  * FMA), in the order torch.optim.SGD and src/sgd_cpu.c write them. */
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
-#include "launch_cuda.cuh"
+#include "optim/sgd_backends.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
+#include "core/launch_cuda.cuh"
 
 static constexpr int kThreads = 256;
 

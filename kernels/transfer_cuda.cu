@@ -5,9 +5,9 @@
  * has landed. src/cuda_backend.h states the protocol. */
 #include <stdlib.h>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_state.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_check.h"
+#include "core/cuda_state.h"
 
 struct fn_cuda_transfer {
     fn_context *ctx;      /* borrowed */

@@ -51,7 +51,7 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 nice_level=${FN_FUZZ_NICE:-10}
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 cflags=(-std=c11 -g -O1 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-        -Iinclude -Isrc -Ikernels -Itests/fuzz
+        -Iinclude -Isrc -Itests/fuzz
         $(pkg-config --cflags hdf5 inih openblas))
 libs=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcudart -lcublas -lcublasLt -lcurand
       $(pkg-config --libs hdf5 inih openblas) -lm -lstdc++)
@@ -75,19 +75,23 @@ build_cuda_objects() {
     fi
 }
 
+# src/nn/block.c <-> nn_block.o
+object_name() { local rel=${1#src/}; echo "${rel%.c}.o" | tr / _; }
+source_of() { local base; base=$(basename "${1%.o}"); echo "src/${base%%_*}/${base#*_}.c"; }
+
 # The newest header the host sources or harnesses can include.
 newest_header() {
-    ls -t include/fusenet/*.h src/*.h kernels/*.h tests/fuzz/*.h 2>/dev/null | head -n 1
+    ls -t include/fusenet/*.h src/*/*.h src/*/*.cuh tests/fuzz/*.h 2>/dev/null | head -n 1
 }
 
-# src/*.c -> build/fuzz/obj/*.o, instrumented for coverage; only what is stale.
+# src/<layer>/*.c -> build/fuzz/obj/<layer>_*.o, instrumented for coverage; only what is stale.
 build_host_objects() {
     mkdir -p "$out/obj"
     local header src obj
     header=$(newest_header)
     rm -f "$out"/obj/*.o.tmp
-    for src in src/*.c; do
-        obj="$out/obj/$(basename "${src%.c}").o"
+    for src in src/*/*.c; do
+        obj="$out/obj/$(object_name "$src")"
         if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$header" -nt "$obj" ]; then
             nice -n "$nice_level" "$cc" "${cflags[@]}" "${san[@]}" -fsanitize=fuzzer-no-link \
                 -c "$src" -o "$obj" || die "compiling $src failed"
@@ -95,7 +99,7 @@ build_host_objects() {
     done
     # Objects of sources that were removed would otherwise still be linked.
     for obj in "$out"/obj/*.o; do
-        [ -f "src/$(basename "${obj%.o}").c" ] || rm -f "$obj"
+        [ -f "$(source_of "$obj")" ] || rm -f "$obj"
     done
 }
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "check.h"
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "expect.h"
 #include "fusenet/block.h"
 #include "fusenet/init.h"
@@ -24,7 +24,7 @@
 #include "fusenet/loss.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-#include "gemm_cuda.h"
+#include "core/gemm_cuda.h"
 
 static fn_context *gpu_context(fn_math math)
 {

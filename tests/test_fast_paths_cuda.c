@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "block_impl.h"
+#include "nn/block_impl.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
 

@@ -25,9 +25,9 @@
 
 #include <cuda_runtime.h>
 
-#include "block_impl.h"
-#include "cuda_state.h"
-#include "gemm_cuda.h"
+#include "nn/block_impl.h"
+#include "core/cuda_state.h"
+#include "core/gemm_cuda.h"
 #include "fusenet/sgd.h"
 
 enum { INNER_KERNEL = 20, INNER_PASS = 4, ERROR_ROWS = 8 };

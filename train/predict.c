@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "fusenet/data.h"
+#include "fusenet/outputs.h"
 #include "fusenet/weights.h"
-#include "h5util.h"
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
@@ -123,43 +123,9 @@ typedef struct job {
     fn_context *ctx;
     fn_net *net;
     fn_data *data;
-    hid_t file, set;
-    char *tmp;
+    fn_outputs *outputs;
     float *host; /* [batch, out] */
 } job;
-
-static fn_status create_output(job *j, const char *path)
-{
-    FN_TRY(fn_h5_create_tmp(&j->file, path, &j->tmp));
-    hsize_t dims[2] = {(hsize_t)fn_data_rows(j->data), (hsize_t)fn_net_out_features(j->net)};
-    hid_t space = H5Screate_simple(2, dims, NULL);
-    j->set = space < 0 ? -1
-                       : H5Dcreate2(j->file, "outputs", H5T_IEEE_F32LE, space, H5P_DEFAULT,
-                                    H5P_DEFAULT, H5P_DEFAULT);
-    if (space >= 0)
-        H5Sclose(space);
-    if (j->set < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot create dataset 'outputs'", j->tmp);
-    return FN_OK;
-}
-
-static fn_status write_rows(job *j, int64_t row0, int rows, int cols)
-{
-    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)rows, (hsize_t)cols};
-    hid_t file_space = H5Dget_space(j->set);
-    hid_t mem_space = H5Screate_simple(2, count, NULL);
-    herr_t r = -1;
-    if (file_space >= 0 && mem_space >= 0 &&
-        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        r = H5Dwrite(j->set, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, j->host);
-    if (file_space >= 0)
-        H5Sclose(file_space);
-    if (mem_space >= 0)
-        H5Sclose(mem_space);
-    if (r < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", j->tmp);
-    return FN_OK;
-}
 
 /* Batches come in file order (no shuffle), each a run of consecutive rows. */
 static fn_status forward_all(job *j)
@@ -173,7 +139,7 @@ static fn_status forward_all(job *j)
         fn_tensor y;
         FN_TRY(fn_net_forward(j->net, &b.x, &y));
         FN_TRY(fn_tensor_download(&y, j->host, (size_t)b.rows * (size_t)out));
-        FN_TRY(write_rows(j, b.index[0], b.rows, out));
+        FN_TRY(fn_outputs_write(j->outputs, b.index[0], b.rows, j->host));
     }
 }
 
@@ -181,20 +147,17 @@ static fn_status predict(job *j, const options *o)
 {
     FN_TRY(open_context(o->device, &j->ctx));
     FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch));
-    fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = j->net->in_features,
+    fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = fn_net_in_features(j->net),
                          .batch_size = (int)o->batch,
                          .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
     FN_TRY(fn_data_open(&j->data, j->ctx, o->inputs_path, &d));
     j->host = malloc(sizeof(float) * (size_t)o->batch * (size_t)fn_net_out_features(j->net));
     if (!j->host)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
-    FN_TRY(create_output(j, o->outputs_path));
+    FN_TRY(fn_outputs_create(&j->outputs, o->outputs_path, fn_data_rows(j->data),
+                             fn_net_out_features(j->net)));
     FN_TRY(forward_all(j));
-    H5Dclose(j->set);
-    j->set = -1;
-    fn_status st = fn_h5_commit(j->file, j->tmp, o->outputs_path);
-    j->file = -1;
-    return st;
+    return fn_outputs_commit(j->outputs);
 }
 
 int main(int argc, char **argv)
@@ -206,16 +169,12 @@ int main(int argc, char **argv)
             fputs(usage, stdout);
         return status;
     }
-    job j = {.file = -1, .set = -1};
+    job j = {0};
     fn_status st = predict(&j, &o);
     if (st != FN_OK)
         fprintf(stderr, "predict: %s\n", fn_last_error());
-    if (j.set >= 0)
-        H5Dclose(j.set);
-    if (j.file >= 0)
-        fn_h5_abandon(j.file, j.tmp);
+    fn_outputs_destroy(j.outputs);
     long long rows = j.data ? (long long)fn_data_rows(j.data) : 0;
-    free(j.tmp);
     free(j.host);
     fn_data_close(j.data);
     fn_net_destroy(j.net);

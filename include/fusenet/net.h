@@ -55,7 +55,8 @@ fn_status fn_net_zero_grad(fn_net *net);
  * counts the step (fn_sgd_count_step). */
 fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr);
 
-int fn_net_out_features(const fn_net *net);
+int fn_net_in_features(const fn_net *net);  /* of the first layer; 0 while empty */
+int fn_net_out_features(const fn_net *net); /* of the last layer; 0 while empty */
 
 /* Where a value went non-finite: the first NaN or infinity in the order the
  * values of a step are computed. */

@@ -54,7 +54,7 @@
 #include "fusenet/model.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
-#include "h5util.h"
+#include "io/h5util.h"
 
 /* Batches taken per epoch at most, so a huge declared set stays quick. */
 enum { FUZZ_MAX_BATCHES = 16 };

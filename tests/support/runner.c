@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
 

@@ -1,14 +1,12 @@
-/* cuda_backend.h (private) — every function of kernels/ that host C calls.
- * All are `extern "C"`, return fn_status, and report failures with the CUDA,
+/* cuda_runtime.h (private) — the CUDA runtime under every layer: contexts,
+ * device and pinned memory, the copy stream, Philox initialisation. All are `extern "C"`, return fn_status, and report failures with the CUDA,
  * cuBLAS or cuRAND message and the file:line of the failing call. */
-#ifndef FUSENET_SRC_CUDA_BACKEND_H
-#define FUSENET_SRC_CUDA_BACKEND_H
+#ifndef FUSENET_CORE_CUDA_RUNTIME_H
+#define FUSENET_CORE_CUDA_RUNTIME_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fusenet/layer.h"
-#include "fusenet/sgd.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -65,21 +63,6 @@ fn_status fn_cuda_transfer_wait_sent(fn_cuda_transfer *t, int slot);
 fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,
                                uint64_t offset);
 fn_status fn_cuda_fill(float *out, size_t n, float value);
-
-/* kernels/loss_cuda.cu */
-fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                           fn_tensor *loss, fn_tensor *dpred);
-fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
-                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
-fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
-                                int *correct);
-fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
-                                          const int32_t *labels, fn_tensor *loss,
-                                          fn_tensor *dlogits, float *value, int *correct);
-
-/* kernels/sgd_cuda.cu */
-fn_status fn_cuda_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                             fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
 
 #ifdef __cplusplus
 }

@@ -12,8 +12,8 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
-#include "launch_cuda.cuh"
+#include "core/cuda_check.h"
+#include "core/launch_cuda.cuh"
 
 inline constexpr int kWarpSize = 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;

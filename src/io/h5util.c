@@ -20,7 +20,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "h5util.h"
+#include "io/h5util.h"
 
 void fn_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 

@@ -4,7 +4,7 @@
 #include <curand.h>
 #include <math.h>
 
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "fusenet/init.h"
 
 /* Defined in kernels/init_cuda.cu (extern "C"). */

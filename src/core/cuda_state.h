@@ -9,7 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "context.h"
+#include "core/context.h"
 
 enum { FN_CUDA_REDUCE_SLOTS = 1024 };
 

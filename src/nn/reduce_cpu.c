@@ -1,6 +1,6 @@
 /* reduce_cpu.c — column sums over the batch for the CPU layers (see
  * reduce_cpu.h). */
-#include "reduce_cpu.h"
+#include "nn/reduce_cpu.h"
 
 #include <stddef.h>
 

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "block_impl.h"
-#include "reduce_cpu.h"
+#include "nn/block_impl.h"
+#include "nn/reduce_cpu.h"
 
 /* ---- element-wise pieces shared by forward and backward ---- */
 

@@ -11,8 +11,8 @@
 #include "fusenet/config.h"
 #include "fusenet/model.h"
 #include "fusenet/weights.h"
-#include "h5util.h"
-#include "weights_impl.h"
+#include "io/h5util.h"
+#include "io/weights_impl.h"
 
 enum { WHERE_CAP = 512 };
 

@@ -3,7 +3,7 @@
  * PyTorch step by step. Arguments were validated by src/sgd.c. */
 #include <stddef.h>
 
-#include "cpu_backend.h"
+#include "optim/sgd_backends.h"
 
 fn_status fn_cpu_sgd_update(fn_tensor *value, const fn_tensor *grad, fn_tensor *momentum_buf,
                             const fn_sgd_config *cfg, int first_step)

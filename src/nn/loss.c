@@ -1,7 +1,6 @@
 /* loss.c — the losses' checked entry points: shapes, devices and buffers are
  * validated here, then the work goes to src/loss_cpu.c or kernels/loss_cuda.cu. */
-#include "cpu_backend.h"
-#include "cuda_backend.h"
+#include "nn/loss_backends.h"
 #include "fusenet/loss.h"
 
 /* t must hold data on `device` with shape [rows, cols]. */

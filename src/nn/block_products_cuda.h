@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "block_impl.h"
+#include "nn/block_impl.h"
 
 #ifdef __cplusplus
 extern "C" {

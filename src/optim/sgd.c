@@ -4,8 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "cpu_backend.h"
-#include "cuda_backend.h"
+#include "optim/sgd_backends.h"
 #include "fusenet/sgd.h"
 
 struct fn_sgd {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "block_impl.h"
+#include "nn/block_impl.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 
@@ -252,6 +252,8 @@ fn_status fn_net_zero_grad(fn_net *net)
         FN_TRY(fn_layer_zero_grad(net->layers[i]));
     return FN_OK;
 }
+
+int fn_net_in_features(const fn_net *net) { return net ? net->in_features : 0; }
 
 int fn_net_out_features(const fn_net *net)
 {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fusenet/checkpoint.h"
-#include "h5util.h"
-#include "weights_impl.h"
+#include "io/h5util.h"
+#include "io/weights_impl.h"
 
 /* Calls visit(group, where, "layerI.name", param, buffer) for every
  * parameter that has a momentum buffer, in the net's parameter order. */

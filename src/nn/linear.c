@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "linear_impl.h"
+#include "nn/linear_impl.h"
 
 static fn_status setup(fn_linear *l, fn_rng *rng)
 {

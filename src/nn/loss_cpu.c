@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "cpu_backend.h"
+#include "nn/loss_backends.h"
 
 fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, fn_tensor *loss,
                           fn_tensor *dpred)

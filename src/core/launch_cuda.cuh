@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "cuda_state.h"
+#include "core/cuda_state.h"
 
 /* Grid-stride kernels get at most this many blocks per multiprocessor: two
  * waves of 256-thread blocks (8 resident a multiprocessor), enough to hide

@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "fusenet/loader.h"
-#include "h5util.h"
-#include "workers.h"
+#include "io/h5util.h"
+#include "core/workers.h"
 
 enum { K = FN_LOADER_SLOTS, MAX_THREADS = 8, MESSAGE_CAP = 1024 };
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "fusenet/data.h"
-#include "h5util.h"
+#include "io/h5util.h"
 
 struct fn_data {
     char *path;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
+#include "core/cuda_runtime.h"
 #include "fusenet/tensor.h"
 
 size_t fn_tensor_count(const fn_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers.h"
+#include "core/workers.h"
 
 struct fn_workers {
     int threads;         /* parts of a job, the caller's included */

@@ -3,8 +3,8 @@
 #include <cblas.h>
 #include <stddef.h>
 
-#include "linear_impl.h"
-#include "reduce_cpu.h"
+#include "nn/linear_impl.h"
+#include "nn/reduce_cpu.h"
 
 /* y = x W^T + b: each row starts as b, then the product adds onto it. */
 static fn_status linear_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "cuda_backend.h"
+#include "core/context.h"
+#include "core/cuda_runtime.h"
 
 int fn_cuda_device_count(void) { return fn_cuda_count_devices(); }
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "block_impl.h"
+#include "nn/block_impl.h"
 
 static const char *const param_names[FN_BLOCK_N_PARAMS] = {
     [FN_BLOCK_WEIGHT] = "weight",

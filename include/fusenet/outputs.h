@@ -1,0 +1,29 @@
+/* outputs.h — a file of predictions: dataset 'outputs', float32 [rows, cols],
+ * written in runs of consecutive rows to a temporary and renamed over the
+ * path only when every row is in (so a failed or interrupted run never
+ * leaves a half-written file in place of a good one). */
+#ifndef FUSENET_OUTPUTS_H
+#define FUSENET_OUTPUTS_H
+
+#include <stdint.h>
+
+#include "fusenet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_outputs fn_outputs;
+
+fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols);
+/* rows [row0, row0 + n) from host memory, [n, cols] row-major. */
+fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host);
+/* Renames the finished file over the path. */
+fn_status fn_outputs_commit(fn_outputs *o);
+/* Frees o; an uncommitted temporary is removed, the path left untouched. */
+void fn_outputs_destroy(fn_outputs *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

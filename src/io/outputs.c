@@ -1,0 +1,85 @@
+/* outputs.c — the predictions file of outputs.h, through the atomic
+ * temporary-and-rename of h5util. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusenet/outputs.h"
+#include "io/h5util.h"
+
+struct fn_outputs {
+    hid_t file, set;
+    char *tmp;  /* the temporary's name; NULL once committed */
+    char *path; /* the final name */
+    int cols;
+};
+
+static fn_status create_set(fn_outputs *o, int64_t rows)
+{
+    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)o->cols};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    o->set = space < 0 ? -1
+                       : H5Dcreate2(o->file, "outputs", H5T_IEEE_F32LE, space, H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT);
+    if (space >= 0)
+        H5Sclose(space);
+    if (o->set < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create dataset 'outputs'", o->tmp);
+    return FN_OK;
+}
+
+fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols)
+{
+    *out = NULL;
+    fn_outputs *o = calloc(1, sizeof *o);
+    if (!o)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    *o = (fn_outputs){.file = -1, .set = -1, .cols = cols};
+    *out = o;
+    size_t n = strlen(path) + 1;
+    o->path = malloc(n);
+    if (!o->path)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    memcpy(o->path, path, n);
+    FN_TRY(fn_h5_create_tmp(&o->file, path, &o->tmp));
+    return create_set(o, rows);
+}
+
+fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host)
+{
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)n, (hsize_t)o->cols};
+    hid_t file_space = H5Dget_space(o->set);
+    hid_t mem_space = H5Screate_simple(2, count, NULL);
+    herr_t r = -1;
+    if (file_space >= 0 && mem_space >= 0 &&
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        r = H5Dwrite(o->set, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, host);
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    if (r < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", o->tmp);
+    return FN_OK;
+}
+
+fn_status fn_outputs_commit(fn_outputs *o)
+{
+    H5Dclose(o->set);
+    o->set = -1;
+    fn_status st = fn_h5_commit(o->file, o->tmp, o->path);
+    o->file = -1;
+    return st;
+}
+
+void fn_outputs_destroy(fn_outputs *o)
+{
+    if (!o)
+        return;
+    if (o->set >= 0)
+        H5Dclose(o->set);
+    if (o->file >= 0)
+        fn_h5_abandon(o->file, o->tmp);
+    free(o->tmp);
+    free(o->path);
+    free(o);
+}

@@ -1,0 +1,37 @@
+/* loss_backends.h (private) — the losses of nn/loss_cpu.c and kernels/loss_cuda.cu
+ * that nn/loss.c dispatches to once it has validated the arguments; they
+ * trust shapes and devices. */
+#ifndef FUSENET_NN_LOSS_BACKENDS_H
+#define FUSENET_NN_LOSS_BACKENDS_H
+
+#include <stdint.h>
+
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* nn/loss_cpu.c */
+fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, fn_tensor *loss,
+                          fn_tensor *dpred);
+fn_status fn_cpu_cross_entropy_loss(const fn_tensor *logits, const int32_t *labels,
+                                    fn_tensor *loss, fn_tensor *dlogits);
+fn_status fn_cpu_count_correct(const fn_tensor *logits, const int32_t *labels, int *correct);
+
+
+/* kernels/loss_cuda.cu */
+fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                           fn_tensor *loss, fn_tensor *dpred);
+fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
+                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
+fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                                int *correct);
+fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                          const int32_t *labels, fn_tensor *loss,
+                                          fn_tensor *dlogits, float *value, int *correct);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
