@@ -55,6 +55,15 @@ fn_status fn_net_zero_grad(fn_net *net);
  * counts the step (fn_sgd_count_step). */
 fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr);
 
+/* Read access for the layers above (io, the trainer): the struct itself is
+ * private to nn/net.c. */
+int fn_net_n_layers(const fn_net *net);
+fn_layer *fn_net_layer(const fn_net *net, int i);  /* [0, n_layers) */
+int fn_net_n_params(const fn_net *net);
+fn_param *fn_net_param(const fn_net *net, int i);  /* every layer's, in layer order */
+fn_param *const *fn_net_params(const fn_net *net); /* [n_params], for optimisers */
+fn_context *fn_net_context(const fn_net *net);
+int fn_net_max_batch(const fn_net *net);
 int fn_net_in_features(const fn_net *net);  /* of the first layer; 0 while empty */
 int fn_net_out_features(const fn_net *net); /* of the last layer; 0 while empty */
 

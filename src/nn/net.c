@@ -253,6 +253,26 @@ fn_status fn_net_zero_grad(fn_net *net)
     return FN_OK;
 }
 
+int fn_net_n_layers(const fn_net *net) { return net ? net->n_layers : 0; }
+
+fn_layer *fn_net_layer(const fn_net *net, int i)
+{
+    return net && i >= 0 && i < net->n_layers ? net->layers[i] : NULL;
+}
+
+int fn_net_n_params(const fn_net *net) { return net ? net->n_params : 0; }
+
+fn_param *fn_net_param(const fn_net *net, int i)
+{
+    return net && i >= 0 && i < net->n_params ? net->params[i] : NULL;
+}
+
+fn_param *const *fn_net_params(const fn_net *net) { return net ? net->params : NULL; }
+
+fn_context *fn_net_context(const fn_net *net) { return net ? net->ctx : NULL; }
+
+int fn_net_max_batch(const fn_net *net) { return net ? net->max_batch : 0; }
+
 int fn_net_in_features(const fn_net *net) { return net ? net->in_features : 0; }
 
 int fn_net_out_features(const fn_net *net)
