@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench_compare.sh — did a change move bench's figures? On a GPU machine, in
+# one call: builds `bench` of another source tree (BASE, e.g. an older
+# revision unpacked with `git archive REV | tar -x -C build/base_src`) into
+# build/bench_base, then runs that bench and this tree's ($BENCH, default
+# build/gpu/bench) in turn, ROUNDS times (default 3) for each math mode,
+# and prints, per figure, both medians over the rounds and new/base.
+#
+#   BASE=build/base_src BENCH=build/gpu/bench scripts/bench_compare.sh [bench flags]
+#
+# Alternating the two programs spreads clock and thermal drift over both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+base_src=${BASE:?set BASE to the source tree to compare against}
+bench=${BENCH:-build/gpu/bench}
+rounds=${ROUNDS:-3}
+raw=${OUT:-/tmp}/bench_compare_raw.txt
+: >"$raw"
+
+cmake -S "$base_src" -B build/bench_base -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/bench_base --target bench -j"$(nproc)" >/dev/null
+
+for round in $(seq "$rounds"); do
+    for math in fp32 tf32; do
+        for who in base new; do
+            exe=$bench
+            [ "$who" = base ] && exe=build/bench_base/bench
+            "$exe" --math "$math" "$@" | grep '^fusenet ' | sed "s/^/$who $round /" >>"$raw"
+        done
+    done
+done
+
+# Lines: "<who> <round> fusenet <math> <what> <value> ..."
+awk '
+function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ key = $4 " " $5; v[$1, key] = v[$1, key] " " $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+END {
+    print "| math | figure | base | new | new/base |"
+    print "| --- | --- | --- | --- | --- |"
+    for (i = 1; i <= n; i++) {
+        k = order[i]; b = median(v["base", k]); w = median(v["new", k])
+        split(k, p, " ")
+        printf "| %s | %s | %.4g | %.4g | %.3f |\n", p[1], p[2], b, w, b > 0 ? w / b : 0
+    }
+}' "$raw"
