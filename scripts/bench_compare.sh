@@ -33,18 +33,18 @@ done
 
 # Lines: "<who> <round> fusenet <math> <what> <value> ..."
 awk '
-function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+function median(list,   m, a, i, j, t) {
+    m = split(list, a, " ")
+    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
-{ key = $4 " " $5; v[$1, key] = v[$1, key] " " $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+{ key = $4 " " $5; v[$1, key] = v[$1, key] " " $6; if (!(key in seen)) { seen[key] = 1; order[++n_keys] = key } }
 END {
     print "| math | figure | base | new | new/base |"
     print "| --- | --- | --- | --- | --- |"
-    for (i = 1; i <= n; i++) {
-        k = order[i]; b = median(v["base", k]); w = median(v["new", k])
+    for (r = 1; r <= n_keys; r++) {
+        k = order[r]; b = median(v["base", k]); w = median(v["new", k])
         split(k, p, " ")
-        printf "| %s | %s | %.4g | %.4g | %.3f |\n", p[1], p[2], b, w, b > 0 ? w / b : 0
+        printf "| %s | %s | %.4g | %.4g | %.3f |\n", p[1], p[2], b, w, (b > 0 ? w / b : 0)
     }
 }' "$raw"
