@@ -15,7 +15,7 @@
  * Backward column sums: each block writes partial sums of its chunk of rows
  * into scratch [chunks, 3, out]; a second kernel adds the chunks in order to
  * the gradients (reduce_cuda.cuh). No float atomics, so two runs give
- * identical bits. fn_block_cuda_backward_sgd is backward with plain SGD
+ * identical bits. The backward_sgd hook is backward with plain SGD
  * folded in: the finish kernel applies the update to bias, gamma, beta, and
  * the dW product accumulates -lr dz^T x into the weight itself (cuBLAS
  * beta = 1) after the dx product has read it. */
@@ -596,10 +596,13 @@ static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor
     return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
 }
 
-extern "C" fn_status fn_block_cuda_backward_sgd(fn_block *b, const fn_tensor *dy, fn_tensor *dx,
-                                                float lr)
+/* The ops' backward_sgd hook (layer.h): the same passes as backward, with
+ * the values as the outputs of the updates. */
+static fn_status block_cuda_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
+                                         float lr)
 {
-    FN_TRY(norm_backward(b, dy->data, b->base.batch, lr));
+    fn_block *b = (fn_block *)l;
+    FN_TRY(norm_backward(b, dy->data, l->batch, lr));
     return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
 }
 
@@ -617,6 +620,7 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .forward = block_cuda_forward,
     .backward = block_cuda_backward,
     .destroy = block_cuda_destroy,
+    .backward_sgd = block_cuda_backward_sgd,
 };
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)

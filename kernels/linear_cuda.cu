@@ -103,6 +103,7 @@ extern "C" const fn_layer_ops fn_linear_cuda_ops = {
     .forward = linear_cuda_forward,
     .backward = linear_cuda_backward,
     .destroy = linear_cuda_destroy,
+    .backward_sgd = NULL, /* the net's fallback: backward, then fn_sgd_update */
 };
 
 extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)

@@ -100,9 +100,9 @@ static void test_defaults(void **state)
     assert_null(cfg->valid);
     assert_null(cfg->init);
     assert_int_equal(cfg->n_layers, 2);
-    assert_int_equal(cfg->layers[0].kind, FN_LAYER_BLOCK);
+    assert_string_equal(cfg->layers[0].kind->name, "block");
     assert_int_equal(cfg->layers[0].width, 16);
-    assert_int_equal(cfg->layers[1].kind, FN_LAYER_LINEAR);
+    assert_string_equal(cfg->layers[1].kind->name, "linear");
     assert_int_equal(cfg->layers[1].width, 4);
     assert_int_equal(cfg->groups, 8);
     assert_float_equal(cfg->eps, 1e-5f, 0);
@@ -385,7 +385,7 @@ static void test_parse_layers(void **state)
     int n = 0;
     assert_int_equal(fn_config_parse_layers("block 8,linear 2", &layers, &n), FN_OK);
     assert_int_equal(n, 2);
-    assert_int_equal(layers[1].kind, FN_LAYER_LINEAR);
+    assert_string_equal(layers[1].kind->name, "linear");
     free(layers);
     assert_int_equal(fn_config_parse_layers("", &layers, &n), FN_ERR_INVALID);
     assert_non_null(strstr(fn_last_error(), "item 1 is empty"));

@@ -262,7 +262,7 @@ static float *train_weights(uint64_t seed, fn_math math, size_t *count)
     cfg.nesterov = 1;
     cfg.weight_decay = 1e-3f;
     fn_sgd *opt = NULL;
-    EXPECT_OK(fn_sgd_create(&opt, ctx, net->params, net->n_params, &cfg));
+    EXPECT_OK(fn_sgd_create(&opt, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
 
     /* The data: one fixed batch from the test's own generator. */
     chk_rng drng = chk_rng_seed(7);
@@ -303,12 +303,12 @@ static float *train_weights(uint64_t seed, fn_math math, size_t *count)
                  (double)last_loss);
 
     size_t total = 0;
-    for (int i = 0; i < net->n_params; i++)
-        total += fn_tensor_count(&net->params[i]->value);
+    for (int i = 0; i < fn_net_n_params(net); i++)
+        total += fn_tensor_count(&fn_net_param(net, i)->value);
     float *out = chk_alloc_float(total);
     size_t at = 0;
-    for (int i = 0; i < net->n_params; i++) {
-        const fn_tensor *v = &net->params[i]->value;
+    for (int i = 0; i < fn_net_n_params(net); i++) {
+        const fn_tensor *v = &fn_net_param(net, i)->value;
         EXPECT_OK(fn_tensor_download(v, out + at, fn_tensor_count(v)));
         at += fn_tensor_count(v);
     }

@@ -333,7 +333,7 @@ static void test_net_errors(void **state)
     EXPECT_OK(fn_linear_create(&small, f->ctx, 8, 4, 8, &f->rng));
     EXPECT_OK(fn_net_add(net, small));
     assert_int_equal(fn_net_out_features(net), 4);
-    assert_int_equal(net->n_params, 6);
+    assert_int_equal(fn_net_n_params(net), 6);
     fn_tensor dy = fn_tensor_view(ybuf, 4, 4, FN_CPU);
     EXPECT_FAIL(fn_net_backward(net, &dy), FN_ERR_INVALID, "backward before forward");
     x = fn_tensor_view(xbuf, 4, 15, FN_CPU);

@@ -131,7 +131,8 @@ static void model_open(const fixture *f, model *m)
     EXPECT_OK(fn_config_finish(m->cfg));
     EXPECT_OK(fn_context_create(&m->ctx, FN_CPU, -1, FN_MATH_FP32));
     EXPECT_OK(fn_model_build(&m->net, m->ctx, m->cfg, IN_FEATURES));
-    EXPECT_OK(fn_sgd_create(&m->opt, m->ctx, m->net->params, m->net->n_params, &m->cfg->sgd));
+    EXPECT_OK(fn_sgd_create(&m->opt, m->ctx, fn_net_params(m->net), fn_net_n_params(m->net),
+                            &m->cfg->sgd));
 }
 
 static void model_close(model *m)
@@ -155,8 +156,8 @@ static void expect_same_tensor(const fn_tensor *a, const fn_tensor *b, const cha
 /* Every parameter and, with opt, every momentum buffer of a equals b's. */
 static void expect_same_model(model *a, model *b, int momentum, const char *file)
 {
-    for (int i = 0; i < a->net->n_params; i++) {
-        const fn_param *p = a->net->params[i], *q = b->net->params[i];
+    for (int i = 0; i < fn_net_n_params(a->net); i++) {
+        const fn_param *p = fn_net_param(a->net, i), *q = fn_net_param(b->net, i);
         expect_same_tensor(&p->value, &q->value, "parameter", p->name, file);
         if (momentum)
             expect_same_tensor(fn_sgd_momentum_buffer(a->opt, i),
@@ -482,10 +483,7 @@ static void test_find_nonfinite(void **state)
     xs[1 * IN_FEATURES + 3] = 0.25f;
 
     /* A parameter comes before the output it makes. */
-    fn_param *bias = NULL;
-    for (int i = 0; i < net->layers[1]->n_params; i++)
-        if (strcmp(net->layers[1]->params[i].name, "bias") == 0)
-            bias = &net->layers[1]->params[i];
+    fn_param *bias = fn_layer_param(fn_net_layer(net, 1), "bias");
     assert_non_null(bias);
     bias->value.data[2] = INFINITY;
     EXPECT_OK(fn_net_forward(net, &x, &y));
@@ -526,7 +524,7 @@ static void test_save_refuses_nonfinite(void **state)
     fn_train_state s = {.epoch = 1, .seed = 1, .batch_size = 3};
     EXPECT_OK(fn_weights_save(m.net, weights, NULL));
     EXPECT_OK(fn_checkpoint_save(ckpt, m.net, m.opt, &s, NULL));
-    fn_param *w = m.net->params[0];
+    fn_param *w = fn_net_param(m.net, 0);
     float good = w->value.data[7];
     w->value.data[7] = NAN;
     assert_int_equal(fn_weights_save(m.net, weights, NULL), FN_ERR_NUMERIC);

@@ -57,13 +57,12 @@ static void model_make(model *m, fn_context *ctx)
     EXPECT_OK(fn_net_add(m->net, l));
     /* gamma and beta off their defaults, so their updates show. */
     for (int i = 0; i < 2; i++) {
-        EXPECT_OK(fn_init_uniform(&fn_layer_param(m->net->layers[i], "gamma")->value, 0.5f, 1.5f,
-                                  &rng));
-        EXPECT_OK(fn_init_uniform(&fn_layer_param(m->net->layers[i], "beta")->value, -0.5f, 0.5f,
-                                  &rng));
+        fn_layer *block = fn_net_layer(m->net, i);
+        EXPECT_OK(fn_init_uniform(&fn_layer_param(block, "gamma")->value, 0.5f, 1.5f, &rng));
+        EXPECT_OK(fn_init_uniform(&fn_layer_param(block, "beta")->value, -0.5f, 0.5f, &rng));
     }
     const fn_sgd_config cfg = fn_sgd_config_default(lr);
-    EXPECT_OK(fn_sgd_create(&m->opt, ctx, m->net->params, m->net->n_params, &cfg));
+    EXPECT_OK(fn_sgd_create(&m->opt, ctx, fn_net_params(m->net), fn_net_n_params(m->net), &cfg));
     fn_rng data = {.seed = 12, .offset = 0};
     EXPECT_OK(fn_tensor_alloc(&m->x, BATCH, IN, dev));
     EXPECT_OK(fn_tensor_alloc(&m->dy, BATCH, OUT, dev));
@@ -105,16 +104,18 @@ static float *host_copy(const fn_tensor *t)
 /* Host copies of every parameter's values (or gradients) of the net. */
 static float **snapshot(const model *m, int grads)
 {
-    float **s = calloc((size_t)m->net->n_params, sizeof *s);
+    float **s = calloc((size_t)fn_net_n_params(m->net), sizeof *s);
     assert_non_null(s);
-    for (int i = 0; i < m->net->n_params; i++)
-        s[i] = host_copy(grads ? &m->net->params[i]->grad : &m->net->params[i]->value);
+    for (int i = 0; i < fn_net_n_params(m->net); i++) {
+        const fn_param *p = fn_net_param(m->net, i);
+        s[i] = host_copy(grads ? &p->grad : &p->value);
+    }
     return s;
 }
 
 static void snapshot_free(const model *m, float **s)
 {
-    for (int i = 0; i < m->net->n_params; i++)
+    for (int i = 0; i < fn_net_n_params(m->net); i++)
         free(s[i]);
     free(s);
 }
@@ -122,8 +123,9 @@ static void snapshot_free(const model *m, float **s)
 /* Whether net parameter p is a block's weight. */
 static int is_block_weight(const model *m, int p)
 {
-    for (int i = 0, first = 0; i < m->net->n_layers; first += m->net->layers[i++]->n_params) {
-        const fn_layer *l = m->net->layers[i];
+    const int n = fn_net_n_layers(m->net);
+    for (int i = 0, first = 0; i < n; first += fn_net_layer(m->net, i++)->n_params) {
+        const fn_layer *l = fn_net_layer(m->net, i);
         if (p < first + l->n_params)
             return strcmp(l->ops->kind, "block") == 0 && strcmp(l->params[p - first].name, "weight") == 0;
     }
@@ -146,9 +148,9 @@ static void compare_one_step(fn_math math)
     assert_int_equal(fn_sgd_steps(b.opt), 1);
     float **va = snapshot(&a, 0), **vb = snapshot(&b, 0), **ga = snapshot(&a, 1);
     const char *mode = fn_math_name(math);
-    for (int p = 0; p < a.net->n_params; p++) {
-        const size_t n = fn_tensor_count(&a.net->params[p]->value);
-        const char *name = a.net->params[p]->name;
+    for (int p = 0; p < fn_net_n_params(a.net); p++) {
+        const size_t n = fn_tensor_count(&fn_net_param(a.net, p)->value);
+        const char *name = fn_net_param(a.net, p)->name;
         if (!is_block_weight(&a, p)) {
             for (size_t i = 0; i < n; i++)
                 if (memcmp(&va[p][i], &vb[p][i], sizeof(float)) != 0)
@@ -201,11 +203,11 @@ static void compare_steps(fn_math math)
     assert_int_equal(fn_sgd_steps(b.opt), STEPS);
     float **va = snapshot(&a, 0), **vb = snapshot(&b, 0), **vc = snapshot(&c, 0);
     const char *mode = fn_math_name(math);
-    for (int p = 0; p < a.net->n_params; p++) {
-        const size_t n = fn_tensor_count(&a.net->params[p]->value);
+    for (int p = 0; p < fn_net_n_params(a.net); p++) {
+        const size_t n = fn_tensor_count(&fn_net_param(a.net, p)->value);
         if (memcmp(vb[p], vc[p], n * sizeof(float)) != 0)
             fail_msg("%s: two fused runs differ in parameter %d (%s)", mode, p,
-                     a.net->params[p]->name);
+                     fn_net_param(a.net, p)->name);
         double change = 0.0, worst = 0.0;
         for (size_t i = 0; i < n; i++)
             change = fmax(change, fabs((double)va[p][i] - w0[p][i]));
@@ -215,7 +217,7 @@ static void compare_steps(fn_math math)
             if (d > tol)
                 fail_msg("%s: after %d steps parameter %d (%s) value %zu: fused %.9g, unfused "
                          "%.9g (tolerance %.3g)",
-                         mode, STEPS, p, a.net->params[p]->name, i, (double)vb[p][i],
+                         mode, STEPS, p, fn_net_param(a.net, p)->name, i, (double)vb[p][i],
                          (double)va[p][i], tol);
             worst = fmax(worst, d);
         }
@@ -223,7 +225,7 @@ static void compare_steps(fn_math math)
         if (worst > 0.0)
             printf("%-6s %d steps, parameter %d (%s): fused within %.3g of unfused, total "
                    "change up to %.3g\n",
-                   mode, STEPS, p, a.net->params[p]->name, worst, change);
+                   mode, STEPS, p, fn_net_param(a.net, p)->name, worst, change);
     }
     snapshot_free(&a, w0);
     snapshot_free(&a, va);
@@ -258,11 +260,11 @@ static void test_net_step_cpu(void **state)
         step(&a, 0);
         step(&b, 1);
     }
-    for (int p = 0; p < a.net->n_params; p++) {
-        const fn_tensor *u = &a.net->params[p]->value, *v = &b.net->params[p]->value;
+    for (int p = 0; p < fn_net_n_params(a.net); p++) {
+        const fn_tensor *u = &fn_net_param(a.net, p)->value, *v = &fn_net_param(b.net, p)->value;
         if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
             fail_msg("cpu: parameter %d (%s) differs between the two paths", p,
-                     a.net->params[p]->name);
+                     fn_net_param(a.net, p)->name);
     }
     model_free(&a);
     model_free(&b);
@@ -282,7 +284,7 @@ static void test_count_step(void **state)
     fn_sgd *momentum = NULL;
     fn_sgd_config cfg = fn_sgd_config_default(lr);
     cfg.momentum = 0.9f;
-    EXPECT_OK(fn_sgd_create(&momentum, ctx, m.net->params, m.net->n_params, &cfg));
+    EXPECT_OK(fn_sgd_create(&momentum, ctx, fn_net_params(m.net), fn_net_n_params(m.net), &cfg));
     assert_false(fn_sgd_is_plain(momentum));
     assert_int_equal(fn_sgd_count_step(momentum), FN_ERR_INVALID);
     assert_int_equal(fn_sgd_steps(momentum), 0);

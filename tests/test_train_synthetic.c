@@ -64,7 +64,7 @@ static float train_step(fn_net *net, fn_sgd *opt, const fn_tensor *x, const int3
     fn_tensor logits;
     must(fn_net_zero_grad(net));
     must(fn_net_forward(net, x, &logits));
-    must(fn_cross_entropy_loss(net->ctx, &logits, labels, loss, dlogits));
+    must(fn_cross_entropy_loss(fn_net_context(net), &logits, labels, loss, dlogits));
     must(fn_net_backward(net, dlogits));
     must(fn_sgd_step(opt));
     return loss->data[0];
@@ -86,7 +86,7 @@ static void test_learns_circle(void **state)
     fn_sgd_config cfg = fn_sgd_config_default(0.1f);
     cfg.momentum = 0.9f;
     fn_sgd *opt = NULL;
-    must(fn_sgd_create(&opt, ctx, net->params, net->n_params, &cfg));
+    must(fn_sgd_create(&opt, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
 
     float first = 0, last = 0;
     for (int step = 0; step < STEPS; step++) {

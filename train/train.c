@@ -210,7 +210,8 @@ static fn_status build(run *r)
     FN_TRY(fn_model_build(&r->net, r->ctx, c, fn_data_in_features(r->train)));
     if (c->init)
         FN_TRY(fn_weights_load(r->net, c->init));
-    FN_TRY(fn_sgd_create(&r->opt, r->ctx, r->net->params, r->net->n_params, &c->sgd));
+    FN_TRY(fn_sgd_create(&r->opt, r->ctx, fn_net_params(r->net), fn_net_n_params(r->net),
+                         &c->sgd));
     fn_device d = fn_context_device(r->ctx);
     /* Plain SGD needs no state, so on the GPU each block's update is folded
      * into its backward (the weight's into the dW product). The CPU keeps
@@ -635,7 +636,7 @@ static int execute(run *r, int resuming)
     }
     printf("training: %lld rows, %lld batches of up to %d per epoch, %d epochs, %d layers\n",
            (long long)fn_data_rows(r->train), fn_data_batches(r->train), r->cfg->batch_size,
-           r->cfg->epochs, r->net->n_layers);
+           r->cfg->epochs, fn_net_n_layers(r->net));
     if (train_loop(r) != FN_OK)
         return fail(NULL);
     if (stop_signal)

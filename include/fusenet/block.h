@@ -5,12 +5,15 @@
  *   zhat = (z - mu) / sqrt(var + eps);  u = gamma_c zhat + beta_c;
  *   y = 2 * (u > 0 ? u : slope * u).
  * Parameters, as PyTorch names them: weight [out, in], bias, gamma, beta [out].
- * CPU code: src/block_cpu.c; CUDA code: kernels/block_cuda.cu. */
+ * CPU code: src/nn/block_cpu.c; CUDA code: kernels/block_cuda.cu. As a
+ * layer kind, "block N": a block of width N with [model] groups, eps and
+ * negative_slope, which its weights-file group records. */
 #ifndef FUSENET_BLOCK_H
 #define FUSENET_BLOCK_H
 
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
+#include "fusenet/layer_kind.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +37,9 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 
 /* The configuration of a block layer; FN_ERR_INVALID if l is not a block. */
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
+
+/* Its entry in the registry of layer kinds. */
+extern const fn_layer_kind fn_block_kind;
 
 #ifdef __cplusplus
 }

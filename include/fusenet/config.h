@@ -12,20 +12,14 @@
 #include <stdint.h>
 
 #include "fusenet/device.h"
+#include "fusenet/layer_kind.h"
 #include "fusenet/loss.h"
+#include "fusenet/model.h"
 #include "fusenet/sgd.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum fn_layer_kind { FN_LAYER_BLOCK = 0, FN_LAYER_LINEAR } fn_layer_kind;
-
-/* One item of [model] layers: "block 128" or "linear 10". */
-typedef struct fn_layer_spec {
-    fn_layer_kind kind;
-    int width; /* out_features */
-} fn_layer_spec;
 
 typedef struct fn_config {
     char *path; /* the config file as given */
@@ -40,7 +34,7 @@ typedef struct fn_config {
     double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
 
     /* [model] */
-    fn_layer_spec *layers; /* [n_layers], required */
+    fn_layer_spec *layers; /* [n_layers], required: the items, "block 128" or "linear 10" */
     int n_layers;
     int groups;           /* 8, must divide every block width */
     float eps;            /* 1e-5 */
@@ -77,10 +71,15 @@ fn_status fn_config_set(fn_config *cfg, const char *assignment);
 fn_status fn_config_finish(fn_config *cfg);
 void fn_config_destroy(fn_config *cfg);
 
-/* Parses a [model] layers value ("block 128, block 128, linear 10"). On
- * success *layers is malloc'ed; the message names the item on failure. */
+/* Parses a [model] layers value ("block 128, block 128, linear 10"): each
+ * item is a kind's name (layer_kind.h) and its arguments. On success
+ * *layers is malloc'ed; the message names the item on failure. */
 fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers);
-const char *fn_layer_kind_name(fn_layer_kind kind); /* "block", "linear" */
+
+/* The network of cfg's [model] for inputs of in_features columns: its
+ * layers with groups, eps and negative_slope, initialised from [train]
+ * seed, for batches of up to [train] batch_size rows (fn_model_create). */
+fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
 
 /* "dir/name" unless name is absolute; malloc'ed, NULL when out of memory. */
 char *fn_path_join(const char *dir, const char *name);

@@ -25,10 +25,23 @@ extern "C" {
 typedef struct fn_layer fn_layer;
 
 typedef struct fn_layer_ops {
-    const char *kind; /* "block", "linear" */
+    const char *kind; /* "block", "linear": its name in the registry (layer_kind.h) */
     fn_status (*forward)(fn_layer *l, const fn_tensor *x, fn_tensor *y);
     fn_status (*backward)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
     void (*destroy)(fn_layer *l);
+    /* Optional: backward with a plain SGD step folded in, theta <- theta -
+     * lr * g (momentum and weight decay 0, g this batch's gradient), for a
+     * kind where fusing saves work. It assigns dx (when not NULL) from the
+     * values of the forward, then updates every parameter. What it may
+     * skip: the parameter gradients. It never reads or writes the .grad
+     * tensors, which keep whatever they held. Every value equals the
+     * fallback's bit for bit, except where the kind documents otherwise
+     * (the block on the GPU: its weight's update is the dW product itself,
+     * one fused accumulation, which differs in the last bits); deterministic
+     * run to run. Called through fn_layer_backward_sgd (arguments checked as
+     * backward's, lr positive and finite). NULL: fn_net_backward_sgd falls
+     * back to zeroed gradients, backward and fn_sgd_update per parameter. */
+    fn_status (*backward_sgd)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
 } fn_layer_ops;
 
 struct fn_layer {
@@ -47,6 +60,9 @@ struct fn_layer {
 fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
 fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
 void fn_layer_destroy(fn_layer *l);
+/* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
+ * with backward's checks; FN_ERR_INVALID when its ops have none. */
+fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
 
 /* Sets every parameter gradient to zero. */
 fn_status fn_layer_zero_grad(fn_layer *l);

@@ -1,11 +1,13 @@
 /* linear.h — the affine layer y = x W^T + b, for output heads.
  * Parameters: weight [out, in], bias [out], as nn.Linear names them.
- * CPU code: src/linear_cpu.c; CUDA code: kernels/linear_cuda.cu. */
+ * CPU code: src/nn/linear_cpu.c; CUDA code: kernels/linear_cuda.cu. As a
+ * layer kind, "linear N": a linear layer of width N. */
 #ifndef FUSENET_LINEAR_H
 #define FUSENET_LINEAR_H
 
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
+#include "fusenet/layer_kind.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,6 +17,9 @@ extern "C" {
  * nn.Linear: weight, bias ~ U(-1/sqrt(in), 1/sqrt(in)) from rng, weight first. */
 fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features,
                            int out_features, int max_batch, fn_rng *rng);
+
+/* Its entry in the registry of layer kinds. */
+extern const fn_layer_kind fn_linear_kind;
 
 #ifdef __cplusplus
 }

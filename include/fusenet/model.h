@@ -1,24 +1,31 @@
-/* model.h — a network built from the [model] settings of a run
- * configuration: one block or linear layer per item of `layers`, initialised
- * from one Philox stream seeded with [train] seed (each layer continuing where
- * the previous one stopped), for batches of up to [train] batch_size rows. */
+/* model.h — a network built from a list of layers (layer_kind.h), such as
+ * the items of [model] layers: each layer initialised from one Philox
+ * stream, continuing where the previous one stopped. (The [model] section
+ * of a run configuration goes through fn_model_build, config.h.) */
 #ifndef FUSENET_MODEL_H
 #define FUSENET_MODEL_H
 
-#include "fusenet/config.h"
+#include <stdint.h>
+
 #include "fusenet/init.h"
+#include "fusenet/layer_kind.h"
 #include "fusenet/net.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Builds the layers of cfg->layers for inputs of in_features columns. */
-fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
+/* The layers specs[0 .. n_layers) for inputs of in_features columns and
+ * batches of up to max_batch rows, with the settings hp, initialised from
+ * the stream of seed. The message names the failing layer ("layer 1 (block
+ * 12): ..."). */
+fn_status fn_model_create(fn_net **net, fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                          int in_features, const fn_layer_hparams *hp, int max_batch,
+                          uint64_t seed);
 
-/* One layer of a list: a block (groups, eps, slope as given) or a linear. */
-fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features, int groups,
-                             float eps, float negative_slope, fn_rng *rng);
+/* Appends one layer of spec for inputs of in_features columns. */
+fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
+                             const fn_layer_hparams *hp, fn_rng *rng);
 
 #ifdef __cplusplus
 }

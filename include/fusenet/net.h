@@ -13,18 +13,7 @@
 extern "C" {
 #endif
 
-typedef struct fn_net {
-    fn_context *ctx;     /* borrowed */
-    int max_batch;
-    int in_features;     /* of the first layer; 0 while empty */
-    fn_layer **layers;   /* [n_layers], owned */
-    int n_layers;
-    fn_tensor *acts;     /* [n_layers]: acts[i] is layer i's output, [max_batch, out_i] */
-    fn_tensor *dacts;    /* [n_layers]: d loss / d acts[i]; dacts[n-1] is the caller's dy */
-    fn_param **params;   /* [n_params]: every layer's parameters, in layer order */
-    int n_params;
-    int batch;           /* rows of the last forward; 0 before any */
-} fn_net;
+typedef struct fn_net fn_net; /* private to nn/net.c: read it through the accessors below */
 
 fn_status fn_net_create(fn_net **net, fn_context *ctx, int max_batch);
 /* Appends a layer and takes ownership of it (also on failure, when it is
@@ -42,21 +31,20 @@ fn_status fn_net_zero_grad(fn_net *net);
 /* Backward and a plain SGD step (theta <- theta - lr * grad: momentum and
  * weight decay 0) in one pass, last layer first: each layer's dx is
  * computed from its values before the step, then its parameters are
- * updated with this batch's gradient. A block on the GPU fuses the update
- * (fn_block_backward_sgd: the weight's update is the dW product itself,
- * W += -lr dz^T x; bias, gamma, beta in its column-sum kernel); any other
- * layer, and every layer on the CPU, runs its backward from zeroed
- * gradients and fn_sgd_update. Parameter gradients are NOT a result: a
- * fused block never writes them, other layers are left holding this
- * batch's gradient. The values equal those of fn_net_zero_grad,
- * fn_net_backward and fn_sgd_step bit for bit, except a fused block's
- * weight, which differs in the last bits (one fused accumulation instead
- * of a product and a subtraction); deterministic run to run. The caller
- * counts the step (fn_sgd_count_step). */
+ * updated with this batch's gradient. A layer whose ops have the
+ * backward_sgd hook (layer.h; today the block on the GPU: the weight's
+ * update is the dW product itself, W += -lr dz^T x; bias, gamma, beta in its
+ * column-sum kernel) fuses the update; any other layer runs its backward
+ * from zeroed gradients and fn_sgd_update. Parameter gradients are NOT a
+ * result: a fused layer never writes them, other layers are left holding
+ * this batch's gradient. The values equal those of fn_net_zero_grad,
+ * fn_net_backward and fn_sgd_step bit for bit, except where a hook says
+ * otherwise (a fused block's weight differs in the last bits: one fused
+ * accumulation instead of a product and a subtraction); deterministic run
+ * to run. The caller counts the step (fn_sgd_count_step). */
 fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr);
 
-/* Read access for the layers above (io, the trainer): the struct itself is
- * private to nn/net.c. */
+/* Read access for the layers above (io, the trainer). */
 int fn_net_n_layers(const fn_net *net);
 fn_layer *fn_net_layer(const fn_net *net, int i);  /* [0, n_layers) */
 int fn_net_n_params(const fn_net *net);

@@ -19,8 +19,8 @@ static fn_status each_buffer(const fn_net *net, fn_sgd *opt, hid_t group, const 
                              param_visit visit)
 {
     int index = 0;
-    for (int l = 0; l < net->n_layers; l++) {
-        fn_layer *layer = net->layers[l];
+    for (int l = 0; l < fn_net_n_layers(net); l++) {
+        fn_layer *layer = fn_net_layer(net, l);
         for (int p = 0; p < layer->n_params; p++, index++) {
             fn_tensor *buffer = fn_sgd_momentum_buffer(opt, index);
             if (!buffer)

@@ -132,11 +132,6 @@ static int known_section(const char *section)
     return 0;
 }
 
-const char *fn_layer_kind_name(fn_layer_kind kind)
-{
-    return kind == FN_LAYER_BLOCK ? "block" : "linear";
-}
-
 /* --- value parsers: each fails with a problem text, no location ---------- */
 
 static fn_status parse_long(const char *text, long *out)
@@ -230,42 +225,36 @@ static fn_status parse_loss(const char *text, fn_loss_kind *out)
     return fn_fail(FN_ERR_INVALID, "expected cross_entropy or mse, got '%s'", text);
 }
 
-/* One "kind width" item of a layer list; `item` is its 1-based position. */
+/* One "kind arguments" item of a layer list; `item` is its 1-based
+ * position. The kind (layer_kind.h) parses its arguments. */
 static fn_status parse_layer_item(const char *start, size_t len, int item, fn_layer_spec *spec)
 {
-    char buf[64];
+    char buf[64], usages[256];
     while (len > 0 && (*start == ' ' || *start == '\t'))
         start++, len--;
     while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
         len--;
     if (len == 0)
-        return fn_fail(FN_ERR_INVALID, "item %d is empty (expected 'block N' or 'linear N')",
-                       item);
+        return fn_fail(FN_ERR_INVALID, "item %d is empty (expected %s)", item,
+                       fn_layer_kind_list(usages, sizeof usages, 1));
     if (len >= sizeof buf)
         return fn_fail(FN_ERR_INVALID, "item %d is too long", item);
     memcpy(buf, start, len);
     buf[len] = '\0';
     char *space = strpbrk(buf, " \t");
     if (!space)
-        return fn_fail(FN_ERR_INVALID, "item %d '%s': expected 'block N' or 'linear N'", item,
-                       buf);
+        return fn_fail(FN_ERR_INVALID, "item %d '%s': expected %s", item, buf,
+                       fn_layer_kind_list(usages, sizeof usages, 1));
     *space = '\0';
-    const char *width = space + 1;
-    while (*width == ' ' || *width == '\t')
-        width++;
-    if (strcmp(buf, "block") == 0)
-        spec->kind = FN_LAYER_BLOCK;
-    else if (strcmp(buf, "linear") == 0)
-        spec->kind = FN_LAYER_LINEAR;
-    else
-        return fn_fail(FN_ERR_INVALID, "item %d: unknown layer kind '%s' (expected block or linear)",
-                       item, buf);
-    long w = 0;
-    if (parse_long(width, &w) != FN_OK || w < 1 || w > (1 << 24))
-        return fn_fail(FN_ERR_INVALID, "item %d: width '%s' is not an integer from 1 to 16777216",
-                       item, width);
-    spec->width = (int)w;
-    return FN_OK;
+    const char *args = space + 1;
+    while (*args == ' ' || *args == '\t')
+        args++;
+    fn_status st = fn_layer_kind_find(buf, &spec->kind);
+    if (st == FN_OK)
+        st = spec->kind->parse(args, spec);
+    if (st != FN_OK)
+        fn_error_prefix("item %d: ", item);
+    return st;
 }
 
 fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers)
@@ -637,13 +626,13 @@ static fn_status check_required(const fn_config *cfg)
 static fn_status check_groups(const fn_config *cfg)
 {
     int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
-    char problem[160];
+    const fn_layer_hparams hp = {cfg->groups, cfg->eps, cfg->negative_slope};
+    char problem[512];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
-        if (s->kind == FN_LAYER_BLOCK && s->width % cfg->groups != 0) {
-            snprintf(problem, sizeof problem,
-                     "groups %d does not divide the width %d of layer %d (block %d)", cfg->groups,
-                     s->width, l + 1, s->width);
+        if (s->kind->check && s->kind->check(s, &hp) != FN_OK) {
+            snprintf(problem, sizeof problem, "%s of layer %d (%s %d)", fn_last_error(), l + 1,
+                     s->kind->name, s->width);
             return key_fail(cfg, FN_ERR_INVALID, where, problem);
         }
     }

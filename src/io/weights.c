@@ -1,15 +1,15 @@
 /* weights.c — export and import of a network's weights in the HDF5 layout
  * of weights.h, and building a network from such a file (predict, init).
- * Files are read first in a probe's child process (h5util.h), where the
- * values read stay on the host. */
+ * What a layer group holds beyond kind and sizes its kind describes
+ * (layer_kind.h); this file does the HDF5 part. Files are read first in a
+ * probe's child process (h5util.h), which reads the values into host
+ * buffers only: the upload to the net's tensors is the real load's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusenet/block.h"
-#include "fusenet/config.h"
-#include "fusenet/model.h"
+#include "fusenet/layer_kind.h"
 #include "fusenet/weights.h"
 #include "io/h5util.h"
 #include "io/weights_impl.h"
@@ -44,19 +44,39 @@ static void param_dims(const fn_param *p, int *rank, long long *dims)
     dims[1] = is_matrix ? p->value.cols : 0;
 }
 
+/* The values of the attributes l's kind describes; *kind NULL when it
+ * has none (or l is of no registered kind). */
+static fn_status kind_attrs(const fn_layer *l, const fn_layer_kind **kind,
+                            fn_layer_attr_value *values)
+{
+    *kind = fn_layer_kind_of(l);
+    if (*kind && (*kind)->n_attrs > 0)
+        return (*kind)->get_attrs(l, values);
+    *kind = NULL;
+    return FN_OK;
+}
+
 /* --- writing --------------------------------------------------------------- */
+
+static fn_status put_attr(hid_t group, const char *where, const fn_layer_attr *a,
+                          fn_layer_attr_value v)
+{
+    if (a->type == FN_LAYER_ATTR_INT)
+        return fn_h5_put_int(group, where, a->name, v.i);
+    return fn_h5_put_double(group, where, a->name, v.d);
+}
 
 static fn_status write_layer_attrs(hid_t group, const char *where, const fn_layer *l)
 {
     FN_TRY(fn_h5_put_string(group, where, "kind", layer_kind(l)));
     FN_TRY(fn_h5_put_int(group, where, "in_features", l->in_features));
     FN_TRY(fn_h5_put_int(group, where, "out_features", l->out_features));
-    fn_block_config bc;
-    if (strcmp(layer_kind(l), "block") != 0 || fn_block_get_config(l, &bc) != FN_OK)
-        return FN_OK;
-    FN_TRY(fn_h5_put_int(group, where, "groups", bc.groups));
-    FN_TRY(fn_h5_put_double(group, where, "eps", (double)bc.eps));
-    return fn_h5_put_double(group, where, "negative_slope", (double)bc.negative_slope);
+    const fn_layer_kind *kind = NULL;
+    fn_layer_attr_value values[FN_LAYER_ATTRS_MAX];
+    FN_TRY(kind_attrs(l, &kind, values));
+    for (int i = 0; kind && i < kind->n_attrs; i++)
+        FN_TRY(put_attr(group, where, &kind->attrs[i], values[i]));
+    return FN_OK;
 }
 
 static fn_status write_param(hid_t group, const char *where, const fn_param *p)
@@ -102,7 +122,8 @@ static char *layer_list(int n)
 fn_status fn_weights_write(hid_t file, const char *path, const char *format, const fn_net *net,
                            const char *config_text)
 {
-    char *layers = layer_list(net->n_layers);
+    const int n = fn_net_n_layers(net);
+    char *layers = layer_list(n);
     if (!layers)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     fn_status st = fn_h5_put_string(file, path, "format", format);
@@ -113,8 +134,8 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, con
     if (st == FN_OK)
         st = fn_h5_put_string(file, path, "layers", layers);
     free(layers);
-    for (int i = 0; st == FN_OK && i < net->n_layers; i++)
-        st = write_layer(file, path, i, net->layers[i]);
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = write_layer(file, path, i, fn_net_layer(net, i));
     return st;
 }
 
@@ -204,6 +225,37 @@ static fn_status expect_int(hid_t group, const char *where, const char *name, lo
     return FN_OK;
 }
 
+static fn_status get_attr(hid_t group, const char *where, const fn_layer_attr *a,
+                          fn_layer_attr_value *v)
+{
+    if (a->type == FN_LAYER_ATTR_INT)
+        return fn_h5_get_int(group, where, a->name, &v->i);
+    return fn_h5_get_double(group, where, a->name, &v->d);
+}
+
+/* The attributes of l's kind that a file loaded into l must repeat. */
+static fn_status expect_kind_attrs(hid_t group, const char *where, const fn_layer *l)
+{
+    const fn_layer_kind *kind = NULL;
+    fn_layer_attr_value want[FN_LAYER_ATTRS_MAX];
+    FN_TRY(kind_attrs(l, &kind, want));
+    for (int i = 0; kind && i < kind->n_attrs; i++) {
+        const fn_layer_attr *a = &kind->attrs[i];
+        if (!a->must_match)
+            continue;
+        if (a->type == FN_LAYER_ATTR_INT) {
+            FN_TRY(expect_int(group, where, a->name, want[i].i));
+            continue;
+        }
+        fn_layer_attr_value got;
+        FN_TRY(get_attr(group, where, a, &got));
+        if (got.d != want[i].d)
+            return fn_fail(FN_ERR_FORMAT, "%s: %s is %g, the model has %g", where, a->name,
+                           got.d, want[i].d);
+    }
+    return FN_OK;
+}
+
 static fn_status check_layer(hid_t group, const char *where, const fn_layer *l)
 {
     char *kind = NULL;
@@ -216,29 +268,24 @@ static fn_status check_layer(hid_t group, const char *where, const fn_layer *l)
     FN_TRY(st);
     FN_TRY(expect_int(group, where, "in_features", l->in_features));
     FN_TRY(expect_int(group, where, "out_features", l->out_features));
-    fn_block_config bc;
-    if (strcmp(layer_kind(l), "block") == 0 && fn_block_get_config(l, &bc) == FN_OK)
-        FN_TRY(expect_int(group, where, "groups", bc.groups));
-    return FN_OK;
+    return expect_kind_attrs(group, where, l);
 }
 
-static fn_status read_param(hid_t group, const char *where, fn_param *p)
+/* p's dataset into *host (malloc'ed). */
+static fn_status read_param(hid_t group, const char *where, const fn_param *p, float **host)
 {
-    size_t n = fn_tensor_count(&p->value);
-    float *host = malloc(n * sizeof(float));
-    if (!host)
+    *host = malloc(fn_tensor_count(&p->value) * sizeof(float));
+    if (!*host)
         return fn_fail(FN_ERR_NOMEM, "out of host memory");
     int rank = 0;
     long long dims[2];
     param_dims(p, &rank, dims);
-    fn_status st = fn_h5_get_floats(group, where, p->name, host, rank, dims);
-    if (st == FN_OK && !fn_h5_probe_child())
-        st = fn_tensor_upload(&p->value, host, n);
-    free(host);
-    return st;
+    return fn_h5_get_floats(group, where, p->name, *host, rank, dims);
 }
 
-static fn_status read_layer(hid_t file, const char *path, const char *name, fn_layer *l)
+/* Layer l's values into values[0 .. l->n_params). */
+static fn_status read_layer(hid_t file, const char *path, const char *name, const fn_layer *l,
+                            float **values)
 {
     char where[WHERE_CAP];
     snprintf(where, sizeof where, "%s: group '%s'", path, name);
@@ -246,46 +293,97 @@ static fn_status read_layer(hid_t file, const char *path, const char *name, fn_l
     FN_TRY(open_group(file, path, name, &group));
     fn_status st = check_layer(group, where, l);
     for (int p = 0; st == FN_OK && p < l->n_params; p++)
-        st = read_param(group, where, &l->params[p]);
+        st = read_param(group, where, &l->params[p], &values[p]);
     H5Gclose(group);
     return st;
 }
 
-fn_status fn_weights_read(hid_t file, const char *path, const char *format, fn_net *net)
+static fn_status read_layers(hid_t file, const char *path, char **names, int n,
+                             const fn_net *net, fn_weights_host *host)
 {
+    if (n != fn_net_n_layers(net))
+        return fn_fail(FN_ERR_FORMAT, "%s: holds %d layers, the model has %d", path, n,
+                       fn_net_n_layers(net));
+    host->n_params = fn_net_n_params(net);
+    host->values = calloc((size_t)(host->n_params > 0 ? host->n_params : 1), sizeof(float *));
+    if (!host->values)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    for (int i = 0, first = 0; i < n; i++) {
+        const fn_layer *l = fn_net_layer(net, i);
+        FN_TRY(read_layer(file, path, names[i], l, &host->values[first]));
+        first += l->n_params;
+    }
+    return FN_OK;
+}
+
+fn_status fn_weights_read_host(hid_t file, const char *path, const char *format,
+                               const fn_net *net, fn_weights_host *host)
+{
+    *host = (fn_weights_host){0};
     FN_TRY(check_format(file, path, format));
     char **names = NULL;
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));
-    fn_status st = FN_OK;
-    if (n != net->n_layers)
-        st = fn_fail(FN_ERR_FORMAT, "%s: holds %d layers, the model has %d", path, n,
-                     net->n_layers);
-    for (int i = 0; st == FN_OK && i < n; i++)
-        st = read_layer(file, path, names[i], net->layers[i]);
+    fn_status st = read_layers(file, path, names, n, net, host);
     free(names);
+    if (st != FN_OK)
+        fn_weights_host_free(host);
     return st;
 }
 
-static fn_status load_file(fn_net *net, const char *path)
+fn_status fn_weights_upload(fn_net *net, const fn_weights_host *host)
 {
+    if (host->n_params != fn_net_n_params(net))
+        return fn_fail(FN_ERR_INVALID, "weights: %d values for %d parameters", host->n_params,
+                       fn_net_n_params(net));
+    for (int i = 0; i < host->n_params; i++) {
+        fn_param *p = fn_net_param(net, i);
+        FN_TRY(fn_tensor_upload(&p->value, host->values[i], fn_tensor_count(&p->value)));
+    }
+    return FN_OK;
+}
+
+void fn_weights_host_free(fn_weights_host *host)
+{
+    for (int i = 0; host->values && i < host->n_params; i++)
+        free(host->values[i]);
+    free(host->values);
+    *host = (fn_weights_host){0};
+}
+
+fn_status fn_weights_read(hid_t file, const char *path, const char *format, fn_net *net)
+{
+    fn_weights_host host;
+    FN_TRY(fn_weights_read_host(file, path, format, net, &host));
+    fn_status st = fn_weights_upload(net, &host);
+    fn_weights_host_free(&host);
+    return st;
+}
+
+static fn_status read_file(const fn_net *net, const char *path, fn_weights_host *host)
+{
+    *host = (fn_weights_host){0};
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
-    fn_status st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);
+    fn_status st = fn_weights_read_host(file, path, FN_WEIGHTS_FORMAT, net, host);
     H5Fclose(file);
     return st;
 }
 
 typedef struct load_job {
-    fn_net *net;
+    const fn_net *net;
     const char *path;
 } load_job;
 
+/* The probe's child reads the file and drops what it read. */
 static fn_status probe_load(fn_h5_child *probe, void *arg)
 {
     (void)probe;
     const load_job *job = arg;
-    return load_file(job->net, job->path);
+    fn_weights_host host;
+    fn_status st = read_file(job->net, job->path, &host);
+    fn_weights_host_free(&host);
+    return st;
 }
 
 /* The file is read in a child first (h5util.h), then again here: weights
@@ -294,42 +392,52 @@ fn_status fn_weights_load(fn_net *net, const char *path)
 {
     load_job job = {.net = net, .path = path};
     FN_TRY(fn_h5_probe(path, probe_load, &job, FN_H5_PROBE_SECONDS, NULL));
-    return load_file(net, path);
+    fn_weights_host host;
+    FN_TRY(read_file(net, path, &host));
+    fn_status st = fn_weights_upload(net, &host);
+    fn_weights_host_free(&host);
+    return st;
 }
 
 /* --- building a network from a file --------------------------------------- */
 
 typedef struct layer_desc {
     fn_layer_spec spec;
-    int in, groups;
-    float eps, slope;
+    int in;
+    fn_layer_hparams hp;
 } layer_desc;
+
+static fn_status find_kind(hid_t group, const char *where, const fn_layer_kind **kind)
+{
+    char *name = NULL;
+    FN_TRY(fn_h5_get_string(group, where, "kind", &name));
+    fn_status st = fn_layer_kind_find(name, kind);
+    free(name);
+    if (st == FN_OK)
+        return FN_OK;
+    fn_error_prefix("%s: ", where);
+    return FN_ERR_FORMAT;
+}
 
 static fn_status describe_layer(hid_t group, const char *where, layer_desc *d)
 {
-    char *kind = NULL;
-    long long in = 0, out = 0, groups = 1;
-    double eps = 1e-5, slope = 0.01;
-    FN_TRY(fn_h5_get_string(group, where, "kind", &kind));
-    int block = strcmp(kind, "block") == 0, linear = strcmp(kind, "linear") == 0;
-    fn_status st = block || linear ? FN_OK
-                                   : fn_fail(FN_ERR_FORMAT, "%s: unknown kind '%s'", where, kind);
-    free(kind);
-    FN_TRY(st);
+    const fn_layer_kind *kind = NULL;
+    long long in = 0, out = 0;
+    FN_TRY(find_kind(group, where, &kind));
     FN_TRY(fn_h5_get_int(group, where, "in_features", &in));
     FN_TRY(fn_h5_get_int(group, where, "out_features", &out));
-    if (block) {
-        FN_TRY(fn_h5_get_int(group, where, "groups", &groups));
-        FN_TRY(fn_h5_get_double(group, where, "eps", &eps));
-        FN_TRY(fn_h5_get_double(group, where, "negative_slope", &slope));
-    }
-    if (in < 1 || out < 1 || in > (1 << 24) || out > (1 << 24) || groups < 1 || groups > out)
-        return fn_fail(FN_ERR_FORMAT, "%s: sizes in %lld, out %lld, groups %lld are not valid",
-                       where, in, out, groups);
-    *d = (layer_desc){.spec = {block ? FN_LAYER_BLOCK : FN_LAYER_LINEAR, (int)out},
-                      .in = (int)in, .groups = (int)groups, .eps = (float)eps,
-                      .slope = (float)slope};
-    return FN_OK;
+    fn_layer_attr_value values[FN_LAYER_ATTRS_MAX];
+    for (int i = 0; i < kind->n_attrs; i++)
+        FN_TRY(get_attr(group, where, &kind->attrs[i], &values[i]));
+    if (in < 1 || out < 1 || in > (1 << 24) || out > (1 << 24))
+        return fn_fail(FN_ERR_FORMAT, "%s: sizes in %lld, out %lld are not valid", where, in, out);
+    *d = (layer_desc){.spec = {kind, (int)out}, .in = (int)in};
+    if (!kind->set_attrs)
+        return FN_OK;
+    fn_status st = kind->set_attrs(values, d->in, d->spec.width, &d->hp);
+    if (st != FN_OK)
+        fn_error_prefix("%s: ", where);
+    return st;
 }
 
 static fn_status add_described_layer(hid_t file, const char *path, const char *name, fn_net *net)
@@ -344,7 +452,11 @@ static fn_status add_described_layer(hid_t file, const char *path, const char *n
     FN_TRY(st);
     /* The values are read right after, so the generator's numbers are unused. */
     fn_rng rng = {0, 0};
-    st = fn_model_add_layer(net, &d.spec, d.in, d.groups, d.eps, d.slope, &rng);
+    fn_layer *layer = NULL;
+    st = fn_layer_create(&layer, fn_net_context(net), d.in, &d.spec, &d.hp,
+                         fn_net_max_batch(net), &rng);
+    if (st == FN_OK)
+        st = fn_net_add(net, layer);
     if (st != FN_OK)
         fn_error_prefix("%s: ", where);
     return st;

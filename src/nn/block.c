@@ -134,33 +134,15 @@ fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)
     return FN_OK;
 }
 
-static fn_status check_tensor(const fn_tensor *t, const char *what, int rows, int cols)
-{
-    FN_TRY(fn_tensor_check(t, what, rows, cols));
-    if (t->device != FN_CUDA)
-        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the cuda", what,
-                       fn_device_name(t->device));
-    return FN_OK;
-}
-
 fn_status fn_block_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr)
 {
     if (!l || l->ops != &fn_block_cuda_ops)
         return fn_fail(FN_ERR_INVALID, "fn_block_backward_sgd: %s",
                        !l ? "layer is NULL" : "the layer is not a block on the GPU");
-    if (l->batch < 1)
-        return fn_fail(FN_ERR_INVALID, "fn_block_backward_sgd: backward before forward");
-    if (!(lr > 0.0f) || !isfinite(lr))
-        return fn_fail(FN_ERR_INVALID, "fn_block_backward_sgd: lr %g must be positive and finite",
-                       (double)lr);
-    fn_status st = check_tensor(dy, "dy", l->batch, l->out_features);
-    if (st == FN_OK && dx)
-        st = check_tensor(dx, "dx", l->batch, l->in_features);
-    if (st != FN_OK) {
+    fn_status st = fn_layer_backward_sgd(l, dy, dx, lr);
+    if (st != FN_OK)
         fn_error_prefix("fn_block_backward_sgd: ");
-        return st;
-    }
-    return fn_block_cuda_backward_sgd((fn_block *)l, dy, dx, lr);
+    return st;
 }
 
 void fn_block_release(fn_block *b)

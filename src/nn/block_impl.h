@@ -40,20 +40,15 @@ fn_status fn_block_cuda_setup(fn_block *b);
 fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y, int n);
 fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy, int n);
 
-/* kernels/block_cuda.cu, through fn_block_backward_sgd. */
-fn_status fn_block_cuda_backward_sgd(fn_block *b, const fn_tensor *dy, fn_tensor *dx, float lr);
-
-/* An opt-in fused step for plain SGD (momentum 0, weight decay 0; the
- * caller checks its optimiser's options): after a forward, computes dx (when
- * given) as backward does and updates every parameter with this batch's
- * gradient, theta <- theta - lr * g, without reading or writing the .grad
- * tensors. The weight's update is the dW product itself (W += -lr dz^T x,
- * cuBLAS beta = 1), which saves writing dW and the update's pass over
- * W, dW; bias, gamma, beta get bit for bit what backward from zeroed
- * gradients and fn_sgd_update give, the weight the same up to rounding (one
- * fused accumulation instead of a product and a subtraction). CUDA only:
- * FN_ERR_INVALID on the CPU, for a layer that is not a block, before a
- * forward, or for bad shapes or lr. */
+/* The block's backward_sgd hook (layer.h), called on a block alone (bench,
+ * tests): fn_layer_backward_sgd once l is known to be a block on the GPU.
+ * The weight's update is the dW product itself (W += -lr dz^T x, cuBLAS
+ * beta = 1), which saves writing dW and the update's pass over W, dW;
+ * bias, gamma, beta get bit for bit what backward from zeroed gradients and
+ * fn_sgd_update give, the weight the same up to rounding (one fused
+ * accumulation instead of a product and a subtraction). FN_ERR_INVALID on
+ * the CPU, for a layer that is not a block, before a forward, or for bad
+ * shapes or lr. */
 fn_status fn_block_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
 
 /* Frees everything fn_block_create allocated, then the struct. */

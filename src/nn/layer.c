@@ -1,6 +1,7 @@
 /* layer.c — the checked entry points of the layer interface: shapes,
  * devices and call order are validated here once, so every ops table
  * (CPU and CUDA) may trust its arguments. */
+#include <math.h>
 #include <string.h>
 
 #include "fusenet/layer.h"
@@ -64,15 +65,35 @@ fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
     return FN_OK;
 }
 
-fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+/* After a forward: dy [batch, out] and, when given, dx [batch, in]. */
+static fn_status check_backward(const fn_layer *l, const fn_tensor *dy, const fn_tensor *dx)
 {
-    FN_TRY(check_layer(l, "fn_layer_backward"));
     if (l->batch < 1)
         return fn_fail(FN_ERR_INVALID, "%s: backward before forward", kind_of(l));
     FN_TRY(check_operand(l, dy, "dy", l->batch, l->out_features));
     if (dx)
         FN_TRY(check_operand(l, dx, "dx", l->batch, l->in_features));
+    return FN_OK;
+}
+
+fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+{
+    FN_TRY(check_layer(l, "fn_layer_backward"));
+    FN_TRY(check_backward(l, dy, dx));
     return l->ops->backward(l, dy, dx);
+}
+
+fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr)
+{
+    FN_TRY(check_layer(l, "fn_layer_backward_sgd"));
+    if (!l->ops->backward_sgd)
+        return fn_fail(FN_ERR_INVALID, "%s: no fused backward and SGD step on the %s",
+                       kind_of(l), fn_device_name(l->device));
+    if (!(lr > 0.0f) || !isfinite(lr))
+        return fn_fail(FN_ERR_INVALID, "%s: lr %g must be positive and finite", kind_of(l),
+                       (double)lr);
+    FN_TRY(check_backward(l, dy, dx));
+    return l->ops->backward_sgd(l, dy, dx, lr);
 }
 
 void fn_layer_destroy(fn_layer *l)

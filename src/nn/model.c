@@ -1,41 +1,50 @@
-/* model.c — builds an fn_net from a layer list ([model] of the config, or
- * the layers recorded in a weights file). */
-#include "fusenet/block.h"
-#include "fusenet/linear.h"
+/* model.c — builds an fn_net from a list of layer specs, each created by its
+ * kind (layer_kind.h). */
 #include "fusenet/model.h"
 
-fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features, int groups,
-                             float eps, float negative_slope, fn_rng *rng)
+fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
+                             const fn_layer_hparams *hp, fn_rng *rng)
 {
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_model_add_layer: net is NULL");
     fn_layer *layer = NULL;
-    if (spec->kind == FN_LAYER_BLOCK) {
-        fn_block_config bc = fn_block_config_default(in_features, spec->width, groups);
-        bc.eps = eps;
-        bc.negative_slope = negative_slope;
-        FN_TRY(fn_block_create(&layer, net->ctx, &bc, net->max_batch, rng));
-    } else {
-        FN_TRY(fn_linear_create(&layer, net->ctx, in_features, spec->width, net->max_batch, rng));
-    }
+    FN_TRY(fn_layer_create(&layer, fn_net_context(net), in_features, spec, hp,
+                           fn_net_max_batch(net), rng));
     return fn_net_add(net, layer);
 }
 
-fn_status fn_model_build(fn_net **out, fn_context *ctx, const fn_config *cfg, int in_features)
+static fn_status add_layers(fn_net *net, const fn_layer_spec *specs, int n_layers,
+                            int in_features, const fn_layer_hparams *hp, fn_rng *rng)
 {
-    *out = NULL;
-    fn_net *net = NULL;
-    FN_TRY(fn_net_create(&net, ctx, cfg->batch_size));
-    fn_rng rng = {.seed = cfg->seed, .offset = 0};
     int in = in_features;
-    for (int i = 0; i < cfg->n_layers; i++) {
-        fn_status st = fn_model_add_layer(net, &cfg->layers[i], in, cfg->groups, cfg->eps,
-                                          cfg->negative_slope, &rng);
+    for (int i = 0; i < n_layers; i++) {
+        fn_status st = fn_model_add_layer(net, &specs[i], in, hp, rng);
         if (st != FN_OK) {
-            fn_error_prefix("layer %d (%s %d): ", i, fn_layer_kind_name(cfg->layers[i].kind),
-                            cfg->layers[i].width);
-            fn_net_destroy(net);
+            fn_error_prefix("layer %d (%s %d): ", i, specs[i].kind ? specs[i].kind->name : "?",
+                            specs[i].width);
             return st;
         }
-        in = cfg->layers[i].width;
+        in = specs[i].width;
+    }
+    return FN_OK;
+}
+
+fn_status fn_model_create(fn_net **out, fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                          int in_features, const fn_layer_hparams *hp, int max_batch,
+                          uint64_t seed)
+{
+    if (!out)
+        return fn_fail(FN_ERR_INVALID, "fn_model_create: net is NULL");
+    *out = NULL;
+    if (n_layers > 0 && !specs)
+        return fn_fail(FN_ERR_INVALID, "fn_model_create: specs is NULL");
+    fn_net *net = NULL;
+    FN_TRY(fn_net_create(&net, ctx, max_batch));
+    fn_rng rng = {.seed = seed, .offset = 0};
+    fn_status st = add_layers(net, specs, n_layers, in_features, hp, &rng);
+    if (st != FN_OK) {
+        fn_net_destroy(net);
+        return st;
     }
     *out = net;
     return FN_OK;

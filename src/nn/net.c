@@ -4,9 +4,21 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "nn/block_impl.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
+
+struct fn_net {
+    fn_context *ctx;     /* borrowed */
+    int max_batch;
+    int in_features;     /* of the first layer; 0 while empty */
+    fn_layer **layers;   /* [n_layers], owned */
+    int n_layers;
+    fn_tensor *acts;     /* [n_layers]: acts[i] is layer i's output, [max_batch, out_i] */
+    fn_tensor *dacts;    /* [n_layers]: d loss / d acts[i]; dacts[n-1] is the caller's dy */
+    fn_param **params;   /* [n_params]: every layer's parameters, in layer order */
+    int n_params;
+    int batch;           /* rows of the last forward; 0 before any */
+};
 
 fn_status fn_net_create(fn_net **out, fn_context *ctx, int max_batch)
 {
@@ -201,14 +213,14 @@ fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
     return FN_OK;
 }
 
-/* Layer l's backward with the plain SGD step folded in: a block on the GPU
- * fuses it (fn_block_backward_sgd); any other layer computes its gradients
- * from zero and applies them, after its dx has used the old values. */
+/* Layer l's backward with the plain SGD step folded in: by its ops'
+ * backward_sgd hook where it has one; otherwise its gradients are computed
+ * from zero and applied, after its dx has used the old values. */
 static fn_status layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
                                     const fn_sgd_config *plain)
 {
-    if (l->ops == &fn_block_cuda_ops)
-        return fn_block_backward_sgd(l, dy, dx, plain->lr);
+    if (l->ops && l->ops->backward_sgd)
+        return fn_layer_backward_sgd(l, dy, dx, plain->lr);
     FN_TRY(fn_layer_zero_grad(l));
     FN_TRY(fn_layer_backward(l, dy, dx));
     for (int p = 0; p < l->n_params; p++) {

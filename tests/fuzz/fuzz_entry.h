@@ -47,10 +47,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fusenet/block.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/config.h"
 #include "fusenet/data.h"
 #include "fusenet/device.h"
+#include "fusenet/linear.h"
 #include "fusenet/model.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
@@ -346,7 +348,8 @@ static inline void fuzz_model_destroy(fuzz_model *m)
 static inline fn_status fuzz_model_create(fuzz_model *m)
 {
     *m = (fuzz_model){0};
-    const fn_layer_spec block = {FN_LAYER_BLOCK, 4}, linear = {FN_LAYER_LINEAR, 2};
+    const fn_layer_spec block = {&fn_block_kind, 4}, linear = {&fn_linear_kind, 2};
+    const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
     fn_rng rng = {.seed = 1, .offset = 0};
     fn_sgd_config sgd = fn_sgd_config_default(0.1f);
     sgd.momentum = 0.9f;
@@ -354,11 +357,12 @@ static inline fn_status fuzz_model_create(fuzz_model *m)
     if (st == FN_OK)
         st = fn_net_create(&m->net, m->ctx, 4);
     if (st == FN_OK)
-        st = fn_model_add_layer(m->net, &block, 3, 2, 1e-5f, 0.01f, &rng);
+        st = fn_model_add_layer(m->net, &block, 3, &hp, &rng);
     if (st == FN_OK)
-        st = fn_model_add_layer(m->net, &linear, 4, 1, 1e-5f, 0.01f, &rng);
+        st = fn_model_add_layer(m->net, &linear, 4, &hp, &rng);
     if (st == FN_OK)
-        st = fn_sgd_create(&m->opt, m->ctx, m->net->params, m->net->n_params, &sgd);
+        st = fn_sgd_create(&m->opt, m->ctx, fn_net_params(m->net), fn_net_n_params(m->net),
+                           &sgd);
     if (st != FN_OK)
         fuzz_model_destroy(m);
     return st;

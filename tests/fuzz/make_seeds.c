@@ -124,8 +124,9 @@ static fn_net *make_net(fn_context *ctx, int in, const fn_layer_spec *layers, in
     fn_net *net = NULL;
     fn_rng rng = {.seed = 1, .offset = 0};
     check(fn_net_create(&net, ctx, 4) == FN_OK, "fn_net_create");
+    const fn_layer_hparams hp = {.groups = groups, .eps = 1e-5f, .negative_slope = 0.01f};
     for (int i = 0; i < n; i++) {
-        check(fn_model_add_layer(net, &layers[i], in, groups, 1e-5f, 0.01f, &rng) == FN_OK,
+        check(fn_model_add_layer(net, &layers[i], in, &hp, &rng) == FN_OK,
               "fn_model_add_layer");
         in = layers[i].width;
     }
@@ -173,7 +174,7 @@ static void write_other_seeds(const char *dir)
 {
     fn_context *ctx = NULL;
     check(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32) == FN_OK, "fn_context_create");
-    const fn_layer_spec deep[] = {{FN_LAYER_BLOCK, 8}, {FN_LAYER_BLOCK, 4}, {FN_LAYER_LINEAR, 3}};
+    const fn_layer_spec deep[] = {{&fn_block_kind, 8}, {&fn_block_kind, 4}, {&fn_linear_kind, 3}};
     fn_net *net = make_net(ctx, 5, deep, 3, 2);
     save_weights(net, dir, "deep.h5");
     fn_net_destroy(net);

@@ -1,0 +1,109 @@
+/* layer_kind.h — the registry of layer kinds. A kind ("block", "linear") is
+ * one descriptor: how an item of [model] layers names and sizes it, how a
+ * layer of it is created, and which attributes its group in a weights file
+ * carries beyond kind, in_features and out_features, described without
+ * HDF5 (io/weights.c writes and reads them). The one table of every kind
+ * is in src/nn/layer_kind.c; config and weights files find them there. */
+#ifndef FUSENET_LAYER_KIND_H
+#define FUSENET_LAYER_KIND_H
+
+#include <stddef.h>
+
+#include "fusenet/init.h"
+#include "fusenet/layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_layer_kind fn_layer_kind;
+
+/* One layer of a list: an item of [model] layers ("block 128"), or a layer
+ * group of a weights file. */
+typedef struct fn_layer_spec {
+    const fn_layer_kind *kind;
+    int width; /* out_features */
+} fn_layer_spec;
+
+/* The settings of [model] shared by the layers; a kind reads those it uses. */
+typedef struct fn_layer_hparams {
+    int groups;           /* block: GroupNorm's groups, divides the width */
+    float eps;            /* block: GroupNorm's eps */
+    float negative_slope; /* block: LeakyReLU's slope */
+} fn_layer_hparams;
+
+/* A kind's own attribute of a weights file, stored as an int32 or a
+ * float64 scalar. */
+typedef enum fn_layer_attr_type { FN_LAYER_ATTR_INT, FN_LAYER_ATTR_DOUBLE } fn_layer_attr_type;
+
+typedef struct fn_layer_attr {
+    const char *name;
+    fn_layer_attr_type type;
+    int must_match; /* loading a file into a built layer: the file's value must be the layer's */
+} fn_layer_attr;
+
+/* The value of an attribute: .i for FN_LAYER_ATTR_INT, .d for _DOUBLE. */
+typedef union fn_layer_attr_value {
+    long long i;
+    double d;
+} fn_layer_attr_value;
+
+enum { FN_LAYER_ATTRS_MAX = 8 };
+
+struct fn_layer_kind {
+    const char *name;  /* in items, weights files and its fn_layer_ops.kind: "block" */
+    const char *usage; /* an item of [model] layers: "block N" */
+    /* The item's arguments after the name and its blanks ("128"), into
+     * *spec (kind already set). The message names the bad argument
+     * ("width '0' is not an integer from 1 to 16777216"). */
+    fn_status (*parse)(const char *args, fn_layer_spec *spec);
+    /* Optional: spec against the [model] settings, before anything is
+     * built; the message says what is wrong ("groups 8 does not divide the
+     * width 12"). */
+    fn_status (*check)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+    /* A layer for inputs of in_features columns, batches of up to max_batch
+     * rows, initialised from rng. */
+    fn_status (*create)(fn_layer **layer, fn_context *ctx, int in_features,
+                        const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                        fn_rng *rng);
+    /* Its attributes in a weights file, in the order they are written;
+     * n_attrs at most FN_LAYER_ATTRS_MAX. With none, the two hooks below
+     * are NULL. */
+    const fn_layer_attr *attrs;
+    int n_attrs;
+    /* values[i] of attrs[i] for l, a layer of this kind. */
+    fn_status (*get_attrs)(const fn_layer *l, fn_layer_attr_value *values);
+    /* The settings *hp a layer of in -> out features is created with, from
+     * values read back from a file; checked (FN_ERR_FORMAT). */
+    fn_status (*set_attrs)(const fn_layer_attr_value *values, int in_features, int out_features,
+                           fn_layer_hparams *hp);
+};
+
+/* The registry: every kind, in the order messages list them. */
+int fn_layer_kind_count(void);
+const fn_layer_kind *fn_layer_kind_at(int i); /* [0, count), else NULL */
+
+/* The kind called name; else FN_ERR_INVALID "unknown layer kind 'conv'
+ * (expected block or linear)". */
+fn_status fn_layer_kind_find(const char *name, const fn_layer_kind **kind);
+/* The kind of a built layer, by its ops' kind; NULL for a layer of no
+ * registered kind. */
+const fn_layer_kind *fn_layer_kind_of(const fn_layer *l);
+
+/* The known kinds for a message, "block or linear", or with usages set
+ * their items, "'block N' or 'linear N'"; cut to fit cap. Returns buf. */
+const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
+
+/* A layer of spec->kind (checked entry point of its create). */
+fn_status fn_layer_create(fn_layer **layer, fn_context *ctx, int in_features,
+                          const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                          fn_rng *rng);
+
+/* The parse of a kind whose one argument is its width: an integer from 1
+ * to 16777216. */
+fn_status fn_layer_parse_width(const char *args, fn_layer_spec *spec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

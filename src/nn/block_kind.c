@@ -1,0 +1,68 @@
+/* block_kind.c — the block as a layer kind (layer_kind.h): the item
+ * "block N", created with [model] groups, eps and negative_slope, which its
+ * weights-file group records as the attributes groups, eps and
+ * negative_slope. */
+#include "fusenet/block.h"
+
+enum { ATTR_GROUPS, ATTR_EPS, ATTR_SLOPE, N_ATTRS };
+
+static const fn_layer_attr attrs[N_ATTRS] = {
+    [ATTR_GROUPS] = {"groups", FN_LAYER_ATTR_INT, 1},
+    [ATTR_EPS] = {"eps", FN_LAYER_ATTR_DOUBLE, 0},
+    [ATTR_SLOPE] = {"negative_slope", FN_LAYER_ATTR_DOUBLE, 0},
+};
+
+static fn_status check(const fn_layer_spec *spec, const fn_layer_hparams *hp)
+{
+    if (hp->groups < 1 || spec->width % hp->groups != 0)
+        return fn_fail(FN_ERR_INVALID, "groups %d does not divide the width %d", hp->groups,
+                       spec->width);
+    return FN_OK;
+}
+
+static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
+                        const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                        fn_rng *rng)
+{
+    fn_block_config bc = fn_block_config_default(in_features, spec->width, hp->groups);
+    bc.eps = hp->eps;
+    bc.negative_slope = hp->negative_slope;
+    return fn_block_create(layer, ctx, &bc, max_batch, rng);
+}
+
+static fn_status get_attrs(const fn_layer *l, fn_layer_attr_value *values)
+{
+    fn_block_config bc;
+    FN_TRY(fn_block_get_config(l, &bc));
+    values[ATTR_GROUPS].i = bc.groups;
+    values[ATTR_EPS].d = (double)bc.eps;
+    values[ATTR_SLOPE].d = (double)bc.negative_slope;
+    return FN_OK;
+}
+
+/* Only what could not be allocated is refused here; create checks the rest
+ * (groups dividing the width, eps and the slope) with its own messages. */
+static fn_status set_attrs(const fn_layer_attr_value *values, int in_features, int out_features,
+                           fn_layer_hparams *hp)
+{
+    const long long groups = values[ATTR_GROUPS].i;
+    if (groups < 1 || groups > out_features)
+        return fn_fail(FN_ERR_FORMAT, "sizes in %d, out %d, groups %lld are not valid",
+                       in_features, out_features, groups);
+    *hp = (fn_layer_hparams){.groups = (int)groups,
+                             .eps = (float)values[ATTR_EPS].d,
+                             .negative_slope = (float)values[ATTR_SLOPE].d};
+    return FN_OK;
+}
+
+const fn_layer_kind fn_block_kind = {
+    .name = "block",
+    .usage = "block N",
+    .parse = fn_layer_parse_width,
+    .check = check,
+    .create = create,
+    .attrs = attrs,
+    .n_attrs = N_ATTRS,
+    .get_attrs = get_attrs,
+    .set_attrs = set_attrs,
+};

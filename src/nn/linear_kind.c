@@ -1,0 +1,19 @@
+/* linear_kind.c — the linear layer as a layer kind (layer_kind.h): the
+ * item "linear N"; it uses none of the [model] settings, and its
+ * weights-file group has no attributes beyond kind and sizes. */
+#include "fusenet/linear.h"
+
+static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
+                        const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                        fn_rng *rng)
+{
+    (void)hp;
+    return fn_linear_create(layer, ctx, in_features, spec->width, max_batch, rng);
+}
+
+const fn_layer_kind fn_linear_kind = {
+    .name = "linear",
+    .usage = "linear N",
+    .parse = fn_layer_parse_width,
+    .create = create,
+};
