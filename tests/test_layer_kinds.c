@@ -194,7 +194,7 @@ static void test_linear_has_no_attrs(void **state)
 }
 
 /* No CPU layer fuses backward and the SGD step: the checked entry point
- * says so, and fn_net_backward_sgd falls back for them (test_net_fused_cuda
+ * says so, and fn_sgd_fused_backward falls back for them (test_net_fused_cuda
  * covers the fused block on the GPU). */
 static void test_no_fused_step_on_the_cpu(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_net_fused_cuda.c — fn_net_backward_sgd, the net's plain-SGD step
+/* test_net_fused_cuda.c — fn_sgd_fused_backward, the net's plain-SGD step
  * with the update folded into backward (what `train` runs on the GPU when
  * momentum and weight decay are 0), against fn_net_zero_grad +
  * fn_net_backward + fn_sgd_step on two copies of one net (block 40 -> 64,
@@ -30,6 +30,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
+#include "fusenet/sgd_fused.h"
 
 enum { BATCH = 24, IN = 40, H1 = 64, H2 = 32, OUT = 10, GROUPS = 4, STEPS = 4 };
 static const float lr = 0.1f;
@@ -83,7 +84,7 @@ static void step(model *m, int fused)
     fn_tensor y;
     EXPECT_OK(fn_net_forward(m->net, &m->x, &y));
     if (fused) {
-        EXPECT_OK(fn_net_backward_sgd(m->net, &m->dy, lr));
+        EXPECT_OK(fn_sgd_fused_backward(m->net, &m->dy, lr));
         EXPECT_OK(fn_sgd_count_step(m->opt));
     } else {
         EXPECT_OK(fn_net_zero_grad(m->net));
@@ -292,9 +293,9 @@ static void test_count_step(void **state)
     /* Before a forward there is nothing to step. */
     fn_net *empty = NULL;
     EXPECT_OK(fn_net_create(&empty, ctx, 4));
-    assert_int_equal(fn_net_backward_sgd(empty, &m.dy, lr), FN_ERR_INVALID);
+    assert_int_equal(fn_sgd_fused_backward(empty, &m.dy, lr), FN_ERR_INVALID);
     fn_net_destroy(empty);
-    assert_int_equal(fn_net_backward_sgd(NULL, &m.dy, lr), FN_ERR_INVALID);
+    assert_int_equal(fn_sgd_fused_backward(NULL, &m.dy, lr), FN_ERR_INVALID);
     model_free(&m);
     fn_context_destroy(ctx);
 }

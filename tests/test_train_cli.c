@@ -382,7 +382,7 @@ static void test_interrupt_and_resume(void **state)
 }
 
 /* On the GPU with momentum 0 the update is fused into backward
- * (fn_net_backward_sgd): interrupted and resumed, still bit for bit. */
+ * (fn_sgd_fused_backward): interrupted and resumed, still bit for bit. */
 static void test_interrupt_and_resume_fused_cuda(void **state)
 {
     skip_without_gpu();

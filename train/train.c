@@ -28,6 +28,7 @@
 #include "fusenet/loss.h"
 #include "fusenet/model.h"
 #include "fusenet/net.h"
+#include "fusenet/sgd_fused.h"
 #include "fusenet/weights.h"
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
@@ -425,7 +426,7 @@ static fn_status train_step(run *r, const fn_batch *b, float *loss)
     if (!isfinite(*loss))
         return stop_nonfinite(r, &dy, *loss);
     if (r->fused) {
-        FN_TRY(fn_net_backward_sgd(r->net, &dy, fn_sgd_get_config(r->opt)->lr));
+        FN_TRY(fn_sgd_fused_backward(r->net, &dy, fn_sgd_get_config(r->opt)->lr));
         FN_TRY(fn_sgd_count_step(r->opt));
     } else {
         FN_TRY(fn_net_zero_grad(r->net));

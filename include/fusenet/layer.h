@@ -39,7 +39,7 @@ typedef struct fn_layer_ops {
      * (the block on the GPU: its weight's update is the dW product itself,
      * one fused accumulation, which differs in the last bits); deterministic
      * run to run. Called through fn_layer_backward_sgd (arguments checked as
-     * backward's, lr positive and finite). NULL: fn_net_backward_sgd falls
+     * backward's, lr positive and finite). NULL: fn_sgd_fused_backward falls
      * back to zeroed gradients, backward and fn_sgd_update per parameter. */
     fn_status (*backward_sgd)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
 } fn_layer_ops;

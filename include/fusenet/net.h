@@ -28,21 +28,15 @@ fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
 fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
 fn_status fn_net_zero_grad(fn_net *net);
 
-/* Backward and a plain SGD step (theta <- theta - lr * grad: momentum and
- * weight decay 0) in one pass, last layer first: each layer's dx is
- * computed from its values before the step, then its parameters are
- * updated with this batch's gradient. A layer whose ops have the
- * backward_sgd hook (layer.h; today the block on the GPU: the weight's
- * update is the dW product itself, W += -lr dz^T x; bias, gamma, beta in its
- * column-sum kernel) fuses the update; any other layer runs its backward
- * from zeroed gradients and fn_sgd_update. Parameter gradients are NOT a
- * result: a fused layer never writes them, other layers are left holding
- * this batch's gradient. The values equal those of fn_net_zero_grad,
- * fn_net_backward and fn_sgd_step bit for bit, except where a hook says
- * otherwise (a fused block's weight differs in the last bits: one fused
- * accumulation instead of a product and a subtraction); deterministic run
- * to run. The caller counts the step (fn_sgd_count_step). */
-fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr);
+/* The backward pass with each layer's part given by the caller:
+ * backward(layer, dy, dx, arg) for every layer, last first, on the net's
+ * buffers (dx NULL for the first layer). fn_net_backward passes
+ * fn_layer_backward; an optimiser may fold its update in
+ * (fn_sgd_backward_step). */
+typedef fn_status (*fn_net_layer_backward)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
+                                           void *arg);
+fn_status fn_net_backward_each(fn_net *net, const fn_tensor *dy, fn_net_layer_backward backward,
+                               void *arg);
 
 /* Read access for the layers above (io, the trainer). */
 int fn_net_n_layers(const fn_net *net);

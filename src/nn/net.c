@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "fusenet/net.h"
-#include "fusenet/sgd.h"
 
 struct fn_net {
     fn_context *ctx;     /* borrowed */
@@ -193,7 +192,8 @@ fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y)
     return FN_OK;
 }
 
-fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
+fn_status fn_net_backward_each(fn_net *net, const fn_tensor *dy, fn_net_layer_backward backward,
+                               void *arg)
 {
     if (!net)
         return fn_fail(FN_ERR_INVALID, "fn_net_backward: net is NULL");
@@ -204,7 +204,7 @@ fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
     for (int i = n - 1; i >= 0; i--) {
         const fn_tensor dyi = i == n - 1 ? net->dacts[i] : fn_tensor_rows(&net->dacts[i], 0, batch);
         fn_tensor dx = i > 0 ? fn_tensor_rows(&net->dacts[i - 1], 0, batch) : (fn_tensor){0};
-        fn_status st = fn_layer_backward(net->layers[i], &dyi, i > 0 ? &dx : NULL);
+        fn_status st = backward(net->layers[i], &dyi, i > 0 ? &dx : NULL, arg);
         if (st != FN_OK) {
             fn_error_prefix("net layer %d: ", i);
             return st;
@@ -213,47 +213,15 @@ fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
     return FN_OK;
 }
 
-/* Layer l's backward with the plain SGD step folded in: by its ops'
- * backward_sgd hook where it has one; otherwise its gradients are computed
- * from zero and applied, after its dx has used the old values. */
-static fn_status layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
-                                    const fn_sgd_config *plain)
+static fn_status plain_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, void *arg)
 {
-    if (l->ops && l->ops->backward_sgd)
-        return fn_layer_backward_sgd(l, dy, dx, plain->lr);
-    FN_TRY(fn_layer_zero_grad(l));
-    FN_TRY(fn_layer_backward(l, dy, dx));
-    for (int p = 0; p < l->n_params; p++) {
-        fn_param *q = &l->params[p];
-        fn_status st = fn_sgd_update(l->ctx, &q->value, &q->grad, NULL, plain, 0);
-        if (st != FN_OK) {
-            fn_error_prefix("parameter %s: ", q->name ? q->name : "(unnamed)");
-            return st;
-        }
-    }
-    return FN_OK;
+    (void)arg;
+    return fn_layer_backward(l, dy, dx);
 }
 
-fn_status fn_net_backward_sgd(fn_net *net, const fn_tensor *dy, float lr)
+fn_status fn_net_backward(fn_net *net, const fn_tensor *dy)
 {
-    if (!net)
-        return fn_fail(FN_ERR_INVALID, "fn_net_backward_sgd: net is NULL");
-    if (net->batch < 1)
-        return fn_fail(FN_ERR_INVALID, "net: backward before forward");
-    const fn_sgd_config plain = fn_sgd_config_default(lr);
-    FN_TRY(fn_sgd_config_check(&plain));
-    const int n = net->n_layers, batch = net->batch;
-    net->dacts[n - 1] = dy ? *dy : (fn_tensor){0};
-    for (int i = n - 1; i >= 0; i--) {
-        const fn_tensor dyi = i == n - 1 ? net->dacts[i] : fn_tensor_rows(&net->dacts[i], 0, batch);
-        fn_tensor dx = i > 0 ? fn_tensor_rows(&net->dacts[i - 1], 0, batch) : (fn_tensor){0};
-        fn_status st = layer_backward_sgd(net->layers[i], &dyi, i > 0 ? &dx : NULL, &plain);
-        if (st != FN_OK) {
-            fn_error_prefix("net layer %d: ", i);
-            return st;
-        }
-    }
-    return FN_OK;
+    return fn_net_backward_each(net, dy, plain_backward, NULL);
 }
 
 fn_status fn_net_zero_grad(fn_net *net)
