@@ -1,7 +1,8 @@
 /* test_gradcheck_cpu.c — tiers 2 and 3 of the gradient checks on the CPU
- * backend: (a) the block, the linear layer and both losses against the
- * float64 reference at many shapes, (b) float32 finite differences through
- * the CPU layers along random directions.
+ * backend: (a) every layer kind (tests/support/kinds.c) and both losses
+ * against the float64 reference at the shapes of their descriptors, (b)
+ * float32 finite differences through the CPU layers and losses along random
+ * directions.
  *
  * Tolerances are per element, from the float32 error model of
  * tests/support/estimate.h: a sum of n terms is allowed
@@ -10,7 +11,7 @@
  * GroupNorm (which multiplies errors of z by rstd) and the backward formulas,
  * plus 4 u32 |r| for the final roundings. The table's tolerance column shows
  * the largest per-element allowance. Tier 3's budget is in
- * tests/support/gradcheck.c. */
+ * tests/support/fd.h. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,47 +41,51 @@ static int teardown_cpu(void **state)
     return 0;
 }
 
-static void test_block_vs_reference(void **state)
+/* One table per kind: a new kind's descriptor in gc_kinds is all it takes. */
+static void test_layers_vs_reference(void **state)
 {
-    chk_table_header("tier 2: CPU block vs float64 reference");
-    assert_true(gc_block_cases_vs_reference(*state));
-}
-
-static void test_linear_and_losses_vs_reference(void **state)
-{
-    chk_table_header("tier 2: CPU linear layer and losses vs float64 reference");
-    int ok = gc_linear_vs_reference(*state, 1, 7, 3, 31);
-    ok &= gc_linear_vs_reference(*state, 9, 33, 10, 32);
-    ok &= gc_linear_vs_reference(*state, 64, 128, 10, 33);
-    ok &= gc_losses_vs_reference(*state, 1, 2, 3, 34);
-    ok &= gc_losses_vs_reference(*state, 7, 10, 3, 35);
-    /* Logits of 50: exp would overflow float32 without the max shift. */
-    ok &= gc_losses_vs_reference(*state, 16, 5, 50, 36);
+    int ok = 1;
+    for (size_t i = 0; i < gc_n_kinds; i++) {
+        char title[80];
+        snprintf(title, sizeof title, "tier 2: CPU %s vs float64 reference", gc_kinds[i]->name);
+        chk_table_header(title);
+        ok &= gc_vs_reference_cases(*state, gc_kinds[i]);
+    }
     assert_true(ok);
 }
 
-static void test_block_fd(void **state)
+static void test_losses_vs_reference(void **state)
 {
-    chk_table_header("tier 3: float32 finite differences through the CPU block");
-    assert_true(gc_block_cases_fd(*state));
+    chk_table_header("tier 2: CPU losses vs float64 reference");
+    assert_true(gc_losses_vs_reference_cases(*state));
 }
 
-static void test_linear_and_losses_fd(void **state)
+static void test_layers_fd(void **state)
 {
-    chk_table_header("tier 3: float32 finite differences through the CPU linear layer, losses");
-    int ok = gc_linear_fd(*state, 5, 9, 4, 41);
-    ok &= gc_linear_fd(*state, 1, 16, 10, 42);
-    ok &= gc_losses_fd(*state, 6, 5, 43);
+    int ok = 1;
+    for (size_t i = 0; i < gc_n_kinds; i++) {
+        char title[80];
+        snprintf(title, sizeof title, "tier 3: float32 finite differences through the CPU %s",
+                 gc_kinds[i]->name);
+        chk_table_header(title);
+        ok &= gc_fd_cases(*state, gc_kinds[i]);
+    }
     assert_true(ok);
+}
+
+static void test_losses_fd(void **state)
+{
+    chk_table_header("tier 3: float32 finite differences through the CPU losses");
+    assert_true(gc_losses_fd_cases(*state));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_block_vs_reference),
-        cmocka_unit_test(test_linear_and_losses_vs_reference),
-        cmocka_unit_test(test_block_fd),
-        cmocka_unit_test(test_linear_and_losses_fd),
+        cmocka_unit_test(test_layers_vs_reference),
+        cmocka_unit_test(test_losses_vs_reference),
+        cmocka_unit_test(test_layers_fd),
+        cmocka_unit_test(test_losses_fd),
     };
     return cmocka_run_group_tests(tests, setup_cpu, teardown_cpu);
 }

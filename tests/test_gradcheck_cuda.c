@@ -1,11 +1,12 @@
 /* test_gradcheck_cuda.c — tiers 2 and 3 of the gradient checks on the CUDA
- * backend, in math modes fp32 and tf32: (a) the block, the linear layer and
- * both losses against the float64 reference at the shapes of
- * tests/support/gradcheck.c (among them one per kernel variant the block's
- * launch plan can pick, and y, dy misaligned for the scalar kernels), (b)
- * float32 finite differences through the CUDA layers, (c) GPU against CPU on
- * the same data, and (d) bit-identical results from two runs (DESIGN.md:
- * reductions are deterministic).
+ * backend, in math modes fp32 and tf32, parallel to test_gradcheck_cpu.c:
+ * (a) every layer kind (tests/support/kinds.c) and both losses against the
+ * float64 reference at the shapes of their descriptors (among the block's
+ * one per kernel variant its launch plan can pick, and y, dy misaligned for
+ * the scalar kernels), (b) float32 finite differences through the CUDA
+ * layers and losses, (c) GPU against CPU on the same data, and (d)
+ * bit-identical block results from two runs (DESIGN.md: reductions are
+ * deterministic).
  *
  * Tolerances: the per-element error model of tests/support/estimate.h. In
  * tf32 mode the matrix products round each operand to TF32 (10 stored
@@ -16,7 +17,7 @@
  * tolerances around 1e-2 of the values where fp32 rows show 1e-5..1e-4. The
  * non-matrix kernels (normalisation, losses) stay fp32 in both modes. GPU vs
  * CPU allows the sum of both sides' estimates. Tier-3 steps: h = 1e-2 in
- * fp32, 5e-2 in tf32, for the reason in tests/support/gradcheck.c.
+ * fp32, 5e-2 in tf32, for the reason in tests/support/fd.h.
  *
  * Every test skips (cmocka skip(), with the reason printed) when
  * fn_cuda_device_count() == 0. */
@@ -79,95 +80,89 @@ static cuda_state *need_gpu(void **state)
     return s;
 }
 
-static void test_block_vs_reference(void **state)
+/* "tier 2: CUDA block (tf32) vs float64 reference" and the like. */
+static void header(const char *fmt, const char *what, fn_math mode)
+{
+    char title[96];
+    snprintf(title, sizeof title, fmt, what, fn_math_name(mode));
+    chk_table_header(title);
+}
+
+static void test_layers_vs_reference(void **state)
+{
+    cuda_state *s = need_gpu(state);
+    int ok = 1;
+    for (int m = 0; m < 2; m++)
+        for (size_t i = 0; i < gc_n_kinds; i++) {
+            header("tier 2: CUDA %s (%s) vs float64 reference", gc_kinds[i]->name, modes[m]);
+            ok &= gc_vs_reference_cases(s->gpu[m], gc_kinds[i]);
+        }
+    assert_true(ok);
+}
+
+static void test_losses_vs_reference(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
     for (int m = 0; m < 2; m++) {
-        char title[80];
-        snprintf(title, sizeof title, "tier 2: CUDA block (%s) vs float64 reference",
-                 fn_math_name(modes[m]));
-        chk_table_header(title);
-        ok &= gc_block_cases_vs_reference(s->gpu[m]);
+        header("tier 2: CUDA %s (%s) vs float64 reference", "losses", modes[m]);
+        ok &= gc_losses_vs_reference_cases(s->gpu[m]);
     }
     assert_true(ok);
 }
 
-static void test_linear_and_losses_vs_reference(void **state)
+static void test_layers_fd(void **state)
+{
+    cuda_state *s = need_gpu(state);
+    int ok = 1;
+    for (int m = 0; m < 2; m++)
+        for (size_t i = 0; i < gc_n_kinds; i++) {
+            header("tier 3: finite differences through the CUDA %s (%s)", gc_kinds[i]->name,
+                   modes[m]);
+            ok &= gc_fd_cases(s->gpu[m], gc_kinds[i]);
+        }
+    assert_true(ok);
+}
+
+static void test_losses_fd(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
     for (int m = 0; m < 2; m++) {
-        chk_table_header(m ? "tier 2: CUDA linear, losses (tf32)" : "tier 2: CUDA linear, losses (fp32)");
-        ok &= gc_linear_vs_reference(s->gpu[m], 1, 7, 3, 31);
-        ok &= gc_linear_vs_reference(s->gpu[m], 9, 33, 10, 32);
-        ok &= gc_linear_vs_reference(s->gpu[m], 64, 128, 10, 33);
-        ok &= gc_linear_vs_reference(s->gpu[m], 257, 515, 10, 37);
-        ok &= gc_losses_vs_reference(s->gpu[m], 1, 2, 3, 34);
-        ok &= gc_losses_vs_reference(s->gpu[m], 7, 10, 3, 35);
-        ok &= gc_losses_vs_reference(s->gpu[m], 16, 5, 50, 36);
-        ok &= gc_losses_vs_reference(s->gpu[m], 1025, 1000, 5, 38);
+        header("tier 3: finite differences through the CUDA %s (%s)", "losses", modes[m]);
+        ok &= gc_losses_fd_cases(s->gpu[m]);
     }
     assert_true(ok);
 }
 
-static void test_block_fd(void **state)
+static void test_layers_gpu_vs_cpu(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++) {
-        chk_table_header(m ? "tier 3: finite differences through the CUDA block (tf32)"
-                           : "tier 3: finite differences through the CUDA block (fp32)");
-        ok &= gc_block_cases_fd(s->gpu[m]);
-    }
+    for (int m = 0; m < 2; m++)
+        for (size_t i = 0; i < gc_n_kinds; i++) {
+            header("CUDA %s (%s) vs the CPU one", gc_kinds[i]->name, modes[m]);
+            ok &= gc_cross_cases(s->gpu[m], s->cpu, gc_kinds[i]);
+        }
     assert_true(ok);
 }
 
-static void test_linear_and_losses_fd(void **state)
+/* The values of two runs that differ bit for bit (y, then every gradient
+ * in the problem's order, as one flat sequence); *first: the first such. */
+static size_t count_differences(const gc_problem *p, const gc_out *a, const gc_out *b,
+                                size_t *first, double *diff)
 {
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < 2; m++) {
-        chk_table_header(m ? "tier 3: CUDA linear, losses (tf32)" : "tier 3: CUDA linear, losses (fp32)");
-        ok &= gc_linear_fd(s->gpu[m], 5, 9, 4, 41);
-        ok &= gc_linear_fd(s->gpu[m], 1, 16, 10, 42);
-        ok &= gc_losses_fd(s->gpu[m], 6, 5, 43);
+    size_t differ = 0, at = 0;
+    for (int t = -1; t < p->n; t++) {
+        const double *x = t < 0 ? a->y : a->g[t], *y = t < 0 ? b->y : b->g[t];
+        size_t n = t < 0 ? p->ny : p->size[t];
+        for (size_t i = 0; i < n; i++, at++)
+            if (memcmp(&x[i], &y[i], sizeof x[i]) != 0 && differ++ == 0) {
+                *first = at;
+                *diff = fabs(x[i] - y[i]);
+            }
     }
-    assert_true(ok);
-}
-
-static void test_block_gpu_vs_cpu(void **state)
-{
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < 2; m++) {
-        chk_table_header(m ? "CUDA (tf32) block vs CPU block" : "CUDA (fp32) block vs CPU block");
-        for (size_t i = 0; i < gc_n_block_cases; i++)
-            ok &= gc_block_cross(s->gpu[m], s->cpu, &gc_block_cases[i]);
-    }
-    assert_true(ok);
-}
-
-/* y, dx and the four parameter gradients of one run, as floats. */
-static fn_status run_once(fn_context *ctx, const ref_block_dims *d, double *const *t,
-                          const double *dy, double *out)
-{
-    static const char *const names[4] = {"weight", "bias", "gamma", "beta"};
-    size_t ny = (size_t)d->batch * d->out, nx = (size_t)d->batch * d->in;
-    size_t sizes[4] = {(size_t)d->out * d->in, d->out, d->out, d->out};
-    fn_layer *l = NULL;
-    fn_status st = run_block_create(&l, ctx, d, d->batch);
-    for (int i = 0; st == FN_OK && i < 4; i++)
-        st = run_set_param(l, names[i], t[i + 1]);
-    if (st == FN_OK)
-        st = run_forward_backward(l, d->batch, t[0], dy, out, out + ny);
-    double *g = out + ny + nx;
-    for (int i = 0; st == FN_OK && i < 4; i++) {
-        st = run_get_grad(l, names[i], g);
-        g += sizes[i];
-    }
-    fn_layer_destroy(l);
-    return st;
+    return differ;
 }
 
 /* DESIGN.md: no float atomics, a fixed reduction order, so one input gives
@@ -175,51 +170,50 @@ static fn_status run_once(fn_context *ctx, const ref_block_dims *d, double *cons
 static void test_block_deterministic(void **state)
 {
     cuda_state *s = need_gpu(state);
-    ref_block_dims d = {.batch = 257, .in = 300, .out = 1024, .groups = 64,
-                        .eps = (double)1e-5f, .slope = (double)0.01f};
-    size_t sizes[5] = {(size_t)d.batch * d.in, (size_t)d.out * d.in, d.out, d.out, d.out};
-    size_t total = (size_t)d.batch * d.out + sizes[0] + sizes[1] + 3 * (size_t)d.out;
-    chk_rng rng = chk_rng_seed(77);
-    double *t[5], *dy = chk_alloc((size_t)d.batch * d.out);
-    for (int i = 0; i < 5; i++) {
-        t[i] = chk_alloc(sizes[i]);
-        chk_fill(t[i], sizes[i], i == 3 ? 0.5 : -0.1, i == 3 ? 1.5 : 0.1, &rng);
-    }
-    chk_fill(dy, (size_t)d.batch * d.out, -1, 1, &rng);
+    static const gc_case big = {.batch = 257, .in = 300, .out = 1024, .groups = 64,
+                                .slope = 0.01, .eps = 1e-5, .xscale = 1, .wscale = 1,
+                                .seed = 77, .why = "K = 16, 257 rows: several row chunks"};
     chk_table_header("CUDA block: two runs, bit for bit");
     int ok = 1;
     for (int m = 0; m < 2; m++) {
-        double *a = chk_alloc(total), *b = chk_alloc(total);
-        ok &= run_report(run_once(s->gpu[m], &d, t, dy, a), "first run") == FN_OK;
-        ok &= run_report(run_once(s->gpu[m], &d, t, dy, b), "second run") == FN_OK;
-        size_t differ = 0, first = 0;
-        for (size_t i = 0; i < total; i++)
-            if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && differ++ == 0)
-                first = i;
-        char shape[64], at[48];
-        chk_shape(shape, sizeof shape, d.batch, d.in, d.out, d.groups, d.slope);
+        char layer[40], shape[64], at[48];
+        snprintf(layer, sizeof layer, "block %s", gc_backend_name(s->gpu[m]));
+        gc_problem p;
+        if (run_report(gc_problem_init(&p, &gc_block_kind, &big, s->gpu[m]), layer) != FN_OK) {
+            gc_problem_free(&p);
+            ok = 0;
+            continue;
+        }
+        gc_out a, b;
+        gc_out_alloc(&a, &p), gc_out_alloc(&b, &p);
+        int ran = run_report(gc_problem_run(s->gpu[m], &p, p.dy, 0, &a), "first run") == FN_OK;
+        ran &= run_report(gc_problem_run(s->gpu[m], &p, p.dy, 0, &b), "second run") == FN_OK;
+        size_t first = 0, total = p.ny;
+        for (int t = 0; t < p.n; t++)
+            total += p.size[t];
+        double diff = 0;
+        size_t differ = ran ? count_differences(&p, &a, &b, &first, &diff) : 0;
+        gc_shape(shape, sizeof shape, &p);
         snprintf(at, sizeof at, "%zu", first);
-        chk_table_row(m ? "block cuda tf32" : "block cuda fp32", shape, "y,dx,dW,db,dg,db",
-                      differ ? fabs(a[first] - b[first]) : 0, differ ? at : "-", "bitwise", !differ);
+        chk_table_row(layer, shape, "y and every d", diff, differ ? at : "-", "bitwise",
+                      ran && !differ);
         if (differ)
             printf("    %zu of %zu values differ between two runs\n", differ, total);
-        ok &= !differ;
-        free(a), free(b);
+        ok &= ran && !differ;
+        gc_out_free(&a), gc_out_free(&b);
+        gc_problem_free(&p);
     }
-    for (int i = 0; i < 5; i++)
-        free(t[i]);
-    free(dy);
     assert_true(ok);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_block_vs_reference),
-        cmocka_unit_test(test_linear_and_losses_vs_reference),
-        cmocka_unit_test(test_block_fd),
-        cmocka_unit_test(test_linear_and_losses_fd),
-        cmocka_unit_test(test_block_gpu_vs_cpu),
+        cmocka_unit_test(test_layers_vs_reference),
+        cmocka_unit_test(test_losses_vs_reference),
+        cmocka_unit_test(test_layers_fd),
+        cmocka_unit_test(test_losses_fd),
+        cmocka_unit_test(test_layers_gpu_vs_cpu),
         cmocka_unit_test(test_block_deterministic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -104,6 +104,20 @@ fn_status run_get_grad(fn_layer *l, const char *name, double *out)
     return p ? download(&p->grad, out) : st;
 }
 
+fn_status run_set_params(fn_layer *l, double *const *values)
+{
+    for (int i = 0; i < l->n_params; i++)
+        FN_TRY(upload(&l->params[i].value, values[i]));
+    return FN_OK;
+}
+
+fn_status run_get_grads(fn_layer *l, double *const *grads)
+{
+    for (int i = 0; i < l->n_params; i++)
+        FN_TRY(download(&l->params[i].grad, grads[i]));
+    return FN_OK;
+}
+
 fn_status run_forward(fn_layer *l, int batch, const double *x, double *y)
 {
     fn_tensor tx = {0}, ty = {0};

@@ -20,6 +20,10 @@ fn_status run_linear_create(fn_layer **l, fn_context *ctx, int in, int out, int 
 fn_status run_set_param(fn_layer *l, const char *name, const double *values);
 /* Downloads the gradient of parameter `name`. */
 fn_status run_get_grad(fn_layer *l, const char *name, double *out);
+/* The same over the layer's whole fn_param list, in its order: values[i]
+ * into l->params[i], l->params[i]'s gradient into grads[i]. */
+fn_status run_set_params(fn_layer *l, double *const *values);
+fn_status run_get_grads(fn_layer *l, double *const *grads);
 
 /* y = forward(x); x [batch, in], y [batch, out]. */
 fn_status run_forward(fn_layer *l, int batch, const double *x, double *y);

@@ -1,0 +1,187 @@
+/* kind_block.c — the fused block's gradient-check descriptor (kind.h): its
+ * float64 reference and error model behind the generic hooks, and the
+ * shapes each tier checks it at. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "estimate.h"
+#include "kind.h"
+#include "reference.h"
+#include "runner.h"
+
+static ref_block_dims dims_of(const gc_case *c)
+{
+    return (ref_block_dims){.batch = c->batch, .in = c->in, .out = c->out, .groups = c->groups,
+                            .eps = c->eps, .slope = c->slope};
+}
+
+static ref_block_params params_at(const gc_problem *p, double *const *t)
+{
+    return (ref_block_params){gc_named(p, t, "weight"), gc_named(p, t, "bias"),
+                              gc_named(p, t, "gamma"), gc_named(p, t, "beta")};
+}
+
+static fn_status block_create(fn_layer **l, fn_context *ctx, const gc_case *c)
+{
+    ref_block_dims d = dims_of(c);
+    return run_block_create(l, ctx, &d, c->batch);
+}
+
+/* gamma ~ U(0.5, 1.5) keeps every channel's scale away from 0; beta ~
+ * U(-0.5, 0.5) moves u off the kink by varying amounts. */
+static void block_fill(const gc_case *c, const char *param, double *a, size_t n, chk_rng *rng)
+{
+    double bound = c->wscale / sqrt(c->in);
+    if (strcmp(param, "weight") == 0)
+        chk_fill(a, n, -bound, bound, rng);
+    else if (strcmp(param, "bias") == 0)
+        chk_fill(a, n, c->boffset - bound, c->boffset + bound, rng);
+    else if (strcmp(param, "gamma") == 0)
+        chk_fill(a, n, 0.5, 1.5, rng);
+    else if (strcmp(param, "beta") == 0)
+        chk_fill(a, n, -0.5, 0.5, rng);
+    else {
+        fprintf(stderr, "gradcheck: block: no distribution for parameter '%s'\n", param);
+        abort();
+    }
+}
+
+static void block_forward(const gc_problem *p, double *const *t, double *y)
+{
+    ref_block_dims d = dims_of(p->c);
+    ref_block_params q = params_at(p, t);
+    ref_block_forward(&d, &q, t[0], y, NULL);
+}
+
+static void block_backward(const gc_problem *p, double *const *t, const double *dy,
+                           double *const *g)
+{
+    ref_block_dims d = dims_of(p->c);
+    ref_block_params q = params_at(p, t);
+    ref_block_backward(&d, &q, t[0], dy,
+                       &(ref_block_grads){.dx = g[0], .dweight = gc_named(p, g, "weight"),
+                                          .dbias = gc_named(p, g, "bias"),
+                                          .dgamma = gc_named(p, g, "gamma"),
+                                          .dbeta = gc_named(p, g, "beta")});
+}
+
+static void block_estimate(const gc_problem *p, double *const *t, const double *dy, double u_op,
+                           double *ey, double *const *eg)
+{
+    ref_block_dims d = dims_of(p->c);
+    ref_block_params q = params_at(p, t);
+    est_block_errors(&d, &q, t[0], dy, u_op,
+                     &(est_block){.y = ey, .dx = eg[0], .dweight = gc_named(p, eg, "weight"),
+                                  .dbias = gc_named(p, eg, "bias"),
+                                  .dgamma = gc_named(p, eg, "gamma"),
+                                  .dbeta = gc_named(p, eg, "beta")});
+}
+
+/* u = gamma zhat + beta, the leaky_relu input. */
+static void block_kink_input(const gc_problem *p, double *const *t, double u_op, double *u,
+                             double *eu)
+{
+    ref_block_dims d = dims_of(p->c);
+    ref_block_params q = params_at(p, t);
+    double *y = chk_alloc(p->ny);
+    ref_block_forward(&d, &q, t[0], y, &(ref_block_cache){.u = u});
+    if (eu)
+        est_block_errors(&d, &q, t[0], NULL, u_op, &(est_block){.u = eu});
+    free(y);
+}
+
+static void block_shape(char *buf, size_t size, const gc_case *c)
+{
+    ref_block_dims d = dims_of(c);
+    chk_shape(buf, size, d.batch, d.in, d.out, d.groups, d.slope);
+}
+
+/* Tier 1: small shapes (each element is perturbed alone), every slope
+ * regime, and an eps large enough to matter. */
+static const gc_case ref_cases[] = {
+    /* batch, in, out, groups, slope, eps, xscale, wscale, boffset, seed, why */
+    {3, 5, 6, 2, 0.01, 1e-5, 1, 1, 0, 100, "typical"},
+    {1, 7, 9, 3, 0.2, 1e-5, 1, 1, 0, 101, "batch 1, slope 0.2"},
+    {4, 3, 8, 1, 0.01, 1e-5, 1, 1, 0, 102, "G = 1"},
+    {2, 4, 5, 5, 0.01, 1e-5, 1, 1, 0, 103, "K = 1"},
+    {3, 6, 16, 1, 0, 1e-5, 1, 1, 0, 104, "K = 16, slope 0"},
+    {2, 5, 12, 3, 1, 1e-5, 1, 1, 0, 105, "slope 1"},
+    {2, 4, 6, 2, 0.01, 0.5, 1, 1, 0, 106, "eps 0.5: its derivative matters"},
+};
+
+/* Tier 2: the shapes every backend is checked at. */
+static const gc_case cases[] = {
+    /* batch, in, out, groups, slope, eps, xscale, wscale, boffset, seed, why */
+    {1, 7, 12, 3, 0.01, 1e-5, 1, 1, 0, 1, "batch 1, odd input width"},
+    {5, 9, 15, 5, 0.01, 1e-5, 1, 1, 0, 2, "odd widths, K = 3"},
+    {4, 8, 24, 1, 0.01, 1e-5, 1, 1, 0, 3, "G = 1: one group of 24"},
+    {6, 5, 10, 10, 0.01, 1e-5, 1, 1, 0, 4, "G = out: K = 1, zhat = 0, var = 0"},
+    {3, 33, 64, 4, 0.01, 1e-5, 1, 1, 0, 5, "16 channels a group"},
+    {8, 16, 32, 2, 0, 1e-5, 1, 1, 0, 6, "slope 0 (ReLU)"},
+    {8, 16, 32, 8, 1, 1e-5, 1, 1, 0, 7, "slope 1 (identity)"},
+    {4, 12, 16, 4, 0.2, 1e-5, 1000, 1, 0, 8, "large inputs, |x| up to 1e3"},
+    {2, 10, 8, 2, 0.01, 1e-5, 1, 1e-3, 0, 9, "var << eps: eps must sit inside the sqrt"},
+    {17, 31, 48, 3, 0.01, 1e-5, 1, 1, 0, 10, "odd batch, K = 16"},
+    {3, 1, 6, 2, 0.01, 1e-5, 1, 1, 0, 11, "in = 1"},
+    {5, 20, 16, 4, 0.01, 1e-5, 1, 1, 10, 12, "bias offset 10: mean >> spread"},
+    {64, 128, 128, 8, 0.01, 1e-5, 1, 1, 0, 13, "larger: BLAS blocking"},
+    {33, 257, 1040, 65, 0.01, 1e-5, 1, 1, 0, 14, "tiling: 1040 channels, 65 groups of 16, odd sizes"},
+    /* One row per CUDA kernel variant (kernels/block_cuda.cu, make_plan:
+     * float4 when K % 4 == 0 and the pointers are 16-byte aligned; team
+     * path <vec, reps> while 32 lanes x vec x reps cover K, reps 1, 2, 4;
+     * else the group path). The rows above reach <4,1> and <1,1>. */
+    {40, 13, 150, 3, 0.01, 1e-5, 1, 1, 0, 15, "K = 50, scalar team <1,2>; 2 row chunks"},
+    {4, 11, 132, 2, 0.01, 1e-5, 1, 1, 0, 16, "K = 66, scalar team <1,4>, lanes partly idle"},
+    {7, 19, 400, 2, 0.01, 1e-5, 1, 1, 0, 17, "K = 200, float4 team <4,2>"},
+    {70, 17, 800, 2, 0.01, 1e-5, 1, 1, 0, 18, "K = 400, float4 team <4,4>; 3 row chunks"},
+    {3, 8, 1024, 2, 0.01, 1e-5, 1, 1, 0, 19, "K = 512, float4 team <4,4>, every lane full"},
+    {37, 7, 260, 2, 0.01, 1e-5, 1, 1, 0, 20, "K = 130, scalar group path <1>; 2 row chunks"},
+    {2, 9, 2048, 2, 0.01, 1e-5, 1, 1, 0, 21, "K = 1024, float4 group path <4>"},
+    {2, 17, 8192, 1, 0.01, 1e-5, 1, 1, 0, 22, "G = 1 at width 8192, float4 group path <4>"},
+    {3, 9, 8190, 1, 0.01, 1e-5, 1, 1, 0, 23, "G = 1 at width 8190, scalar group path <1>"},
+};
+
+/* Run with y and dy one float past 16-byte alignment: the scalar kernels
+ * at widths whose aligned rows take float4 ones. */
+static const gc_case unaligned_cases[] = {
+    {9, 20, 96, 6, 0.01, 1e-5, 1, 1, 0, 31, "unaligned, K = 16: scalar team <1,1> (aligned: <4,1>)"},
+    {3, 10, 256, 2, 0.01, 1e-5, 1, 1, 0, 32, "unaligned, K = 128: scalar team <1,4>, every lane full"},
+    {3, 11, 1024, 2, 0.01, 1e-5, 1, 1, 0, 33, "unaligned, K = 512: scalar group <1> (aligned: <4,4>)"},
+};
+
+/* Tier 3 runs on a subset: each case costs 6 directions x 5 forwards. */
+static const gc_case fd_cases[] = {
+    {4, 9, 12, 3, 0.01, 1e-5, 1, 1, 0, 21, "typical"},
+    {1, 6, 16, 1, 0.2, 1e-5, 1, 1, 0, 22, "batch 1, G = 1, K = 16"},
+    {6, 7, 8, 8, 0.01, 1e-5, 1, 1, 0, 23, "K = 1"},
+    {8, 16, 32, 4, 0, 1e-5, 1, 1, 0, 24, "slope 0"},
+    {3, 12, 16, 4, 1, 1e-5, 100, 1, 0, 25, "slope 1, large inputs"},
+    {4, 9, 150, 3, 0.01, 1e-5, 1, 1, 0, 26, "K = 50, scalar team <1,2>"},
+    {3, 8, 132, 2, 0.01, 1e-5, 1, 1, 0, 27, "K = 66, scalar team <1,4>"},
+    {3, 7, 400, 2, 0.01, 1e-5, 1, 1, 0, 28, "K = 200, float4 team <4,2>"},
+    {2, 6, 800, 2, 0.01, 1e-5, 1, 1, 0, 29, "K = 400, float4 team <4,4>"},
+    {3, 5, 260, 2, 0.01, 1e-5, 1, 1, 0, 30, "K = 130, scalar group path <1>"},
+    {2, 6, 2048, 2, 0.01, 1e-5, 1, 1, 0, 31, "K = 1024, float4 group path <4>"},
+};
+
+const gc_kind gc_block_kind = {
+    .name = "block",
+    .create = block_create,
+    .fill = block_fill,
+    .forward = block_forward,
+    .backward = block_backward,
+    .estimate = block_estimate,
+    .kink_input = block_kink_input,
+    .shape = block_shape,
+    .ref_cases = ref_cases,
+    .n_ref_cases = GC_COUNT(ref_cases),
+    .cases = cases,
+    .n_cases = GC_COUNT(cases),
+    .unaligned_cases = unaligned_cases,
+    .n_unaligned_cases = GC_COUNT(unaligned_cases),
+    .fd_cases = fd_cases,
+    .n_fd_cases = GC_COUNT(fd_cases),
+};
