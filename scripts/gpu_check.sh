@@ -45,8 +45,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 # pkg-config's answers are cached; a cache from another environment would
 # keep stale paths.
 rm -f build/gpu/CMakeCache.txt
-# The interop test runs with the python3 that has PyTorch and h5py here.
-if ! cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON \
+# The interop test runs with the python3 that has PyTorch and h5py here; the
+# test-only hooks are compiled in (test_faults aims its kills with them).
+if ! cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON -DFN_TEST_HOOKS=ON \
         -DFN_PYTHON="$(command -v python3)" >"$out/configure.log" 2>&1; then
     tail -40 "$out/configure.log"
     note_failure "configure"

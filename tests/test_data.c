@@ -1,7 +1,8 @@
 /* test_data.c — HDF5 data sets: every bad file fails with a message naming
- * the file and the dataset; batches cover each row once per epoch with the
- * right targets; shuffles are reproducible from (seed, epoch, step); and
- * reading in slabs gives rows identical to loading the set whole. */
+ * the file and the dataset; batches (their rows gathered on the host, as
+ * fn_loader gathers them) cover each row once per epoch with the right
+ * targets; shuffles are reproducible from (seed, epoch, step); and reading
+ * in slabs gives rows identical to loading the set whole. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <math.h>
@@ -111,6 +112,29 @@ static void expect_open_error(const fixture *f, const fn_data_options *opt, fn_s
 }
 #define EXPECT_OPEN_ERROR(opt, status, needle) \
     expect_open_error(*state, (opt), (status), (needle), __LINE__)
+
+/* --- batches gathered on the host ---------------------------------------------- */
+
+enum { MAX_ROWS = 64, MAX_COLS = 16 };
+
+/* The next batch of the set, gathered from fn_data_next_rows. */
+typedef struct host_batch {
+    int rows, in, out;
+    int has_labels, has_target;
+    float x[MAX_ROWS * MAX_COLS], target[MAX_ROWS * MAX_COLS];
+    int32_t labels[MAX_ROWS];
+    int64_t index[MAX_ROWS];
+} host_batch;
+
+static void next_batch(fn_data *d, host_batch *b)
+{
+    fn_batch_rows r;
+    assert_int_equal(fn_data_next_rows(d, &r), FN_OK);
+    assert_true(r.rows <= MAX_ROWS && r.in <= MAX_COLS && r.out <= MAX_COLS);
+    *b = (host_batch){.rows = r.rows, .in = r.in, .out = r.out, .has_labels = r.labels != NULL,
+                      .has_target = r.target != NULL};
+    fn_batch_rows_gather(&r, 0, r.rows, b->x, b->labels, b->target, b->index);
+}
 
 static const float xs[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 static const int32_t ys[6] = {0, 1, 2, 0, 1, 2};
@@ -265,15 +289,15 @@ static void test_other_label_types(void **state)
     opt.targets = "y8";
     fn_data *d = NULL;
     assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
-    fn_batch b;
-    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    host_batch b;
+    next_batch(d, &b);
     assert_int_equal(b.rows, 6);
-    assert_int_equal(b.host_labels[0], 2);
+    assert_int_equal(b.labels[0], 2);
     fn_data_close(d);
     opt.targets = "y64";
     assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
-    assert_int_equal(fn_data_next(d, &b), FN_OK);
-    assert_int_equal(b.host_labels[3], 2);
+    next_batch(d, &b);
+    assert_int_equal(b.labels[3], 2);
     fn_data_close(d);
 }
 
@@ -291,8 +315,8 @@ static int64_t *check_epoch(fn_data *d, long long epoch, int n, int in, int clas
     assert_int_equal(fn_data_seek(d, epoch, 0), FN_OK);
     int count = 0, batches = 0, short_batches = 0;
     for (;;) {
-        fn_batch b;
-        assert_int_equal(fn_data_next(d, &b), FN_OK);
+        host_batch b;
+        next_batch(d, &b);
         if (!b.rows)
             break;
         batches++;
@@ -303,9 +327,9 @@ static int64_t *check_epoch(fn_data *d, long long epoch, int n, int in, int clas
             assert_true(row >= 0 && row < n);
             seen[row]++;
             order[count++] = row;
-            assert_int_equal(b.host_labels[i], row % classes);
+            assert_int_equal(b.labels[i], row % classes);
             for (int j = 0; j < in; j++)
-                assert_float_equal(b.x.data[i * in + j], (float)row + (float)j / 100.0f, 0);
+                assert_float_equal(b.x[i * in + j], (float)row + (float)j / 100.0f, 0);
         }
     }
     assert_int_equal(count, n);
@@ -350,15 +374,15 @@ static void check_seek(fn_data *d, long long epoch, long long step)
     int rows = 0;
     assert_int_equal(fn_data_seek(d, epoch, 0), FN_OK);
     for (long long s = 0; s <= step; s++) {
-        fn_batch b;
-        assert_int_equal(fn_data_next(d, &b), FN_OK);
+        host_batch b;
+        next_batch(d, &b);
         assert_true(b.rows > 0 && b.rows <= 64);
         rows = b.rows;
         memcpy(want, b.index, sizeof(int64_t) * (size_t)rows);
     }
     assert_int_equal(fn_data_seek(d, epoch, step), FN_OK);
-    fn_batch b;
-    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    host_batch b;
+    next_batch(d, &b);
     assert_int_equal(b.rows, rows);
     assert_memory_equal(b.index, want, sizeof(int64_t) * (size_t)rows);
 }
@@ -388,14 +412,14 @@ static void test_slabs_match_whole(void **state)
     assert_int_equal(fn_data_open(&whole, f->ctx, f->path, &opt), FN_OK);
     assert_int_equal(fn_data_batches(slabs), fn_data_batches(whole));
     for (;;) {
-        fn_batch a, b;
-        assert_int_equal(fn_data_next(slabs, &a), FN_OK);
-        assert_int_equal(fn_data_next(whole, &b), FN_OK);
+        host_batch a, b;
+        next_batch(slabs, &a);
+        next_batch(whole, &b);
         assert_int_equal(a.rows, b.rows);
         if (!a.rows)
             break;
-        assert_memory_equal(a.x.data, b.x.data, sizeof(float) * (size_t)(a.rows * in));
-        assert_memory_equal(a.host_labels, b.host_labels, sizeof(int32_t) * (size_t)a.rows);
+        assert_memory_equal(a.x, b.x, sizeof(float) * (size_t)(a.rows * in));
+        assert_memory_equal(a.labels, b.labels, sizeof(int32_t) * (size_t)a.rows);
     }
     free(e0);
     free(e1);
@@ -415,8 +439,8 @@ static void test_seek_whole(void **state)
     check_seek(d, 3, 12);
     /* Past the end: the epoch is over. */
     assert_int_equal(fn_data_seek(d, 3, 13), FN_OK);
-    fn_batch b;
-    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    host_batch b;
+    next_batch(d, &b);
     assert_int_equal(b.rows, 0);
     free(e3);
     fn_data_close(d);
@@ -434,12 +458,13 @@ static void test_mse_targets(void **state)
     opt.targets = "t";
     fn_data *d = NULL;
     assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
-    fn_batch b;
-    assert_int_equal(fn_data_next(d, &b), FN_OK);
+    host_batch b;
+    next_batch(d, &b);
     assert_int_equal(b.rows, 4);
-    assert_null(b.labels);
-    assert_int_equal(b.target.cols, 2);
-    assert_memory_equal(b.target.data, b.x.data, sizeof(float) * 8);
+    assert_false(b.has_labels);
+    assert_true(b.has_target);
+    assert_int_equal(b.out, 2);
+    assert_memory_equal(b.target, b.x, sizeof(float) * 8);
     fn_data_close(d);
 }
 

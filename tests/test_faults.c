@@ -3,7 +3,8 @@
  * SIGKILL: a run of a wide network that writes a checkpoint every epoch is
  * killed again and again: at random times, and inside a write of a
  * checkpoint (a random epoch's) or of the weights. For the latter the run
- * gets the test-only FN_TEST_WRITE_DELAY_MS (src/h5util.c), which holds
+ * gets the test-only FN_TEST_WRITE_DELAY_MS (src/io/test_hooks.h, compiled
+ * in by FN_TEST_HOOKS builds only: the test skips without it), which holds
  * every write open for WRITE_DELAY_MS between the temporary's fsync and
  * its rename, and the kill comes at most KILL_WITHIN_MS after the .tmp
  * appears: so each of those kills lands inside the write, whatever the
@@ -46,6 +47,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "io/test_hooks.h"
 #include "program.h"
 
 enum { PATH_CAP = 1024, IN_FEATURES = 6 /* of tests/bad_inputs/good.h5 */ };
@@ -343,6 +345,11 @@ static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
 static void test_sigkill_while_writing(void **state)
 {
     fixture *f = *state;
+    if (!fn_test_hooks_enabled()) {
+        printf("skipped: the kills aimed inside a write need FN_TEST_WRITE_DELAY_MS, "
+               "compiled in only with cmake -DFN_TEST_HOOKS=ON\n");
+        skip();
+    }
     write_config(f, "block 1024, block 1024, linear 4",
                  "batch_size = 24\nepochs = 5\nlr = 0.01\nmomentum = 0.9\ncheckpoint_every = 1");
     static references r;

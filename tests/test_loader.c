@@ -1,11 +1,12 @@
-/* test_loader.c — fn_loader hands out the batches fn_data_next gives, in the
- * same order and with the same rows, labels and targets: with its background
- * thread on the CPU (options.background) and on the GPU (skipped without
- * one), over whole epochs, from a step inside an epoch, after a halt in the
- * middle, with the set read in slabs (the thread then reads HDF5), and with
- * 1 and 3 gathering threads; the epoch's end is answered again when asked
- * again; next before start is an error; and a slab that turns bad after
- * the set was opened fails fn_loader_next with fn_data_next's message. */
+/* test_loader.c — fn_loader hands out the batches of the set's
+ * fn_data_next_rows, gathered on the host, in the same order and with the
+ * same rows, labels and targets: in both modes (synchronous, and with its
+ * background thread) on the CPU and on the GPU (skipped without one), over
+ * whole epochs, from a step inside an epoch, after a halt in the middle,
+ * with the set read in slabs (the thread then reads HDF5), and with 1 and 3
+ * gathering threads; the epoch's end is answered again when asked again;
+ * next before start or after halt is an error; and a slab that turns bad
+ * after the set was opened fails fn_loader_next with the set's message. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <setjmp.h>
@@ -109,6 +110,17 @@ typedef struct host_batch {
     int64_t index[BATCH];
 } host_batch;
 
+/* The reference: the set's next batch gathered here, on the host. */
+static void reference_next(fn_data *ref, host_batch *h)
+{
+    fn_batch_rows r;
+    EXPECT_OK(fn_data_next_rows(ref, &r));
+    memset(h, 0, sizeof *h);
+    h->rows = r.rows;
+    assert_true(r.rows <= BATCH);
+    fn_batch_rows_gather(&r, 0, r.rows, h->x, h->labels, h->t, h->index);
+}
+
 static void to_host(const fn_batch *b, int mse, host_batch *h)
 {
     memset(h, 0, sizeof *h);
@@ -152,13 +164,12 @@ static void compare_run(fn_loader *l, fn_data *ref, int mse, long long epoch, lo
     EXPECT_OK(fn_data_seek(ref, epoch, step));
     host_batch want, got;
     for (long long s = step; stop < 0 || s < stop; s++) {
-        fn_batch a, b;
-        EXPECT_OK(fn_data_next(ref, &a));
+        fn_batch b;
+        reference_next(ref, &want);
         EXPECT_OK(fn_loader_next(l, &b));
-        to_host(&a, mse, &want);
         to_host(&b, mse, &got);
         expect_same(&want, &got, s);
-        if (!a.rows) {
+        if (!want.rows) {
             EXPECT_OK(fn_loader_next(l, &b));
             assert_int_equal(b.rows, 0);
             break;
@@ -167,11 +178,12 @@ static void compare_run(fn_loader *l, fn_data *ref, int mse, long long epoch, lo
     EXPECT_OK(fn_loader_halt(l));
 }
 
-static void check_loader(const fixture *f, fn_context *ctx, int mse, int slabs, int threads)
+static void check_loader(const fixture *f, fn_context *ctx, fn_loader_mode mode, int mse,
+                         int slabs, int threads)
 {
     fn_data *ref = open_set(f, f->cpu, mse, slabs);
     fn_data *d = open_set(f, ctx, mse, slabs);
-    fn_loader_options opt = {.threads = threads, .background = 1};
+    fn_loader_options opt = {.mode = mode, .threads = threads};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, ctx, d, &opt));
     long long last = fn_data_batches(d) - 1;
@@ -181,26 +193,33 @@ static void check_loader(const fixture *f, fn_context *ctx, int mse, int slabs, 
     compare_run(l, ref, mse, 2, last, -1); /* the epoch's last batch alone */
     compare_run(l, ref, mse, 3, 0, -1);
     fn_loader_stats s = fn_loader_get_stats(l);
-    assert_int_equal(s.threads, threads);
+    assert_int_equal(s.threads, mode == FN_LOADER_SYNC ? 0 : threads);
     assert_true(s.batches == 3 * (last + 1) + 1);
     fn_loader_destroy(l);
     fn_data_close(d);
     fn_data_close(ref);
 }
 
-static void test_cpu_thread(void **state)
+/* Both modes on ctx, with 1 and 3 gathering threads in the background. */
+static void check_modes(const fixture *f, fn_context *ctx)
 {
-    fixture *f = *state;
-    write_set(f);
     for (int mse = 0; mse <= 1; mse++)
         for (int slabs = 0; slabs <= 1; slabs++) {
-            check_loader(f, f->cpu, mse, slabs, 1);
-            check_loader(f, f->cpu, mse, slabs, 3);
+            check_loader(f, ctx, FN_LOADER_SYNC, mse, slabs, 0);
+            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 1);
+            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 3);
         }
 }
 
-/* Without the thread, on the CPU: fn_data_next itself. */
-static void test_cpu_simple(void **state)
+static void test_cpu(void **state)
+{
+    fixture *f = *state;
+    write_set(f);
+    check_modes(f, f->cpu);
+}
+
+/* The automatic mode on the CPU is the synchronous one. */
+static void test_cpu_auto(void **state)
 {
     fixture *f = *state;
     write_set(f);
@@ -215,12 +234,10 @@ static void test_cpu_simple(void **state)
     fn_data_close(ref);
 }
 
-static void test_next_before_start(void **state)
+static void check_next_before_start(const fixture *f, fn_loader_mode mode)
 {
-    fixture *f = *state;
-    write_set(f);
     fn_data *d = open_set(f, f->cpu, 0, 0);
-    fn_loader_options opt = {.threads = 2, .background = 1};
+    fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
     fn_batch b;
@@ -238,13 +255,33 @@ static void test_next_before_start(void **state)
     fn_data_close(d);
 }
 
-/* A set whose inputs are overwritten with NaN after it was opened (and
- * checked): the thread's read of the next slab finds them, and
- * fn_loader_next fails with the message naming the file, as fn_data_next
- * would. 1 MiB of inputs, more than HDF5's 64 KiB sieve buffer holds. */
-static void test_bad_slab(void **state)
+static void test_next_before_start(void **state)
 {
     fixture *f = *state;
+    write_set(f);
+    check_next_before_start(f, FN_LOADER_SYNC);
+    check_next_before_start(f, FN_LOADER_BACKGROUND);
+}
+
+static void test_bad_mode(void **state)
+{
+    fixture *f = *state;
+    write_set(f);
+    fn_data *d = open_set(f, f->cpu, 0, 0);
+    fn_loader_options opt = {.mode = (fn_loader_mode)7};
+    fn_loader *l = NULL;
+    assert_int_equal(fn_loader_create(&l, f->cpu, d, &opt), FN_ERR_INVALID);
+    assert_null(l);
+    assert_non_null(strstr(fn_last_error(), "unknown mode 7"));
+    fn_data_close(d);
+}
+
+/* A set whose inputs are overwritten with NaN after it was opened (and
+ * checked): the read of the next slab (the thread's, in the background)
+ * finds them, and fn_loader_next fails with the set's message naming the
+ * file. 1 MiB of inputs, more than HDF5's 64 KiB sieve buffer holds. */
+static void check_bad_slab(const fixture *f, fn_loader_mode mode)
+{
     enum { ROWS = 4096, COLS = 64 };
     float *x = calloc((size_t)ROWS * COLS, sizeof *x);
     int32_t *y = calloc(ROWS, sizeof *y);
@@ -274,7 +311,7 @@ static void test_bad_slab(void **state)
     fn_data *d = NULL;
     EXPECT_OK(fn_data_open(&d, f->cpu, f->path, &dopt));
     assert_int_equal(fn_data_slab_rows(d), 256);
-    fn_loader_options opt = {.threads = 2, .background = 1};
+    fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
     memset(x, 0xff, (size_t)ROWS * COLS * sizeof *x); /* NaN */
@@ -302,6 +339,12 @@ static void test_bad_slab(void **state)
     free(y);
 }
 
+static void test_bad_slab(void **state)
+{
+    check_bad_slab(*state, FN_LOADER_SYNC);
+    check_bad_slab(*state, FN_LOADER_BACKGROUND);
+}
+
 static void test_cuda(void **state)
 {
     fixture *f = *state;
@@ -309,20 +352,17 @@ static void test_cuda(void **state)
     write_set(f);
     fn_context *gpu = NULL;
     EXPECT_OK(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32));
-    for (int mse = 0; mse <= 1; mse++)
-        for (int slabs = 0; slabs <= 1; slabs++) {
-            check_loader(f, gpu, mse, slabs, 1);
-            check_loader(f, gpu, mse, slabs, 3);
-        }
+    check_modes(f, gpu);
     fn_context_destroy(gpu);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_cpu_thread, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cpu_simple, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpu_auto, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_slab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cuda, setup, teardown),
     };

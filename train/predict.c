@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fusenet/data.h"
+#include "fusenet/loader.h"
 #include "fusenet/outputs.h"
 #include "fusenet/weights.h"
 
@@ -123,6 +124,7 @@ typedef struct job {
     fn_context *ctx;
     fn_net *net;
     fn_data *data;
+    fn_loader *loader; /* synchronous: the outputs file is written between batches */
     fn_outputs *outputs;
     float *host; /* [batch, out] */
 } job;
@@ -131,9 +133,10 @@ typedef struct job {
 static fn_status forward_all(job *j)
 {
     int out = fn_net_out_features(j->net);
+    FN_TRY(fn_loader_start(j->loader, 0, 0));
     for (;;) {
         fn_batch b;
-        FN_TRY(fn_data_next(j->data, &b));
+        FN_TRY(fn_loader_next(j->loader, &b));
         if (!b.rows)
             return FN_OK;
         fn_tensor y;
@@ -151,6 +154,8 @@ static fn_status predict(job *j, const options *o)
                          .batch_size = (int)o->batch,
                          .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
     FN_TRY(fn_data_open(&j->data, j->ctx, o->inputs_path, &d));
+    const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
+    FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
     j->host = malloc(sizeof(float) * (size_t)o->batch * (size_t)fn_net_out_features(j->net));
     if (!j->host)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
@@ -176,6 +181,7 @@ int main(int argc, char **argv)
     fn_outputs_destroy(j.outputs);
     long long rows = j.data ? (long long)fn_data_rows(j.data) : 0;
     free(j.host);
+    fn_loader_destroy(j.loader);
     fn_data_close(j.data);
     fn_net_destroy(j.net);
     fn_context_destroy(j.ctx);

@@ -442,14 +442,14 @@ static fn_status train_step(run *r, const fn_batch *b, float *loss)
     return FN_OK;
 }
 
-static fn_status evaluate(run *r, fn_data *set, metrics *m)
+static fn_status evaluate_batches(run *r, fn_loader *loader, metrics *m)
 {
     double loss_sum = 0;
     long long correct = 0, seen = 0;
-    FN_TRY(fn_data_seek(set, 0, 0));
+    FN_TRY(fn_loader_start(loader, 0, 0));
     for (;;) {
         fn_batch b;
-        FN_TRY(fn_data_next(set, &b));
+        FN_TRY(fn_loader_next(loader, &b));
         if (!b.rows)
             break;
         fn_tensor y;
@@ -472,6 +472,18 @@ static fn_status evaluate(run *r, fn_data *set, metrics *m)
     m->loss = loss_sum / (double)seen;
     m->acc = r->cfg->loss == FN_LOSS_CROSS_ENTROPY ? (double)correct / (double)seen : NAN;
     return FN_OK;
+}
+
+/* The set's batches in file order, each read and copied to the device on
+ * this thread (a synchronous loader), between two epochs of training. */
+static fn_status evaluate(run *r, fn_data *set, metrics *m)
+{
+    const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
+    fn_loader *loader = NULL;
+    FN_TRY(fn_loader_create(&loader, r->ctx, set, &sync));
+    fn_status st = evaluate_batches(r, loader, m);
+    fn_loader_destroy(loader);
+    return st;
 }
 
 /* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the

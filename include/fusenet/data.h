@@ -1,4 +1,6 @@
-/* data.h — data sets from HDF5 and their mini-batches.
+/* data.h — data sets from HDF5 and the rows of their mini-batches, in host
+ * memory (fn_loader, loader.h, gathers each batch's rows and puts it on the
+ * device).
  *
  * A set is two datasets of one file: inputs, float32 [N, in], and targets,
  * either integer labels [N] (any HDF5 integer type of up to 8 bytes, read as
@@ -6,7 +8,7 @@
  * Types, ranks, the matching N, that each dataset stores what it declares,
  * label range and finite values are checked when the set is opened (first
  * in a child process, since HDF5 itself may crash or hang on a corrupt
- * file: src/h5util.h); errors name the file and the dataset.
+ * file: src/io/h5_probe.h); errors name the file and the dataset.
  *
  * Shuffling: rows are split into slabs of `slab_rows` consecutive rows (one
  * slab holding every row when the set fits in the memory budget). Each epoch
@@ -23,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fusenet/device.h"
 #include "fusenet/loss.h"
-#include "fusenet/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,19 +44,10 @@ typedef struct fn_data_options {
     uint64_t seed;
 } fn_data_options;
 
-/* One mini-batch, valid until the next fn_data_next. */
-typedef struct fn_batch {
-    int rows;                    /* 0: the epoch is over */
-    fn_tensor x;                 /* [rows, in] on the context's device */
-    fn_tensor target;            /* mse: [rows, out] on the device; else empty */
-    const int32_t *labels;       /* cross_entropy: [rows] on the device; else NULL */
-    const int32_t *host_labels;  /* the same labels in host memory */
-    const int64_t *index;        /* [rows]: the rows' numbers in the file */
-} fn_batch;
-
 typedef struct fn_data fn_data; /* opaque */
 
-/* Opens and checks a set; batches are placed on ctx's device. */
+/* Opens and checks a set. ctx is not used (the set stays in host memory;
+ * a loader takes the context) and may be NULL. */
 fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
                        const fn_data_options *opt);
 void fn_data_close(fn_data *data);
@@ -78,14 +71,11 @@ fn_data_targets fn_data_target_kind(const fn_data *data);
 
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */
 fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
-/* The next batch of the current epoch; rows == 0 after the last one. */
-fn_status fn_data_next(fn_data *data, fn_batch *batch);
 
-/* The next batch of the current epoch as rows of the slab in host memory,
- * for a caller that gathers them itself (fn_loader, into pinned memory and
- * on several threads): the same batches in the same order as fn_data_next,
- * which is this followed by fn_batch_rows_gather. Valid until the next call
- * of fn_data_next_rows, fn_data_next or fn_data_seek on the set. */
+/* The next batch of the current epoch (rows == 0 after the last one) as
+ * rows of the slab in host memory, which fn_batch_rows_gather copies out
+ * (fn_loader does, into its slots, on one thread or several). Valid until
+ * the next call of fn_data_next_rows or fn_data_seek on the set. */
 typedef struct fn_batch_rows {
     int rows;              /* 0: the epoch is over */
     int in, out;           /* input columns; target columns (FN_DATA_FLOATS) */

@@ -1,69 +1,104 @@
-/* loader.h — a training set's batches prepared ahead of the step that uses
- * them.
+/* loader.h — the one way a data set's batches reach the device: fn_loader
+ * takes the set's batches in order (fn_data_next_rows), gathers each one's
+ * rows into a slot of host buffers and hands it out on the context's
+ * device, in one of two modes that give the same batches, in the same
+ * order, with the same rows and values:
  *
- * On the GPU a background thread takes the set's batches in order
- * (fn_data_next_rows: the same batches, in the same order, as fn_data_next),
- * gathers each one's shuffled rows into pinned host memory on a few threads,
- * and copies it to the device on a copy stream of its own, while the GPU
- * computes the steps before it. Batches go through FN_LOADER_SLOTS slots,
- * each a pinned host buffer and a device buffer; events order each copy
- * after the last kernels that read its slot's previous batch, and the
- * kernels of a batch after its copy, so nothing waits on the host but a
- * batch that is not ready yet. On the CPU, batches come from fn_data_next
- * when fn_next is called (options.background runs the thread there too, for
- * tests).
+ * Synchronous (FN_LOADER_SYNC): fn_loader_next does the work on the calling
+ * thread, with no other thread and no copy stream: it gathers the batch
+ * into its one slot and, on the GPU, copies it to the slot's device
+ * buffers (a plain copy, which waits for the kernels queued so far, the
+ * last that may read the previous batch). The set is read only inside
+ * fn_loader_next, so the caller may use the set's file, or any other HDF5
+ * file, between two calls (predict writes its outputs so). The mode of the
+ * CPU, of evaluation (train's validation set, predict) and of tests.
  *
- * The set is the loader's between fn_loader_start and fn_loader_halt: the
- * thread reads it (and the HDF5 file, when the set is read in slabs), so the
- * caller touches neither the set nor any HDF5 file in between; after
- * fn_loader_halt the thread is idle. */
+ * Background (FN_LOADER_BACKGROUND): batches are prepared ahead of the step
+ * that uses them. A background thread gathers each batch's rows into pinned
+ * host memory on a few threads and copies it to the device on a copy stream
+ * of its own, while the GPU computes the steps before it. Batches go
+ * through FN_LOADER_SLOTS slots, each a pinned host buffer and a device
+ * buffer; events order each copy after the last kernels that read its
+ * slot's previous batch, and the kernels of a batch after its copy, so
+ * nothing waits on the host but a batch that is not ready yet. The set is
+ * the loader's between fn_loader_start and fn_loader_halt: the thread reads
+ * it (and the HDF5 file, when the set is read in slabs), so the caller
+ * touches neither the set nor any HDF5 file in between; after
+ * fn_loader_halt the thread is idle. The GPU's training mode; on the CPU
+ * for tests.
+ *
+ * FN_LOADER_AUTO (the default, options NULL): background on the GPU,
+ * synchronous on the CPU. */
 #ifndef FUSENET_LOADER_H
 #define FUSENET_LOADER_H
 
 #include "fusenet/data.h"
+#include "fusenet/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { FN_LOADER_SLOTS = 3 }; /* the batch in use and two prepared ahead */
+enum { FN_LOADER_SLOTS = 3 }; /* background: the batch in use and two prepared ahead */
+
+typedef enum fn_loader_mode {
+    FN_LOADER_AUTO = 0,   /* background on the GPU, synchronous on the CPU */
+    FN_LOADER_SYNC,       /* in fn_loader_next, on the calling thread */
+    FN_LOADER_BACKGROUND  /* ahead, on a background thread */
+} fn_loader_mode;
 
 typedef struct fn_loader_options {
-    /* Threads that gather a batch's rows; 0: $FN_LOADER_THREADS when set,
-     * else half the CPUs, at most 8. */
+    fn_loader_mode mode;
+    /* Background mode: the threads that gather a batch's rows, the
+     * background thread included, at most 64; 0: $FN_LOADER_THREADS when
+     * set, else half the CPUs, at most 8. Unused in the synchronous mode. */
     int threads;
-    int background; /* on the CPU: prepare batches in the thread as well */
 } fn_loader_options;
 
-/* What the thread did, since the loader was created. */
+/* What the loader did, since it was created. */
 typedef struct fn_loader_stats {
-    int threads;           /* gathering; 0 without the background thread */
+    int threads;           /* gathering in the background; 0: synchronous mode */
     long long batches;     /* handed out */
     double prepare_seconds; /* preparing batches: the set's rows, gathering them
-                             * into the host buffers, queuing their copies */
+                             * into the host buffers, copying them (synchronous)
+                             * or queuing their copies (background) */
     double wait_seconds;   /* fn_loader_next waiting for a batch not ready yet */
 } fn_loader_stats;
 
+/* One mini-batch on the loader's device, valid until the next call of
+ * fn_loader_next, fn_loader_halt or fn_loader_start. */
+typedef struct fn_batch {
+    int rows;                    /* 0: the epoch is over */
+    fn_tensor x;                 /* [rows, in] on the context's device */
+    fn_tensor target;            /* mse: [rows, out] on the device; else empty */
+    const int32_t *labels;       /* cross_entropy: [rows] on the device; else NULL */
+    const int32_t *host_labels;  /* the same labels in host memory */
+    const int64_t *index;        /* [rows] in host memory: the rows' numbers in the file */
+} fn_batch;
+
 typedef struct fn_loader fn_loader; /* opaque */
 
-/* A loader of `data`'s batches on ctx's device; opt may be NULL. data and
- * ctx are borrowed and must outlive it. */
+/* A loader of `data`'s batches on ctx's device; opt may be NULL (the
+ * automatic mode). data and ctx are borrowed and must outlive it. */
 fn_status fn_loader_create(fn_loader **loader, fn_context *ctx, fn_data *data,
                            const fn_loader_options *opt);
 /* Halts the thread and frees everything; NULL is fine. */
 void fn_loader_destroy(fn_loader *loader);
 
-/* Halts, positions the set at batch `step` of epoch `epoch` and starts
- * preparing batches from there. */
+/* Halts, positions the set at batch `step` of epoch `epoch` and (background)
+ * starts preparing batches from there. */
 fn_status fn_loader_start(fn_loader *loader, long long epoch, long long step);
-/* The next batch (rows == 0 after the epoch's last one): on the device, and
- * ordered on the context's stream after its copy. Valid until the next call
- * of fn_loader_next, fn_loader_halt or fn_loader_start; it is released, for
- * the thread to fill again, only then. A failure of the thread (a slab that
- * cannot be read, a CUDA error) is returned here, by the batch it hit. */
+/* The next batch (rows == 0 after the epoch's last one, and again when
+ * asked again): on the device, and ordered on the context's stream after
+ * its copy. It is released, for its slot to be filled again, at the next
+ * call of fn_loader_next, fn_loader_halt or fn_loader_start. FN_ERR_INVALID
+ * before fn_loader_start or after fn_loader_halt. A failure to make a
+ * batch (a slab that cannot be read, a CUDA error) is returned here, by the
+ * batch it hit; in the background mode every later call returns it again
+ * until the next start. */
 fn_status fn_loader_next(fn_loader *loader, fn_batch *batch);
-/* Releases the batch in use and waits until the thread is idle: then the
- * set and HDF5 are the caller's again. */
+/* Releases the batch in use and (background) waits until the thread is
+ * idle: then the set and HDF5 are the caller's again. */
 fn_status fn_loader_halt(fn_loader *loader);
 
 fn_loader_stats fn_loader_get_stats(const fn_loader *loader);

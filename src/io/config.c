@@ -1,10 +1,9 @@
 /* config.c — the run configuration: a table of every key with its type, range
- * and default; the INI file (inih) and `--set` overrides go through the same
- * setters, so both are checked alike and errors say where the value came
- * from. */
+ * and default; the INI file (read by ini_reader.h) and `--set` overrides go
+ * through the same setters, so both are checked alike and errors say where
+ * the value came from. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <ini.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "fusenet/config.h"
+#include "io/ini_reader.h"
 
 typedef enum key_type {
     T_NAME,   /* a non-empty string (dataset names) */
@@ -359,114 +359,29 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
 
 /* --- the INI file ------------------------------------------------------- */
 
-/* inih is built without line numbers for the handler, so the file is fed
- * through this reader, which counts them. */
-typedef struct reader_state {
-    const char *next; /* the rest of the text */
-    int line;         /* the line of the chunk last returned */
-    int at_line_start;
-    int too_long; /* first line longer than inih's buffer, or 0 */
-    fn_config *cfg;
-    fn_status status; /* the first error, FN_OK if none */
-    int status_line;  /* its line */
-} reader_state;
-
-static char *read_line(char *str, int num, void *stream)
+/* One key of the file; ini_reader.h puts "<path>:<line>: " in front of a
+ * failure's message. */
+static fn_status on_key(void *arg, const char *section, const char *name, const char *value,
+                        int line)
 {
-    reader_state *r = stream;
-    if (!*r->next)
-        return NULL;
-    if (r->at_line_start)
-        r->line++;
-    int n = 0;
-    while (n < num - 1 && r->next[n] && r->next[n] != '\n')
-        n++;
-    int newline = r->next[n] == '\n' && n < num - 1;
-    if (newline)
-        n++;
-    if (!newline && r->next[n] && !r->too_long)
-        r->too_long = r->line;
-    memcpy(str, r->next, (size_t)n);
-    str[n] = '\0';
-    r->next += n;
-    r->at_line_start = newline || !*r->next;
-    return str;
-}
-
-static int on_key(void *user, const char *section, const char *name, const char *value)
-{
-    reader_state *r = user;
-    fn_config *cfg = r->cfg;
-    if (r->status != FN_OK)
-        return 0;
-    r->status_line = r->line;
-    const char *path = cfg->path;
+    fn_config *cfg = arg;
     if (!section[0])
-        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s: key outside any [section]", path,
-                            r->line, name);
-    else if (!known_section(section))
-        r->status = fn_fail(FN_ERR_INVALID,
-                            "%s:%d: unknown section [%s] (expected data, model, train, run or output)",
-                            path, r->line, section);
-    if (r->status != FN_OK)
-        return 0;
+        return fn_fail(FN_ERR_INVALID, "%s: key outside any [section]", name);
+    if (!known_section(section))
+        return fn_fail(FN_ERR_INVALID,
+                       "unknown section [%s] (expected data, model, train, run or output)",
+                       section);
     int i = find_key(section, name);
-    if (i < 0) {
-        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s.%s: unknown key", path, r->line, section,
-                            name);
-        return 0;
-    }
-    if (cfg->keys->line[i] > 0) {
-        r->status = fn_fail(FN_ERR_INVALID, "%s:%d: %s.%s: duplicate key (first set on line %d)",
-                            path, r->line, section, name, cfg->keys->line[i]);
-        return 0;
-    }
-    cfg->keys->line[i] = r->line;
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name);
+    if (cfg->keys->line[i] > 0)
+        return fn_fail(FN_ERR_INVALID, "%s.%s: duplicate key (first set on line %d)", section,
+                       name, cfg->keys->line[i]);
+    cfg->keys->line[i] = line;
     fn_status st = set_value(cfg, &keys[i], value);
-    if (st != FN_OK) {
-        fn_error_prefix("%s:%d: %s.%s: ", path, r->line, section, name);
-        r->status = st;
-        return 0;
-    }
-    return 1;
-}
-
-static fn_status read_text(const char *path, char **text)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fn_fail(FN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf)
-        return fn_fail(FN_ERR_NOMEM, "%s: out of memory reading the file", path);
-    if (failed) {
-        free(buf);
-        return fn_fail(FN_ERR_IO, "%s: read error", path);
-    }
-    /* A NUL would silently end the text: the rest of the file would be lost. */
-    const char *nul = memchr(buf, '\0', n);
-    if (nul) {
-        int line = 1;
-        for (const char *p = buf; p < nul; p++)
-            line += *p == '\n';
-        free(buf);
-        return fn_fail(FN_ERR_INVALID, "%s:%d: a NUL byte: not a text file", path, line);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    return FN_OK;
+    if (st != FN_OK)
+        fn_error_prefix("%s.%s: ", section, name);
+    return st;
 }
 
 static fn_status apply_defaults(fn_config *cfg)
@@ -483,26 +398,6 @@ static fn_status apply_defaults(fn_config *cfg)
     return FN_OK;
 }
 
-static fn_status parse_file(fn_config *cfg)
-{
-    reader_state r = {.next = cfg->text, .at_line_start = 1, .cfg = cfg};
-    int result = ini_parse_stream(read_line, &r, on_key, &r);
-    if (r.too_long)
-        return fn_fail(FN_ERR_INVALID, "%s:%d: line too long (at most %d characters)", cfg->path,
-                       r.too_long, ini_max_line - 3);
-    /* inih goes on after a syntax error, so a key error may come from a later
-     * line (the keys after a broken [section] header land in the one before);
-     * the first error in the file is the one to report. */
-    if (r.status != FN_OK && !(result > 0 && result < r.status_line))
-        return r.status;
-    if (result > 0)
-        return fn_fail(FN_ERR_INVALID, "%s:%d: syntax error: expected [section] or key = value",
-                       cfg->path, result);
-    if (result < 0)
-        return fn_fail(FN_ERR_NOMEM, "%s: the INI parser ran out of memory", cfg->path);
-    return FN_OK;
-}
-
 fn_status fn_config_load(fn_config **out, const char *path)
 {
     *out = NULL;
@@ -514,9 +409,9 @@ fn_status fn_config_load(fn_config **out, const char *path)
     }
     fn_status st = apply_defaults(cfg);
     if (st == FN_OK)
-        st = read_text(path, &cfg->text);
+        st = fn_ini_read_text(path, &cfg->text);
     if (st == FN_OK)
-        st = parse_file(cfg);
+        st = fn_ini_parse(cfg->path, cfg->text, on_key, cfg);
     if (st != FN_OK) {
         fn_config_destroy(cfg);
         return st;

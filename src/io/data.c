@@ -1,21 +1,20 @@
-/* data.c — HDF5 data sets: opening and checking (first in a probe's child
- * process, h5util.h), slabs read by hyperslab, the seeded two-level shuffle
- * (slab order, then rows within a slab) and mini-batches staged on the host
- * and copied to the context's device. */
+/* data.c — HDF5 data sets in host memory: opening and checking (first in a
+ * probe's child process, h5_probe.h), slabs read by hyperslab, the seeded
+ * two-level shuffle (slab order, then rows within a slab; shuffle.h) and
+ * each batch's rows, which fn_loader gathers and puts on the device. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cuda_runtime.h"
 #include "fusenet/data.h"
 #include "io/h5util.h"
+#include "io/shuffle.h"
 
 struct fn_data {
     char *path;
     char *inputs, *targets; /* dataset names; targets NULL: none */
     hid_t file, xset, tset;
-    fn_device device;
     int labels;         /* targets are integer labels */
     int64_t n;          /* rows */
     int in, out;        /* input columns; classes or target columns */
@@ -34,57 +33,7 @@ struct fn_data {
     int64_t pos_slab;    /* index into slab_order; n_slabs: epoch over */
     int64_t pos_row;     /* next position in row_order */
     int64_t ordered;     /* the slab row_order belongs to, -1: none */
-
-    float *bx, *bt;      /* batch staging: [batch, in], [batch, out] */
-    int32_t *bl;         /* [batch] */
-    int64_t *bidx;       /* [batch] */
-    fn_tensor dev_x, dev_t; /* on the GPU only: [batch, in], [batch, out] */
-    int32_t *dev_l;         /* on the GPU only: [batch] */
 };
-
-/* --- the generator: splitmix64 ------------------------------------------ */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* The stream for (seed, epoch, stream): 0 orders slabs, k + 1 slab k's rows. */
-static uint64_t stream_state(uint64_t seed, long long epoch, int64_t stream)
-{
-    uint64_t s = seed;
-    uint64_t a = splitmix64(&s) ^ (uint64_t)epoch;
-    uint64_t b = splitmix64(&a) ^ (uint64_t)stream;
-    return splitmix64(&b);
-}
-
-/* Uniform in [0, n), by rejection so there is no modulo bias. */
-static uint64_t below(uint64_t *state, uint64_t n)
-{
-    uint64_t threshold = (0 - n) % n;
-    uint64_t r;
-    do
-        r = splitmix64(state);
-    while (r < threshold);
-    return r % n;
-}
-
-static void permutation(int64_t *p, int64_t n, int shuffle, uint64_t state)
-{
-    for (int64_t i = 0; i < n; i++)
-        p[i] = i;
-    if (!shuffle)
-        return;
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)below(&state, (uint64_t)i + 1);
-        int64_t t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
-}
 
 /* --- opening and checking ----------------------------------------------- */
 
@@ -375,30 +324,19 @@ static void plan_slabs(fn_data *d, size_t budget)
     d->n_slabs = (d->n + d->slab_rows - 1) / d->slab_rows;
 }
 
-static fn_status alloc_buffers(fn_data *d, fn_device device)
+static fn_status alloc_buffers(fn_data *d)
 {
-    size_t s = (size_t)d->slab_rows, b = (size_t)d->batch_size;
+    size_t s = (size_t)d->slab_rows;
     size_t out = (size_t)(d->out > 0 ? d->out : 1);
     d->slab_x = malloc(s * (size_t)d->in * sizeof(float));
     d->slab_t = d->targets && !d->labels ? malloc(s * out * sizeof(float)) : NULL;
     d->slab_l = d->targets && d->labels ? malloc(s * sizeof(int32_t)) : NULL;
     d->slab_order = malloc((size_t)d->n_slabs * sizeof(int64_t));
     d->row_order = malloc(s * sizeof(int64_t));
-    d->bx = malloc(b * (size_t)d->in * sizeof(float));
-    d->bt = malloc(b * out * sizeof(float));
-    d->bl = malloc(b * sizeof(int32_t));
-    d->bidx = malloc(b * sizeof(int64_t));
     if (!d->slab_x || (d->targets && !d->slab_t && !d->slab_l) || !d->slab_order ||
-        !d->row_order || !d->bx || !d->bt || !d->bl || !d->bidx)
+        !d->row_order)
         return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for %lld rows", d->path,
                        (long long)d->slab_rows);
-    if (device != FN_CUDA)
-        return FN_OK;
-    FN_TRY(fn_tensor_alloc(&d->dev_x, d->batch_size, d->in, FN_CUDA));
-    if (d->targets && !d->labels)
-        FN_TRY(fn_tensor_alloc(&d->dev_t, d->batch_size, d->out, FN_CUDA));
-    if (d->targets && d->labels)
-        FN_TRY(fn_cuda_alloc((void **)&d->dev_l, b * sizeof(int32_t)));
     return FN_OK;
 }
 
@@ -429,8 +367,8 @@ static fn_status copy_name(char **dst, const char *src)
 }
 
 /* checked: the probe's child has read and checked every slab already. */
-static fn_status open_data(fn_data *d, fn_device device, const char *path,
-                           const fn_data_options *opt, int checked, fn_h5_child *probe)
+static fn_status open_data(fn_data *d, const char *path, const fn_data_options *opt, int checked,
+                           fn_h5_child *probe)
 {
     if (!opt->inputs || opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
         return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
@@ -448,15 +386,14 @@ static fn_status open_data(fn_data *d, fn_device device, const char *path,
     if (d->targets)
         FN_TRY(open_targets(d));
     plan_slabs(d, opt->memory_budget);
-    d->device = device;
-    FN_TRY(alloc_buffers(d, d->device));
+    FN_TRY(alloc_buffers(d));
     if (!checked)
         FN_TRY(check_all_slabs(d, probe));
     return fn_data_seek(d, 0, 0);
 }
 
-static fn_status open_new(fn_data **data, fn_device device, const char *path,
-                          const fn_data_options *opt, int checked, fn_h5_child *probe)
+static fn_status open_new(fn_data **data, const char *path, const fn_data_options *opt,
+                          int checked, fn_h5_child *probe)
 {
     *data = NULL;
     fn_data *d = calloc(1, sizeof *d);
@@ -464,7 +401,7 @@ static fn_status open_new(fn_data **data, fn_device device, const char *path,
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     d->file = d->xset = d->tset = -1;
     d->loaded = d->ordered = -1;
-    fn_status st = open_data(d, device, path, opt, checked, probe);
+    fn_status st = open_data(d, path, opt, checked, probe);
     if (st != FN_OK) {
         fn_data_close(d);
         return st;
@@ -478,29 +415,30 @@ typedef struct open_job {
     const fn_data_options *opt;
 } open_job;
 
-/* The probe's child: the whole open, every slab read and checked, on the host. */
+/* The probe's child: the whole open, every slab read and checked. */
 static fn_status probe_open(fn_h5_child *probe, void *arg)
 {
     const open_job *job = arg;
     fn_data *d = NULL;
-    fn_status st = open_new(&d, FN_CPU, job->path, job->opt, 0, probe);
+    fn_status st = open_new(&d, job->path, job->opt, 0, probe);
     fn_data_close(d);
     return st;
 }
 
 /* The child opens and checks the set first (HDF5 may crash or hang on a
- * corrupt file, h5util.h); when it found the set good, the real open skips
+ * corrupt file, h5_probe.h); when it found the set good, the real open skips
  * the pass over every slab, so a large set is not read twice. When it
  * failed cleanly, the real open runs in full and fails the same way here,
  * in the caller's process, where a fuzzer sees the path it took. */
 fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
                        const fn_data_options *opt)
 {
+    (void)ctx; /* data.h: the set stays on the host */
     *data = NULL;
     open_job job = {path, opt};
     int checked = 0;
     FN_TRY(fn_h5_probe(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked));
-    return open_new(data, fn_context_device(ctx), path, opt, checked, NULL);
+    return open_new(data, path, opt, checked, NULL);
 }
 
 void fn_data_close(fn_data *d)
@@ -513,18 +451,11 @@ void fn_data_close(fn_data *d)
         H5Dclose(d->tset);
     if (d->file >= 0)
         H5Fclose(d->file);
-    fn_tensor_free(&d->dev_x);
-    fn_tensor_free(&d->dev_t);
-    fn_cuda_free(d->dev_l);
     free(d->slab_x);
     free(d->slab_t);
     free(d->slab_l);
     free(d->slab_order);
     free(d->row_order);
-    free(d->bx);
-    free(d->bt);
-    free(d->bl);
-    free(d->bidx);
     free(d->path);
     free(d->inputs);
     free(d->targets);
@@ -563,7 +494,8 @@ fn_status fn_data_seek(fn_data *d, long long epoch, long long step)
         return fn_fail(FN_ERR_INVALID, "fn_data_seek: epoch %lld, step %lld", epoch, step);
     d->epoch = epoch;
     d->ordered = -1;
-    permutation(d->slab_order, d->n_slabs, d->shuffle, stream_state(d->seed, epoch, 0));
+    fn_shuffle_permutation(d->slab_order, d->n_slabs, d->shuffle,
+                           fn_shuffle_stream(d->seed, epoch, 0));
     d->pos_slab = 0;
     d->pos_row = 0;
     while (d->pos_slab < d->n_slabs) {
@@ -584,8 +516,8 @@ static fn_status enter_slab(fn_data *d)
     int64_t k = d->slab_order[d->pos_slab];
     FN_TRY(load_slab(d, k));
     if (d->ordered != k) {
-        permutation(d->row_order, slab_length(d, k), d->shuffle,
-                    stream_state(d->seed, d->epoch, k + 1));
+        fn_shuffle_permutation(d->row_order, slab_length(d, k), d->shuffle,
+                               fn_shuffle_stream(d->seed, d->epoch, k + 1));
         d->ordered = k;
     }
     return FN_OK;
@@ -604,32 +536,6 @@ void fn_batch_rows_gather(const fn_batch_rows *r, int begin, int end, float *x,
         if (r->target)
             memcpy(target + (size_t)i * out, r->target + (size_t)local * out, out * sizeof(float));
     }
-}
-
-/* Hands out host staging directly on the CPU; copies it to the GPU there. */
-static fn_status place_batch(fn_data *d, fn_batch *b, int rows)
-{
-    b->rows = rows;
-    b->index = d->bidx;
-    b->host_labels = d->slab_l ? d->bl : NULL;
-    b->labels = b->host_labels;
-    b->x = fn_tensor_view(d->bx, rows, d->in, FN_CPU);
-    b->target = d->slab_t ? fn_tensor_view(d->bt, rows, d->out, FN_CPU) : (fn_tensor){0};
-    if (d->device != FN_CUDA)
-        return FN_OK;
-    fn_tensor x = fn_tensor_rows(&d->dev_x, 0, rows);
-    FN_TRY(fn_tensor_upload(&x, d->bx, (size_t)rows * (size_t)d->in));
-    b->x = x;
-    if (d->slab_t) {
-        fn_tensor t = fn_tensor_rows(&d->dev_t, 0, rows);
-        FN_TRY(fn_tensor_upload(&t, d->bt, (size_t)rows * (size_t)d->out));
-        b->target = t;
-    }
-    if (d->slab_l) {
-        FN_TRY(fn_cuda_copy(d->dev_l, FN_CUDA, d->bl, FN_CPU, (size_t)rows * sizeof(int32_t)));
-        b->labels = d->dev_l;
-    }
-    return FN_OK;
 }
 
 fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
@@ -652,15 +558,4 @@ fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
         d->pos_row = 0;
     }
     return FN_OK;
-}
-
-fn_status fn_data_next(fn_data *d, fn_batch *b)
-{
-    *b = (fn_batch){0};
-    fn_batch_rows r;
-    FN_TRY(fn_data_next_rows(d, &r));
-    if (!r.rows)
-        return FN_OK;
-    fn_batch_rows_gather(&r, 0, r.rows, d->bx, d->bl, d->bt, d->bidx);
-    return place_batch(d, b, r.rows);
 }

@@ -1,8 +1,7 @@
-/* h5util.h (private) — the HDF5 plumbing shared by data.c, weights.c and
- * checkpoint.c: HDF5's own messages turned into fn_fail text, attribute and
- * dataset helpers whose errors name the file and object, the atomic write
- * (temporary name, fsync, rename) and the probe that reads a file in a
- * child process first. */
+/* h5util.h (private) — the HDF5 plumbing shared by data.c, weights.c,
+ * checkpoint.c and outputs.c: HDF5's own messages turned into fn_fail text,
+ * files opened for reading or written atomically (atomic_file.h), and
+ * attribute and dataset helpers whose errors name the file and object. */
 #ifndef FUSENET_SRC_H5UTIL_H
 #define FUSENET_SRC_H5UTIL_H
 
@@ -10,6 +9,9 @@
 #include <stddef.h>
 
 #include "fusenet/status.h"
+/* Every loader of an HDF5 file reads it under the probe first, so its
+ * declarations come with these. */
+#include "io/h5_probe.h"
 
 /* Turns off HDF5's printing of error stacks (the library never prints). */
 void fn_h5_quiet(void);
@@ -27,7 +29,8 @@ void fn_h5_type_name(hid_t type, char *buf, size_t n);
 /* Opens an existing file read-only; errors name the path. */
 fn_status fn_h5_open_read(hid_t *file, const char *path);
 
-/* Creates "<path>.tmp" (truncating); *tmp is malloc'ed. */
+/* The atomic write of an HDF5 file (atomic_file.h). Creates "<path>.tmp"
+ * (truncating); *tmp is malloc'ed. */
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
 /* Closes file, fsyncs the temporary, renames it over path and fsyncs the
  * directory. On failure the temporary is removed and path is untouched. */
@@ -53,48 +56,5 @@ fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const
  * and hold finite values only (a weights file's or checkpoint's). */
 fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float *data, int rank,
                            const long long *dims);
-
-/* --- the probe (h5util.c says why) ----------------------------------------
- * HDF5 1.10 can itself crash or hang on a corrupt file, so the loaders
- * (fn_data_open, fn_weights_load and _build, fn_checkpoint_load) first run
- * their open-and-read path in a forked child process. */
-
-/* A hang is a bug in HDF5: a weights file, a checkpoint or a set's metadata
- * is read in well under a second, so a minute is generous. */
-#define FN_H5_PROBE_SECONDS 60.0
-
-typedef struct fn_h5_child fn_h5_child; /* the probe's end in the child */
-typedef fn_status (*fn_h5_probe_fn)(fn_h5_child *probe, void *arg);
-
-/* Runs check(probe, arg) in a child process, which has timeout_s seconds
- * (and the same again after each fn_h5_probe_alive). FN_OK when the child
- * finished: *verified (may be NULL) is 1 when check returned FN_OK there,
- * 0 when it failed cleanly or no child could be started (the caller then
- * runs its path in full itself, as it would without the probe). Otherwise
- * FN_ERR_FORMAT "<path>: corrupt HDF5 file: the HDF5 library crashed
- * (signal S) reading it" or "... did not finish reading it within N s"
- * (the child is killed), or FN_ERR_NOMEM when something else killed it. */
-fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
-                      int *verified);
-/* In check: a step is done and the next may take `seconds` (probe NULL:
- * not in a probe, nothing happens). */
-void fn_h5_probe_alive(fn_h5_child *probe, double seconds);
-/* 1 in a probe's child: the loaders then leave the device alone. */
-int fn_h5_probe_child(void);
-
-/* Tests and fuzz harnesses only (one setting per process, made before the
- * first probe): no child at all (a fuzzer stays fast and sees every path;
- * fn_h5_probe then returns FN_OK, *verified 0), a cap on every allowance, so
- * an input that hangs HDF5 costs seconds, and a function the child runs
- * first (after its stdout and stderr went to /dev/null and its crash
- * signals to their defaults), to undo a fuzzer's crash hooks, restore a
- * sanitizer's handlers or keep the child's sanitizer report. NULL: the
- * defaults. */
-typedef struct fn_h5_probe_testing {
-    int in_process;           /* 1: no child */
-    double max_seconds;       /* 0: no cap */
-    void (*child_init)(void); /* NULL: none */
-} fn_h5_probe_testing;
-void fn_h5_probe_set_testing(const fn_h5_probe_testing *testing);
 
 #endif

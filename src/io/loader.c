@@ -1,14 +1,18 @@
-/* loader.c — fn_loader: batches prepared ahead by a background thread (the
- * producer) and handed out in order by fn_loader_next (the consumer).
+/* loader.c — fn_loader: a set's batches gathered into slots of host
+ * buffers and handed out on the context's device, either in fn_loader_next
+ * itself (the synchronous mode: one slot, no thread) or prepared ahead by a
+ * background thread (the producer) and handed out in order by
+ * fn_loader_next (the consumer).
  *
- * Batch n of a run (a run: from one fn_loader_start to the next halt) goes
- * through slot n % FN_LOADER_SLOTS. The producer prepares batch n once the
- * consumer has released batch n - FN_LOADER_SLOTS: it waits until the copy
- * of that older batch has read the slot's host buffers, takes the batch's
- * rows from the set, gathers them into the host buffers on the workers and
- * queues their copy to the slot's device buffers, after the event the
- * consumer recorded when it released the slot. Counters under one mutex say
- * what is ready (produced) and what is free again (released). */
+ * In the background, batch n of a run (a run: from one fn_loader_start to
+ * the next halt) goes through slot n % FN_LOADER_SLOTS. The producer
+ * prepares batch n once the consumer has released batch n -
+ * FN_LOADER_SLOTS: it waits until the copy of that older batch has read the
+ * slot's host buffers, takes the batch's rows from the set, gathers them
+ * into the host buffers on the workers and queues their copy to the slot's
+ * device buffers, after the event the consumer recorded when it released
+ * the slot. Counters under one mutex say what is ready (produced) and what
+ * is free again (released). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -17,11 +21,11 @@
 #include <unistd.h>
 
 #include "core/cuda_runtime.h"
+#include "core/workers.h"
 #include "fusenet/loader.h"
 #include "io/h5util.h"
-#include "core/workers.h"
 
-enum { K = FN_LOADER_SLOTS, MAX_THREADS = 8, MESSAGE_CAP = 1024 };
+enum { K = FN_LOADER_SLOTS, DEFAULT_THREADS_CAP = 8, THREADS_CAP = 64, MESSAGE_CAP = 1024 };
 
 typedef struct slot {
     float *hx, *ht;   /* host [batch, in], [batch, out]; pinned on the GPU */
@@ -38,6 +42,7 @@ struct fn_loader {
     int cuda, background;
     int batch, in, out;
     fn_data_targets targets;
+    int n_slots; /* K in the background, 1 in the synchronous mode */
     slot slots[K];
     fn_cuda_transfer *xfer; /* GPU only */
     fn_workers *workers;
@@ -47,7 +52,7 @@ struct fn_loader {
 
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* broadcast on every change below */
-    int run;            /* the producer may prepare batches */
+    int run;            /* started and not halted: batches may be made */
     int busy;           /* the producer is preparing one: the set is its */
     int quit;
     long long produced; /* batches of this run in their slots, the end included */
@@ -85,17 +90,25 @@ static void gather_part(void *arg, int part, int parts)
                          j->slot->hidx);
 }
 
-/* Queues the copy of slot s's host buffers to its device buffers. */
-static fn_status send_slot(fn_loader *l, int s)
+/* What of a slot goes to the device: its inputs and targets; returns how
+ * many pieces. */
+static int slot_pieces(const fn_loader *l, const slot *sl, fn_cuda_piece pieces[2])
 {
-    slot *sl = &l->slots[s];
     size_t rows = (size_t)sl->rows;
-    fn_cuda_piece pieces[2] = {{sl->dx.data, sl->hx, rows * (size_t)l->in * sizeof(float)}};
+    pieces[0] = (fn_cuda_piece){sl->dx.data, sl->hx, rows * (size_t)l->in * sizeof(float)};
     int n = 1;
     if (l->targets == FN_DATA_LABELS)
         pieces[n++] = (fn_cuda_piece){sl->dl, sl->hl, rows * sizeof(int32_t)};
     else if (l->targets == FN_DATA_FLOATS)
         pieces[n++] = (fn_cuda_piece){sl->dt.data, sl->ht, rows * (size_t)l->out * sizeof(float)};
+    return n;
+}
+
+/* Queues the copy of slot s's host buffers to its device buffers. */
+static fn_status send_slot(fn_loader *l, int s)
+{
+    fn_cuda_piece pieces[2];
+    int n = slot_pieces(l, &l->slots[s], pieces);
     return fn_cuda_transfer_send(l->xfer, s, pieces, n);
 }
 
@@ -157,24 +170,9 @@ static void *producer_main(void *arg)
     return NULL;
 }
 
-/* --- the consumer ---------------------------------------------------------- */
+/* --- handing out ----------------------------------------------------------- */
 
-/* Gives the batch in use back to the producer; on the GPU after the kernels
- * queued so far, the last that may read it. */
-static fn_status release_in_use(fn_loader *l)
-{
-    if (!l->in_use)
-        return FN_OK;
-    l->in_use = 0;
-    if (l->cuda)
-        FN_TRY(fn_cuda_transfer_release(l->xfer, (int)((l->next - 1) % K)));
-    pthread_mutex_lock(&l->mu);
-    l->released++;
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    return FN_OK;
-}
-
+/* The batch in slot sl, as views of its buffers on the loader's device. */
 static void hand_out(fn_loader *l, const slot *sl, fn_batch *b)
 {
     b->rows = sl->rows;
@@ -193,13 +191,66 @@ static void hand_out(fn_loader *l, const slot *sl, fn_batch *b)
     }
 }
 
+/* --- the consumer (background) -------------------------------------------- */
+
+/* Gives the batch in use back to the producer; on the GPU after the kernels
+ * queued so far, the last that may read it. */
+static fn_status release_in_use(fn_loader *l)
+{
+    if (!l->in_use)
+        return FN_OK;
+    l->in_use = 0;
+    if (l->cuda)
+        FN_TRY(fn_cuda_transfer_release(l->xfer, (int)((l->next - 1) % K)));
+    pthread_mutex_lock(&l->mu);
+    l->released++;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return FN_OK;
+}
+
+/* --- the synchronous mode ------------------------------------------------- */
+
+/* Copies the slot to its device buffers: plain copies, which wait for the
+ * kernels queued so far on the context's stream (a blocking one), the last
+ * that may read the batch before. */
+static fn_status copy_slot(const fn_loader *l, const slot *sl)
+{
+    fn_cuda_piece pieces[2];
+    int n = slot_pieces(l, sl, pieces);
+    for (int i = 0; i < n; i++)
+        FN_TRY(fn_cuda_copy(pieces[i].dst, FN_CUDA, pieces[i].src, FN_CPU, pieces[i].bytes));
+    return FN_OK;
+}
+
+/* The next batch, made now in the one slot on this thread. */
+static fn_status next_now(fn_loader *l, fn_batch *b)
+{
+    slot *sl = &l->slots[0];
+    double t0 = now();
+    fn_batch_rows r;
+    FN_TRY(fn_data_next_rows(l->data, &r));
+    sl->rows = r.rows;
+    if (!r.rows)
+        return FN_OK;
+    fn_batch_rows_gather(&r, 0, r.rows, sl->hx, sl->hl, sl->ht, sl->hidx);
+    if (l->cuda)
+        FN_TRY(copy_slot(l, sl));
+    l->stats.prepare_seconds += now() - t0;
+    hand_out(l, sl, b);
+    l->stats.batches++;
+    return FN_OK;
+}
+
+/* --- the consumer's calls -------------------------------------------------- */
+
 fn_status fn_loader_next(fn_loader *l, fn_batch *b)
 {
     *b = (fn_batch){0};
-    if (!l->background)
-        return fn_data_next(l->data, b);
     if (!l->run) /* written by this thread alone */
         return fn_fail(FN_ERR_INVALID, "fn_loader_next: the loader is not started");
+    if (!l->background)
+        return next_now(l, b);
     FN_TRY(release_in_use(l));
     double t0 = now();
     pthread_mutex_lock(&l->mu);
@@ -228,8 +279,10 @@ fn_status fn_loader_next(fn_loader *l, fn_batch *b)
 
 fn_status fn_loader_halt(fn_loader *l)
 {
-    if (!l->background)
+    if (!l->background) {
+        l->run = 0;
         return FN_OK;
+    }
     fn_status st = release_in_use(l);
     pthread_mutex_lock(&l->mu);
     l->run = 0;
@@ -244,8 +297,10 @@ fn_status fn_loader_start(fn_loader *l, long long epoch, long long step)
 {
     FN_TRY(fn_loader_halt(l));
     FN_TRY(fn_data_seek(l->data, epoch, step));
-    if (!l->background)
+    if (!l->background) {
+        l->run = 1;
         return FN_OK;
+    }
     l->next = 0;
     pthread_mutex_lock(&l->mu);
     l->produced = l->released = 0;
@@ -271,6 +326,7 @@ fn_loader_stats fn_loader_get_stats(const fn_loader *l)
 
 /* --- creating and destroying ----------------------------------------------- */
 
+/* The background's gathering threads, chosen as loader.h says. */
 static int choose_threads(const fn_loader_options *opt)
 {
     int t = opt ? opt->threads : 0;
@@ -280,9 +336,9 @@ static int choose_threads(const fn_loader_options *opt)
     if (t <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         t = cpus > 1 ? (int)(cpus / 2) : 1;
-        t = t > MAX_THREADS ? MAX_THREADS : t;
+        t = t > DEFAULT_THREADS_CAP ? DEFAULT_THREADS_CAP : t;
     }
-    return t > 64 ? 64 : t;
+    return t > THREADS_CAP ? THREADS_CAP : t;
 }
 
 static fn_status host_alloc(const fn_loader *l, void **p, size_t bytes)
@@ -331,13 +387,17 @@ static void free_slot(const fn_loader *l, slot *sl)
     fn_cuda_free(sl->dl);
 }
 
+/* The slots, and in the background the thread, its workers and the copy
+ * stream. */
 static fn_status build(fn_loader *l, const fn_loader_options *opt)
 {
+    for (int s = 0; s < l->n_slots; s++)
+        FN_TRY(alloc_slot(l, &l->slots[s]));
+    if (!l->background)
+        return FN_OK;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     l->sync_made = 1;
-    for (int s = 0; s < K; s++)
-        FN_TRY(alloc_slot(l, &l->slots[s]));
     if (l->cuda)
         FN_TRY(fn_cuda_transfer_create(&l->xfer, l->ctx, K));
     FN_TRY(fn_workers_create(&l->workers, choose_threads(opt)));
@@ -353,18 +413,22 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     *out = NULL;
     if (!ctx || !data)
         return fn_fail(FN_ERR_INVALID, "fn_loader_create: context or data set is NULL");
+    fn_loader_mode mode = opt ? opt->mode : FN_LOADER_AUTO;
+    if (mode != FN_LOADER_AUTO && mode != FN_LOADER_SYNC && mode != FN_LOADER_BACKGROUND)
+        return fn_fail(FN_ERR_INVALID, "fn_loader_create: unknown mode %d", (int)mode);
     fn_loader *l = calloc(1, sizeof *l);
     if (!l)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the loader");
     l->ctx = ctx;
     l->data = data;
     l->cuda = fn_context_device(ctx) == FN_CUDA;
-    l->background = l->cuda || (opt && opt->background);
+    l->background = mode == FN_LOADER_BACKGROUND || (mode == FN_LOADER_AUTO && l->cuda);
+    l->n_slots = l->background ? K : 1;
     l->batch = fn_data_batch_size(data);
     l->in = fn_data_in_features(data);
     l->out = fn_data_out_features(data);
     l->targets = fn_data_target_kind(data);
-    fn_status st = l->background ? build(l, opt) : FN_OK;
+    fn_status st = build(l, opt);
     if (st != FN_OK) {
         fn_loader_destroy(l);
         return st;

@@ -1,5 +1,5 @@
 /* outputs.c — the predictions file of outputs.h, through the atomic
- * temporary-and-rename of h5util. */
+ * temporary-and-rename of atomic_file.h (fn_h5_create_tmp, fn_h5_commit). */
 #include <stdlib.h>
 #include <string.h>
 

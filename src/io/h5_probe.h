@@ -1,0 +1,48 @@
+/* h5_probe.h (private) — the probe: HDF5 1.10 can itself crash or hang on a
+ * corrupt file (h5_probe.c says how), so the loaders (fn_data_open,
+ * fn_weights_load and _build, fn_checkpoint_load) first run their
+ * open-and-read path in a forked child process. */
+#ifndef FUSENET_SRC_H5_PROBE_H
+#define FUSENET_SRC_H5_PROBE_H
+
+#include "fusenet/status.h"
+
+/* A hang is a bug in HDF5: a weights file, a checkpoint or a set's metadata
+ * is read in well under a second, so a minute is generous. */
+#define FN_H5_PROBE_SECONDS 60.0
+
+typedef struct fn_h5_child fn_h5_child; /* the probe's end in the child */
+typedef fn_status (*fn_h5_probe_fn)(fn_h5_child *probe, void *arg);
+
+/* Runs check(probe, arg) in a child process, which has timeout_s seconds
+ * (and the same again after each fn_h5_probe_alive). FN_OK when the child
+ * finished: *verified (may be NULL) is 1 when check returned FN_OK there,
+ * 0 when it failed cleanly or no child could be started (the caller then
+ * runs its path in full itself, as it would without the probe). Otherwise
+ * FN_ERR_FORMAT "<path>: corrupt HDF5 file: the HDF5 library crashed
+ * (signal S) reading it" or "... did not finish reading it within N s"
+ * (the child is killed), or FN_ERR_NOMEM when something else killed it. */
+fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
+                      int *verified);
+/* In check: a step is done and the next may take `seconds` (probe NULL:
+ * not in a probe, nothing happens). */
+void fn_h5_probe_alive(fn_h5_child *probe, double seconds);
+/* 1 in a probe's child: the loaders then leave the device alone. */
+int fn_h5_probe_child(void);
+
+/* For tests and fuzz harnesses only, never for the library or the programs
+ * (one setting per process, made before the first probe): no child at all
+ * (a fuzzer stays fast and sees every path; fn_h5_probe then returns FN_OK,
+ * *verified 0), a cap on every allowance, so an input that hangs HDF5
+ * costs seconds, and a function the child runs first (after its stdout and
+ * stderr went to /dev/null and its crash signals to their defaults), to
+ * undo a fuzzer's crash hooks, restore a sanitizer's handlers or keep the
+ * child's sanitizer report. NULL: the defaults. */
+typedef struct fn_h5_probe_testing {
+    int in_process;           /* 1: no child */
+    double max_seconds;       /* 0: no cap */
+    void (*child_init)(void); /* NULL: none */
+} fn_h5_probe_testing;
+void fn_h5_probe_set_testing(const fn_h5_probe_testing *testing);
+
+#endif

@@ -1,0 +1,32 @@
+/* test_hooks.c — the test-only hooks of test_hooks.h, compiled in with
+ * FN_TEST_HOOKS and no-ops without it. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "io/test_hooks.h"
+
+#ifdef FN_TEST_HOOKS
+
+int fn_test_hooks_enabled(void) { return 1; }
+
+void fn_test_write_delay(void)
+{
+    const char *env = getenv("FN_TEST_WRITE_DELAY_MS");
+    long ms = env ? strtol(env, NULL, 10) : 0;
+    if (ms <= 0)
+        return;
+    ms = ms > 10000 ? 10000 : ms;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+#else
+
+int fn_test_hooks_enabled(void) { return 0; }
+
+void fn_test_write_delay(void) {}
+
+#endif

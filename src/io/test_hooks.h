@@ -1,0 +1,18 @@
+/* test_hooks.h (private) — hooks that only test builds compile in
+ * (cmake -DFN_TEST_HOOKS=ON; scripts/test.sh and scripts/gpu_check.sh turn
+ * it on): elsewhere each hook is a no-op, so no environment variable of the
+ * tests can change what a user's run does. */
+#ifndef FUSENET_SRC_TEST_HOOKS_H
+#define FUSENET_SRC_TEST_HOOKS_H
+
+/* 1 when the library was built with the hooks: a test that needs one skips
+ * without them. */
+int fn_test_hooks_enabled(void);
+
+/* FN_TEST_WRITE_DELAY_MS=N makes every atomic commit wait N ms (at most
+ * 10 s) between the temporary's fsync and its rename, so
+ * tests/test_faults.c can SIGKILL a run inside a write window of known
+ * length instead of hoping to hit a ~10 ms one. */
+void fn_test_write_delay(void);
+
+#endif
