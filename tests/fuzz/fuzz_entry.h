@@ -382,7 +382,7 @@ static inline int fuzz_weights_run(fuzz_model *m, const char *path)
     bad += st != FN_OK && !fuzz_probe_clean("fn_weights_load", path);
     bad += !fuzz_h5_closed("fn_weights_load");
     fn_clear_error();
-    st = fn_checkpoint_load(path, m->net, m->opt, &state);
+    st = fn_checkpoint_load(path, m->net, fn_sgd_optimizer(m->opt), &state);
     bad += !fuzz_clean(st, "fn_checkpoint_load", path, NULL);
     bad += st != FN_OK && !fuzz_probe_clean("fn_checkpoint_load", path);
     bad += !fuzz_h5_closed("fn_checkpoint_load");
