@@ -1,7 +1,9 @@
-/* sgd_cuda.cu — one tensor's torch.optim.SGD update on the GPU, in one
- * elementwise kernel (the rule is in include/fusenet/sgd.h). Every multiply
- * and add is rounded on its own (__fmul_rn, __fadd_rn: never fused into an
- * FMA), in the order torch.optim.SGD and src/sgd_cpu.c write them. */
+/* sgd_cuda.cu — SGD's CUDA backend: one tensor's torch.optim.SGD update in
+ * one elementwise kernel (the rule is in include/fusenet/sgd.h), and the
+ * backward with the plain step fused in (fn_sgd_fused_backward, sgd_fused.h). Every
+ * multiply and add is rounded on its own (__fmul_rn, __fadd_rn: never fused
+ * into an FMA), in the order torch.optim.SGD and optim/sgd_cpu.c write
+ * them. */
 #include "optim/sgd_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
@@ -33,11 +35,10 @@ sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when mome
     }
 }
 
-/* ---- launchers ---- */
+/* ---- launchers and the backend ---- */
 
-extern "C" fn_status fn_cuda_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                                        fn_tensor *momentum_buf, const fn_sgd_config *cfg,
-                                        int first_step)
+static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                             fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)
 {
     if (cfg->momentum != 0.0f && (!momentum_buf || !momentum_buf->data))
         return fn_fail(FN_ERR_INVALID, "SGD with momentum %g needs a momentum buffer",
@@ -50,3 +51,9 @@ extern "C" fn_status fn_cuda_sgd_update(fn_context *ctx, fn_tensor *value, const
     FN_CUDA_CHECK_LAUNCH(sgd_kernel);
     return FN_OK;
 }
+
+extern "C" const fn_sgd_backend fn_sgd_cuda_backend = {
+    .device = FN_CUDA,
+    .update = cuda_update,
+    .backward_plain = fn_sgd_fused_backward,
+};

@@ -100,7 +100,7 @@ static void expect_open_error(const fixture *f, const fn_data_options *opt, fn_s
                               const char *needle, int line)
 {
     fn_data *d = NULL;
-    fn_status got = fn_data_open(&d, f->ctx, f->path, opt);
+    fn_status got = fn_data_open(&d, f->path, opt);
     fn_data_close(d);
     if (got != want)
         fail_msg("line %d: status '%s', expected '%s' (message: '%s')", line,
@@ -288,14 +288,14 @@ static void test_other_label_types(void **state)
     opt.shuffle = 0;
     opt.targets = "y8";
     fn_data *d = NULL;
-    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     host_batch b;
     next_batch(d, &b);
     assert_int_equal(b.rows, 6);
     assert_int_equal(b.labels[0], 2);
     fn_data_close(d);
     opt.targets = "y64";
-    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     next_batch(d, &b);
     assert_int_equal(b.labels[3], 2);
     fn_data_close(d);
@@ -347,7 +347,7 @@ static void test_whole_epochs(void **state)
     write_good(f, 103, 3, 10);
     fn_data_options opt = options(10, 8);
     fn_data *d = NULL;
-    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     assert_int_equal(fn_data_rows(d), 103);
     assert_int_equal(fn_data_in_features(d), 3);
     assert_int_equal(fn_data_slab_rows(d), 103);
@@ -396,7 +396,7 @@ static void test_slabs_match_whole(void **state)
     size_t row_bytes = in * sizeof(float) + sizeof(int32_t);
     opt.memory_budget = 37 * row_bytes; /* 32 rows a slab: a multiple of the batch */
     fn_data *slabs = NULL, *whole = NULL;
-    assert_int_equal(fn_data_open(&slabs, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&slabs, f->path, &opt), FN_OK);
     assert_int_equal(fn_data_slab_rows(slabs), 32);
     int64_t *e0 = check_epoch(slabs, 0, n, in, classes, batch);
     int64_t *e1 = check_epoch(slabs, 1, n, in, classes, batch);
@@ -407,9 +407,9 @@ static void test_slabs_match_whole(void **state)
     /* In file order the two modes must hand out the same batches. */
     opt.shuffle = 0;
     fn_data_close(slabs);
-    assert_int_equal(fn_data_open(&slabs, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&slabs, f->path, &opt), FN_OK);
     opt.memory_budget = (size_t)1 << 30;
-    assert_int_equal(fn_data_open(&whole, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&whole, f->path, &opt), FN_OK);
     assert_int_equal(fn_data_batches(slabs), fn_data_batches(whole));
     for (;;) {
         host_batch a, b;
@@ -433,7 +433,7 @@ static void test_seek_whole(void **state)
     write_good(f, 50, 2, 5);
     fn_data_options opt = options(5, 4);
     fn_data *d = NULL;
-    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     int64_t *e3 = check_epoch(d, 3, 50, 2, 5, 4);
     check_seek(d, 3, 7);
     check_seek(d, 3, 12);
@@ -457,7 +457,7 @@ static void test_mse_targets(void **state)
     opt.loss = FN_LOSS_MSE;
     opt.targets = "t";
     fn_data *d = NULL;
-    assert_int_equal(fn_data_open(&d, f->ctx, f->path, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     host_batch b;
     next_batch(d, &b);
     assert_int_equal(b.rows, 4);

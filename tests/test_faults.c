@@ -218,7 +218,8 @@ static void make_references(const fixture *f, references *r)
         r->seconds = now() - t0;
         snprintf(name, sizeof name, "ref%d/checkpoint.h5", e);
         model_open(f, &r->ckpt[e]);
-        EXPECT_OK(fn_checkpoint_load(path_in(f, name), r->ckpt[e].net, r->ckpt[e].opt,
+        EXPECT_OK(fn_checkpoint_load(path_in(f, name), r->ckpt[e].net,
+                                     fn_sgd_optimizer(r->ckpt[e].opt),
                                      &r->state[e]));
         assert_int_equal(r->state[e].epoch, e);
     }
@@ -236,7 +237,7 @@ static void check_after_kill(const fixture *f, references *r, int *seen_ckpt, in
         model m;
         fn_train_state s;
         model_open(f, &m);
-        fn_status st = fn_checkpoint_load(ckpt, m.net, m.opt, &s);
+        fn_status st = fn_checkpoint_load(ckpt, m.net, fn_sgd_optimizer(m.opt), &s);
         if (st != FN_OK)
             fail_msg("kill %d: checkpoint.h5 is broken: %s", k, fn_last_error());
         if (s.epoch < 1 || s.epoch > EPOCHS || s.step != 0)
@@ -427,8 +428,10 @@ static void test_nonfinite_loss_stops(void **state)
     fn_train_state ks, rs;
     model_open(f, &kept);
     model_open(f, &ref);
-    EXPECT_OK(fn_checkpoint_load(path_in(f, "nan/checkpoint.h5"), kept.net, kept.opt, &ks));
-    EXPECT_OK(fn_checkpoint_load(path_in(f, "ref/checkpoint.h5"), ref.net, ref.opt, &rs));
+    EXPECT_OK(fn_checkpoint_load(path_in(f, "nan/checkpoint.h5"), kept.net,
+                                  fn_sgd_optimizer(kept.opt), &ks));
+    EXPECT_OK(fn_checkpoint_load(path_in(f, "ref/checkpoint.h5"), ref.net,
+                                  fn_sgd_optimizer(ref.opt), &rs));
     assert_int_equal(ks.epoch, epoch - 1);
     assert_int_equal(ks.global_step, rs.global_step);
     expect_same_model(&kept, &ref, 0, "nan/checkpoint.h5");
@@ -530,20 +533,21 @@ static void test_save_refuses_nonfinite(void **state)
     const char *weights = path_in(f, "w.h5"), *ckpt = path_in(f, "c.h5");
     fn_train_state s = {.epoch = 1, .seed = 1, .batch_size = 3};
     EXPECT_OK(fn_weights_save(m.net, weights, NULL));
-    EXPECT_OK(fn_checkpoint_save(ckpt, m.net, m.opt, &s, NULL));
+    EXPECT_OK(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL));
     fn_param *w = fn_net_param(m.net, 0);
     float good = w->value.data[7];
     w->value.data[7] = NAN;
     assert_int_equal(fn_weights_save(m.net, weights, NULL), FN_ERR_NUMERIC);
     if (!strstr(fn_last_error(), "w.h5: group 'layer0': dataset 'weight' would hold NaN at [1, 1]"))
         fail_msg("message: %s", fn_last_error());
-    assert_int_equal(fn_checkpoint_save(ckpt, m.net, m.opt, &s, NULL), FN_ERR_NUMERIC);
+    assert_int_equal(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL),
+                     FN_ERR_NUMERIC);
     assert_int_not_equal(access(path_in(f, "w.h5.tmp"), F_OK), 0);
     assert_int_not_equal(access(path_in(f, "c.h5.tmp"), F_OK), 0);
     w->value.data[7] = 0;
     EXPECT_OK(fn_weights_load(m.net, weights));
     assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
-    EXPECT_OK(fn_checkpoint_load(ckpt, m.net, m.opt, &s));
+    EXPECT_OK(fn_checkpoint_load(ckpt, m.net, fn_sgd_optimizer(m.opt), &s));
     assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
     model_close(&m);
 }

@@ -86,7 +86,7 @@ static void write_set(const fixture *f)
     H5Fclose(file);
 }
 
-static fn_data *open_set(const fixture *f, fn_context *ctx, int mse, int slabs)
+static fn_data *open_set(const fixture *f, int mse, int slabs)
 {
     fn_data_options opt = {.inputs = "X", .targets = mse ? "t" : "y",
                            .loss = mse ? FN_LOSS_MSE : FN_LOSS_CROSS_ENTROPY,
@@ -96,7 +96,7 @@ static fn_data *open_set(const fixture *f, fn_context *ctx, int mse, int slabs)
     if (slabs)
         opt.memory_budget = (SLAB_ROWS + 3) * row_bytes;
     fn_data *d = NULL;
-    if (fn_data_open(&d, ctx, f->path, &opt) != FN_OK)
+    if (fn_data_open(&d, f->path, &opt) != FN_OK)
         fail_msg("fn_data_open: %s", fn_last_error());
     assert_int_equal(fn_data_slab_rows(d), slabs ? SLAB_ROWS : N);
     return d;
@@ -181,8 +181,8 @@ static void compare_run(fn_loader *l, fn_data *ref, int mse, long long epoch, lo
 static void check_loader(const fixture *f, fn_context *ctx, fn_loader_mode mode, int mse,
                          int slabs, int threads)
 {
-    fn_data *ref = open_set(f, f->cpu, mse, slabs);
-    fn_data *d = open_set(f, ctx, mse, slabs);
+    fn_data *ref = open_set(f, mse, slabs);
+    fn_data *d = open_set(f, mse, slabs);
     fn_loader_options opt = {.mode = mode, .threads = threads};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, ctx, d, &opt));
@@ -223,8 +223,8 @@ static void test_cpu_auto(void **state)
 {
     fixture *f = *state;
     write_set(f);
-    fn_data *ref = open_set(f, f->cpu, 0, 1);
-    fn_data *d = open_set(f, f->cpu, 0, 1);
+    fn_data *ref = open_set(f, 0, 1);
+    fn_data *d = open_set(f, 0, 1);
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, f->cpu, d, NULL));
     compare_run(l, ref, 0, 4, 3, -1);
@@ -236,7 +236,7 @@ static void test_cpu_auto(void **state)
 
 static void check_next_before_start(const fixture *f, fn_loader_mode mode)
 {
-    fn_data *d = open_set(f, f->cpu, 0, 0);
+    fn_data *d = open_set(f, 0, 0);
     fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
@@ -267,7 +267,7 @@ static void test_bad_mode(void **state)
 {
     fixture *f = *state;
     write_set(f);
-    fn_data *d = open_set(f, f->cpu, 0, 0);
+    fn_data *d = open_set(f, 0, 0);
     fn_loader_options opt = {.mode = (fn_loader_mode)7};
     fn_loader *l = NULL;
     assert_int_equal(fn_loader_create(&l, f->cpu, d, &opt), FN_ERR_INVALID);
@@ -309,7 +309,7 @@ static void check_bad_slab(const fixture *f, fn_loader_mode mode)
                             .memory_budget = 256 * (COLS * sizeof(float) + sizeof(int32_t)),
                             .shuffle = 1, .seed = 3};
     fn_data *d = NULL;
-    EXPECT_OK(fn_data_open(&d, f->cpu, f->path, &dopt));
+    EXPECT_OK(fn_data_open(&d, f->path, &dopt));
     assert_int_equal(fn_data_slab_rows(d), 256);
     fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;

@@ -1,7 +1,9 @@
 /* test_sgd.c — SGD against hand-worked steps of torch.optim.SGD: plain, the
  * first momentum step (buffer = g), a second momentum step with dampening,
- * nesterov, weight decay; through fn_sgd_update and through fn_sgd over a
- * parameter list. CPU always, CUDA when present (skipped otherwise).
+ * nesterov, weight decay; through fn_sgd_update, through fn_sgd over a
+ * parameter list, and through the optimiser interface (optimizer.h), whose
+ * published state, step count and fused path are checked too. CPU always,
+ * CUDA when present (skipped otherwise).
  *
  * The numbers are dyadic with few bits (0.5, 0.25, 0.75, ...), so every
  * intermediate of the hand arithmetic is exact in float32 in any order and
@@ -181,6 +183,29 @@ static void test_rounding_cuda(void **state)
     check_rounding(FN_CUDA);
 }
 
+/* "weight" with the case's three values and first gradients, "bias" with
+ * the first of each; free with free_params. */
+static void make_params(fn_param params[2], const sgd_case *c, fn_device device)
+{
+    const int cols[2] = {N, 1};
+    params[0] = (fn_param){.name = "weight"};
+    params[1] = (fn_param){.name = "bias"};
+    for (int i = 0; i < 2; i++) {
+        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
+        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
+        must(fn_tensor_upload(&params[i].value, c->theta, (size_t)cols[i]));
+        must(fn_tensor_upload(&params[i].grad, c->g1, (size_t)cols[i]));
+    }
+}
+
+static void free_params(fn_param params[2])
+{
+    for (int i = 0; i < 2; i++) {
+        fn_tensor_free(&params[i].value);
+        fn_tensor_free(&params[i].grad);
+    }
+}
+
 /* fn_sgd over two parameters, the wd+momentum case: "weight" holds the
  * case's three values, "bias" the first one only (its numbers are the first
  * column of the case). Two steps, then the step count and the buffers. */
@@ -188,20 +213,14 @@ static void check_optimizer(fn_device device)
 {
     fn_context *ctx = context_or_skip(device);
     const sgd_case *c = &cases[4];
-    fn_param params[2] = {{.name = "weight"}, {.name = "bias"}};
-    int cols[2] = {N, 1};
-    for (int i = 0; i < 2; i++) {
-        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
-        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
-        must(fn_tensor_upload(&params[i].value, c->theta, (size_t)cols[i]));
-        must(fn_tensor_upload(&params[i].grad, c->g1, (size_t)cols[i]));
-    }
+    fn_param params[2];
+    make_params(params, c, device);
     fn_param *list[2] = {&params[0], &params[1]};
     fn_sgd *opt = NULL;
     must(fn_sgd_create(&opt, ctx, list, 2, &c->cfg));
     must(fn_sgd_step(opt));
-    for (int i = 0; i < 2; i++)
-        must(fn_tensor_upload(&params[i].grad, c->g2, (size_t)cols[i]));
+    must(fn_tensor_upload(&params[0].grad, c->g2, N));
+    must(fn_tensor_upload(&params[1].grad, c->g2, 1));
     must(fn_sgd_step(opt));
     int ok = same("weight after 2 steps", "fn_sgd", &params[0].value, c->after2);
     float bias[N] = {0};
@@ -217,10 +236,7 @@ static void check_optimizer(fn_device device)
     ok &= b != NULL && same("momentum buffer after 2 steps", "fn_sgd", b, buf2);
     printf("    fn_sgd over params: %s\n", ok ? "ok" : "FAIL");
     fn_sgd_destroy(opt);
-    for (int i = 0; i < 2; i++) {
-        fn_tensor_free(&params[i].value);
-        fn_tensor_free(&params[i].grad);
-    }
+    free_params(params);
     fn_context_destroy(ctx);
     assert_true(ok);
 }
@@ -235,6 +251,66 @@ static void test_optimizer_cuda(void **state)
 {
     (void)state;
     check_optimizer(FN_CUDA);
+}
+
+/* The wd+momentum case through fn_optimizer: the same two steps, its
+ * "momentum" state is the SGD buffer, a failed step is not counted, and
+ * only plain SGD on the GPU offers the fused backward step. */
+static void check_interface(fn_device device)
+{
+    fn_context *ctx = context_or_skip(device);
+    const sgd_case *c = &cases[4];
+    fn_param params[2];
+    make_params(params, c, device);
+    fn_param *list[2] = {&params[0], &params[1]};
+    fn_sgd *sgd = NULL;
+    must(fn_sgd_create(&sgd, ctx, list, 2, &c->cfg));
+    fn_optimizer *opt = fn_sgd_optimizer(sgd);
+    assert_string_equal(fn_optimizer_name(opt), "sgd");
+    assert_int_equal(fn_optimizer_n_state(opt), 1);
+    assert_string_equal(fn_optimizer_state_name(opt, 0), "momentum");
+    assert_null(fn_optimizer_state_name(opt, 1));
+    assert_ptr_equal(fn_optimizer_state(opt, 0, 1), fn_sgd_momentum_buffer(sgd, 1));
+    assert_null(fn_optimizer_state(opt, 0, 2));
+    assert_null(fn_optimizer_state(opt, 1, 0));
+    assert_null(opt->ops->backward_step);
+    assert_int_equal(fn_optimizer_backward_step(opt, NULL, NULL), FN_ERR_INVALID);
+
+    must(fn_optimizer_step(opt));
+    must(fn_tensor_upload(&params[0].grad, c->g2, N));
+    must(fn_tensor_upload(&params[1].grad, c->g2, 1));
+    must(fn_optimizer_step(opt));
+    assert_int_equal(fn_optimizer_steps(opt), 2);
+    assert_true(same("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2));
+    fn_optimizer_set_lr(opt, NAN);
+    assert_int_equal(fn_optimizer_step(opt), FN_ERR_INVALID);
+    assert_int_equal(fn_optimizer_steps(opt), 2);
+    fn_optimizer_destroy(opt);
+
+    fn_sgd_config plain = fn_sgd_config_default(0.5f);
+    must(fn_sgd_create(&sgd, ctx, list, 2, &plain));
+    opt = fn_sgd_optimizer(sgd);
+    assert_int_equal(fn_optimizer_n_state(opt), 1);
+    assert_null(fn_optimizer_state(opt, 0, 0));
+    if (device == FN_CUDA)
+        assert_non_null(opt->ops->backward_step);
+    else
+        assert_null(opt->ops->backward_step);
+    fn_optimizer_destroy(opt);
+    free_params(params);
+    fn_context_destroy(ctx);
+}
+
+static void test_interface_cpu(void **state)
+{
+    (void)state;
+    check_interface(FN_CPU);
+}
+
+static void test_interface_cuda(void **state)
+{
+    (void)state;
+    check_interface(FN_CUDA);
 }
 
 /* torch.optim.SGD refuses these; so must we. */
@@ -259,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_update_cpu),     cmocka_unit_test(test_update_cuda),
         cmocka_unit_test(test_rounding_cpu),   cmocka_unit_test(test_rounding_cuda),
         cmocka_unit_test(test_optimizer_cpu),  cmocka_unit_test(test_optimizer_cuda),
+        cmocka_unit_test(test_interface_cpu),  cmocka_unit_test(test_interface_cuda),
         cmocka_unit_test(test_config_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

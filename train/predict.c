@@ -153,7 +153,7 @@ static fn_status predict(job *j, const options *o)
     fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = fn_net_in_features(j->net),
                          .batch_size = (int)o->batch,
                          .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
-    FN_TRY(fn_data_open(&j->data, j->ctx, o->inputs_path, &d));
+    FN_TRY(fn_data_open(&j->data, o->inputs_path, &d));
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
     FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
     j->host = malloc(sizeof(float) * (size_t)o->batch * (size_t)fn_net_out_features(j->net));

@@ -46,10 +46,9 @@ typedef struct fn_data_options {
 
 typedef struct fn_data fn_data; /* opaque */
 
-/* Opens and checks a set. ctx is not used (the set stays in host memory;
- * a loader takes the context) and may be NULL. */
-fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
-                       const fn_data_options *opt);
+/* Opens and checks a set; it stays in host memory (a loader takes batches
+ * to the device). */
+fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt);
 void fn_data_close(fn_data *data);
 
 int64_t fn_data_rows(const fn_data *data);

@@ -3,11 +3,13 @@
  *   b = g on the first step, else b = momentum * b + (1 - dampening) * g
  *   g = nesterov ? g + momentum * b : b            (when momentum != 0)
  *   theta = theta - lr * g
- * CPU code: src/sgd_cpu.c; CUDA code: kernels/sgd_cuda.cu. */
+ * An optimiser (optimizer.h) named "sgd" whose state is one "momentum"
+ * buffer per parameter, and the SGD-specific calls beside it. Common code:
+ * src/optim/sgd.c; backends: src/optim/sgd_cpu.c, kernels/sgd_cuda.cu. */
 #ifndef FUSENET_SGD_H
 #define FUSENET_SGD_H
 
-#include "fusenet/param.h"
+#include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,26 +34,31 @@ fn_status fn_sgd_config_check(const fn_sgd_config *cfg);
 fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                         fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
 
-typedef struct fn_sgd fn_sgd; /* opaque: the parameters, buffers and step count */
+typedef struct fn_sgd fn_sgd; /* opaque: an fn_optimizer with SGD's config and buffers */
 
 /* An optimiser over params (borrowed; they must outlive it). */
 fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, int n_params,
                         const fn_sgd_config *cfg);
-fn_status fn_sgd_step(fn_sgd *opt);
+/* The same optimiser through the common interface (fn_optimizer_destroy
+ * then destroys it); NULL for NULL. */
+fn_optimizer *fn_sgd_optimizer(fn_sgd *opt);
+fn_status fn_sgd_step(fn_sgd *opt); /* fn_optimizer_step */
 void fn_sgd_destroy(fn_sgd *opt);
 
 /* Plain SGD: momentum 0 and weight decay 0 (dampening and nesterov then
  * change nothing), so a step is theta <- theta - lr * grad and keeps no
- * state. Such a step may be taken outside fn_sgd_step, fused into the
- * backward pass (fn_net_backward_sgd); fn_sgd_count_step then counts it,
- * as fn_sgd_step counts its own, so the step count (checkpoints) stays
- * right. FN_ERR_INVALID when the optimiser is not plain: its buffers would
- * miss the step. */
+ * state. On the GPU the optimiser's backward_step (optimizer.h) then fuses
+ * the step into the backward pass (fn_sgd_fused_backward). A caller that
+ * takes such a step itself counts it with fn_sgd_count_step, as
+ * fn_sgd_step counts its own, so the step count (checkpoints) stays right.
+ * FN_ERR_INVALID when the optimiser is not plain: its buffers would miss
+ * the step. */
 int fn_sgd_is_plain(const fn_sgd *opt);
 fn_status fn_sgd_count_step(fn_sgd *opt);
 
-/* State, for checkpoints: steps taken and one momentum buffer per parameter
- * (NULL when momentum is 0). Setting the step count to 0 restarts buffers. */
+/* State, also published through the optimiser interface: steps taken and
+ * one momentum buffer per parameter (NULL when momentum is 0). Setting the
+ * step count to 0 restarts buffers. */
 long long fn_sgd_steps(const fn_sgd *opt);
 void fn_sgd_set_steps(fn_sgd *opt, long long steps);
 fn_tensor *fn_sgd_momentum_buffer(fn_sgd *opt, int i);

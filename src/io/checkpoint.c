@@ -1,7 +1,15 @@
-/* checkpoint.c — checkpoint.h5: the weights layout plus the optimiser's
- * momentum buffers (group "momentum", one float32 dataset per parameter,
- * named "layerI.name") and the run's position as root attributes. */
+/* checkpoint.c — checkpoint.h5: the weights layout, the optimiser's
+ * published state (a group per kind, one float32 dataset per parameter,
+ * named "layerI.name") and the run's state as root attributes.
+ *
+ * A load reads the whole file into host memory (read_file: what the
+ * probe's child runs, h5_probe.h; the weights through the weights format's
+ * own host read, weights_impl.h) and only then, in the caller's process,
+ * copies the weights and the optimiser's state to their tensors, so a
+ * child never touches the device and a failed load leaves the net and the
+ * optimiser as they were. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,54 +18,73 @@
 #include "io/h5util.h"
 #include "io/weights_impl.h"
 
-/* Calls visit(group, where, "layerI.name", param, buffer) for every
- * parameter that has a momentum buffer, in the net's parameter order. */
-typedef fn_status (*param_visit)(hid_t group, const char *where, const char *name, fn_param *p,
-                                 fn_tensor *buffer);
+enum { WHERE_CAP = 512, LABEL_CAP = 96 };
 
-static fn_status each_buffer(const fn_net *net, fn_sgd *opt, hid_t group, const char *where,
-                             param_visit visit)
+/* The dataset name of net's parameter `index`: "layerI.name". */
+static void param_label(const fn_net *net, int index, char *buf, size_t n)
 {
-    int index = 0;
     for (int l = 0; l < fn_net_n_layers(net); l++) {
-        fn_layer *layer = fn_net_layer(net, l);
-        for (int p = 0; p < layer->n_params; p++, index++) {
-            fn_tensor *buffer = fn_sgd_momentum_buffer(opt, index);
-            if (!buffer)
-                continue;
-            char name[96];
-            snprintf(name, sizeof name, "layer%d.%s", l, layer->params[p].name);
-            FN_TRY(visit(group, where, name, &layer->params[p], buffer));
+        const fn_layer *layer = fn_net_layer(net, l);
+        if (index < layer->n_params) {
+            snprintf(buf, n, "layer%d.%s", l, layer->params[index].name);
+            return;
         }
+        index -= layer->n_params;
     }
+    snprintf(buf, n, "(none)");
+}
+
+/* The state is stored by parameter position: opt must hold net's list. */
+static fn_status check_pair(const fn_net *net, const fn_optimizer *opt, const char *path)
+{
+    if (!net || !opt)
+        return fn_fail(FN_ERR_INVALID, "%s: the net or the optimiser is NULL", path);
+    int same = opt->n_params == fn_net_n_params(net);
+    for (int i = 0; same && i < opt->n_params; i++)
+        same = opt->params[i] == fn_net_param(net, i);
+    if (!same)
+        return fn_fail(FN_ERR_INVALID, "%s: the optimiser's parameters are not the net's", path);
     return FN_OK;
 }
 
-static fn_status write_buffer(hid_t group, const char *where, const char *name, fn_param *p,
-                              fn_tensor *buffer)
+static void tensor_dims(const fn_tensor *t, long long dims[2])
 {
-    (void)p;
+    dims[0] = t->rows;
+    dims[1] = t->cols;
+}
+
+/* --- writing --------------------------------------------------------------- */
+
+static fn_status write_tensor(hid_t group, const char *where, const char *name,
+                              const fn_tensor *t)
+{
     float *host = NULL;
-    FN_TRY(fn_weights_to_host(buffer, &host));
-    long long dims[2] = {buffer->rows, buffer->cols};
+    FN_TRY(fn_weights_to_host(t, &host));
+    long long dims[2];
+    tensor_dims(t, dims);
     fn_status st = fn_h5_put_floats(group, where, name, host, 2, dims);
     free(host);
     return st;
 }
 
-static fn_status read_buffer(hid_t group, const char *where, const char *name, fn_param *p,
-                             fn_tensor *buffer)
+static fn_status write_kind(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
+                            int kind)
 {
-    (void)p;
-    size_t n = fn_tensor_count(buffer);
-    float *host = malloc(n * sizeof(float));
-    if (!host)
-        return fn_fail(FN_ERR_NOMEM, "out of host memory");
-    long long dims[2] = {buffer->rows, buffer->cols};
-    fn_status st = fn_h5_get_floats(group, where, name, host, 2, dims);
-    if (st == FN_OK && !fn_h5_probe_child()) /* the probe's child leaves the device alone */
-        st = fn_tensor_upload(buffer, host, n);
-    free(host);
+    const char *name = fn_optimizer_state_name(opt, kind);
+    hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create group '%s'", path, name);
+    char where[WHERE_CAP], label[LABEL_CAP];
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < opt->n_params; i++) {
+        const fn_tensor *t = fn_optimizer_state(opt, kind, i);
+        if (!t)
+            continue;
+        param_label(net, i, label, sizeof label);
+        st = write_tensor(group, where, label, t);
+    }
+    H5Gclose(group);
     return st;
 }
 
@@ -76,6 +103,52 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
+static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
+                           const fn_train_state *state, const char *config_text)
+{
+    FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, net, config_text));
+    FN_TRY(write_state(file, path, state));
+    for (int k = 0; k < fn_optimizer_n_state(opt); k++)
+        FN_TRY(write_kind(file, path, net, opt, k));
+    return FN_OK;
+}
+
+fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
+                             const fn_train_state *state, const char *config_text)
+{
+    FN_TRY(check_pair(net, opt, path));
+    hid_t file = -1;
+    char *tmp = NULL;
+    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
+    fn_status st = write_all(file, path, net, opt, state, config_text);
+    if (st == FN_OK)
+        st = fn_h5_commit(file, tmp, path);
+    else
+        fn_h5_abandon(file, tmp);
+    free(tmp);
+    return st;
+}
+
+/* --- reading into host memory ----------------------------------------------- */
+
+/* What a checkpoint holds, in host memory. */
+typedef struct host_copy {
+    fn_weights_host weights;
+    fn_train_state state;
+    float **values; /* [n_state * n_params]: kind k's values of parameter i at
+                     * k * n_params + i; NULL where the optimiser keeps none */
+    int count;
+} host_copy;
+
+static void host_copy_free(host_copy *c)
+{
+    fn_weights_host_free(&c->weights);
+    for (int i = 0; i < c->count; i++)
+        free(c->values[i]);
+    free(c->values);
+    *c = (host_copy){0};
+}
+
 static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
 {
     long long seed = 0, batch = 0;
@@ -90,92 +163,120 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
     FN_TRY(fn_h5_get_int(file, path, "correct", &s->correct));
     FN_TRY(fn_h5_get_int(file, path, "seen", &s->seen));
     FN_TRY(fn_h5_get_double(file, path, "seconds", &s->seconds));
-    if (s->epoch < 0 || s->step < 0 || s->global_step < 0 || batch < 1 || s->rows < 0 ||
-        s->slab_rows < 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step, batch size, rows or slab rows",
-                       path);
     s->seed = (uint64_t)seed;
-    s->batch_size = (int)batch;
+    s->batch_size = batch >= 1 && batch <= INT_MAX ? (int)batch : 0;
+    return fn_train_state_check(s, path);
+}
+
+static fn_status read_tensor(hid_t group, const char *where, const char *name,
+                             const fn_tensor *like, float **values)
+{
+    *values = malloc(fn_tensor_count(like) * sizeof(float));
+    if (!*values)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    long long dims[2];
+    tensor_dims(like, dims);
+    return fn_h5_get_floats(group, where, name, *values, 2, dims);
+}
+
+/* Kind `kind`'s group: a dataset for every parameter opt keeps it for. */
+static fn_status read_kind(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
+                           int kind, float **values)
+{
+    const char *name = fn_optimizer_state_name(opt, kind);
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: group '%s' is missing", path, name);
+    hid_t group = H5Gopen2(file, name, H5P_DEFAULT);
+    if (group < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a group", path, name);
+    char where[WHERE_CAP], label[LABEL_CAP];
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < opt->n_params; i++) {
+        const fn_tensor *t = fn_optimizer_state(opt, kind, i);
+        if (!t)
+            continue;
+        param_label(net, i, label, sizeof label);
+        st = read_tensor(group, where, label, t, &values[i]);
+    }
+    H5Gclose(group);
+    return st;
+}
+
+static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_optimizer *opt,
+                          host_copy *c)
+{
+    FN_TRY(fn_weights_read_host(file, path, FN_CHECKPOINT_FORMAT, net, &c->weights));
+    FN_TRY(read_state(file, path, &c->state));
+    const int n = opt->n_params;
+    for (int k = 0; k < fn_optimizer_n_state(opt); k++)
+        FN_TRY(read_kind(file, path, net, opt, k, c->values + (size_t)k * n));
     return FN_OK;
 }
 
-static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_sgd *opt,
-                           const fn_train_state *state, const char *config_text)
+/* The file's content into *c (host_copy_free it, also on failure). */
+static fn_status read_file(const char *path, fn_net *net, fn_optimizer *opt, host_copy *c)
 {
-    FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, net, config_text));
-    FN_TRY(write_state(file, path, state));
-    hid_t group = H5Gcreate2(file, "momentum", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (group < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot create group 'momentum'", path);
-    char where[512];
-    snprintf(where, sizeof where, "%s: group 'momentum'", path);
-    fn_status st = each_buffer(net, opt, group, where, write_buffer);
-    H5Gclose(group);
-    return st;
-}
-
-fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_sgd *opt,
-                             const fn_train_state *state, const char *config_text)
-{
-    hid_t file = -1;
-    char *tmp = NULL;
-    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = write_all(file, path, net, opt, state, config_text);
-    if (st == FN_OK)
-        st = fn_h5_commit(file, tmp, path);
-    else
-        fn_h5_abandon(file, tmp);
-    free(tmp);
-    return st;
-}
-
-static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_sgd *opt,
-                          fn_train_state *state)
-{
-    FN_TRY(fn_weights_read(file, path, FN_CHECKPOINT_FORMAT, net));
-    FN_TRY(read_state(file, path, state));
-    if (H5Lexists(file, "momentum", H5P_DEFAULT) <= 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: group 'momentum' is missing", path);
-    hid_t group = H5Gopen2(file, "momentum", H5P_DEFAULT);
-    if (group < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: 'momentum' is not a group", path);
-    char where[512];
-    snprintf(where, sizeof where, "%s: group 'momentum'", path);
-    fn_status st = each_buffer(net, opt, group, where, read_buffer);
-    H5Gclose(group);
-    if (st == FN_OK)
-        fn_sgd_set_steps(opt, state->global_step);
-    return st;
-}
-
-static fn_status load_file(const char *path, fn_net *net, fn_sgd *opt, fn_train_state *state)
-{
+    const int count = fn_optimizer_n_state(opt) * opt->n_params;
+    *c = (host_copy){.values = calloc((size_t)count + 1, sizeof *c->values)};
+    if (!c->values)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    c->count = count;
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
-    fn_status st = read_all(file, path, net, opt, state);
+    fn_status st = read_all(file, path, net, opt, c);
     H5Fclose(file);
     return st;
+}
+
+/* --- loading ----------------------------------------------------------------- */
+
+static fn_status upload(fn_net *net, fn_optimizer *opt, const host_copy *c)
+{
+    FN_TRY(fn_weights_upload(net, &c->weights));
+    const int n = opt->n_params;
+    for (int k = 0; k < fn_optimizer_n_state(opt); k++)
+        for (int i = 0; i < n; i++) {
+            fn_tensor *t = fn_optimizer_state(opt, k, i);
+            const float *values = c->values[(size_t)k * n + i];
+            if (t && values)
+                FN_TRY(fn_tensor_upload(t, values, fn_tensor_count(t)));
+        }
+    return FN_OK;
 }
 
 typedef struct load_job {
     const char *path;
     fn_net *net;
-    fn_sgd *opt;
+    fn_optimizer *opt;
 } load_job;
 
-static fn_status probe_load(fn_h5_child *probe, void *arg)
+static fn_status probe_read(fn_h5_child *probe, void *arg)
 {
     (void)probe;
     const load_job *job = arg;
-    fn_train_state state;
-    return load_file(job->path, job->net, job->opt, &state);
+    host_copy c;
+    fn_status st = read_file(job->path, job->net, job->opt, &c);
+    host_copy_free(&c);
+    return st;
 }
 
 /* Read in a child first (HDF5 may crash or hang on a corrupt file,
  * h5util.h), then again here: a checkpoint is small. */
-fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_sgd *opt, fn_train_state *state)
+fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
+                             fn_train_state *state)
 {
+    FN_TRY(check_pair(net, opt, path));
     load_job job = {path, net, opt};
-    FN_TRY(fn_h5_probe(path, probe_load, &job, FN_H5_PROBE_SECONDS, NULL));
-    return load_file(path, net, opt, state);
+    FN_TRY(fn_h5_probe(path, probe_read, &job, FN_H5_PROBE_SECONDS, NULL));
+    host_copy c;
+    fn_status st = read_file(path, net, opt, &c);
+    if (st == FN_OK)
+        st = upload(net, opt, &c);
+    if (st == FN_OK) {
+        *state = c.state;
+        fn_optimizer_set_steps(opt, c.state.global_step);
+    }
+    host_copy_free(&c);
+    return st;
 }

@@ -430,10 +430,8 @@ static fn_status probe_open(fn_h5_child *probe, void *arg)
  * the pass over every slab, so a large set is not read twice. When it
  * failed cleanly, the real open runs in full and fails the same way here,
  * in the caller's process, where a fuzzer sees the path it took. */
-fn_status fn_data_open(fn_data **data, fn_context *ctx, const char *path,
-                       const fn_data_options *opt)
+fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt)
 {
-    (void)ctx; /* data.h: the set stays on the host */
     *data = NULL;
     open_job job = {path, opt};
     int checked = 0;

@@ -1,6 +1,8 @@
 /* sgd.c — SGD as torch.optim.SGD: option checks with torch's rules, the
- * checked one-tensor update (dispatched to src/sgd_cpu.c or
- * kernels/sgd_cuda.cu) and the optimiser that owns the momentum buffers. */
+ * checked one-tensor update, and the optimiser (optimizer.h) that owns the
+ * momentum buffers. The backend (optim/sgd_cpu.c, kernels/sgd_cuda.cu) is
+ * picked by the context's device; the optimiser picks it once, with the
+ * ops table: the fused one only where the backend fuses the plain step. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -8,13 +10,13 @@
 #include "fusenet/sgd.h"
 
 struct fn_sgd {
-    fn_context *ctx;    /* borrowed */
-    fn_param **params;  /* [n_params]; the array is ours, the parameters borrowed */
-    fn_tensor *buffers; /* [n_params] momentum buffers; NULL when momentum is 0 */
-    int n_params;
+    fn_optimizer base;             /* first: the parameters and the step count */
+    const fn_sgd_backend *backend; /* of the context's device */
+    fn_tensor *buffers;            /* [n_params] momentum buffers; NULL when momentum is 0 */
     fn_sgd_config cfg;
-    long long steps;
 };
+
+static const char *const sgd_state_names[] = {"momentum"};
 
 fn_sgd_config fn_sgd_config_default(float lr)
 {
@@ -45,6 +47,11 @@ fn_status fn_sgd_config_check(const fn_sgd_config *cfg)
     return FN_OK;
 }
 
+static const fn_sgd_backend *backend_for(fn_device device)
+{
+    return device == FN_CUDA ? &fn_sgd_cuda_backend : &fn_sgd_cpu_backend;
+}
+
 /* t must hold data on `device` with value's shape. */
 static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
                             fn_device device)
@@ -72,62 +79,123 @@ static fn_status check_update(fn_context *ctx, const fn_tensor *value, const fn_
     return FN_OK;
 }
 
-fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                        fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)
+/* The update through a backend of ctx's device, after the checks. */
+static fn_status checked_update(const fn_sgd_backend *backend, fn_context *ctx, fn_tensor *value,
+                                const fn_tensor *grad, fn_tensor *momentum_buf,
+                                const fn_sgd_config *cfg, int first_step)
 {
     fn_status st = check_update(ctx, value, grad, momentum_buf, cfg);
     if (st != FN_OK) {
         fn_error_prefix("fn_sgd_update: ");
         return st;
     }
-    if (value->device == FN_CUDA)
-        return fn_cuda_sgd_update(ctx, value, grad, momentum_buf, cfg, first_step);
-    return fn_cpu_sgd_update(value, grad, momentum_buf, cfg, first_step);
+    return backend->update(ctx, value, grad, momentum_buf, cfg, first_step);
 }
 
-static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_params)
+fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                        fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)
 {
-    if (!ctx)
-        return fn_fail(FN_ERR_INVALID, "fn_sgd_create: ctx is NULL");
-    if (!params || n_params < 1)
-        return fn_fail(FN_ERR_INVALID, "fn_sgd_create: no parameters to optimise");
-    const fn_device dev = fn_context_device(ctx);
-    for (int i = 0; i < n_params; i++) {
-        const fn_param *p = params[i];
-        if (!p)
-            return fn_fail(FN_ERR_INVALID, "fn_sgd_create: parameter %d is NULL", i);
-        const char *name = p->name ? p->name : "(unnamed)";
-        fn_status st = check_like(&p->value, "value", &p->value, dev);
-        if (st == FN_OK)
-            st = check_like(&p->grad, "grad", &p->value, dev);
+    const fn_sgd_backend *backend = backend_for(ctx ? fn_context_device(ctx) : FN_CPU);
+    return checked_update(backend, ctx, value, grad, momentum_buf, cfg, first_step);
+}
+
+/* --- the optimiser ------------------------------------------------------------ */
+
+static fn_status sgd_step(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    const int first = base->steps == 0;
+    for (int i = 0; i < base->n_params; i++) {
+        fn_param *p = base->params[i];
+        fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
+        fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
+                                      &opt->cfg, first);
         if (st != FN_OK) {
-            fn_error_prefix("fn_sgd_create: parameter %d (%s): ", i, name);
+            fn_error_prefix("sgd step %lld, parameter %d (%s): ", base->steps + 1, i,
+                            p->name ? p->name : "(unnamed)");
             return st;
         }
     }
     return FN_OK;
 }
 
+/* The fused step updates net's parameters: they must be this optimiser's. */
+static fn_status check_net(const fn_optimizer *base, const fn_net *net)
+{
+    int same = fn_net_n_params(net) == base->n_params;
+    for (int i = 0; same && i < base->n_params; i++)
+        same = fn_net_param(net, i) == base->params[i];
+    if (!same)
+        return fn_fail(FN_ERR_INVALID, "sgd: the net's parameters are not the optimiser's");
+    return FN_OK;
+}
+
+static fn_status sgd_backward_step(fn_optimizer *base, fn_net *net, const fn_tensor *dy)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_net(base, net));
+    return opt->backend->backward_plain(net, dy, opt->cfg.lr);
+}
+
+/* An invalid lr is kept and reported by the next step. */
+static void sgd_set_lr(fn_optimizer *base, float lr) { ((fn_sgd *)base)->cfg.lr = lr; }
+
+static fn_tensor *sgd_state(fn_optimizer *base, int kind, int param)
+{
+    (void)kind;
+    return fn_sgd_momentum_buffer((fn_sgd *)base, param);
+}
+
+static void sgd_destroy(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    if (opt->buffers)
+        for (int i = 0; i < base->n_params; i++)
+            fn_tensor_free(&opt->buffers[i]);
+    free(opt->buffers);
+    fn_optimizer_release(base);
+    free(opt);
+}
+
+static const fn_optimizer_ops sgd_ops = {
+    .name = "sgd",
+    .step = sgd_step,
+    .set_lr = sgd_set_lr,
+    .n_state = 1,
+    .state_names = sgd_state_names,
+    .state = sgd_state,
+    .destroy = sgd_destroy,
+};
+
+/* Plain SGD where the backend fuses the step into the backward pass. */
+static const fn_optimizer_ops sgd_fused_ops = {
+    .name = "sgd",
+    .step = sgd_step,
+    .backward_step = sgd_backward_step,
+    .set_lr = sgd_set_lr,
+    .n_state = 1,
+    .state_names = sgd_state_names,
+    .state = sgd_state,
+    .destroy = sgd_destroy,
+};
+
 static fn_status alloc_buffers(fn_sgd *opt)
 {
-    opt->buffers = calloc((size_t)opt->n_params, sizeof *opt->buffers);
+    const int n = opt->base.n_params;
+    opt->buffers = calloc((size_t)n, sizeof *opt->buffers);
     if (!opt->buffers)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for SGD's momentum buffers");
-    for (int i = 0; i < opt->n_params; i++) {
-        const fn_tensor *v = &opt->params[i]->value;
+    for (int i = 0; i < n; i++) {
+        const fn_tensor *v = &opt->base.params[i]->value;
         FN_TRY(fn_tensor_alloc(&opt->buffers[i], v->rows, v->cols, v->device));
     }
     return FN_OK;
 }
 
-static fn_status setup(fn_sgd *opt, fn_param *const *params)
+static const fn_optimizer_ops *ops_for(const fn_sgd_config *cfg, const fn_sgd_backend *backend)
 {
-    opt->params = malloc((size_t)opt->n_params * sizeof *opt->params);
-    if (!opt->params)
-        return fn_fail(FN_ERR_NOMEM, "out of host memory for SGD's parameter list");
-    for (int i = 0; i < opt->n_params; i++)
-        opt->params[i] = params[i];
-    return opt->cfg.momentum != 0.0f ? alloc_buffers(opt) : FN_OK;
+    const int plain = cfg->momentum == 0.0f && cfg->weight_decay == 0.0f;
+    return plain && backend->backward_plain ? &sgd_fused_ops : &sgd_ops;
 }
 
 fn_status fn_sgd_create(fn_sgd **out, fn_context *ctx, fn_param *const *params, int n_params,
@@ -137,37 +205,36 @@ fn_status fn_sgd_create(fn_sgd **out, fn_context *ctx, fn_param *const *params, 
         return fn_fail(FN_ERR_INVALID, "fn_sgd_create: out is NULL");
     *out = NULL;
     FN_TRY(fn_sgd_config_check(cfg));
-    FN_TRY(check_params(ctx, params, n_params));
     fn_sgd *opt = calloc(1, sizeof *opt);
     if (!opt)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for an SGD optimiser");
-    *opt = (fn_sgd){.ctx = ctx, .n_params = n_params, .cfg = *cfg};
-    fn_status st = setup(opt, params);
+    opt->cfg = *cfg;
+    opt->backend = backend_for(ctx ? fn_context_device(ctx) : FN_CPU);
+    fn_status st = fn_optimizer_init(&opt->base, ops_for(cfg, opt->backend), ctx, params,
+                                     n_params, "fn_sgd_create");
+    if (st == FN_OK && cfg->momentum != 0.0f)
+        st = alloc_buffers(opt);
     if (st != FN_OK) {
-        fn_sgd_destroy(opt);
+        sgd_destroy(&opt->base);
         return st;
     }
     *out = opt;
     return FN_OK;
 }
 
+fn_optimizer *fn_sgd_optimizer(fn_sgd *opt) { return opt ? &opt->base : NULL; }
+
 fn_status fn_sgd_step(fn_sgd *opt)
 {
     if (!opt)
         return fn_fail(FN_ERR_INVALID, "fn_sgd_step: optimiser is NULL");
-    const int first = opt->steps == 0;
-    for (int i = 0; i < opt->n_params; i++) {
-        fn_param *p = opt->params[i];
-        fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
-        fn_status st = fn_sgd_update(opt->ctx, &p->value, &p->grad, buf, &opt->cfg, first);
-        if (st != FN_OK) {
-            fn_error_prefix("sgd step %lld, parameter %d (%s): ", opt->steps + 1, i,
-                            p->name ? p->name : "(unnamed)");
-            return st;
-        }
-    }
-    opt->steps++;
-    return FN_OK;
+    return fn_optimizer_step(&opt->base);
+}
+
+void fn_sgd_destroy(fn_sgd *opt)
+{
+    if (opt)
+        sgd_destroy(&opt->base);
 }
 
 int fn_sgd_is_plain(const fn_sgd *opt)
@@ -184,38 +251,25 @@ fn_status fn_sgd_count_step(fn_sgd *opt)
                        "fn_sgd_count_step: momentum %g, weight_decay %g: only a plain SGD step "
                        "(both 0) can be taken outside fn_sgd_step",
                        (double)opt->cfg.momentum, (double)opt->cfg.weight_decay);
-    opt->steps++;
+    opt->base.steps++;
     return FN_OK;
 }
 
-void fn_sgd_destroy(fn_sgd *opt)
-{
-    if (!opt)
-        return;
-    if (opt->buffers)
-        for (int i = 0; i < opt->n_params; i++)
-            fn_tensor_free(&opt->buffers[i]);
-    free(opt->buffers);
-    free(opt->params);
-    free(opt);
-}
+long long fn_sgd_steps(const fn_sgd *opt) { return opt->base.steps; }
 
-long long fn_sgd_steps(const fn_sgd *opt) { return opt->steps; }
-
-void fn_sgd_set_steps(fn_sgd *opt, long long steps) { opt->steps = steps; }
+void fn_sgd_set_steps(fn_sgd *opt, long long steps) { opt->base.steps = steps; }
 
 fn_tensor *fn_sgd_momentum_buffer(fn_sgd *opt, int i)
 {
-    if (!opt || !opt->buffers || i < 0 || i >= opt->n_params)
+    if (!opt || !opt->buffers || i < 0 || i >= opt->base.n_params)
         return NULL;
     return &opt->buffers[i];
 }
 
 const fn_sgd_config *fn_sgd_get_config(const fn_sgd *opt) { return &opt->cfg; }
 
-/* An invalid lr is kept and reported by the next fn_sgd_step. */
 void fn_sgd_set_lr(fn_sgd *opt, float lr)
 {
     if (opt)
-        opt->cfg.lr = lr;
+        sgd_set_lr(&opt->base, lr);
 }

@@ -328,7 +328,7 @@ static inline int fuzz_data_run(fn_context *ctx, const char *path)
         fn_data_options opt = fuzz_data_options(which);
         fn_data *d = NULL;
         fn_clear_error();
-        fn_status st = fn_data_open(&d, ctx, path, &opt);
+        fn_status st = fn_data_open(&d, path, &opt);
         bad += !fuzz_clean(st, "fn_data_open", path, NULL);
         bad += st != FN_OK && !fuzz_probe_clean("fn_data_open", path);
         if (st == FN_OK)
@@ -398,7 +398,7 @@ static inline int fuzz_weights_run(fuzz_model *m, const char *path)
     bad += st != FN_OK && !fuzz_probe_clean("fn_weights_load", path);
     bad += !fuzz_h5_closed("fn_weights_load");
     fn_clear_error();
-    st = fn_checkpoint_load(path, m->net, m->opt, &state);
+    st = fn_checkpoint_load(path, m->net, fn_sgd_optimizer(m->opt), &state);
     bad += !fuzz_clean(st, "fn_checkpoint_load", path, NULL);
     bad += st != FN_OK && !fuzz_probe_clean("fn_checkpoint_load", path);
     bad += !fuzz_h5_closed("fn_checkpoint_load");

@@ -1,0 +1,85 @@
+/* optimizer.h — the optimiser interface: a struct whose behaviour is a
+ * static const table of function pointers, as a layer's is (layer.h). SGD
+ * (sgd.h) is the first; the trainer and checkpoints see only this.
+ *
+ * An optimiser updates a fixed list of parameters from their gradients and
+ * counts its steps. It publishes its per-parameter state as named kinds
+ * ("momentum"), each a tensor shaped like the parameter's value or none:
+ * checkpoint.h stores every kind as a group of one dataset per parameter
+ * that has one. A configuration that can take the update inside the
+ * backward pass (plain SGD on the GPU) fills the optional backward_step;
+ * callers check it for NULL and otherwise run fn_net_zero_grad,
+ * fn_net_backward and fn_optimizer_step.
+ *
+ * A concrete optimiser embeds fn_optimizer as its first member, sets it up
+ * with fn_optimizer_init and frees it with fn_optimizer_release in its
+ * destroy. Adding one: its own header and files, and a line in the trainer's
+ * registry (src/train/optimizers.c). */
+#ifndef FUSENET_OPTIMIZER_H
+#define FUSENET_OPTIMIZER_H
+
+#include "fusenet/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_optimizer fn_optimizer;
+
+typedef struct fn_optimizer_ops {
+    const char *name; /* "sgd" */
+    /* Updates every parameter from its gradient; opt->steps counts the steps
+     * before this one (0: the first, whose state starts afresh). */
+    fn_status (*step)(fn_optimizer *opt);
+    /* Optional: the backward of net's last forward from dy [batch, out],
+     * with this step folded in; the same step as fn_net_zero_grad,
+     * fn_net_backward and step (net.h says where rounding differs). net's
+     * parameters must be the optimiser's. */
+    fn_status (*backward_step)(fn_optimizer *opt, fn_net *net, const fn_tensor *dy);
+    /* Changes the learning rate (schedules); an invalid one fails the next step. */
+    void (*set_lr)(fn_optimizer *opt, float lr);
+    int n_state;                    /* kinds of per-parameter state */
+    const char *const *state_names; /* [n_state]: "momentum" */
+    /* Parameter `param`'s state of kind `kind`, shaped like its value, or
+     * NULL when this configuration keeps none. */
+    fn_tensor *(*state)(fn_optimizer *opt, int kind, int param);
+    void (*destroy)(fn_optimizer *opt);
+} fn_optimizer_ops;
+
+struct fn_optimizer {
+    const fn_optimizer_ops *ops;
+    fn_context *ctx;   /* borrowed */
+    fn_param **params; /* [n_params]; the array is the optimiser's, the parameters borrowed */
+    int n_params;
+    long long steps;   /* steps taken */
+};
+
+/* Checked entry points. A step that fails is not counted. */
+fn_status fn_optimizer_step(fn_optimizer *opt);
+/* FN_ERR_INVALID when the optimiser has no backward_step. */
+fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy);
+void fn_optimizer_set_lr(fn_optimizer *opt, float lr);
+void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
+const char *fn_optimizer_name(const fn_optimizer *opt);
+
+/* The step count, for checkpoints. Setting it to 0 restarts the state. */
+long long fn_optimizer_steps(const fn_optimizer *opt);
+void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
+
+/* The published state (see fn_optimizer_ops); NULL out of range. */
+int fn_optimizer_n_state(const fn_optimizer *opt);
+const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
+fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
+
+/* For implementations: checks that every parameter's value and gradient
+ * live on ctx's device with one shape (messages start with `who`), then
+ * sets opt up with ops and a copy of the list. */
+fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_context *ctx,
+                            fn_param *const *params, int n_params, const char *who);
+/* Frees what fn_optimizer_init allocated (not opt itself). */
+void fn_optimizer_release(fn_optimizer *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* train_state.h — where a training run stands: its position in the data
+ * (epoch and step within it; with the seed, the batch size, the set's rows
+ * and its slab size these fix the shuffle, see data.h), the steps taken and
+ * the running sums of the unfinished epoch. The trainer keeps it and
+ * checkpoints store it. */
+#ifndef FUSENET_TRAIN_STATE_H
+#define FUSENET_TRAIN_STATE_H
+
+#include <stdint.h>
+
+#include "fusenet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_train_state {
+    long long epoch;       /* the epoch to continue (0-based) */
+    long long step;        /* batches of that epoch already taken */
+    long long global_step; /* optimiser steps since the start */
+    uint64_t seed;         /* [train] seed: with epoch and step, the data order */
+    int batch_size;
+    long long rows;        /* the training set's rows and its slab size (data.h): */
+    long long slab_rows;   /* with seed and batch_size, they fix the data order */
+    double loss_sum;       /* the epoch so far: sum of batch loss * rows */
+    long long correct;     /* the epoch so far: correctly classified rows */
+    long long seen;        /* the epoch so far: rows */
+    double seconds;        /* training time so far */
+} fn_train_state;
+
+/* The start of a run: epoch 0, nothing taken. */
+fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
+                                    long long slab_rows);
+/* A step over a batch of `rows` rows with mean loss `loss`, `correct` of
+ * them classified right. */
+void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct);
+/* The epoch is over: the next one starts with empty sums. */
+void fn_train_state_next_epoch(fn_train_state *s);
+/* FN_ERR_FORMAT, naming `where`, unless every count is in range (a state
+ * read from a file). */
+fn_status fn_train_state_check(const fn_train_state *s, const char *where);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

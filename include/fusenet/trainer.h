@@ -1,0 +1,129 @@
+/* trainer.h — a training run of a config, as `train` makes it: the device
+ * (auto: a GPU when there is one), the training and validation sets, the
+ * network ([model], from [model] init when given), the optimiser, the
+ * epochs of steps over batches the loader prepares ahead, validation after
+ * each epoch, metrics.csv, checkpoint.h5 (every [train] checkpoint_every
+ * epochs and when stopped), resuming from it, and weights.h5 at the end,
+ * all in [output] dir.
+ *
+ * The trainer never prints: it reports through callbacks, and it asks
+ * should_stop after every step and at an epoch's end, so the caller decides
+ * (a signal handler's flag) when a run stops. A step whose loss is not
+ * finite stops the run with FN_ERR_NUMERIC and a message naming the first
+ * non-finite value; the checkpoint written last stays as it was. */
+#ifndef FUSENET_TRAINER_H
+#define FUSENET_TRAINER_H
+
+#include "fusenet/config.h"
+#include "fusenet/loader.h"
+#include "fusenet/net.h"
+#include "fusenet/optimizer.h"
+#include "fusenet/train_state.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The device the run chose. */
+typedef struct fn_train_device {
+    fn_device device;
+    int gpu;        /* cuda:N; -1 on the CPU */
+    int automatic;  /* [run] device = auto */
+    int gpus_found; /* automatic: the usable GPUs seen */
+} fn_train_device;
+
+/* What the run is about to do. */
+typedef struct fn_train_plan {
+    long long rows;    /* of the training set */
+    long long batches; /* per epoch */
+    int batch_size, epochs, layers;
+} fn_train_plan;
+
+/* After a step. */
+typedef struct fn_train_progress {
+    long long epoch;      /* 0-based */
+    int epochs;
+    long long step;       /* batches of this epoch taken */
+    long long steps;      /* batches per epoch */
+    double loss;          /* of this step's batch */
+    double samples_per_s; /* since this epoch, or its resumed part, began */
+    long long rows_left;  /* rows still to train before the last epoch ends */
+} fn_train_progress;
+
+typedef struct fn_train_metrics {
+    double loss; /* mean over the rows; NaN when no row was seen */
+    double acc;  /* fraction classified right; NaN when not classifying */
+} fn_train_metrics;
+
+/* An epoch's end, after validation. */
+typedef struct fn_train_epoch {
+    long long epoch;        /* 0-based */
+    int epochs;
+    fn_train_metrics train; /* over this epoch's steps (and, resumed, those before) */
+    fn_train_metrics valid; /* NaN without a validation set */
+    double seconds;         /* training time so far, this epoch's validation not counted */
+} fn_train_epoch;
+
+/* The run's end. */
+typedef struct fn_train_summary {
+    fn_loader_stats loader;
+    int epochs;
+    long long steps;
+    double seconds;
+    const char *weights_path;
+} fn_train_summary;
+
+/* Every callback is optional; `user` is the options' user pointer. */
+typedef struct fn_trainer_callbacks {
+    void (*on_device)(void *user, const fn_train_device *device); /* before it is opened */
+    void (*on_resume)(void *user, const char *checkpoint, const fn_train_state *state);
+    void (*on_start)(void *user, const fn_train_plan *plan);
+    void (*on_step)(void *user, const fn_train_progress *progress);
+    void (*on_epoch)(void *user, const fn_train_epoch *epoch);
+    void (*on_done)(void *user, const fn_train_summary *summary); /* weights.h5 written */
+    /* Nonzero: stop the run (before the next step, or instead of the next
+     * epoch's checkpoint). Asked again until it says so once; then the
+     * run stops. */
+    int (*should_stop)(void *user);
+} fn_trainer_callbacks;
+
+typedef struct fn_trainer_options {
+    int resume;                            /* continue from <dir>/checkpoint.h5 */
+    const fn_trainer_callbacks *callbacks; /* NULL: none; copied */
+    void *user;
+} fn_trainer_options;
+
+/* How fn_trainer_run ended. */
+typedef enum fn_train_outcome {
+    FN_TRAIN_UNFINISHED = 0, /* not run, or failed */
+    FN_TRAIN_DONE,           /* every epoch: weights.h5 written */
+    FN_TRAIN_STOPPED,        /* stopped after a step: the run's status says
+                              * whether checkpoint.h5 was written */
+    FN_TRAIN_STOPPED_AT_START /* stopped before the first step: nothing written */
+} fn_train_outcome;
+
+typedef struct fn_trainer fn_trainer; /* opaque */
+
+/* Sets the run up: the device (on_device), the sets, the network and
+ * optimiser, the output directory, the checkpoint when resuming
+ * (on_resume; it must match the config's seed, batch size and training
+ * set) and metrics.csv (kept up to the checkpoint's epoch when resuming).
+ * cfg is borrowed and must outlive the trainer. */
+fn_status fn_trainer_create(fn_trainer **trainer, const fn_config *cfg,
+                            const fn_trainer_options *options);
+/* Runs the epochs left (on_start, on_step, on_epoch, on_done); FN_OK when
+ * done or stopped (fn_trainer_outcome says which). Once only. */
+fn_status fn_trainer_run(fn_trainer *trainer);
+void fn_trainer_destroy(fn_trainer *trainer); /* NULL is fine */
+
+fn_train_outcome fn_trainer_outcome(const fn_trainer *trainer);
+const fn_train_state *fn_trainer_state(const fn_trainer *trainer);
+const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
+const char *fn_trainer_weights_path(const fn_trainer *trainer);
+fn_net *fn_trainer_net(const fn_trainer *trainer);
+fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,37 @@
+/* train_state.c — the arithmetic of a run's position and running sums, in
+ * one place for the trainer that advances them and the checkpoint that
+ * reads them back. */
+#include "fusenet/train_state.h"
+
+fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
+                                    long long slab_rows)
+{
+    return (fn_train_state){.seed = seed, .batch_size = batch_size, .rows = rows,
+                            .slab_rows = slab_rows};
+}
+
+void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct)
+{
+    s->loss_sum += loss * rows;
+    s->correct += correct;
+    s->seen += rows;
+    s->step++;
+    s->global_step++;
+}
+
+void fn_train_state_next_epoch(fn_train_state *s)
+{
+    s->epoch++;
+    s->step = 0;
+    s->loss_sum = 0;
+    s->correct = s->seen = 0;
+}
+
+fn_status fn_train_state_check(const fn_train_state *s, const char *where)
+{
+    if (s->epoch < 0 || s->step < 0 || s->global_step < 0 || s->batch_size < 1 || s->rows < 0 ||
+        s->slab_rows < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step, batch size, rows or slab rows",
+                       where);
+    return FN_OK;
+}

@@ -1,0 +1,136 @@
+/* optimizer.c — the checked entry points of the optimiser interface and the
+ * set-up every optimiser shares: its parameter list is validated here once,
+ * so each ops table may trust it; the step count is kept here, so a step
+ * that fails is never counted. */
+#include <stdlib.h>
+
+#include "fusenet/optimizer.h"
+
+static const char *name_of(const fn_optimizer *opt)
+{
+    return opt && opt->ops && opt->ops->name ? opt->ops->name : "optimiser";
+}
+
+static fn_status check_optimizer(const fn_optimizer *opt, const char *caller)
+{
+    if (!opt)
+        return fn_fail(FN_ERR_INVALID, "%s: optimiser is NULL", caller);
+    if (!opt->ops || !opt->ops->step)
+        return fn_fail(FN_ERR_INVALID, "%s: optimiser has no ops table", caller);
+    return FN_OK;
+}
+
+fn_status fn_optimizer_step(fn_optimizer *opt)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_step"));
+    FN_TRY(opt->ops->step(opt));
+    opt->steps++;
+    return FN_OK;
+}
+
+fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_backward_step"));
+    if (!opt->ops->backward_step)
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_optimizer_backward_step: %s, as configured, has no fused backward step",
+                       name_of(opt));
+    FN_TRY(opt->ops->backward_step(opt, net, dy));
+    opt->steps++;
+    return FN_OK;
+}
+
+void fn_optimizer_set_lr(fn_optimizer *opt, float lr)
+{
+    if (opt && opt->ops && opt->ops->set_lr)
+        opt->ops->set_lr(opt, lr);
+}
+
+void fn_optimizer_destroy(fn_optimizer *opt)
+{
+    if (opt && opt->ops && opt->ops->destroy)
+        opt->ops->destroy(opt);
+}
+
+const char *fn_optimizer_name(const fn_optimizer *opt) { return name_of(opt); }
+
+long long fn_optimizer_steps(const fn_optimizer *opt) { return opt ? opt->steps : 0; }
+
+void fn_optimizer_set_steps(fn_optimizer *opt, long long steps)
+{
+    if (opt)
+        opt->steps = steps;
+}
+
+int fn_optimizer_n_state(const fn_optimizer *opt)
+{
+    return opt && opt->ops && opt->ops->state ? opt->ops->n_state : 0;
+}
+
+const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind)
+{
+    if (kind < 0 || kind >= fn_optimizer_n_state(opt))
+        return NULL;
+    return opt->ops->state_names[kind];
+}
+
+fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param)
+{
+    if (kind < 0 || kind >= fn_optimizer_n_state(opt) || param < 0 || param >= opt->n_params)
+        return NULL;
+    return opt->ops->state(opt, kind, param);
+}
+
+/* t must hold data on `device` with value's shape. */
+static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
+                            fn_device device)
+{
+    FN_TRY(fn_tensor_check(t, what, value->rows, value->cols));
+    if (t->device != device)
+        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the %s", what,
+                       fn_device_name(t->device), fn_device_name(device));
+    return FN_OK;
+}
+
+static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_params,
+                              const char *who)
+{
+    if (!ctx)
+        return fn_fail(FN_ERR_INVALID, "%s: ctx is NULL", who);
+    if (!params || n_params < 1)
+        return fn_fail(FN_ERR_INVALID, "%s: no parameters to optimise", who);
+    const fn_device dev = fn_context_device(ctx);
+    for (int i = 0; i < n_params; i++) {
+        const fn_param *p = params[i];
+        if (!p)
+            return fn_fail(FN_ERR_INVALID, "%s: parameter %d is NULL", who, i);
+        fn_status st = check_like(&p->value, "value", &p->value, dev);
+        if (st == FN_OK)
+            st = check_like(&p->grad, "grad", &p->value, dev);
+        if (st != FN_OK) {
+            fn_error_prefix("%s: parameter %d (%s): ", who, i, p->name ? p->name : "(unnamed)");
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
+fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_context *ctx,
+                            fn_param *const *params, int n_params, const char *who)
+{
+    FN_TRY(check_params(ctx, params, n_params, who));
+    *opt = (fn_optimizer){.ops = ops, .ctx = ctx, .n_params = n_params};
+    opt->params = malloc((size_t)n_params * sizeof *opt->params);
+    if (!opt->params)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for the parameter list", who);
+    for (int i = 0; i < n_params; i++)
+        opt->params[i] = params[i];
+    return FN_OK;
+}
+
+void fn_optimizer_release(fn_optimizer *opt)
+{
+    free(opt->params);
+    opt->params = NULL;
+    opt->n_params = 0;
+}

@@ -1,0 +1,43 @@
+/* trainer_impl.h (private) — the trainer's struct and what its files share:
+ * src/train/trainer.c sets a run up and ends it, trainer_loop.c runs its
+ * epochs, trainer_step.c takes a step and evaluates. */
+#ifndef FUSENET_TRAIN_TRAINER_IMPL_H
+#define FUSENET_TRAIN_TRAINER_IMPL_H
+
+#include "fusenet/data.h"
+#include "fusenet/trainer.h"
+#include "train/metrics_csv.h"
+
+struct fn_trainer {
+    const fn_config *cfg; /* borrowed */
+    fn_trainer_callbacks cb;
+    void *user;
+    fn_context *ctx;
+    fn_data *train, *valid;
+    fn_loader *loader;     /* the training set's batches, prepared ahead */
+    fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
+    fn_net *net;
+    fn_optimizer *opt;
+    fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
+    fn_train_state state;
+    int checkpoint_ours;   /* checkpoint_path holds this run's state (resumed or written) */
+    int stop;              /* should_stop said so */
+    int ran;               /* fn_trainer_run was called */
+    fn_train_outcome outcome;
+    fn_metrics_csv *csv;
+    char *checkpoint_path, *weights_path, *csv_path;
+    double epoch_started;  /* monotonic seconds */
+    long long seen_before; /* state.seen when this epoch (or its resumed part) began */
+};
+
+/* trainer_step.c */
+
+/* Forward, loss, and backward with the optimiser's update, for one batch;
+ * the state counts it. A non-finite loss: FN_ERR_NUMERIC, nothing updated. */
+fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* Mean loss (and accuracy) of the net over every batch of a set. */
+fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
+/* Writes checkpoint.h5; a non-finite parameter is named in the message. */
+fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+#endif

@@ -1,0 +1,405 @@
+/* test_trainer.c — the library's trainer (fusenet/trainer.h) driven in
+ * process on the CPU, on a small set written here (label = inside the
+ * circle x^2 + y^2 < 0.5 of [-1, 1]^2, which no linear model separates):
+ *  - a run calls its callbacks in order (device, start, every step with its
+ *    epoch and position, every epoch, done) with the right counts, its
+ *    loss falls and its validation accuracy beats the majority class, and
+ *    it writes weights.h5 and one metrics.csv line per epoch;
+ *  - a stop asked for mid-epoch ends the run at that step with a
+ *    checkpoint and no weights; resuming it reports where it continues,
+ *    takes the remaining steps only, and ends with weights bit-identical
+ *    to the uninterrupted run's and the same metrics;
+ *  - a stop asked for before the first step writes nothing. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "expect.h"
+#include "fusenet/config.h"
+#include "fusenet/trainer.h"
+#include "program.h"
+
+enum {
+    TRAIN_ROWS = 512,
+    VALID_ROWS = 128,
+    BATCH = 32,
+    STEPS = TRAIN_ROWS / BATCH, /* per epoch */
+    EPOCHS = 8,
+    STOP_AFTER = 2 * STEPS + 5, /* steps: mid third epoch */
+    PATH_CAP = 1024,
+    EVENTS_CAP = 1024
+};
+
+typedef struct fixture {
+    char dir[64];
+    char ini[PATH_CAP];
+} fixture;
+
+/* --- the data and the config ------------------------------------------------ */
+
+static void put(hid_t file, const char *name, hid_t type, int rank, hsize_t rows, hsize_t cols,
+                const void *data)
+{
+    hsize_t dims[2] = {rows, cols};
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t set = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(set >= 0);
+    assert_true(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(set);
+    H5Sclose(space);
+}
+
+static void write_set(const char *path, int rows, uint64_t seed)
+{
+    float *x = chk_alloc_float(2 * (size_t)rows);
+    int32_t *y = calloc((size_t)rows, sizeof *y);
+    assert_non_null(y);
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < rows; i++) {
+        double a = chk_uniform(&rng, -1, 1), b = chk_uniform(&rng, -1, 1);
+        x[2 * i] = (float)a;
+        x[2 * i + 1] = (float)b;
+        y[i] = a * a + b * b < 0.5;
+    }
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    put(file, "X", H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 2, x);
+    put(file, "y", H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
+    H5Fclose(file);
+    free(x);
+    free(y);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    program_temp_dir(f->dir, sizeof f->dir, "fn_trainer_");
+    char train[PATH_CAP], valid[PATH_CAP];
+    snprintf(train, sizeof train, "%s/train.h5", f->dir);
+    snprintf(valid, sizeof valid, "%s/valid.h5", f->dir);
+    write_set(train, TRAIN_ROWS, 2024);
+    write_set(valid, VALID_ROWS, 7);
+    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    fprintf(out,
+            "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+            "[model]\nlayers = block 16, block 16, linear 2\ngroups = 4\n"
+            "[train]\nbatch_size = %d\nepochs = %d\nlr = 0.05\nmomentum = 0.9\nseed = 3\n"
+            "[run]\ndevice = cpu\nlog_every = 0\n",
+            BATCH, EPOCHS);
+    fclose(out);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    program_remove_dir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* run.ini with its output in <dir>/<out>. */
+static fn_config *load_config(const fixture *f, const char *out)
+{
+    fn_config *cfg = NULL;
+    char set[PATH_CAP + 16];
+    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
+    EXPECT_OK(fn_config_load(&cfg, f->ini));
+    EXPECT_OK(fn_config_set(cfg, set));
+    EXPECT_OK(fn_config_finish(cfg));
+    return cfg;
+}
+
+static int exists(const fixture *f, const char *out, const char *name)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/%s", f->dir, out, name);
+    return access(path, F_OK) == 0;
+}
+
+static char *slurp(const fixture *f, const char *out, const char *name)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/%s", f->dir, out, name);
+    return program_slurp(path);
+}
+
+/* --- a recorder of the callbacks ------------------------------------------------ */
+
+typedef struct recorder {
+    char events[EVENTS_CAP]; /* D device, R resume, S start, s step, E epoch, F done */
+    int n_events;
+    long long steps_seen;
+    long long stop_after; /* should_stop once this many steps were seen; -1: never */
+    long long next_global; /* the global step the next on_step must report */
+    fn_train_state resumed;
+    fn_train_epoch epochs[EPOCHS];
+    int n_epochs;
+    fn_train_summary done;
+} recorder;
+
+static void event(recorder *r, char c)
+{
+    assert_true(r->n_events < EVENTS_CAP - 1);
+    r->events[r->n_events++] = c;
+}
+
+static void on_device(void *user, const fn_train_device *d)
+{
+    assert_int_equal(d->device, FN_CPU);
+    assert_false(d->automatic);
+    event(user, 'D');
+}
+
+static void on_resume(void *user, const char *checkpoint, const fn_train_state *s)
+{
+    recorder *r = user;
+    assert_non_null(strstr(checkpoint, "checkpoint.h5"));
+    r->resumed = *s;
+    r->next_global = s->global_step;
+    event(r, 'R');
+}
+
+static void on_start(void *user, const fn_train_plan *p)
+{
+    assert_int_equal(p->rows, TRAIN_ROWS);
+    assert_int_equal(p->batches, STEPS);
+    assert_int_equal(p->batch_size, BATCH);
+    assert_int_equal(p->epochs, EPOCHS);
+    assert_int_equal(p->layers, 3);
+    event(user, 'S');
+}
+
+/* Every step in order: epoch and step follow from the global step. */
+static void on_step(void *user, const fn_train_progress *p)
+{
+    recorder *r = user;
+    const long long g = r->next_global++;
+    assert_int_equal(p->epoch, g / STEPS);
+    assert_int_equal(p->step, g % STEPS + 1);
+    assert_int_equal(p->steps, STEPS);
+    assert_int_equal(p->rows_left, (long long)TRAIN_ROWS * EPOCHS - (g + 1) * BATCH);
+    assert_true(isfinite(p->loss) && p->samples_per_s >= 0);
+    r->steps_seen++;
+    event(r, 's');
+}
+
+static void on_epoch(void *user, const fn_train_epoch *e)
+{
+    recorder *r = user;
+    assert_true(r->n_epochs < EPOCHS);
+    r->epochs[r->n_epochs++] = *e;
+    event(r, 'E');
+}
+
+static void on_done(void *user, const fn_train_summary *s)
+{
+    recorder *r = user;
+    r->done = *s;
+    event(r, 'F');
+}
+
+static int should_stop(void *user)
+{
+    const recorder *r = user;
+    return r->stop_after >= 0 && r->steps_seen >= r->stop_after;
+}
+
+static const fn_trainer_callbacks callbacks = {
+    .on_device = on_device,
+    .on_resume = on_resume,
+    .on_start = on_start,
+    .on_step = on_step,
+    .on_epoch = on_epoch,
+    .on_done = on_done,
+    .should_stop = should_stop,
+};
+
+/* What a run (or its part) should have reported: "D", then "R" when
+ * resuming, "S", the steps from global step `from` to `to` with an "E"
+ * after each epoch's last, and "F" when it ran to the end. */
+static void expected_events(char *buf, int resumed, long long from, long long to, int done)
+{
+    int n = 0;
+    buf[n++] = 'D';
+    if (resumed)
+        buf[n++] = 'R';
+    buf[n++] = 'S';
+    for (long long g = from; g < to; g++) {
+        buf[n++] = 's';
+        if ((g + 1) % STEPS == 0)
+            buf[n++] = 'E';
+    }
+    if (done)
+        buf[n++] = 'F';
+    buf[n] = '\0';
+}
+
+/* Runs run.ini into <dir>/<out>; the trainer is left for the caller. */
+static fn_trainer *run(const fixture *f, const char *out, int resume, recorder *r,
+                       fn_config **cfg)
+{
+    *cfg = load_config(f, out);
+    const fn_trainer_options options = {.resume = resume, .callbacks = &callbacks, .user = r};
+    fn_trainer *t = NULL;
+    EXPECT_OK(fn_trainer_create(&t, *cfg, &options));
+    EXPECT_OK(fn_trainer_run(t));
+    return t;
+}
+
+/* --- the tests -------------------------------------------------------------------- */
+
+static void test_trains_and_reports(void **state)
+{
+    fixture *f = *state;
+    recorder r = {.stop_after = -1};
+    fn_config *cfg = NULL;
+    fn_trainer *t = run(f, "full", 0, &r, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    char want[EVENTS_CAP];
+    expected_events(want, 0, 0, (long long)EPOCHS * STEPS, 1);
+    assert_string_equal(r.events, want);
+    assert_int_equal(r.done.steps, (long long)EPOCHS * STEPS);
+    assert_int_equal(r.done.epochs, EPOCHS);
+    assert_int_equal(fn_trainer_state(t)->global_step, (long long)EPOCHS * STEPS);
+
+    const fn_train_epoch *first = &r.epochs[0], *last = &r.epochs[EPOCHS - 1];
+    printf("    train loss %.4f -> %.4f, valid accuracy %.1f%% -> %.1f%%\n", first->train.loss,
+           last->train.loss, 100 * first->valid.acc, 100 * last->valid.acc);
+    for (int e = 0; e < EPOCHS; e++) {
+        assert_int_equal(r.epochs[e].epoch, e);
+        assert_true(isfinite(r.epochs[e].valid.loss));
+    }
+    /* ln 2 ~ 0.69 is chance; about 61 % of the points are outside. */
+    assert_true(last->train.loss < 0.5 * first->train.loss);
+    assert_true(last->valid.acc > 0.85);
+
+    assert_true(exists(f, "full", "weights.h5"));
+    assert_false(exists(f, "full", "checkpoint.h5"));
+    char *csv = slurp(f, "full", "metrics.csv");
+    int lines = 0;
+    for (const char *c = csv; *c; c++)
+        lines += *c == '\n';
+    free(csv);
+    assert_int_equal(lines, 1 + EPOCHS);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+}
+
+/* Each parameter of a equals b's, bit for bit. */
+static void expect_same_weights(const fn_net *a, const fn_net *b)
+{
+    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
+    for (int i = 0; i < fn_net_n_params(a); i++) {
+        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
+        assert_int_equal(fn_tensor_count(p), fn_tensor_count(q));
+        if (memcmp(p->data, q->data, fn_tensor_count(p) * sizeof(float)) != 0)
+            fail_msg("parameter %d (%s) differs from the uninterrupted run's", i,
+                     fn_net_param(a, i)->name);
+    }
+}
+
+/* metrics.csv without its last column (seconds). */
+static char *metrics_without_time(const fixture *f, const char *out)
+{
+    char *csv = slurp(f, out, "metrics.csv");
+    char *w = csv;
+    for (const char *line = csv; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end)
+            end = line + strlen(line);
+        const char *comma = line;
+        for (const char *c = line; c < end; c++)
+            if (*c == ',')
+                comma = c;
+        memmove(w, line, (size_t)(comma - line));
+        w += comma - line;
+        *w++ = '\n';
+        line = *end ? end + 1 : end;
+    }
+    *w = '\0';
+    return csv;
+}
+
+static void test_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    recorder ref = {.stop_after = -1};
+    fn_config *ref_cfg = NULL;
+    fn_trainer *whole = run(f, "ref", 0, &ref, &ref_cfg);
+
+    recorder a = {.stop_after = STOP_AFTER};
+    fn_config *cfg = NULL;
+    fn_trainer *t = run(f, "resumed", 0, &a, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    char want[EVENTS_CAP];
+    expected_events(want, 0, 0, STOP_AFTER, 0);
+    assert_string_equal(a.events, want);
+    const fn_train_state *s = fn_trainer_state(t);
+    assert_int_equal(s->global_step, STOP_AFTER);
+    assert_int_equal(s->epoch, STOP_AFTER / STEPS);
+    assert_int_equal(s->step, STOP_AFTER % STEPS);
+    assert_true(exists(f, "resumed", "checkpoint.h5"));
+    assert_false(exists(f, "resumed", "weights.h5"));
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+
+    recorder b = {.stop_after = -1};
+    t = run(f, "resumed", 1, &b, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    expected_events(want, 1, STOP_AFTER, (long long)EPOCHS * STEPS, 1);
+    assert_string_equal(b.events, want);
+    assert_int_equal(b.resumed.global_step, STOP_AFTER);
+    assert_int_equal(b.resumed.step, STOP_AFTER % STEPS);
+    assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(t)), (long long)EPOCHS * STEPS);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    /* The epoch cut in two reports the sums of both parts. */
+    char *got = metrics_without_time(f, "resumed"), *expected = metrics_without_time(f, "ref");
+    assert_string_equal(got, expected);
+    free(got);
+    free(expected);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(ref_cfg);
+}
+
+static void test_stop_at_start(void **state)
+{
+    fixture *f = *state;
+    recorder r = {.stop_after = 0};
+    fn_config *cfg = NULL;
+    fn_trainer *t = run(f, "early", 0, &r, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED_AT_START);
+    assert_string_equal(r.events, "D");
+    assert_false(exists(f, "early", "checkpoint.h5"));
+    assert_false(exists(f, "early", "weights.h5"));
+    assert_int_equal(fn_trainer_run(t), FN_ERR_INVALID);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
