@@ -30,8 +30,8 @@
  * The child writes nothing where the user sees it (stdout and stderr go to
  * /dev/null, so neither HDF5's nor a sanitizer's report gets out), leaves no
  * core file, runs none of the caller's signal handlers, dies with its
- * parent, never touches the device (the loaders ask
- * fn_h5_probe_child() and keep what they read on the host) and ends with
+ * parent, never touches the device (each loader's check reads into host
+ * memory only, and only the caller's process uploads) and ends with
  * _exit: the library's rule that it never prints or exits holds for the
  * caller's process, and _exit runs none of the caller's atexit handlers and
  * flushes none of the stdio buffers the child inherited. It reports over a
@@ -55,10 +55,7 @@ struct fn_h5_child {
     int fd; /* the pipe's writing end */
 };
 
-static int probe_child;                   /* 1 in a probe's child process only */
 static fn_h5_probe_testing probe_testing; /* set by tests and fuzz harnesses only */
-
-int fn_h5_probe_child(void) { return probe_child; }
 
 void fn_h5_probe_set_testing(const fn_h5_probe_testing *testing)
 {
@@ -104,7 +101,6 @@ static void child_signals(void)
 
 static _Noreturn void run_child(int fd, pid_t parent, fn_h5_probe_fn check, void *arg)
 {
-    probe_child = 1;
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif

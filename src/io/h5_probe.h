@@ -27,8 +27,6 @@ fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double 
 /* In check: a step is done and the next may take `seconds` (probe NULL:
  * not in a probe, nothing happens). */
 void fn_h5_probe_alive(fn_h5_child *probe, double seconds);
-/* 1 in a probe's child: the loaders then leave the device alone. */
-int fn_h5_probe_child(void);
 
 /* For tests and fuzz harnesses only, never for the library or the programs
  * (one setting per process, made before the first probe): no child at all
