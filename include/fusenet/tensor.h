@@ -42,6 +42,9 @@ fn_status fn_tensor_download(const fn_tensor *t, float *host, size_t n);
 
 /* FN_ERR_INVALID naming `what` unless t has data and the given shape. */
 fn_status fn_tensor_check(const fn_tensor *t, const char *what, int rows, int cols);
+/* The same, and t must live on `device`. */
+fn_status fn_tensor_check_on(const fn_tensor *t, const char *what, fn_device device, int rows,
+                             int cols);
 
 #ifdef __cplusplus
 }

@@ -108,3 +108,13 @@ fn_status fn_tensor_check(const fn_tensor *t, const char *what, int rows, int co
                        t->cols, rows, cols);
     return FN_OK;
 }
+
+fn_status fn_tensor_check_on(const fn_tensor *t, const char *what, fn_device device, int rows,
+                             int cols)
+{
+    FN_TRY(fn_tensor_check(t, what, rows, cols));
+    if (t->device != device)
+        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the %s", what,
+                       fn_device_name(t->device), fn_device_name(device));
+    return FN_OK;
+}

@@ -3,17 +3,6 @@
 #include "nn/loss_backends.h"
 #include "fusenet/loss.h"
 
-/* t must hold data on `device` with shape [rows, cols]. */
-static fn_status check_on(const fn_tensor *t, const char *what, fn_device device, int rows,
-                          int cols)
-{
-    FN_TRY(fn_tensor_check(t, what, rows, cols));
-    if (t->device != device)
-        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the %s", what,
-                       fn_device_name(t->device), fn_device_name(device));
-    return FN_OK;
-}
-
 /* The context and the predictions: both present, on one device. */
 static fn_status check_pred(fn_context *ctx, const fn_tensor *pred, const char *what)
 {
@@ -21,16 +10,16 @@ static fn_status check_pred(fn_context *ctx, const fn_tensor *pred, const char *
         return fn_fail(FN_ERR_INVALID, "ctx is NULL");
     if (!pred || !pred->data)
         return fn_fail(FN_ERR_INVALID, "%s is NULL", what);
-    return check_on(pred, what, fn_context_device(ctx), pred->rows, pred->cols);
+    return fn_tensor_check_on(pred, what, fn_context_device(ctx), pred->rows, pred->cols);
 }
 
 /* The value [1, 1] and the optional gradient (pred's shape), on pred's device. */
 static fn_status check_outputs(const fn_tensor *pred, const fn_tensor *loss,
                                const fn_tensor *dpred, const char *dname)
 {
-    FN_TRY(check_on(loss, "loss", pred->device, 1, 1));
+    FN_TRY(fn_tensor_check_on(loss, "loss", pred->device, 1, 1));
     if (dpred)
-        FN_TRY(check_on(dpred, dname, pred->device, pred->rows, pred->cols));
+        FN_TRY(fn_tensor_check_on(dpred, dname, pred->device, pred->rows, pred->cols));
     return FN_OK;
 }
 
@@ -38,7 +27,7 @@ static fn_status check_mse(fn_context *ctx, const fn_tensor *pred, const fn_tens
                            const fn_tensor *loss, const fn_tensor *dpred)
 {
     FN_TRY(check_pred(ctx, pred, "pred"));
-    FN_TRY(check_on(target, "target", pred->device, pred->rows, pred->cols));
+    FN_TRY(fn_tensor_check_on(target, "target", pred->device, pred->rows, pred->cols));
     return check_outputs(pred, loss, dpred, "dpred");
 }
 

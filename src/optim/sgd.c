@@ -56,11 +56,7 @@ static const fn_sgd_backend *backend_for(fn_device device)
 static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
                             fn_device device)
 {
-    FN_TRY(fn_tensor_check(t, what, value->rows, value->cols));
-    if (t->device != device)
-        return fn_fail(FN_ERR_INVALID, "%s is on the %s, expected the %s", what,
-                       fn_device_name(t->device), fn_device_name(device));
-    return FN_OK;
+    return fn_tensor_check_on(t, what, device, value->rows, value->cols);
 }
 
 static fn_status check_update(fn_context *ctx, const fn_tensor *value, const fn_tensor *grad,
