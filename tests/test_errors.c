@@ -17,20 +17,6 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 
-/* Fails the test unless `got` is `want` and the last error contains `needle`. */
-static void expect_fail_at(fn_status got, fn_status want, const char *needle, const char *file,
-                           int line)
-{
-    if (got != want)
-        fail_msg("%s:%d: status '%s', expected '%s' (message: '%s')", file, line,
-                 fn_status_name(got), fn_status_name(want), fn_last_error());
-    if (!strstr(fn_last_error(), needle))
-        fail_msg("%s:%d: message '%s' does not contain '%s'", file, line, fn_last_error(),
-                 needle);
-}
-#define EXPECT_FAIL(call, status, needle) \
-    expect_fail_at((call), (status), (needle), __FILE__, __LINE__)
-
 typedef struct fixture {
     fn_context *ctx;
     fn_rng rng;

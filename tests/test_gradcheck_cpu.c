@@ -21,25 +21,9 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "expect.h"
 #include "fusenet/device.h"
 #include "gradcheck.h"
-
-static int setup_cpu(void **state)
-{
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, FN_CPU, 0, FN_MATH_FP32) != FN_OK) {
-        printf("cpu context: %s\n", fn_last_error());
-        return -1;
-    }
-    *state = ctx;
-    return 0;
-}
-
-static int teardown_cpu(void **state)
-{
-    fn_context_destroy(*state);
-    return 0;
-}
 
 /* One table per kind: a new kind's descriptor in gc_kinds is all it takes. */
 static void test_layers_vs_reference(void **state)
@@ -87,5 +71,5 @@ int main(void)
         cmocka_unit_test(test_layers_fd),
         cmocka_unit_test(test_losses_fd),
     };
-    return cmocka_run_group_tests(tests, setup_cpu, teardown_cpu);
+    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
 }

@@ -17,26 +17,10 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "expect.h"
 #include "fusenet/device.h"
 #include "gradcheck.h"
 #include "reference.h"
-
-static int setup_cpu(void **state)
-{
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, FN_CPU, 0, FN_MATH_FP32) != FN_OK) {
-        printf("cpu context: %s\n", fn_last_error());
-        return -1;
-    }
-    *state = ctx;
-    return 0;
-}
-
-static int teardown_cpu(void **state)
-{
-    fn_context_destroy(*state);
-    return 0;
-}
 
 static void test_layers_fd(void **state)
 {
@@ -157,5 +141,5 @@ int main(void)
         cmocka_unit_test(test_losses_fd),
         cmocka_unit_test(test_cross_entropy_large_logits),
     };
-    return cmocka_run_group_tests(tests, setup_cpu, teardown_cpu);
+    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
 }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -31,4 +32,32 @@ fn_context *context_or_skip(fn_device device)
     if (fn_context_create(&ctx, device, 0, FN_MATH_FP32) != FN_OK)
         fail_msg("context: %s", fn_last_error());
     return ctx;
+}
+
+void expect_fail_at(fn_status got, fn_status want, const char *needle, const char *file,
+                    int line)
+{
+    if (got != want)
+        fail_msg("%s:%d: status '%s', expected '%s' (message: '%s')", file, line,
+                 fn_status_name(got), fn_status_name(want), fn_last_error());
+    if (!strstr(fn_last_error(), needle))
+        fail_msg("%s:%d: message '%s' does not contain '%s'", file, line, fn_last_error(),
+                 needle);
+}
+
+int setup_cpu_context(void **state)
+{
+    fn_context *ctx = NULL;
+    if (fn_context_create(&ctx, FN_CPU, 0, FN_MATH_FP32) != FN_OK) {
+        printf("cpu context: %s\n", fn_last_error());
+        return -1;
+    }
+    *state = ctx;
+    return 0;
+}
+
+int teardown_context(void **state)
+{
+    fn_context_destroy(*state);
+    return 0;
 }

@@ -17,6 +17,13 @@
             fail_msg("%s:%d: %s failed: %s", __FILE__, __LINE__, #call, fn_last_error()); \
     } while (0)
 
+/* Fails the test unless `call` returns `status` and fn_last_error()
+ * contains `needle`, with file:line. */
+#define EXPECT_FAIL(call, status, needle) \
+    expect_fail_at((call), (status), (needle), __FILE__, __LINE__)
+void expect_fail_at(fn_status got, fn_status want, const char *needle, const char *file,
+                    int line);
+
 /* Fails the test unless st is FN_OK, with the status' name and
  * fn_last_error(). */
 void must(fn_status st);
@@ -27,5 +34,9 @@ void skip_without_gpu(void);
 /* An fp32 context on device (GPU 0 for CUDA); skips the test for CUDA
  * without a GPU, fails it when the context cannot be made. */
 fn_context *context_or_skip(fn_device device);
+
+/* cmocka group fixtures: *state is an fp32 CPU context, and its release. */
+int setup_cpu_context(void **state);
+int teardown_context(void **state);
 
 #endif
