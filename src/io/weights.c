@@ -440,7 +440,8 @@ static fn_status describe_layer(hid_t group, const char *where, layer_desc *d)
     return st;
 }
 
-static fn_status add_described_layer(hid_t file, const char *path, const char *name, fn_net *net)
+static fn_status add_described_layer(hid_t file, const char *path, const char *name, fn_net *net,
+                                     fn_rng *rng)
 {
     char where[WHERE_CAP];
     snprintf(where, sizeof where, "%s: group '%s'", path, name);
@@ -450,11 +451,9 @@ static fn_status add_described_layer(hid_t file, const char *path, const char *n
     fn_status st = describe_layer(group, where, &d);
     H5Gclose(group);
     FN_TRY(st);
-    /* The values are read right after, so the generator's numbers are unused. */
-    fn_rng rng = {0, 0};
     fn_layer *layer = NULL;
     st = fn_layer_create(&layer, fn_net_context(net), d.in, &d.spec, &d.hp,
-                         fn_net_max_batch(net), &rng);
+                         fn_net_max_batch(net), rng);
     if (st == FN_OK)
         st = fn_net_add(net, layer);
     if (st != FN_OK)
@@ -469,8 +468,12 @@ static fn_status build_layers(hid_t file, const char *path, fn_net *net)
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));
     fn_status st = n > 0 ? FN_OK : fn_fail(FN_ERR_FORMAT, "%s: holds no layers", path);
+    /* The values are read right after, so the generator's numbers are
+     * unused; one stream continued layer after layer is the cheap way to
+     * draw them (init.c). */
+    fn_rng rng = {0, 0};
     for (int i = 0; st == FN_OK && i < n; i++)
-        st = add_described_layer(file, path, names[i], net);
+        st = add_described_layer(file, path, names[i], net, &rng);
     free(names);
     if (st == FN_OK)
         st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);
