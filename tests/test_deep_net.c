@@ -38,9 +38,8 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void test_deep_linear_builds_and_loads(void **state)
+static void deep_linear_builds_and_loads(fn_context *ctx)
 {
-    fn_context *ctx = *state;
     const fn_layer_kind *linear = NULL;
     EXPECT_OK(fn_layer_kind_find("linear", &linear));
     fn_layer_spec *specs = calloc(DEPTH, sizeof *specs);
@@ -65,7 +64,8 @@ static void test_deep_linear_builds_and_loads(void **state)
     const double load = now() - t0;
     unlink(path);
     EXPECT_OK(st);
-    printf("%d layers: built in %.2f s, loaded in %.2f s (bound %.0f s each)\n", DEPTH, built,
+    printf("%s, %d layers: built in %.2f s, loaded in %.2f s (bound %.0f s each)\n",
+           fn_device_name(fn_context_device(ctx)), DEPTH, built,
            load, BOUND_SECONDS);
     assert_int_equal(fn_net_n_layers(loaded), DEPTH);
     assert_true(built < BOUND_SECONDS);
@@ -73,6 +73,17 @@ static void test_deep_linear_builds_and_loads(void **state)
     fn_net_destroy(loaded);
     fn_net_destroy(net);
     free(specs);
+}
+
+static void test_deep_linear_builds_and_loads(void **state) { deep_linear_builds_and_loads(*state); }
+
+/* On the GPU the tensors are drawn by cuRAND's device generator. */
+static void test_deep_linear_builds_and_loads_cuda(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    deep_linear_builds_and_loads(ctx);
+    fn_context_destroy(ctx);
 }
 
 /* The kept generator (init.c) continues a stream without re-seeding: the
@@ -106,6 +117,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continued_stream_equals_fresh_draw),
         cmocka_unit_test(test_deep_linear_builds_and_loads),
+        cmocka_unit_test(test_deep_linear_builds_and_loads_cuda),
     };
     return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
 }
