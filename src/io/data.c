@@ -428,8 +428,7 @@ static fn_status probe_open(fn_h5_child *probe, void *arg)
 /* The child opens and checks the set first (HDF5 may crash or hang on a
  * corrupt file, h5_probe.h); when it found the set good, the real open skips
  * the pass over every slab, so a large set is not read twice. When it
- * failed cleanly, the real open runs in full and fails the same way here,
- * in the caller's process, where a fuzzer sees the path it took. */
+ * failed, its message is the open's. */
 fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt)
 {
     *data = NULL;

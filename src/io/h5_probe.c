@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,13 +44,17 @@
  * the child uses only malloc, which glibc keeps usable across fork, HDF5
  * and fusenet's host code). */
 
-enum { PROBE_ALIVE = 1, PROBE_DONE = 2 };
+/* A message as long as the library keeps (status.c); a record stays within
+ * PIPE_BUF, so one write() delivers it whole. */
+enum { PROBE_ALIVE = 1, PROBE_DONE = 2, PROBE_MESSAGE_CAP = 1024 };
 
 typedef struct probe_record {
     int kind;       /* PROBE_ALIVE or PROBE_DONE */
     int status;     /* PROBE_DONE: what the check returned */
+    char message[PROBE_MESSAGE_CAP]; /* PROBE_DONE: its message when it failed */
     double seconds; /* PROBE_ALIVE: the time allowed for the next step */
 } probe_record;
+_Static_assert(sizeof(probe_record) <= PIPE_BUF, "a probe record must be one atomic write");
 
 struct fn_h5_child {
     int fd; /* the pipe's writing end */
@@ -120,6 +125,8 @@ static _Noreturn void run_child(int fd, pid_t parent, fn_h5_probe_fn check, void
         probe_testing.child_init();
     fn_h5_child probe = {fd};
     probe_record r = {.kind = PROBE_DONE, .status = (int)check(&probe, arg)};
+    if (r.status != FN_OK)
+        snprintf(r.message, sizeof r.message, "%s", fn_last_error());
     probe_send(fd, &r);
     _exit(0);
 }
@@ -159,7 +166,7 @@ static int probe_receive(int fd, probe_record *r)
  * (*status), 0 when it ended without a report, -1 when a step ran past its
  * allowance (*limit). A signal to the caller (train's SIGINT) only
  * interrupts the poll, which then goes on. */
-static int probe_wait(int fd, double timeout_s, int *status, double *limit)
+static int probe_wait(int fd, double timeout_s, probe_record *done_record, double *limit)
 {
     int done = 0;
     *limit = allowance(timeout_s);
@@ -180,7 +187,7 @@ static int probe_wait(int fd, double timeout_s, int *status, double *limit)
             deadline = seconds_now() + *limit;
         } else if (r.kind == PROBE_DONE) {
             done = 1;
-            *status = r.status;
+            *done_record = r;
         }
     }
 }
@@ -208,9 +215,9 @@ fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double 
         close(fds[0]);
         return FN_OK;
     }
-    int status = FN_OK;
+    probe_record report = {.status = FN_OK};
     double limit = 0;
-    int got = probe_wait(fds[0], timeout_s, &status, &limit);
+    int got = probe_wait(fds[0], timeout_s, &report, &limit);
     close(fds[0]);
     if (got < 0)
         kill(pid, SIGKILL);
@@ -226,9 +233,16 @@ fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double 
                        path, limit);
     /* w < 0: the caller ignores SIGCHLD, so only the report tells. */
     if (got == 1 && (w < 0 || (WIFEXITED(ws) && WEXITSTATUS(ws) == 0))) {
-        if (verified)
-            *verified = status == FN_OK;
-        return FN_OK;
+        if (report.status == FN_OK) {
+            if (verified)
+                *verified = 1;
+            return FN_OK;
+        }
+        /* A file the child found bad is not read again here: HDF5 1.10 can
+         * corrupt its own heap on a damaged file and still fail cleanly,
+         * and the caller's process must not run that path. */
+        report.message[sizeof report.message - 1] = '\0';
+        return fn_fail((fn_status)report.status, "%s", report.message);
     }
     if (w >= 0 && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL)
         return fn_fail(FN_ERR_NOMEM,

@@ -15,10 +15,13 @@ typedef struct fn_h5_child fn_h5_child; /* the probe's end in the child */
 typedef fn_status (*fn_h5_probe_fn)(fn_h5_child *probe, void *arg);
 
 /* Runs check(probe, arg) in a child process, which has timeout_s seconds
- * (and the same again after each fn_h5_probe_alive). FN_OK when the child
- * finished: *verified (may be NULL) is 1 when check returned FN_OK there,
- * 0 when it failed cleanly or no child could be started (the caller then
- * runs its path in full itself, as it would without the probe). Otherwise
+ * (and the same again after each fn_h5_probe_alive). FN_OK when check
+ * returned FN_OK there (*verified, which may be NULL, is then 1) or no
+ * child could be started (*verified 0: the caller runs its path in full
+ * itself, as it would without the probe). When check failed cleanly, its
+ * status and message: the caller does not read that file again, since
+ * HDF5 1.10 can damage its own heap on a corrupt file and still return an
+ * error. Otherwise
  * FN_ERR_FORMAT "<path>: corrupt HDF5 file: the HDF5 library crashed
  * (signal S) reading it" or "... did not finish reading it within N s"
  * (the child is killed), or FN_ERR_NOMEM when something else killed it. */

@@ -79,13 +79,30 @@ fn_status fn_h5_open_read(hid_t *file, const char *path)
     return FN_OK;
 }
 
+/* The file format of HDF5 1.8 and later: its superblock, object headers
+ * (attributes among them) and indexes carry checksums, so a flipped bit in
+ * the metadata fails the open or the read, as one in the data does
+ * (checksummed_layout). Every HDF5 since 1.8 and h5py read it. */
+static hid_t checksummed_metadata(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
+        H5Pclose(fapl);
+        return -1;
+    }
+    return fapl;
+}
+
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
 {
     fn_h5_quiet();
     *tmp = fn_atomic_tmp_name(path);
     if (!*tmp)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
-    *file = H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fapl = checksummed_metadata();
+    *file = fapl < 0 ? -1 : H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
     if (*file < 0) {
         fn_status st = fn_h5_fail(FN_ERR_IO, "%s: cannot create", *tmp);
         free(*tmp);
@@ -280,6 +297,25 @@ static void first_non_finite(const float *data, int rank, const long long *dims,
     }
 }
 
+/* Whole rows a chunk, about 1 MiB each, with HDF5's Fletcher-32 checksum
+ * per chunk: a flipped bit in a weights file or checkpoint fails its read
+ * (HDF5 checks by default) instead of loading a changed value. Files
+ * written before, contiguous and without checksums, read as ever. */
+static hid_t checksummed_layout(int rank, const hsize_t *dims)
+{
+    enum { CHUNK_FLOATS = 1 << 18 };
+    hsize_t chunk[2] = {dims[0], rank > 1 ? dims[1] : 1};
+    const hsize_t row = rank > 1 ? dims[1] : 1;
+    const hsize_t rows = row >= CHUNK_FLOATS ? 1 : CHUNK_FLOATS / row;
+    chunk[0] = dims[0] < rows ? dims[0] : rows;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dcpl >= 0 && (H5Pset_chunk(dcpl, rank, chunk) < 0 || H5Pset_fletcher32(dcpl) < 0)) {
+        H5Pclose(dcpl);
+        return -1;
+    }
+    return dcpl;
+}
+
 fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const float *data,
                            int rank, const long long *dims)
 {
@@ -291,12 +327,15 @@ fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const
                        name, what, at);
     hsize_t d[2] = {(hsize_t)dims[0], rank > 1 ? (hsize_t)dims[1] : 1};
     hid_t space = H5Screate_simple(rank, d, NULL);
-    hid_t set = space < 0 ? -1
-                          : H5Dcreate2(loc, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                                       H5P_DEFAULT);
+    hid_t dcpl = checksummed_layout(rank, d);
+    hid_t set = space < 0 || dcpl < 0 ? -1
+                                      : H5Dcreate2(loc, name, H5T_IEEE_F32LE, space, H5P_DEFAULT,
+                                                   dcpl, H5P_DEFAULT);
     herr_t w = set < 0 ? -1 : H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
     if (set >= 0)
         H5Dclose(set);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
     if (space >= 0)
         H5Sclose(space);
     if (w < 0)

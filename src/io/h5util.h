@@ -47,7 +47,8 @@ fn_status fn_h5_get_string(hid_t obj, const char *where, const char *name, char 
 fn_status fn_h5_get_int(hid_t obj, const char *where, const char *name, long long *value);
 fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, double *value);
 
-/* A float32 dataset of rank 1 or 2 (dims[0] only when rank is 1). Refuses
+/* A float32 dataset of rank 1 or 2 (dims[0] only when rank is 1), chunked
+ * with a Fletcher-32 checksum per chunk. Refuses
  * (FN_ERR_NUMERIC) to write a non-finite value: a file with a NaN is never a
  * good one to keep. */
 fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const float *data,

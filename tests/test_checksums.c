@@ -1,0 +1,172 @@
+/* test_checksums.c — a weights file or checkpoint with one flipped bit is
+ * refused or, where the bit carried nothing, loads the very same values:
+ * never a silently changed value (issue 15, item 6). Data chunks carry
+ * Fletcher-32 checksums and the metadata the checksums of HDF5's 1.8 file
+ * format (h5util.c). Bits are flipped at positions spread over the whole
+ * file by a fixed generator, each in a fresh copy. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+#include "fusenet/checkpoint.h"
+#include "fusenet/layer_kind.h"
+#include "fusenet/model.h"
+#include "fusenet/sgd.h"
+#include "fusenet/weights.h"
+
+enum { FLIPS = 120 };
+
+typedef struct file_bytes {
+    unsigned char *data;
+    size_t size;
+} file_bytes;
+
+static file_bytes read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    file_bytes b = {0};
+    fseek(f, 0, SEEK_END);
+    b.size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b.data = malloc(b.size);
+    assert_non_null(b.data);
+    assert_int_equal(fread(b.data, 1, b.size, f), b.size);
+    fclose(f);
+    return b;
+}
+
+static void write_all(const char *path, const file_bytes *b)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b->data, 1, b->size, f), b->size);
+    fclose(f);
+}
+
+/* A block and a linear head on the CPU; the values are what matters. */
+static fn_net *small_net(fn_context *ctx)
+{
+    const fn_layer_kind *block = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_spec specs[] = {{.kind = block, .width = 16}, {.kind = linear, .width = 3}};
+    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    fn_net *net = NULL;
+    EXPECT_OK(fn_model_create(&net, ctx, specs, 2, 8, &hp, 4, 5));
+    return net;
+}
+
+/* 1 when every parameter of a equals b's, bit for bit. */
+static int same_values(const fn_net *a, const fn_net *b)
+{
+    for (int i = 0; i < fn_net_n_params(a); i++) {
+        const fn_tensor *x = &fn_net_param(a, i)->value, *y = &fn_net_param(b, i)->value;
+        if (memcmp(x->data, y->data, fn_tensor_count(x) * sizeof(float)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+typedef fn_status (*load_fn)(fn_net *net, const char *path, void *arg);
+
+/* Flips FLIPS single bits of the file at path, each in a fresh copy, and
+ * loads each copy into a net like `original`. */
+static void flip_and_load(fn_context *ctx, const fn_net *original, const char *path, load_fn load,
+                          void *arg)
+{
+    file_bytes good = read_all(path);
+    char copy[] = "/tmp/fn_flip_XXXXXX";
+    int fd = mkstemp(copy);
+    assert_true(fd >= 0);
+    close(fd);
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    int refused = 0, same = 0;
+    for (int k = 0; k < FLIPS; k++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const size_t bit = (size_t)(state >> 11) % (good.size * 8);
+        good.data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        write_all(copy, &good);
+        good.data[bit / 8] ^= (unsigned char)(1u << bit % 8);
+        fn_net *net = small_net(ctx);
+        if (load(net, copy, arg) != FN_OK)
+            refused++;
+        else if (same_values(original, net))
+            same++;
+        else
+            fail_msg("bit %zu of %s flipped: loaded with changed values", bit, path);
+        fn_net_destroy(net);
+    }
+    printf("%s: %d flips refused, %d loaded unchanged\n", path, refused, same);
+    unlink(copy);
+    free(good.data);
+}
+
+static fn_status load_weights(fn_net *net, const char *path, void *arg)
+{
+    (void)arg;
+    return fn_weights_load(net, path);
+}
+
+static void test_weights_bit_flips(void **state)
+{
+    fn_context *ctx = *state;
+    fn_net *net = small_net(ctx);
+    char path[] = "/tmp/fn_weights_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    EXPECT_OK(fn_weights_save(net, path, "[model]\nlayers = block 16, linear 3\n"));
+    flip_and_load(ctx, net, path, load_weights, NULL);
+    unlink(path);
+    fn_net_destroy(net);
+}
+
+static fn_status load_checkpoint(fn_net *net, const char *path, void *arg)
+{
+    const fn_sgd_config *cfg = arg;
+    fn_sgd *sgd = NULL;
+    FN_TRY(fn_sgd_create(&sgd, fn_net_context(net), fn_net_params(net), fn_net_n_params(net), cfg));
+    fn_train_state s = {0};
+    fn_status st = fn_checkpoint_load(path, net, fn_sgd_optimizer(sgd), &s);
+    fn_sgd_destroy(sgd);
+    return st;
+}
+
+static void test_checkpoint_bit_flips(void **state)
+{
+    fn_context *ctx = *state;
+    fn_net *net = small_net(ctx);
+    fn_sgd_config cfg = fn_sgd_config_default(0.1f);
+    cfg.momentum = 0.9f;
+    fn_sgd *sgd = NULL;
+    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
+    const fn_train_state s = {.epoch = 1, .seed = 5, .batch_size = 4, .rows = 40, .slab_rows = 40};
+    char path[] = "/tmp/fn_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    EXPECT_OK(fn_checkpoint_save(path, net, fn_sgd_optimizer(sgd), &s, NULL));
+    flip_and_load(ctx, net, path, load_checkpoint, &cfg);
+    unlink(path);
+    fn_sgd_destroy(sgd);
+    fn_net_destroy(net);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_weights_bit_flips),
+        cmocka_unit_test(test_checkpoint_bit_flips),
+    };
+    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
+}
