@@ -13,6 +13,7 @@
 
 #include "io/atomic_file.h"
 #include "io/h5util.h"
+#include "io/regular_file.h"
 
 void fn_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -73,6 +74,8 @@ fn_status fn_h5_open_read(hid_t *file, const char *path)
     fn_h5_quiet();
     if (access(path, R_OK) != 0)
         return fn_fail(FN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* A FIFO would hold HDF5 until the probe's minute ran out. */
+    FN_TRY(fn_require_regular_file(path));
     *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file < 0)
         return fn_h5_fail(FN_ERR_FORMAT, "%s: not a readable HDF5 file", path);
@@ -82,10 +85,10 @@ fn_status fn_h5_open_read(hid_t *file, const char *path)
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
 {
     fn_h5_quiet();
-    *tmp = fn_atomic_tmp_name(path);
-    if (!*tmp)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
-    *file = H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    FN_TRY(fn_atomic_prepare(path, tmp));
+    /* EXCL: HDF5 opens it with O_CREAT | O_EXCL, so it never follows a
+     * link or truncates a file that is not this call's own. */
+    *file = H5Fcreate(*tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     if (*file < 0) {
         fn_status st = fn_h5_fail(FN_ERR_IO, "%s: cannot create", *tmp);
         free(*tmp);
