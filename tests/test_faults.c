@@ -25,6 +25,11 @@
  * A leftover .tmp that is a symbolic link is never written through.
  * metrics.csv's rewrite on --resume is atomic: a SIGKILL inside it leaves
  * the old file whole.
+ * A full disk (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG, as
+ * with ENOSPC) while a checkpoint, the weights or predict's outputs are
+ * written: exit 1 with the path and the system's reason, no crash (HDF5's
+ * clean-up at exit once crashed on the file it could not close), no
+ * temporary left, and the files of an earlier run as they were.
  * SIGINT and SIGTERM (exit 130, 143, checkpoint, resume) are covered by
  * test_train_cli. */
 #define _POSIX_C_SOURCE 200809L
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -729,6 +735,98 @@ static void test_metrics_rewrite_atomic(void **state)
     free(before);
 }
 
+/* --- a full disk ------------------------------------------------------------------ */
+
+enum { FSIZE_LIMIT = 100 * 1024 }; /* bytes a file may grow to */
+
+/* program_start with the file size limit: the child inherits it and the
+ * ignored SIGXFSZ (kept across exec), so its writes past the limit fail
+ * with EFBIG ("File too large"). */
+static pid_t start_limited(const char *program, const char *const *argv, const fixture *f)
+{
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = FSIZE_LIMIT;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    pid_t pid = program_start(program, argv, NULL, f->out, f->err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    return pid;
+}
+
+/* Exit 1 (not a signal), one line "<program>: ...<file>...File too large". */
+static void expect_full_disk(const fixture *f, pid_t pid, const char *program, const char *file)
+{
+    int sig = 0;
+    int status = program_wait(pid, &sig);
+    char *err = program_slurp(f->err);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s: ", program);
+    const char *newline = strchr(err, '\n');
+    if (sig || status != 1 || strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, file) ||
+        !strstr(err, ": File too large") || !newline || newline[1])
+        fail_msg("%s past the file size limit: exit status %d (signal %d); stderr is not one "
+                 "line '%s...%s...: File too large'; it holds:\n%s",
+                 program, status, sig, prefix, file, err);
+    free(err);
+}
+
+static void expect_no_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
+            fail_msg("%s/%s was left", dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static void test_disk_full(void **state)
+{
+    fixture *f = *state;
+    /* Layer 1's weight is 256 KiB, past the limit; metrics.csv stays under. */
+    write_config(f, "block 256, block 256, linear 4",
+                 "batch_size = 8\nepochs = 2\ncheckpoint_every = 1");
+    expect_success(f, start_train(f, "full", NULL, NULL, 0), "a run without a limit");
+    char dir[PATH_CAP], *ckpt = NULL, *weights = NULL;
+    snprintf(dir, sizeof dir, "%s", path_in(f, "full"));
+    ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
+    weights = program_slurp(path_in(f, "full/weights.h5"));
+
+    char set_out[PATH_CAP + 16];
+    snprintf(set_out, sizeof set_out, "output.dir=%s", dir);
+    const char *argv[] = {f->ini, "--set", set_out, NULL};
+    expect_full_disk(f, start_limited("train", argv, f), "train", "full/checkpoint.h5");
+    const char *no_ckpt[] = {f->ini, "--set", set_out, "--set", "train.checkpoint_every=0", NULL};
+    expect_full_disk(f, start_limited("train", no_ckpt, f), "train", "full/weights.h5");
+    expect_no_tmp(dir);
+    char *now_ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
+    char *now_weights = program_slurp(path_in(f, "full/weights.h5"));
+    assert_true(memcmp(ckpt, now_ckpt, 1 << 20) == 0);
+    assert_true(memcmp(weights, now_weights, 1 << 20) == 0);
+    free(ckpt);
+    free(weights);
+    free(now_ckpt);
+    free(now_weights);
+
+    /* predict: 24 rows of 4096 outputs are 384 KiB. */
+    write_config(f, "block 8, linear 4096", "batch_size = 8\nepochs = 1");
+    expect_success(f, start_train(f, "wide", NULL, NULL, 0), "a wide run without a limit");
+    char w[PATH_CAP], out[PATH_CAP];
+    snprintf(w, sizeof w, "%s", path_in(f, "wide/weights.h5"));
+    snprintf(out, sizeof out, "%s", path_in(f, "wide/out.h5"));
+    const char *predict[] = {w, source_path("tests/bad_inputs/good.h5"), out, "--device", "cpu",
+                             NULL};
+    expect_full_disk(f, start_limited("predict", predict, f), "predict", "out.h5");
+    assert_int_not_equal(access(out, F_OK), 0);
+    expect_no_tmp(path_in(f, "wide"));
+}
+
 /* --- out of GPU memory ----------------------------------------------------------- */
 
 static void test_out_of_gpu_memory(void **state)
@@ -758,6 +856,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
