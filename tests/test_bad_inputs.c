@@ -7,7 +7,11 @@
  * sanitizer report), and write no weights, predictions or temporaries; a
  * checkpoint it was given must be left as it was. Good rows show the corpus'
  * good files work, so each bad file fails for its one defect.
- * The .h5 files come from tests/bad_inputs/make_corpus.py (committed). */
+ * The .h5 files come from tests/bad_inputs/make_corpus.py (committed).
+ * Files that git cannot hold are made in each case's temp dir: "@/fifo"
+ * (a FIFO) and "@/folder" (a directory); a row given either, or a device,
+ * must fail at once (within FAST_SECONDS), saying what it is. And predict
+ * must refuse an outputs path that is, or links to, one of its inputs. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <setjmp.h>
@@ -17,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,8 +32,10 @@
 typedef struct bad_input {
     const char *name;
     const char *program;  /* "train" (run with --set output.dir=<temp dir>) or "predict" */
-    const char *args[10]; /* "@" stands for the temp dir: "@/out.h5" */
-    const char *checkpoint; /* corpus file copied to <temp dir>/checkpoint.h5 first, or NULL */
+    const char *args[10]; /* "@" stands for the temp dir: "@/out.h5", "data.train=@/fifo" */
+    /* corpus file copied to <temp dir>/checkpoint.h5 first, FIFO or FOLDER
+     * (one made there), or NULL */
+    const char *checkpoint;
     int status;
     const char *message; /* NULL: success (exit 0) with nothing on stderr */
 } bad_input;
@@ -39,6 +47,7 @@ typedef struct bad_input {
      {weights, inputs, "@/out.h5", "--device", "cpu", NULL}, NULL, message ? 1 : 0, message}
 #define INIT(weights, message) \
     TRAIN("init " weights, (message) ? 1 : 0, message, "train.ini", "--set", "model.init=" weights)
+static const char FIFO[] = "<a FIFO>", FOLDER[] = "<a directory>";
 #define RESUME(checkpoint, message) \
     {"resume from " checkpoint, "train", {"train.ini", "--resume", NULL}, checkpoint, 1, message}
 
@@ -109,6 +118,12 @@ static const bad_input cases[] = {
     DATA("n_mismatch.h5", "n_mismatch.h5: dataset 'y' has 20 rows but 'X' has 24"),
     DATA("label_high.h5", "label_high.h5: dataset 'y' row 5 holds label 4, expected 0 to 3"),
     DATA("label_negative.h5", "label_negative.h5: dataset 'y' row 7 holds label -1, expected 0 to 3"),
+    DATA("label_int64_big.h5",
+         "label_int64_big.h5: dataset 'y' row 9 holds label 4294967297, expected 0 to 3"),
+    DATA("label_uint64_max.h5",
+         "label_uint64_max.h5: dataset 'y' row 11 holds label 18446744073709551615, expected 0 to 3"),
+    DATA("label_int64_low.h5",
+         "label_int64_low.h5: dataset 'y' row 2 holds label -1099511627776, expected 0 to 3"),
     DATA("x_nan.h5", "x_nan.h5: dataset 'X' row 3 column 2 is NaN"),
     DATA("x_inf.h5", "x_inf.h5: dataset 'X' row 10 column 0 is infinite"),
     TRAIN("data t_nan.h5 (mse)", 1, "t_nan.h5: dataset 't' row 17 column 3 is NaN", "train.ini",
@@ -212,7 +227,43 @@ static const bad_input cases[] = {
     RESUME("good.h5", "checkpoint.h5: not a fusenet-checkpoint file"),
     RESUME("../fuzz/regressions/weights/hdf5_crash_global_heap_H5HG__protect.h5",
            "checkpoint.h5: corrupt HDF5 file: the HDF5 library crashed"),
+
+    /* --- not regular files: refused at once, saying what they are ----------- */
+    TRAIN("config FIFO", 1, "fifo: is a FIFO (named pipe), not a regular file", "@/fifo"),
+    TRAIN("config directory", 1, "folder: is a directory, not a regular file", "@/folder"),
+    TRAIN("config device", 1, "/dev/zero: is a character device, not a regular file", "/dev/zero"),
+    TRAIN("data FIFO", 1, "fifo' is a FIFO (named pipe), not a regular file", "train.ini",
+          "--set", "data.train=@/fifo"),
+    TRAIN("data directory", 1, "folder' is a directory, not a regular file", "train.ini", "--set",
+          "data.train=@/folder"),
+    TRAIN("data device", 1, "'/dev/zero' is a character device, not a regular file", "train.ini",
+          "--set", "data.train=/dev/zero"),
+    TRAIN("valid FIFO", 1, "fifo' is a FIFO (named pipe), not a regular file", "train.ini",
+          "--set", "data.valid=@/fifo"),
+    TRAIN("init FIFO", 1, "fifo' is a FIFO (named pipe), not a regular file", "train.ini", "--set",
+          "model.init=@/fifo"),
+    TRAIN("init directory", 1, "folder' is a directory, not a regular file", "train.ini", "--set",
+          "model.init=@/folder"),
+    {"predict weights FIFO", "predict", {"@/fifo", "good.h5", "@/out.h5", "--device", "cpu", NULL},
+     NULL, 1, "fifo: is a FIFO (named pipe), not a regular file"},
+    {"predict weights directory", "predict",
+     {"@/folder", "good.h5", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
+     "folder: is a directory, not a regular file"},
+    {"predict inputs FIFO", "predict",
+     {"good_weights.h5", "@/fifo", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
+     "fifo: is a FIFO (named pipe), not a regular file"},
+    {"predict inputs device", "predict",
+     {"good_weights.h5", "/dev/zero", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
+     "/dev/zero: is a character device, not a regular file"},
+    {"resume from a FIFO", "train", {"train.ini", "--resume", NULL}, FIFO, 1,
+     "checkpoint.h5: is a FIFO (named pipe), not a regular file"},
+    {"resume from a directory", "train", {"train.ini", "--resume", NULL}, FOLDER, 1,
+     "checkpoint.h5: is a directory, not a regular file"},
 };
+
+/* A failure over a file that is not a regular one must be at once: HDF5
+ * given a FIFO waited for the probe's minute, a config FIFO forever. */
+static const double FAST_SECONDS = 10;
 
 enum { PATH_CAP = 1024 };
 
@@ -229,6 +280,11 @@ static int setup(void **state)
     assert_non_null(f);
     f->c = *state;
     program_temp_dir(f->dir, sizeof f->dir, "fn_bad_");
+    char special[PATH_CAP];
+    snprintf(special, sizeof special, "%s/fifo", f->dir);
+    assert_int_equal(mkfifo(special, 0600), 0);
+    snprintf(special, sizeof special, "%s/folder", f->dir);
+    assert_int_equal(mkdir(special, 0700), 0);
     snprintf(f->corpus, sizeof f->corpus, "%s", source_path("tests/bad_inputs"));
     *state = f;
     return 0;
@@ -293,9 +349,9 @@ static void run_case(void **state)
     const char *argv[16];
     int n = 0;
     for (int i = 0; c->args[i]; i++) {
-        const char *a = c->args[i];
-        if (a[0] == '@')
-            snprintf(args[i], PATH_CAP, "%s%s", f->dir, a + 1);
+        const char *a = c->args[i], *at = strchr(a, '@');
+        if (at)
+            snprintf(args[i], PATH_CAP, "%.*s%s%s", (int)(at - a), a, f->dir, at + 1);
         else
             snprintf(args[i], PATH_CAP, "%s", a);
         argv[n++] = args[i];
@@ -307,14 +363,22 @@ static void run_case(void **state)
     }
     argv[n] = NULL;
     char *before = NULL;
-    if (c->checkpoint) {
+    if (c->checkpoint == FIFO) {
+        assert_int_equal(mkfifo(checkpoint, 0600), 0);
+    } else if (c->checkpoint == FOLDER) {
+        assert_int_equal(mkdir(checkpoint, 0700), 0);
+    } else if (c->checkpoint) {
         char from[2 * PATH_CAP];
         snprintf(from, sizeof from, "%s/%s", f->corpus, c->checkpoint);
         copy_file(from, checkpoint);
         before = program_slurp(checkpoint);
     }
 
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int status = program_run(c->program, argv, f->corpus, out, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     char *text = program_slurp(err);
     if (strstr(text, "Sanitizer") || strstr(text, "runtime error") || strstr(text, "HDF5-DIAG"))
         fail_msg("%s: a report on stderr:\n%s", c->name, text);
@@ -327,6 +391,10 @@ static void run_case(void **state)
     } else if (text[0]) {
         fail_msg("%s: succeeded but wrote to stderr:\n%s", c->name, text);
     }
+    int special = strstr(c->name, "FIFO") || strstr(c->name, "directory") ||
+                  strstr(c->name, "device") || c->checkpoint == FIFO || c->checkpoint == FOLDER;
+    if (special && seconds > FAST_SECONDS)
+        fail_msg("%s: took %.1f s to fail, expected at once", c->name, seconds);
     if (before) {
         char *after = program_slurp(checkpoint);
         if (memcmp(before, after, 1 << 20) != 0)
@@ -337,12 +405,75 @@ static void run_case(void **state)
     free(text);
 }
 
+/* --- predict's outputs over one of its inputs -------------------------------- */
+
+static void expect_same_bytes(const char *path, const char *original, const char *what)
+{
+    char *a = program_slurp(path), *b = program_slurp(original);
+    if (strcmp(a, b) != 0 || !a[0])
+        fail_msg("%s: %s was changed", what, path);
+    free(a);
+    free(b);
+}
+
+/* `predict w.h5 in.h5 in.h5` and the like, links included, must leave every
+ * input as it was and say why. */
+static void test_predict_output_is_an_input(void **state)
+{
+    fixture *f = *state;
+    char w[PATH_CAP], in[PATH_CAP], sym[PATH_CAP], hard[PATH_CAP], dotted[PATH_CAP],
+        out[PATH_CAP], err[PATH_CAP], good_w[2 * PATH_CAP], good_in[2 * PATH_CAP];
+    snprintf(w, sizeof w, "%s/w.h5", f->dir);
+    snprintf(in, sizeof in, "%s/in.h5", f->dir);
+    snprintf(sym, sizeof sym, "%s/sym.h5", f->dir);
+    snprintf(hard, sizeof hard, "%s/hard.h5", f->dir);
+    snprintf(dotted, sizeof dotted, "%s/./folder/../in.h5", f->dir);
+    snprintf(out, sizeof out, "%s/stdout.txt", f->dir);
+    snprintf(err, sizeof err, "%s/stderr.txt", f->dir);
+    snprintf(good_w, sizeof good_w, "%s/good_weights.h5", f->corpus);
+    snprintf(good_in, sizeof good_in, "%s/good.h5", f->corpus);
+    copy_file(good_w, w);
+    copy_file(good_in, in);
+    assert_int_equal(symlink("in.h5", sym), 0);
+    assert_int_equal(link(w, hard), 0);
+    const struct {
+        const char *output, *message;
+    } rows[] = {
+        {in, "in.h5: is the inputs file"},  {w, "w.h5: is the weights file"},
+        {sym, "sym.h5: is the inputs file"}, {hard, "hard.h5: is the weights file"},
+        {dotted, "in.h5: is the inputs file"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *argv[] = {w, in, rows[i].output, "--device", "cpu", NULL};
+        int status = program_run("predict", argv, f->corpus, out, err);
+        char *text = program_slurp(err);
+        if (status != 1 || strncmp(text, "predict: ", 9) != 0 || !strstr(text, rows[i].message) ||
+            !strstr(text, "the outputs would replace it"))
+            fail_msg("predict w.h5 in.h5 %s: exit status %d, stderr:\n%s", rows[i].output, status,
+                     text);
+        free(text);
+        expect_same_bytes(w, good_w, rows[i].output);
+        expect_same_bytes(in, good_in, rows[i].output);
+        expect_no_outputs(f->dir, rows[i].output);
+    }
+    char other[PATH_CAP];
+    snprintf(other, sizeof other, "%s/other.h5", f->dir);
+    const char *fine[] = {w, in, other, "--device", "cpu", NULL};
+    assert_int_equal(program_run("predict", fine, f->corpus, out, err), 0);
+}
+
 int main(void)
 {
-    struct CMUnitTest tests[sizeof cases / sizeof cases[0]];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    enum { N_CASES = sizeof cases / sizeof cases[0] };
+    struct CMUnitTest tests[N_CASES + 1];
+    for (size_t i = 0; i < N_CASES; i++)
         tests[i] = (struct CMUnitTest){.name = cases[i].name, .test_func = run_case,
                                        .setup_func = setup, .teardown_func = teardown,
                                        .initial_state = (void *)&cases[i]};
+    static const bad_input none = {.name = "predict outputs over an input"};
+    tests[N_CASES] = (struct CMUnitTest){.name = none.name,
+                                         .test_func = test_predict_output_is_an_input,
+                                         .setup_func = setup, .teardown_func = teardown,
+                                         .initial_state = (void *)&none};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -345,6 +346,42 @@ static void test_missing_config_file(void **state)
     assert_non_null(strstr(fn_last_error(), "/nonexistent/run.ini: cannot open"));
 }
 
+/* A config or an input path that is not a regular file is refused at once,
+ * saying what it is (a FIFO would block the reader forever), and a config
+ * over 1 MiB is not read. */
+static void test_not_a_regular_file(void **state)
+{
+    fixture *f = *state;
+    char fifo[160], big[160];
+    snprintf(fifo, sizeof fifo, "%s/fifo", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    fn_config *cfg = NULL;
+    assert_int_equal(fn_config_load(&cfg, fifo), FN_ERR_IO);
+    assert_non_null(strstr(fn_last_error(), "fifo: is a FIFO (named pipe), not a regular file"));
+    assert_int_equal(fn_config_load(&cfg, f->dir), FN_ERR_IO);
+    assert_non_null(strstr(fn_last_error(), ": is a directory, not a regular file"));
+    assert_int_equal(fn_config_load(&cfg, "/dev/zero"), FN_ERR_IO);
+    assert_non_null(strstr(fn_last_error(), "/dev/zero: is a character device, not a regular file"));
+    EXPECT_ERROR("[data]\ntrain = fifo\n[model]\nlayers = linear 2\n", NULL, FN_ERR_IO,
+                 "run.ini:2: data.train: '", "fifo' is a FIFO (named pipe), not a regular file");
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = linear 2\ninit = /dev/null\n", NULL,
+                 FN_ERR_IO, "run.ini:5: model.init: '/dev/null' is a character device", NULL);
+    EXPECT_ERROR("[data]\ntrain = train.h5\nvalid = .\n[model]\nlayers = linear 2\n", NULL,
+                 FN_ERR_IO, "run.ini:3: data.valid: '", "' is a directory, not a regular file");
+    remove(fifo);
+
+    snprintf(big, sizeof big, "%s/big.ini", f->dir);
+    FILE *out = fopen(big, "w");
+    assert_non_null(out);
+    for (int i = 0; i < (1 << 20) / 16 + 1; i++)
+        fputs("; a comment....\n", out); /* 16 bytes a line */
+    fclose(out);
+    assert_int_equal(fn_config_load(&cfg, big), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "big.ini: 1048592 bytes: a config has at most 1048576"));
+    remove(big);
+    assert_null(cfg);
+}
+
 static void test_bad_overrides(void **state)
 {
     const char *nan_lr[] = {"train.lr=x", NULL};
@@ -395,7 +432,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_defaults),          T(test_values_and_overrides), T(test_unknown_section),
+        T(test_not_a_regular_file), T(test_defaults),          T(test_values_and_overrides), T(test_unknown_section),
         T(test_key_outside_section), T(test_unknown_key),        T(test_duplicate_key),
         T(test_syntax_error),      T(test_not_a_number),         T(test_out_of_range),
         T(test_float_range_after_narrowing),

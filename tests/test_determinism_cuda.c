@@ -363,5 +363,5 @@ int main(void)
         cmocka_unit_test(test_two_runs_bit_identical_fp32),
         cmocka_unit_test(test_two_runs_bit_identical_tf32x3),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -89,5 +89,5 @@ int main(void)
         cmocka_unit_test(test_negative_gpu_is_nodev),
         cmocka_unit_test(test_out_of_device_memory_is_nomem),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

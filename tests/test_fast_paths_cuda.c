@@ -247,5 +247,5 @@ int main(void)
         cmocka_unit_test(test_fused_step_matches_unfused),
         cmocka_unit_test(test_fused_step_rejects_misuse),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

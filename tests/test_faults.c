@@ -20,6 +20,16 @@
  * reference run's; fn_net_find_nonfinite names the first bad value; and
  * the library refuses to write a non-finite value into a file.
  * Out of GPU memory: a clear error naming the layer (skips without a GPU).
+ * Two runs on one output directory: the second fails at once, naming the
+ * first's pid, and touches nothing; a killed holder leaves no stale lock.
+ * A leftover .tmp that is a symbolic link is never written through.
+ * metrics.csv's rewrite on --resume is atomic: a SIGKILL inside it leaves
+ * the old file whole.
+ * A full disk (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG, as
+ * with ENOSPC) while a checkpoint, the weights or predict's outputs are
+ * written: exit 1 with the path and the system's reason, no crash (HDF5's
+ * clean-up at exit once crashed on the file it could not close), no
+ * temporary left, and the files of an earlier run as they were.
  * SIGINT and SIGTERM (exit 130, 143, checkpoint, resume) are covered by
  * test_train_cli. */
 #define _POSIX_C_SOURCE 200809L
@@ -33,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,6 +58,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "io/dir_lock.h"
 #include "io/test_hooks.h"
 #include "program.h"
 
@@ -552,6 +564,269 @@ static void test_save_refuses_nonfinite(void **state)
     model_close(&m);
 }
 
+/* --- two runs on one output directory ----------------------------------------- */
+
+/* Names in dir other than "." and "..". */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void test_output_dir_in_use(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 1");
+    const char *dir = path_in(f, "busy");
+    assert_int_equal(mkdir(dir, 0777), 0);
+
+    /* In one process, a second lock is refused too, naming this pid. */
+    fn_dir_lock *lock = NULL, *second = NULL;
+    EXPECT_OK(fn_dir_lock_take(&lock, dir));
+    assert_int_equal(fn_dir_lock_take(&second, dir), FN_ERR_IO);
+    assert_null(second);
+    char expected[PATH_CAP + 96];
+    snprintf(expected, sizeof expected, "%s is in use by another train run (pid %ld)", dir,
+             (long)getpid());
+    assert_string_equal(fn_last_error(), expected);
+
+    /* A train run on it fails at once, before it opens any file. */
+    double t0 = now();
+    int status = program_wait(start_train(f, "busy", NULL, NULL, 0), NULL);
+    char *err = program_slurp(f->err);
+    if (status != 1 || strncmp(err, "train: ", 7) != 0 || !strstr(err, expected))
+        fail_msg("exit status %d; stderr is not 'train: %s'; it holds:\n%s", status, expected,
+                 err);
+    free(err);
+    if (now() - t0 > 10)
+        fail_msg("the second run took %.1f s to fail", now() - t0);
+    assert_int_equal(entries(dir), 0);
+    fn_dir_lock_release(lock);
+
+    /* A holder killed with SIGKILL leaves no lock behind. */
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t holder = fork();
+    assert_true(holder >= 0);
+    if (holder == 0) {
+        fn_dir_lock *mine = NULL;
+        char ok = fn_dir_lock_take(&mine, dir) == FN_OK;
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char ok = 0;
+    assert_int_equal(read(ready[0], &ok, 1), 1);
+    assert_true(ok);
+    close(ready[0]);
+    close(ready[1]);
+    assert_int_equal(fn_dir_lock_take(&second, dir), FN_ERR_IO);
+    snprintf(expected, sizeof expected, "(pid %ld)", (long)holder);
+    assert_non_null(strstr(fn_last_error(), expected));
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    expect_success(f, start_train(f, "busy", NULL, NULL, 0), "a run after the holder was killed");
+    assert_int_equal(access(path_in(f, "busy/weights.h5"), F_OK), 0);
+}
+
+/* --- leftover temporaries that are symbolic links ------------------------------ */
+
+static void expect_regular(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        fail_msg("%s is not a regular file", path);
+}
+
+/* A killed run's .tmp replaced by a symbolic link to a file outside the
+ * output directory: the file it points to stays as it was, and the run's
+ * files are regular files of their own. */
+static void test_tmp_symlinks_not_followed(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 2\ncheckpoint_every = 1");
+    char precious[PATH_CAP]; /* path_in's buffers are reused */
+    snprintf(precious, sizeof precious, "%s", path_in(f, "precious.txt"));
+    FILE *out = fopen(precious, "w");
+    assert_non_null(out);
+    fputs("the user's own file", out);
+    fclose(out);
+    assert_int_equal(mkdir(path_in(f, "sym"), 0777), 0);
+    static const char *names[] = {"weights.h5", "checkpoint.h5", "metrics.csv", "out.h5"};
+    char tmp[PATH_CAP];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(tmp, sizeof tmp, "%s/sym/%s.tmp", f->dir, names[i]);
+        assert_int_equal(symlink(precious, tmp), 0);
+    }
+    expect_success(f, start_train(f, "sym", NULL, NULL, 0), "train over .tmp links");
+    const char *argv[] = {path_in(f, "sym/weights.h5"), source_path("tests/bad_inputs/good.h5"),
+                          path_in(f, "sym/out.h5"), "--device", "cpu", NULL};
+    pid_t pid = program_start("predict", argv, NULL, f->out, f->err);
+    expect_success(f, pid, "predict over an out.h5.tmp link");
+    char *kept = program_slurp(precious);
+    assert_string_equal(kept, "the user's own file");
+    free(kept);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(tmp, sizeof tmp, "%s/sym/%s", f->dir, names[i]);
+        expect_regular(tmp);
+        strcat(tmp, ".tmp");
+        assert_int_not_equal(access(tmp, F_OK), 0);
+    }
+}
+
+/* --- metrics.csv rewritten atomically on --resume ------------------------------- */
+
+static void test_metrics_rewrite_atomic(void **state)
+{
+    fixture *f = *state;
+    /* 3 epochs, a checkpoint at 2: --resume keeps 2 of metrics.csv's 3 lines. */
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 3\ncheckpoint_every = 2");
+    expect_success(f, start_train(f, "m", NULL, NULL, 0), "the first run");
+    char csv[PATH_CAP], old[PATH_CAP]; /* path_in's buffers are reused */
+    snprintf(csv, sizeof csv, "%s", path_in(f, "m/metrics.csv"));
+    snprintf(old, sizeof old, "%s", path_in(f, "m/old.csv"));
+    char *before = program_slurp(csv);
+    assert_int_equal(link(csv, old), 0);
+
+    if (fn_test_hooks_enabled()) {
+        /* Killed between the new file's fsync and its rename: the old one
+         * is whole. */
+        setenv("FN_TEST_WRITE_DELAY_MS", "2000", 1);
+        pid_t pid = start_train(f, "m", NULL, NULL, 1);
+        unsetenv("FN_TEST_WRITE_DELAY_MS");
+        wait_for_file(f, pid, path_in(f, "m/metrics.csv.tmp"), 60, 0);
+        kill(pid, SIGKILL);
+        int sig = 0;
+        program_wait(pid, &sig);
+        assert_int_equal(sig, SIGKILL);
+        char *after = program_slurp(csv);
+        assert_string_equal(after, before);
+        free(after);
+    } else {
+        printf("the kill inside the rewrite needs FN_TEST_WRITE_DELAY_MS (FN_TEST_HOOKS=ON): "
+               "not run\n");
+    }
+
+    /* The rewrite makes a new file: the old one (old.csv) is never
+     * truncated in place. */
+    expect_success(f, start_train(f, "m", NULL, NULL, 1), "the resumed run");
+    char *kept = program_slurp(old);
+    assert_string_equal(kept, before);
+    struct stat a, b;
+    assert_int_equal(stat(csv, &a), 0);
+    assert_int_equal(stat(old, &b), 0);
+    assert_true(a.st_ino != b.st_ino);
+    char *after = program_slurp(csv);
+    /* Header and epochs 1 and 2 as they were, then epoch 3 again. */
+    const char *third = before;
+    for (int i = 0; i < 3; i++)
+        third = strchr(third, '\n') + 1;
+    assert_int_equal(strncmp(after, before, (size_t)(third - before)), 0);
+    assert_true(strncmp(third, "3,", 2) == 0 && strncmp(after + (third - before), "3,", 2) == 0);
+    free(after);
+    free(kept);
+    free(before);
+}
+
+/* --- a full disk ------------------------------------------------------------------ */
+
+enum { FSIZE_LIMIT = 100 * 1024 }; /* bytes a file may grow to */
+
+/* program_start with the file size limit: the child inherits it and the
+ * ignored SIGXFSZ (kept across exec), so its writes past the limit fail
+ * with EFBIG ("File too large"). */
+static pid_t start_limited(const char *program, const char *const *argv, const fixture *f)
+{
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = FSIZE_LIMIT;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    pid_t pid = program_start(program, argv, NULL, f->out, f->err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    return pid;
+}
+
+/* Exit 1 (not a signal), one line "<program>: ...<file>...File too large". */
+static void expect_full_disk(const fixture *f, pid_t pid, const char *program, const char *file)
+{
+    int sig = 0;
+    int status = program_wait(pid, &sig);
+    char *err = program_slurp(f->err);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s: ", program);
+    const char *newline = strchr(err, '\n');
+    if (sig || status != 1 || strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, file) ||
+        !strstr(err, ": File too large") || !newline || newline[1])
+        fail_msg("%s past the file size limit: exit status %d (signal %d); stderr is not one "
+                 "line '%s...%s...: File too large'; it holds:\n%s",
+                 program, status, sig, prefix, file, err);
+    free(err);
+}
+
+static void expect_no_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
+            fail_msg("%s/%s was left", dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static void test_disk_full(void **state)
+{
+    fixture *f = *state;
+    /* Layer 1's weight is 256 KiB, past the limit; metrics.csv stays under. */
+    write_config(f, "block 256, block 256, linear 4",
+                 "batch_size = 8\nepochs = 2\ncheckpoint_every = 1");
+    expect_success(f, start_train(f, "full", NULL, NULL, 0), "a run without a limit");
+    char dir[PATH_CAP], *ckpt = NULL, *weights = NULL;
+    snprintf(dir, sizeof dir, "%s", path_in(f, "full"));
+    ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
+    weights = program_slurp(path_in(f, "full/weights.h5"));
+
+    char set_out[PATH_CAP + 16];
+    snprintf(set_out, sizeof set_out, "output.dir=%s", dir);
+    const char *argv[] = {f->ini, "--set", set_out, NULL};
+    expect_full_disk(f, start_limited("train", argv, f), "train", "full/checkpoint.h5");
+    const char *no_ckpt[] = {f->ini, "--set", set_out, "--set", "train.checkpoint_every=0", NULL};
+    expect_full_disk(f, start_limited("train", no_ckpt, f), "train", "full/weights.h5");
+    expect_no_tmp(dir);
+    char *now_ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
+    char *now_weights = program_slurp(path_in(f, "full/weights.h5"));
+    assert_true(memcmp(ckpt, now_ckpt, 1 << 20) == 0);
+    assert_true(memcmp(weights, now_weights, 1 << 20) == 0);
+    free(ckpt);
+    free(weights);
+    free(now_ckpt);
+    free(now_weights);
+
+    /* predict: 24 rows of 4096 outputs are 384 KiB. */
+    write_config(f, "block 8, linear 4096", "batch_size = 8\nepochs = 1");
+    expect_success(f, start_train(f, "wide", NULL, NULL, 0), "a wide run without a limit");
+    char w[PATH_CAP], out[PATH_CAP];
+    snprintf(w, sizeof w, "%s", path_in(f, "wide/weights.h5"));
+    snprintf(out, sizeof out, "%s", path_in(f, "wide/out.h5"));
+    const char *predict[] = {w, source_path("tests/bad_inputs/good.h5"), out, "--device", "cpu",
+                             NULL};
+    expect_full_disk(f, start_limited("predict", predict, f), "predict", "out.h5");
+    assert_int_not_equal(access(out, F_OK), 0);
+    expect_no_tmp(path_in(f, "wide"));
+}
+
 /* --- out of GPU memory ----------------------------------------------------------- */
 
 static void test_out_of_gpu_memory(void **state)
@@ -578,6 +853,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -307,5 +307,5 @@ int main(void)
         cmocka_unit_test(test_net_step_cpu),
         cmocka_unit_test(test_fused_net_step_cuda),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

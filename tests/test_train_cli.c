@@ -2,7 +2,8 @@
  * errors exit with 1 or 2 and a "train: file:line: ..." message; bad data
  * names the file and dataset; the example trains and exports; and a run
  * interrupted by SIGINT and SIGTERM and resumed twice ends with weights
- * identical, bit for bit, to an uninterrupted run.
+ * identical, bit for bit, to an uninterrupted run; SIGHUP stops a run like
+ * SIGTERM, and a closed stdout does not kill it.
  * Needs FN_BUILD_DIR (the programs) and FN_SOURCE_DIR (data/), set by ctest. */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
@@ -389,6 +390,45 @@ static void test_interrupt_and_resume_fused_cuda(void **state)
     interrupt_and_resume(*state, "cuda", "run.device=cuda", "train.momentum=0");
 }
 
+/* SIGHUP (its terminal closed) stops a run as SIGTERM does: exit 129 with a
+ * checkpoint. A stdout that closes (`train ... | head -1`) does not kill
+ * the run: SIGPIPE is ignored, and it ends with its weights. */
+static void test_hangup_and_closed_stdout(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], csv[160], path[160];
+    write_digits_config(f, "hup.ini", "hup", "block 128, block 128, linear 10", "epochs = 40\n");
+    snprintf(cfg, sizeof cfg, "%s/hup.ini", f->dir);
+    snprintf(csv, sizeof csv, "%s/hup/metrics.csv", f->dir);
+    const char *argv[] = {cfg, NULL};
+    assert_int_equal(interrupt_after(f, argv, csv, 3, SIGHUP), 129);
+    expect_output(f, "out.txt", "interrupted by SIGHUP");
+    snprintf(path, sizeof path, "%s/hup/checkpoint.h5", f->dir);
+    assert_int_equal(access(path, F_OK), 0);
+
+    write_digits_config(f, "pipe.ini", "pipe", "block 32, linear 10", "epochs = 2\n");
+    snprintf(cfg, sizeof cfg, "%s/pipe.ini", f->dir);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Every line is flushed (log_every = 1): the first write meets the
+         * closed pipe. */
+        signal(SIGPIPE, SIG_DFL); /* train must ignore it itself */
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execl(f->train, f->train, cfg, "--set", "run.log_every=1", (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    close(p[1]);
+    assert_int_equal(finish(pid), 0);
+    snprintf(path, sizeof path, "%s/pipe/weights.h5", f->dir);
+    assert_int_equal(access(path, F_OK), 0);
+}
+
 /* The data order depends on the training set's rows and its slab size
  * (memory_budget_mb) as well as on seed and batch_size: --resume refuses a
  * checkpoint written for another order. */
@@ -422,6 +462,7 @@ int main(void)
         T(test_usage_errors),      T(test_config_errors),        T(test_data_errors),
         T(test_example_one_epoch), T(test_init_from_weights),    T(test_interrupt_and_resume),
         T(test_interrupt_and_resume_fused_cuda), T(test_resume_needs_same_order),
+        T(test_hangup_and_closed_stdout),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fusenet/data.h"
 #include "fusenet/loader.h"
@@ -120,6 +121,28 @@ static fn_status open_context(const char *device, fn_context **ctx)
     return fn_fail(FN_ERR_INVALID, "--device %s: expected auto, cpu, cuda or cuda:N", device);
 }
 
+/* 1 when both paths exist and are one file (links followed: a symbolic or
+ * hard link to it counts as the file). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* The outputs replace the file at their path: it must not be an input. */
+static fn_status check_output_path(const options *o)
+{
+    const char *inputs[2][2] = {{"weights", o->weights}, {"inputs", o->inputs_path}};
+    for (int i = 0; i < 2; i++)
+        if (same_file(o->outputs_path, inputs[i][1]))
+            return fn_fail(FN_ERR_INVALID,
+                           "%s: is the %s file %s (or a link to it): the outputs would replace "
+                           "it; give another outputs path",
+                           o->outputs_path, inputs[i][0], inputs[i][1]);
+    return FN_OK;
+}
+
 typedef struct job {
     fn_context *ctx;
     fn_net *net;
@@ -148,6 +171,7 @@ static fn_status forward_all(job *j)
 
 static fn_status predict(job *j, const options *o)
 {
+    FN_TRY(check_output_path(o));
     FN_TRY(open_context(o->device, &j->ctx));
     FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch));
     fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = fn_net_in_features(j->net),

@@ -2,14 +2,15 @@
  * runs it with the library's trainer (fusenet/trainer.h), which trains,
  * validates, writes metrics.csv, checkpoints and weights.h5 to the output
  * directory; this program draws its reports (a progress bar on a
- * terminal, else plain lines) and turns SIGINT/SIGTERM into a stop after
- * the current step, with a checkpoint.
+ * terminal, else plain lines) and turns SIGINT/SIGTERM/SIGHUP into a stop
+ * after the current step, with a checkpoint. SIGPIPE is ignored: when its
+ * stdout closes (`train ... | head -1`) the run carries on, unprinted.
  *
  *   train config.ini [--set section.key=value ...] [--resume] [--help]
  *
  * Exit status: 0 done, 1 a config, data or run error, 2 a usage error,
- * 130/143 interrupted by SIGINT/SIGTERM after writing a checkpoint (or
- * during setup, before the first step, without one). */
+ * 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP after writing a
+ * checkpoint (or during setup, before the first step, without one). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -230,7 +231,10 @@ static const fn_trainer_callbacks callbacks = {
 
 /* --- the run ------------------------------------------------------------------ */
 
-static const char *signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
+static const char *signal_name(int sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT";
+}
 
 /* The exit status of a run that ended (status st) with this outcome. */
 static int conclude(const fn_trainer *t, fn_status st, const display *d)
@@ -269,12 +273,15 @@ static int execute(const fn_config *cfg, int resuming)
     return status;
 }
 
-/* The first SIGINT or SIGTERM asks the run to stop after its step (and,
+/* The first SIGINT, SIGTERM or SIGHUP (its terminal closed) asks the run
+ * to stop after its step (and,
  * during setup, before the first); SA_RESETHAND restores the default
  * action, so a second one ends the program at once, in a long set-up
  * (every slab of a set is read when it is opened) or a slow write alike.
  * Files are written to a temporary and renamed, so that leaves no broken
- * file. */
+ * file. SIGPIPE is ignored, so a closed stdout fails writes (unseen)
+ * instead of killing the run. Installed first thing in main: a config
+ * (or the set-up after it) may take time. */
 static void install_handlers(void)
 {
     struct sigaction sa;
@@ -284,10 +291,15 @@ static void install_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sa.sa_flags = 0;
+    sigaction(SIGPIPE, &sa, NULL);
 }
 
 int main(int argc, char **argv)
 {
+    install_handlers();
     args a = {0};
     int status = parse_args(argc, argv, &a);
     if (status == 0 && a.help)
@@ -296,10 +308,8 @@ int main(int argc, char **argv)
     if (status == 0 && !a.help)
         status = load_config(&a, &cfg);
     free(a.sets);
-    if (status == 0 && !a.help) {
-        install_handlers();
+    if (status == 0 && !a.help)
         status = execute(cfg, a.resume);
-    }
     fn_config_destroy(cfg);
     return status;
 }

@@ -20,6 +20,35 @@ char *fn_atomic_tmp_name(const char *path)
     return tmp;
 }
 
+fn_status fn_atomic_prepare(const char *path, char **tmp)
+{
+    *tmp = fn_atomic_tmp_name(path);
+    if (!*tmp)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    /* unlink removes a symbolic link itself, never its target. */
+    if (unlink(*tmp) != 0 && errno != ENOENT) {
+        fn_status st = fn_fail(FN_ERR_IO, "%s: cannot remove what an earlier run left there: %s",
+                               *tmp, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+        return st;
+    }
+    return FN_OK;
+}
+
+fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
+{
+    FN_TRY(fn_atomic_prepare(path, tmp));
+    *fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (*fd < 0) {
+        fn_status st = fn_fail(FN_ERR_IO, "%s: cannot create: %s", *tmp, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+        return st;
+    }
+    return FN_OK;
+}
+
 static fn_status fsync_path(const char *path, int flags)
 {
     int fd = open(path, flags);
@@ -52,7 +81,7 @@ static char *parent_dir(const char *path)
 
 fn_status fn_atomic_commit(const char *tmp, const char *path)
 {
-    fn_status st = fsync_path(tmp, O_RDONLY);
+    fn_status st = fsync_path(tmp, O_RDONLY | O_NOFOLLOW);
     if (st == FN_OK)
         fn_test_write_delay();
     if (st == FN_OK && rename(tmp, path) != 0)

@@ -11,9 +11,11 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "fusenet/config.h"
 #include "io/ini_reader.h"
+#include "io/regular_file.h"
 
 typedef enum key_type {
     T_NAME,   /* a non-empty string (dataset names) */
@@ -557,6 +559,13 @@ static fn_status resolve_path(fn_config *cfg, int i)
     if (keys[i].offset != AT(out_dir) && access(full, R_OK) != 0) {
         char problem[512];
         snprintf(problem, sizeof problem, "cannot read '%s': %s", full, strerror(errno));
+        return key_fail(cfg, FN_ERR_IO, i, problem);
+    }
+    struct stat st;
+    if (keys[i].offset != AT(out_dir) && stat(full, &st) == 0 && !S_ISREG(st.st_mode)) {
+        char problem[512];
+        snprintf(problem, sizeof problem, "'%s' is %s, not a regular file", full,
+                 fn_file_kind(st.st_mode));
         return key_fail(cfg, FN_ERR_IO, i, problem);
     }
     return FN_OK;

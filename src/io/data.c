@@ -272,13 +272,36 @@ static fn_status check_finite(const fn_data *d, const char *name, const float *v
     return FN_OK;
 }
 
+/* The label of row `row` as the file holds it, as text: labels are read
+ * as int32, and HDF5's conversion clips what an int32 cannot hold (2^32 + 1
+ * would read as 2147483647), so the row is read again in 64 bits of the
+ * file's signedness (labels are at most 8 bytes, check_type). */
+static void label_text(const fn_data *d, int64_t row, int32_t read, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d", read);
+    hid_t type = H5Dget_type(d->tset);
+    int is_unsigned = type >= 0 && H5Tget_sign(type) == H5T_SGN_NONE;
+    if (type >= 0)
+        H5Tclose(type);
+    unsigned long long u = 0;
+    long long v = 0;
+    if (is_unsigned && read_rows(d, d->tset, d->targets, H5T_NATIVE_ULLONG, &u, row, 1, 0) == FN_OK)
+        snprintf(buf, n, "%llu", u);
+    else if (!is_unsigned &&
+             read_rows(d, d->tset, d->targets, H5T_NATIVE_LLONG, &v, row, 1, 0) == FN_OK)
+        snprintf(buf, n, "%lld", v);
+}
+
 static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, int64_t row0)
 {
     for (int64_t i = 0; i < rows; i++)
-        if (l[i] < 0 || l[i] >= d->out)
+        if (l[i] < 0 || l[i] >= d->out) {
+            char label[32];
+            label_text(d, row0 + i, l[i], label, sizeof label);
             return fn_fail(FN_ERR_FORMAT,
-                           "%s: dataset '%s' row %lld holds label %d, expected 0 to %d (the model has %d outputs)",
-                           d->path, d->targets, (long long)(row0 + i), l[i], d->out - 1, d->out);
+                           "%s: dataset '%s' row %lld holds label %s, expected 0 to %d (the model has %d outputs)",
+                           d->path, d->targets, (long long)(row0 + i), label, d->out - 1, d->out);
+        }
     return FN_OK;
 }
 

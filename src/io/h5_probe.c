@@ -102,6 +102,7 @@ static void child_signals(void)
         sigaction(fatal[i], &dfl, NULL);
     sigaction(SIGINT, &ign, NULL);
     sigaction(SIGTERM, &ign, NULL);
+    sigaction(SIGHUP, &ign, NULL);
 }
 
 static _Noreturn void run_child(int fd, pid_t parent, fn_h5_probe_fn check, void *arg)

@@ -13,11 +13,24 @@
 
 #include "io/atomic_file.h"
 #include "io/h5util.h"
+#include "io/regular_file.h"
 
-void fn_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* H5dont_atexit: HDF5 1.10 cannot close a file whose write failed (a full
+ * disk, RLIMIT_FSIZE): H5Fclose fails and leaves it half closed, and the
+ * library's own clean-up at exit (H5_term_library) then crashed on it
+ * (SIGSEGV in H5F__close_cb). Every file fusenet writes is closed (or
+ * abandoned) explicitly, so nothing needs that clean-up; it must be asked
+ * for before any other HDF5 call, which this is (every path into HDF5 goes
+ * through here first), and is a no-op after. */
+void fn_h5_quiet(void)
+{
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 typedef struct h5_message {
     char text[256];
+    int sys_errno; /* a failed read or write's errno, as HDF5's file driver reports it */
 } h5_message;
 
 static herr_t first_message(unsigned n, const H5E_error2_t *err, void *data)
@@ -25,6 +38,12 @@ static herr_t first_message(unsigned n, const H5E_error2_t *err, void *data)
     h5_message *m = data;
     if (n == 0 && err->desc)
         snprintf(m->text, sizeof m->text, "%s", err->desc);
+    /* The sec2 driver's "file write failed: time = ..., errno = 28, error
+     * message = '...', buf = 0x..." says the system's reason among
+     * addresses: only the reason is kept. */
+    const char *e = err->desc ? strstr(err->desc, "errno = ") : NULL;
+    if (e && !m->sys_errno)
+        m->sys_errno = atoi(e + 8);
     return 0;
 }
 
@@ -35,9 +54,11 @@ fn_status fn_h5_fail(fn_status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    h5_message m = {{0}};
+    h5_message m = {{0}, 0};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_message, &m);
     H5Eclear2(H5E_DEFAULT);
+    if (m.sys_errno > 0)
+        return fn_fail(status, "%s: %s", text, strerror(m.sys_errno));
     if (m.text[0])
         return fn_fail(status, "%s: %s", text, m.text);
     return fn_fail(status, "%s", text);
@@ -73,6 +94,8 @@ fn_status fn_h5_open_read(hid_t *file, const char *path)
     fn_h5_quiet();
     if (access(path, R_OK) != 0)
         return fn_fail(FN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* A FIFO would hold HDF5 until the probe's minute ran out. */
+    FN_TRY(fn_require_regular_file(path));
     *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file < 0)
         return fn_h5_fail(FN_ERR_FORMAT, "%s: not a readable HDF5 file", path);
@@ -96,11 +119,11 @@ static hid_t checksummed_metadata(void)
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
 {
     fn_h5_quiet();
-    *tmp = fn_atomic_tmp_name(path);
-    if (!*tmp)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    FN_TRY(fn_atomic_prepare(path, tmp));
+    /* EXCL: HDF5 opens it with O_CREAT | O_EXCL, so it never follows a
+     * link or truncates a file that is not this call's own. */
     hid_t fapl = checksummed_metadata();
-    *file = fapl < 0 ? -1 : H5Fcreate(*tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    *file = fapl < 0 ? -1 : H5Fcreate(*tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (fapl >= 0)
         H5Pclose(fapl);
     if (*file < 0) {
@@ -332,15 +355,16 @@ fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const
                                       : H5Dcreate2(loc, name, H5T_IEEE_F32LE, space, H5P_DEFAULT,
                                                    dcpl, H5P_DEFAULT);
     herr_t w = set < 0 ? -1 : H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    /* Before the closes, which would clear HDF5's reason (a full disk). */
+    fn_status st = w < 0 ? fn_h5_fail(FN_ERR_IO, "%s: cannot write dataset '%s'", where, name)
+                         : FN_OK;
     if (set >= 0)
         H5Dclose(set);
     if (dcpl >= 0)
         H5Pclose(dcpl);
     if (space >= 0)
         H5Sclose(space);
-    if (w < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot write dataset '%s'", where, name);
-    return FN_OK;
+    return st;
 }
 
 static fn_status check_float_set(hid_t set, const char *where, const char *name, int rank,

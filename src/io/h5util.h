@@ -26,11 +26,12 @@ fn_status fn_h5_fail(fn_status status, const char *fmt, ...)
 /* "float32", "int64", "uint8", "string", ... */
 void fn_h5_type_name(hid_t type, char *buf, size_t n);
 
-/* Opens an existing file read-only; errors name the path. */
+/* Opens an existing regular file read-only (regular_file.h: anything else
+ * is refused at once, saying what it is); errors name the path. */
 fn_status fn_h5_open_read(hid_t *file, const char *path);
 
 /* The atomic write of an HDF5 file (atomic_file.h). Creates "<path>.tmp"
- * (truncating); *tmp is malloc'ed. */
+ * exclusively, removing what an earlier run left there; *tmp is malloc'ed. */
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
 /* Closes file, fsyncs the temporary, renames it over path and fsyncs the
  * directory. On failure the temporary is removed and path is untouched. */

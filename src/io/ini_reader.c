@@ -6,33 +6,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/ini_reader.h"
+#include "io/regular_file.h"
+
+/* A config is a few hundred bytes; a file far larger is not one (and is
+ * refused before it is read). */
+enum { INI_MAX_BYTES = 1 << 20 };
+
+/* Up to INI_MAX_BYTES + 1 bytes of fd into buf[cap]; -1 on a read error. */
+static long long read_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    return (long long)n;
+}
 
 fn_status fn_ini_read_text(const char *path, char **text)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fn_fail(FN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - 1 - n, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
+    int fd;
+    long long size;
+    FN_TRY(fn_open_regular_file(path, &fd, &size));
+    if (size > INI_MAX_BYTES) {
+        close(fd);
+        return fn_fail(FN_ERR_INVALID, "%s: %lld bytes: a config has at most %d", path, size,
+                       INI_MAX_BYTES);
     }
-    int failed = ferror(f);
-    fclose(f);
+    /* The file may grow after fstat: one byte more than the limit tells. */
+    char *buf = malloc((size_t)INI_MAX_BYTES + 2);
+    long long got = buf ? read_all(fd, buf, (size_t)INI_MAX_BYTES + 1) : 0;
+    int saved = errno;
+    close(fd);
     if (!buf)
         return fn_fail(FN_ERR_NOMEM, "%s: out of memory reading the file", path);
-    if (failed) {
+    if (got < 0 || got > INI_MAX_BYTES) {
         free(buf);
-        return fn_fail(FN_ERR_IO, "%s: read error", path);
+        if (got < 0)
+            return fn_fail(FN_ERR_IO, "%s: read error: %s", path, strerror(saved));
+        return fn_fail(FN_ERR_INVALID, "%s: more than %d bytes: a config has at most that",
+                       path, INI_MAX_BYTES);
     }
+    size_t n = (size_t)got;
     /* A NUL would silently end the text: the rest of the file would be lost. */
     const char *nul = memchr(buf, '\0', n);
     if (nul) {
@@ -43,7 +67,8 @@ fn_status fn_ini_read_text(const char *path, char **text)
         return fn_fail(FN_ERR_INVALID, "%s:%d: a NUL byte: not a text file", path, line);
     }
     buf[n] = '\0';
-    *text = buf;
+    char *fitted = realloc(buf, n + 1); /* the text is kept for the run */
+    *text = fitted ? fitted : buf;
     return FN_OK;
 }
 

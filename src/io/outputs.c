@@ -53,13 +53,14 @@ fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host
     if (file_space >= 0 && mem_space >= 0 &&
         H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
         r = H5Dwrite(o->set, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, host);
+    /* Before the closes, which would clear HDF5's reason (a full disk). */
+    fn_status st = r < 0 ? fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", o->tmp)
+                         : FN_OK;
     if (file_space >= 0)
         H5Sclose(file_space);
     if (mem_space >= 0)
         H5Sclose(mem_space);
-    if (r < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", o->tmp);
-    return FN_OK;
+    return st;
 }
 
 fn_status fn_outputs_commit(fn_outputs *o)

@@ -1,12 +1,15 @@
-/* metrics_csv.c — metrics.csv, rewritten when a run starts: a resumed run
- * keeps the lines of the epochs its checkpoint covers and drops any an
- * interrupted run wrote after it. */
+/* metrics_csv.c — metrics.csv, rewritten when a run starts (atomically: a
+ * temporary renamed over it): a resumed run keeps the lines of the epochs
+ * its checkpoint covers and drops any an interrupted run wrote after it. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "io/atomic_file.h"
+#include "io/regular_file.h"
 #include "train/metrics_csv.h"
 
 struct fn_metrics_csv {
@@ -15,16 +18,24 @@ struct fn_metrics_csv {
 
 static const char header[] = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds\n";
 
-/* The header and the first `epochs` lines of path, malloc'ed; NULL when
- * there is nothing to keep. */
-static char *kept_lines(const char *path, long long epochs, size_t *len)
+/* The header and the first `epochs` lines of path in *kept (malloc'ed;
+ * NULL when there is nothing to keep: no file, or a fresh run). A path
+ * that is not a regular file is refused (a FIFO would block the read). */
+static fn_status kept_lines(const char *path, long long epochs, char **kept, size_t *len)
 {
-    char *kept = NULL;
+    *kept = NULL;
     *len = 0;
-    FILE *old = epochs > 0 ? fopen(path, "r") : NULL;
-    if (!old)
-        return NULL;
-    FILE *mem = open_memstream(&kept, len);
+    int fd = -1;
+    long long size = 0;
+    if (epochs <= 0 || (access(path, F_OK) != 0 && errno == ENOENT))
+        return FN_OK;
+    FN_TRY(fn_open_regular_file(path, &fd, &size));
+    FILE *old = fdopen(fd, "r");
+    if (!old) {
+        close(fd);
+        return fn_fail(FN_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    FILE *mem = open_memstream(kept, len);
     int c;
     long long lines = 0;
     while (mem && (c = fgetc(old)) != EOF && lines <= epochs) {
@@ -32,9 +43,34 @@ static char *kept_lines(const char *path, long long epochs, size_t *len)
         lines += c == '\n';
     }
     fclose(old);
-    if (mem)
-        fclose(mem);
-    return kept;
+    if (!mem)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    fclose(mem);
+    return FN_OK;
+}
+
+/* The kept lines (or the header) go to a new temporary that is synced and
+ * renamed over path (atomic_file.h), so a kill during the rewrite leaves
+ * the old file whole; the epochs to come are appended to the new one. */
+static fn_status rewrite(fn_metrics_csv *csv, const char *path, const char *text)
+{
+    char *tmp = NULL;
+    int fd = -1;
+    FN_TRY(fn_atomic_create(path, &tmp, &fd));
+    fn_status st = FN_OK;
+    csv->file = fdopen(fd, "w");
+    if (!csv->file) {
+        close(fd);
+        st = fn_fail(FN_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+    } else if (fputs(text, csv->file) == EOF || fflush(csv->file) != 0) {
+        st = fn_fail(FN_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+    }
+    if (st == FN_OK)
+        st = fn_atomic_commit(tmp, path); /* removes tmp when it fails */
+    else
+        fn_atomic_abandon(tmp);
+    free(tmp);
+    return st;
 }
 
 fn_status fn_metrics_csv_open(fn_metrics_csv **out, const char *path, long long epochs)
@@ -44,17 +80,15 @@ fn_status fn_metrics_csv_open(fn_metrics_csv **out, const char *path, long long 
     if (!csv)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     size_t len = 0;
-    char *kept = kept_lines(path, epochs, &len);
-    csv->file = fopen(path, "w");
-    if (!csv->file) {
-        fn_status st = fn_fail(FN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        free(kept);
-        free(csv);
+    char *kept = NULL;
+    fn_status st = kept_lines(path, epochs, &kept, &len);
+    if (st == FN_OK)
+        st = rewrite(csv, path, kept && len ? kept : header);
+    free(kept);
+    if (st != FN_OK) {
+        fn_metrics_csv_close(csv);
         return st;
     }
-    fputs(kept && len ? kept : header, csv->file);
-    free(kept);
-    fflush(csv->file);
     *out = csv;
     return FN_OK;
 }
@@ -71,6 +105,7 @@ void fn_metrics_csv_close(fn_metrics_csv *csv)
 {
     if (!csv)
         return;
-    fclose(csv->file);
+    if (csv->file)
+        fclose(csv->file);
     free(csv);
 }

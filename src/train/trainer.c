@@ -92,6 +92,9 @@ static fn_status output_paths(fn_trainer *t)
 {
     const char *dir = t->cfg->out_dir;
     FN_TRY(make_dirs(dir));
+    /* Before any file is opened: a second run on this directory stops
+     * here, before it could truncate the first's temporaries. */
+    FN_TRY(fn_dir_lock_take(&t->lock, dir));
     t->checkpoint_path = fn_path_join(dir, "checkpoint.h5");
     t->weights_path = fn_path_join(dir, "weights.h5");
     t->csv_path = fn_path_join(dir, "metrics.csv");
@@ -137,10 +140,10 @@ static fn_status resume(fn_trainer *t)
 
 static fn_status setup(fn_trainer *t, int resuming)
 {
+    FN_TRY(output_paths(t));
     FN_TRY(open_context(t));
     FN_TRY(open_sets(t));
     FN_TRY(build(t));
-    FN_TRY(output_paths(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
@@ -194,6 +197,7 @@ void fn_trainer_destroy(fn_trainer *t)
     free(t->checkpoint_path);
     free(t->weights_path);
     free(t->csv_path);
+    fn_dir_lock_release(t->lock); /* last: every file of the run is closed */
     free(t);
 }
 

@@ -6,6 +6,7 @@
 
 #include "fusenet/data.h"
 #include "fusenet/trainer.h"
+#include "io/dir_lock.h"
 #include "train/metrics_csv.h"
 
 struct fn_trainer {
@@ -26,6 +27,7 @@ struct fn_trainer {
     fn_train_outcome outcome;
     fn_metrics_csv *csv;
     char *checkpoint_path, *weights_path, *csv_path;
+    fn_dir_lock *lock;     /* the output directory's, held for the run's life */
     double epoch_started;  /* monotonic seconds */
     long long seen_before; /* state.seen when this epoch (or its resumed part) began */
 };

@@ -126,6 +126,16 @@ def main():
     negative = Y.copy()
     negative[7] = -1
     data("label_negative.h5", X=X, y=negative)
+    # Labels an int32 cannot hold: the message must show the file's value.
+    wide = Y.astype(np.int64)
+    wide[9] = 2**32 + 1
+    data("label_int64_big.h5", X=X, y=wide)
+    top = Y.astype(np.uint64)
+    top[11] = 2**64 - 1
+    data("label_uint64_max.h5", X=X, y=top)
+    low = Y.astype(np.int64)
+    low[2] = -(2**40)
+    data("label_int64_low.h5", X=X, y=low)
     nan = X.copy()
     nan[3, 2] = np.nan
     data("x_nan.h5", X=nan, y=Y)

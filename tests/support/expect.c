@@ -16,12 +16,25 @@ void must(fn_status st)
         fail_msg("%s: %s", fn_status_name(st), fn_last_error());
 }
 
+static int gpu_skips; /* the tests of this process skipped for want of a GPU */
+
 void skip_without_gpu(void)
 {
     if (fn_cuda_device_count() == 0) {
         printf("skipped: no CUDA GPU on this machine\n");
+        gpu_skips++;
         skip();
     }
+}
+
+int gpu_program_status(int failed)
+{
+    if (failed)
+        return failed;
+    if (gpu_skips)
+        printf("%d test%s skipped without a GPU: exit status %d, which ctest shows as skipped\n",
+               gpu_skips, gpu_skips == 1 ? "" : "s", GPU_TESTS_SKIPPED);
+    return gpu_skips ? GPU_TESTS_SKIPPED : 0;
 }
 
 fn_context *context_or_skip(fn_device device)

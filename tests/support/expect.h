@@ -28,8 +28,20 @@ void expect_fail_at(fn_status got, fn_status want, const char *needle, const cha
  * fn_last_error(). */
 void must(fn_status st);
 
-/* Skips the test (with a line saying why) when there is no CUDA GPU. */
+/* Skips the test (with a line saying why) when there is no CUDA GPU, and
+ * counts the skip for gpu_program_status. */
 void skip_without_gpu(void);
+
+/* The exit status ctest reads as "skipped" (SKIP_RETURN_CODE of the gpu
+ * tests in tests/CMakeLists.txt). */
+enum { GPU_TESTS_SKIPPED = 77 };
+
+/* The exit status of a GPU test program (test_*_cuda.c) whose group ended
+ * with `failed` failures: those when any, else GPU_TESTS_SKIPPED when a
+ * test skipped for want of a GPU, so that ctest's summary shows the
+ * program skipped, not passed (its CPU-only tests, where it has some, still
+ * ran and passed). */
+int gpu_program_status(int failed);
 
 /* An fp32 context on device (GPU 0 for CUDA); skips the test for CUDA
  * without a GPU, fails it when the context cannot be made. */

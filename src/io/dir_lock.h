@@ -1,0 +1,23 @@
+/* dir_lock.h (private) — a run's hold on its output directory: an exclusive
+ * flock on the directory itself, taken before any file of the run is
+ * opened and held until the run ends, so two runs never write the same
+ * checkpoint.h5.tmp or metrics.csv. The kernel drops a flock when its
+ * holder dies, so a killed run leaves no stale lock; and nothing is written
+ * into the directory for it. */
+#ifndef FUSENET_SRC_DIR_LOCK_H
+#define FUSENET_SRC_DIR_LOCK_H
+
+#include "fusenet/status.h"
+
+typedef struct fn_dir_lock fn_dir_lock; /* opaque */
+
+/* Takes the lock on dir (an existing directory) without waiting. Held by
+ * another open of it (another process, or another lock in this one):
+ * FN_ERR_IO "<dir> is in use by another train run (pid N)", the pid read
+ * from /proc/locks ("pid unknown" where that cannot tell). */
+fn_status fn_dir_lock_take(fn_dir_lock **lock, const char *dir);
+
+/* Releases it; NULL is fine. */
+void fn_dir_lock_release(fn_dir_lock *lock);
+
+#endif
