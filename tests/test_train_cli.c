@@ -254,7 +254,7 @@ static void test_example_one_epoch(void **state)
     snprintf(path, sizeof path, "%s/metrics.csv", out);
     assert_int_equal(count_lines(path), 2);
     char *csv = slurp(path);
-    assert_non_null(strstr(csv, "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds\n1,"));
+    assert_non_null(strstr(csv, "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,lr,grad_norm\n1,"));
     free(csv);
 }
 
