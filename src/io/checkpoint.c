@@ -105,8 +105,8 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
-/* Version 2's attributes; a non-finite grad_norm (none yet) is stored as
- * NaN, an attribute is not a parameter value. */
+/* Version 2's attributes; grad_norm is NaN when there is none (no
+ * clipping, or no step yet): an attribute, not a parameter value. */
 static fn_status write_optimizer(hid_t file, const char *path, const fn_optimizer *opt,
                                  const fn_train_state *s)
 {

@@ -622,8 +622,7 @@ static fn_status check_optimizer(fn_config *cfg)
         FN_TRY(not_applicable(cfg, "momentum", cfg->sgd.momentum != 0, why));
         FN_TRY(not_applicable(cfg, "dampening", cfg->sgd.dampening != 0, why));
         FN_TRY(not_applicable(cfg, "nesterov", cfg->sgd.nesterov != 0, why));
-    }
-    if (sgd) {
+    } else {
         const char *adam_only = "applies to optimizer = adam or adamw only, not sgd";
         FN_TRY(not_applicable(cfg, "betas", cfg->betas[0] != 0.9f || cfg->betas[1] != 0.999f,
                               adam_only));
