@@ -14,6 +14,12 @@ loaded by both through [model] init and scripts/weights_to_torch.py. The
 blocks have 8 and 4 channels a group: with 2 a group, GroupNorm's
 gradient is so ill-conditioned (r = 1/sqrt(var + eps) of two values) that
 float32 and float64 runs part after a few steps whatever the optimiser.
+Adam divides each component by its own running magnitude, so a component
+whose gradient passes near zero takes a step set by rounding: with
+clip_grad_norm = 1.0 in the first scenario, one weight's clipped gradient
+(-1.004e-4) all but cancels its L2 term (+1.005e-4) at step 1, and float32
+and float64 then differ there by 7.5e-5. The scenarios below are clear of
+such points; the largest difference is printed.
 
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
 mismatch or failure."""
@@ -151,11 +157,11 @@ SCENARIOS = [
     ("adam+L2, warm-up+cosine, clipping", "classes", 12,
      {"optimizer": "adam", "lr": 0.01, "betas": (0.9, 0.999), "adam_eps": 1e-8,
       "weight_decay": 1e-3, "schedule": "cosine", "warmup_steps": 3, "min_lr": 1e-4,
-      "clip_grad_norm": 0.5}),
+      "clip_grad_norm": 0.9}),
     ("adamw, warm-up+step, clipping", "regression", 10,
      {"optimizer": "adamw", "lr": 0.02, "betas": (0.8, 0.99), "adam_eps": 1e-6,
       "weight_decay": 0.05, "schedule": "step", "step_size": 4, "gamma": 0.5,
-      "warmup_steps": 2, "clip_grad_norm": 0.2}),
+      "warmup_steps": 2, "clip_grad_norm": 0.45}),
     ("sgd nesterov, cosine, clipping", "classes", 10,
      {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "schedule": "cosine",
       "min_lr": 0.01, "clip_grad_norm": 0.3}),
@@ -173,10 +179,10 @@ def main():
             ours = train(config, os.path.join(tmp, f"run{i}"),
                          sets_of(s, steps) + [f"model.init={init}"])
             theirs, clipped = torch_run(init, path, loss, steps, s)
-            if clipped == 0:
-                sys.exit(f"{name}: no step was clipped; lower clip_grad_norm so the test "
-                         "checks clipping")
             print(f"{name}: {steps} steps, {clipped} clipped")
+            if clipped == 0 or (i < 2 and clipped == steps):
+                sys.exit(f"{name}: {clipped} of {steps} steps clipped; the first two scenarios "
+                         "must have clipped and unclipped steps, the third clipped ones")
             compare(name, ours, theirs)
     print("interop: optimisers, schedules and clipping match PyTorch")
 
