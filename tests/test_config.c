@@ -313,6 +313,106 @@ static void test_bad_enums(void **state)
     EXPECT_ERROR("[run]\nmath = fp16\n", NULL, FN_ERR_INVALID, "run.math: expected fp32", NULL);
 }
 
+/* [train] optimizer, its options, schedules and clipping (issue 12). */
+static void test_optimizer_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    assert_int_equal(load(f, minimal, NULL, &cfg), FN_OK);
+    assert_string_equal(cfg->optimizer, "sgd");
+    assert_float_equal(cfg->betas[0], 0.9f, 0);
+    assert_float_equal(cfg->betas[1], 0.999f, 0);
+    assert_float_equal(cfg->adam_eps, 1e-8f, 0);
+    assert_int_equal(cfg->schedule, FN_SCHEDULE_CONSTANT);
+    assert_int_equal(cfg->warmup_steps, 0);
+    assert_float_equal(cfg->gamma, 0.1f, 0);
+    assert_float_equal(cfg->min_lr, 0, 0);
+    assert_float_equal(cfg->clip_grad_norm, 0, 0);
+    fn_config_destroy(cfg);
+
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\noptimizer = adamw\nbetas = 0.8 , 0.99\n"
+             "adam_eps = 1e-6\nschedule = cosine\nwarmup_steps = 10\nmin_lr = 1e-4\n"
+             "clip_grad_norm = 2.5\n", minimal);
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    assert_string_equal(cfg->optimizer, "adamw");
+    assert_float_equal(cfg->betas[0], 0.8f, 0);
+    assert_float_equal(cfg->betas[1], 0.99f, 0);
+    assert_float_equal(cfg->adam_eps, 1e-6f, 0);
+    assert_int_equal(cfg->schedule, FN_SCHEDULE_COSINE);
+    assert_int_equal(cfg->warmup_steps, 10);
+    assert_float_equal(cfg->min_lr, 1e-4f, 0);
+    assert_float_equal(cfg->clip_grad_norm, 2.5f, 0);
+    /* AdamW's weight decay defaults to torch.optim.AdamW's. */
+    assert_float_equal(cfg->sgd.weight_decay, 1e-2f, 0);
+    fn_config_destroy(cfg);
+
+    const char *const adam_wd0[] = {"train.optimizer=adamw", "train.weight_decay=0", NULL};
+    assert_int_equal(load(f, minimal, adam_wd0, &cfg), FN_OK);
+    assert_float_equal(cfg->sgd.weight_decay, 0, 0);
+    fn_config_destroy(cfg);
+    const char *const step[] = {"train.schedule=step", "train.step_size=100", "train.gamma=0.5",
+                                NULL};
+    assert_int_equal(load(f, minimal, step, &cfg), FN_OK);
+    assert_int_equal(cfg->step_size, 100);
+    assert_float_equal(cfg->gamma, 0.5f, 0);
+    fn_config_destroy(cfg);
+    /* momentum = 0 with Adam says nothing wrong: allowed. */
+    const char *const adam_m0[] = {"train.optimizer=adam", "train.momentum=0", NULL};
+    assert_int_equal(load(f, minimal, adam_m0, &cfg), FN_OK);
+    fn_config_destroy(cfg);
+}
+
+static void test_optimizer_key_errors(void **state)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\noptimizer = adam\nmomentum = 0.9\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.momentum: applies to optimizer = sgd only, not adam", NULL);
+    snprintf(text, sizeof text, "%s[train]\noptimizer = adamw\ndampening = 0.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.dampening: applies to optimizer = "
+                 "sgd only, not adamw", NULL);
+    const char *const nesterov[] = {"train.optimizer=adam", "train.nesterov=true", NULL};
+    EXPECT_ERROR(minimal, nesterov, FN_ERR_INVALID,
+                 "--set train.nesterov=true: applies to optimizer = sgd only", NULL);
+    snprintf(text, sizeof text, "%s[train]\nbetas = 0.5, 0.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.betas: applies to optimizer = adam or adamw only", NULL);
+    const char *const eps[] = {"train.adam_eps=1e-3", NULL};
+    EXPECT_ERROR(minimal, eps, FN_ERR_INVALID, "--set train.adam_eps=1e-3: applies to optimizer "
+                 "= adam or adamw only, not sgd", NULL);
+    EXPECT_ERROR("[train]\noptimizer = rmsprop\n", NULL, FN_ERR_INVALID,
+                 "train.optimizer: expected sgd, adam or adamw, got 'rmsprop'", NULL);
+    EXPECT_ERROR("[train]\nbetas = 0.9\n", NULL, FN_ERR_INVALID,
+                 "train.betas: expected two numbers 'beta1, beta2', got '0.9'", NULL);
+    EXPECT_ERROR("[train]\nbetas = 0.9, 1\n", NULL, FN_ERR_INVALID,
+                 "train.betas: beta2 1 is out of range", NULL);
+    EXPECT_ERROR("[train]\nbetas = x, 0.9\n", NULL, FN_ERR_INVALID,
+                 "train.betas: expected a number, got 'x'", NULL);
+    EXPECT_ERROR("[train]\nschedule = linear\n", NULL, FN_ERR_INVALID,
+                 "train.schedule: expected constant, step or cosine, got 'linear'", NULL);
+    snprintf(text, sizeof text, "%s[train]\nschedule = step\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.schedule: schedule = step needs step_size", NULL);
+    snprintf(text, sizeof text, "%s[train]\nstep_size = 10\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.step_size: applies to schedule = step only", NULL);
+    snprintf(text, sizeof text, "%s[train]\nschedule = cosine\ngamma = 0.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.gamma: applies to schedule = step only", NULL);
+    snprintf(text, sizeof text, "%s[train]\nmin_lr = 0.001\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.min_lr: applies to schedule = cosine only", NULL);
+    snprintf(text, sizeof text, "%s[train]\nschedule = cosine\nlr = 0.1\nmin_lr = 0.5\n",
+             minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:8: train.min_lr: min_lr 0.5 is above lr 0.1", NULL);
+    EXPECT_ERROR("[train]\nclip_grad_norm = -1\n", NULL, FN_ERR_INVALID,
+                 "train.clip_grad_norm: -1 is out of range", NULL);
+    EXPECT_ERROR("[train]\nwarmup_steps = -1\n", NULL, FN_ERR_INVALID,
+                 "train.warmup_steps: -1 is out of range", NULL);
+}
+
 static void test_missing_required(void **state)
 {
     EXPECT_ERROR("[model]\nlayers = linear 2\n", NULL, FN_ERR_INVALID,
@@ -439,7 +539,8 @@ int main(void)
         T(test_zero_and_negative_sizes), T(test_bad_layer_lists), T(test_groups_must_divide),
         T(test_nesterov_needs_momentum), T(test_bad_enums),      T(test_missing_required),
         T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),
-        T(test_long_line),         T(test_parse_layers),
+        T(test_long_line),         T(test_parse_layers),          T(test_optimizer_keys),
+        T(test_optimizer_key_errors),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

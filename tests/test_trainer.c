@@ -27,6 +27,7 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
+#include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "program.h"
 
@@ -314,31 +315,29 @@ static void expect_same_weights(const fn_net *a, const fn_net *b)
     }
 }
 
-/* metrics.csv without its last column (seconds). */
+/* metrics.csv without its sixth column (seconds, the time taken). */
 static char *metrics_without_time(const fixture *f, const char *out)
 {
+    enum { SECONDS_COLUMN = 5 }; /* 0-based */
     char *csv = slurp(f, out, "metrics.csv");
     char *w = csv;
-    for (const char *line = csv; *line;) {
-        const char *end = strchr(line, '\n');
-        if (!end)
-            end = line + strlen(line);
-        const char *comma = line;
-        for (const char *c = line; c < end; c++)
-            if (*c == ',')
-                comma = c;
-        memmove(w, line, (size_t)(comma - line));
-        w += comma - line;
-        *w++ = '\n';
-        line = *end ? end + 1 : end;
+    int column = 0;
+    for (const char *c = csv; *c; c++) {
+        if (*c == '\n')
+            column = 0;
+        else if (*c == ',')
+            column++;
+        if (column != SECONDS_COLUMN) /* seconds and the comma before it */
+            *w++ = *c;
     }
     *w = '\0';
     return csv;
 }
 
-static void test_stop_and_resume(void **state)
+/* A run stopped mid-epoch and resumed ends as the uninterrupted one: the
+ * same weights bit for bit, the same metrics.csv but for the times. */
+static void check_stop_and_resume(fixture *f)
 {
-    fixture *f = *state;
     recorder ref = {.stop_after = -1};
     fn_config *ref_cfg = NULL;
     fn_trainer *whole = run(f, "ref", 0, &ref, &ref_cfg);
@@ -379,6 +378,114 @@ static void test_stop_and_resume(void **state)
     fn_config_destroy(ref_cfg);
 }
 
+static void test_stop_and_resume(void **state) { check_stop_and_resume(*state); }
+
+/* Replaces run.ini's [train] section by `train` (same data and model). */
+static void write_train_section(fixture *f, const char *train)
+{
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    fprintf(out,
+            "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+            "[model]\nlayers = block 16, block 16, linear 2\ngroups = 4\n"
+            "[train]\nbatch_size = %d\nepochs = %d\nseed = 3\n%s"
+            "[run]\ndevice = cpu\nlog_every = 0\n",
+            BATCH, EPOCHS, train);
+    fclose(out);
+}
+
+static const char adam_train[] = "optimizer = adam\nlr = 0.01\nweight_decay = 1e-3\n"
+                                 "schedule = cosine\nwarmup_steps = 20\nmin_lr = 1e-4\n"
+                                 "clip_grad_norm = 0.5\n";
+
+/* Adam with L2 decay, warm-up and cosine, clipping: resumed bit-exact
+ * (exp_avg, exp_avg_sq and the step count in the checkpoint); the
+ * optimiser's step count is restored; metrics.csv's lr is the schedule's
+ * at each epoch's last step and its grad_norm finite. */
+static void test_adam_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    write_train_section(f, adam_train);
+    check_stop_and_resume(f);
+    recorder r = {.stop_after = -1};
+    fn_config *cfg = NULL;
+    fn_trainer *t = run(f, "adam_full", 0, &r, &cfg);
+    assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(t)), "adam");
+    char *csv = slurp(f, "adam_full", "metrics.csv");
+    assert_non_null(strstr(csv, ",seconds,lr,grad_norm\n"));
+    const char *line = strchr(csv, '\n') + 1;
+    /* The config's float32 values, as the trainer takes them. */
+    const fn_schedule s = {.kind = FN_SCHEDULE_COSINE, .lr = 0.01f, .warmup_steps = 20,
+                           .min_lr = 1e-4f, .total_steps = (long long)EPOCHS * STEPS};
+    for (int e = 1; e <= EPOCHS; e++) {
+        double v[8];
+        assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
+                                &v[3], &v[4], &v[5], &v[6], &v[7]), 8);
+        const double lr = (float)fn_schedule_lr(&s, (long long)e * STEPS - 1);
+        if (fabs(v[6] - lr) > 1e-8 * lr) /* printed with 9 digits */
+            fail_msg("epoch %d: lr %.9g in metrics.csv, the schedule's %.9g", e, v[6], lr);
+        assert_true(isfinite(v[7]) && v[7] > 0);
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+}
+
+/* Sets a checkpoint back to format version 1: without the attributes
+ * version 2 added (what the SGD-only build wrote). */
+static void make_version_1(const fixture *f, const char *out)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/checkpoint.h5", f->dir, out);
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    assert_true(H5Adelete(file, "optimizer") >= 0);
+    assert_true(H5Adelete(file, "optimizer_steps") >= 0);
+    assert_true(H5Adelete(file, "grad_norm") >= 0);
+    hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
+    assert_true(attr >= 0);
+    const int one = 1;
+    assert_true(H5Awrite(attr, H5T_NATIVE_INT, &one) >= 0);
+    H5Aclose(attr);
+    H5Fclose(file);
+}
+
+/* A version-1 checkpoint (SGD) still resumes, to the uninterrupted run's
+ * weights; one written by SGD does not resume an Adam config. */
+static void test_version_1_checkpoint(void **state)
+{
+    fixture *f = *state;
+    recorder ref = {.stop_after = -1}, a = {.stop_after = STOP_AFTER}, b = {.stop_after = -1};
+    fn_config *ref_cfg = NULL, *cfg = NULL;
+    fn_trainer *whole = run(f, "v1_ref", 0, &ref, &ref_cfg);
+    fn_trainer *t = run(f, "v1", 0, &a, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+    make_version_1(f, "v1");
+    t = run(f, "v1", 1, &b, &cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+
+    /* A checkpoint SGD wrote, resumed with the config turned to Adam. */
+    recorder c = {.stop_after = STOP_AFTER};
+    t = run(f, "v2", 0, &c, &cfg);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+    write_train_section(f, adam_train);
+    cfg = load_config(f, "v2");
+    const fn_trainer_options resume = {.resume = 1};
+    assert_int_equal(fn_trainer_create(&t, cfg, &resume), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "was written by optimizer sgd; the config has "
+                                            "optimizer adam"));
+    fn_config_destroy(cfg);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(ref_cfg);
+}
+
 static void test_stop_at_start(void **state)
 {
     fixture *f = *state;
@@ -400,6 +507,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

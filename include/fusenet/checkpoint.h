@@ -8,7 +8,13 @@
  * The optimiser's state is stored as it publishes it (optimizer.h): one
  * group per kind, named as the kind ("momentum"), holding a float32
  * dataset [rows, cols] named "layerI.name" for every parameter that has
- * one; the group is there even when empty. */
+ * one; the group is there even when empty.
+ *
+ * Version 2 adds the root attributes optimizer (its name: "sgd", "adam",
+ * "adamw"), optimizer_steps (its step count: Adam's bias correction needs
+ * it) and grad_norm (the last step's gradient norm, NaN when not
+ * clipping). A version-1 file (SGD only) still loads: its optimiser is
+ * "sgd", its step count global_step, its grad_norm NaN. */
 #ifndef FUSENET_CHECKPOINT_H
 #define FUSENET_CHECKPOINT_H
 
@@ -21,14 +27,15 @@ extern "C" {
 #endif
 
 #define FN_CHECKPOINT_FORMAT "fusenet-checkpoint"
+#define FN_CHECKPOINT_VERSION 2 /* written; 1 and 2 are read */
 
 /* opt must optimise net's parameters, in net's order. */
 fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
                              const fn_train_state *state, const char *config_text);
 
 /* Restores net's values, opt's state and step count, and *state. The net
- * must have the checkpoint's layers, opt the configuration it was written
- * with (a state kind it keeps must be in the file). */
+ * must have the checkpoint's layers, opt the kind (name) and configuration
+ * it was written with (a state kind it keeps must be in the file). */
 fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
                              fn_train_state *state);
 

@@ -15,6 +15,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/loss.h"
 #include "fusenet/model.h"
+#include "fusenet/schedule.h"
 #include "fusenet/sgd.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,15 @@ typedef struct fn_config {
     fn_sgd_config sgd; /* lr 0.01, momentum 0, dampening 0, weight_decay 0, nesterov off */
     uint64_t seed;     /* 1 */
     int checkpoint_every; /* epochs between checkpoints, 0 = only when interrupted */
+    char *optimizer;      /* "sgd", "adam" or "adamw"; lr and weight_decay are sgd's fields */
+    float betas[2];       /* adam, adamw: 0.9, 0.999 */
+    float adam_eps;       /* adam, adamw: 1e-8 */
+    fn_schedule_kind schedule; /* constant */
+    int warmup_steps;     /* 0 */
+    int step_size;        /* schedule = step: required */
+    float gamma;          /* schedule = step: 0.1 */
+    float min_lr;         /* schedule = cosine: 0 */
+    float clip_grad_norm; /* 0 = off */
 
     /* [run] */
     int device_auto; /* device = auto: CUDA when a GPU is present */

@@ -26,6 +26,8 @@ typedef struct fn_train_state {
     long long correct;     /* the epoch so far: correctly classified rows */
     long long seen;        /* the epoch so far: rows */
     double seconds;        /* training time so far */
+    double grad_norm;      /* the last step's gradient norm before clipping; NaN when
+                            * not clipping (clip.h) */
 } fn_train_state;
 
 /* The start of a run: epoch 0, nothing taken. */

@@ -1,6 +1,8 @@
 /* trainer.h — a training run of a config, as `train` makes it: the device
  * (auto: a GPU when there is one), the training and validation sets, the
- * network ([model], from [model] init when given), the optimiser, the
+ * network ([model], from [model] init when given), the optimiser ([train]
+ * optimizer, each step's learning rate from [train] schedule, clipping
+ * with [train] clip_grad_norm), the
  * epochs of steps over batches the loader prepares ahead, validation after
  * each epoch, metrics.csv, checkpoint.h5 (every [train] checkpoint_every
  * epochs and when stopped), resuming from it, and weights.h5 at the end,

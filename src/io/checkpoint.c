@@ -1,6 +1,7 @@
 /* checkpoint.c — checkpoint.h5: the weights layout, the optimiser's
  * published state (a group per kind, one float32 dataset per parameter,
- * named "layerI.name") and the run's state as root attributes.
+ * named "layerI.name"), its name and step count, and the run's state as
+ * root attributes; version 1 files (before the name and count) still load.
  *
  * A load reads the whole file into host memory (read_file: what the
  * probe's child runs, h5_probe.h; the weights through the weights format's
@@ -10,6 +11,7 @@
  * optimiser as they were. */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +105,22 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
+/* Version 2's attributes; grad_norm is NaN when there is none (no
+ * clipping, or no step yet): an attribute, not a parameter value. */
+static fn_status write_optimizer(hid_t file, const char *path, const fn_optimizer *opt,
+                                 const fn_train_state *s)
+{
+    FN_TRY(fn_h5_put_string(file, path, "optimizer", fn_optimizer_name(opt)));
+    FN_TRY(fn_h5_put_int(file, path, "optimizer_steps", fn_optimizer_steps(opt)));
+    return fn_h5_put_double(file, path, "grad_norm", isfinite(s->grad_norm) ? s->grad_norm : NAN);
+}
+
 static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
                            const fn_train_state *state, const char *config_text)
 {
     FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, net, config_text));
     FN_TRY(write_state(file, path, state));
+    FN_TRY(write_optimizer(file, path, opt, state));
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
         FN_TRY(write_kind(file, path, net, opt, k));
     return FN_OK;
@@ -135,6 +148,7 @@ fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *
 typedef struct host_copy {
     fn_weights_host weights;
     fn_train_state state;
+    long long optimizer_steps;
     float **values; /* [n_state * n_params]: kind k's values of parameter i at
                      * k * n_params + i; NULL where the optimiser keeps none */
     int count;
@@ -166,6 +180,35 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
     s->seed = (uint64_t)seed;
     s->batch_size = batch >= 1 && batch <= INT_MAX ? (int)batch : 0;
     return fn_train_state_check(s, path);
+}
+
+/* Version 2's attributes, or what a version-1 file (SGD's) implies; the
+ * file's optimiser must be opt's kind. */
+static fn_status read_optimizer(hid_t file, const char *path, const fn_optimizer *opt,
+                                host_copy *c)
+{
+    long long version = 0;
+    FN_TRY(fn_h5_get_int(file, path, "format_version", &version));
+    char *name = NULL;
+    c->optimizer_steps = c->state.global_step;
+    c->state.grad_norm = NAN;
+    if (version >= 2) {
+        FN_TRY(fn_h5_get_int(file, path, "optimizer_steps", &c->optimizer_steps));
+        FN_TRY(fn_h5_get_double(file, path, "grad_norm", &c->state.grad_norm));
+        FN_TRY(fn_h5_get_string(file, path, "optimizer", &name));
+    }
+    const char *got = name ? name : "sgd";
+    fn_status st = FN_OK;
+    if (strcmp(got, fn_optimizer_name(opt)) != 0)
+        st = fn_fail(FN_ERR_INVALID,
+                     "%s was written by optimizer %s; the config has optimizer %s, whose state "
+                     "it does not hold",
+                     path, got, fn_optimizer_name(opt));
+    else if (c->optimizer_steps < 0)
+        st = fn_fail(FN_ERR_FORMAT, "%s: optimizer_steps %lld is negative", path,
+                     c->optimizer_steps);
+    free(name);
+    return st;
 }
 
 static fn_status read_tensor(hid_t group, const char *where, const char *name,
@@ -208,6 +251,7 @@ static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_optimize
 {
     FN_TRY(fn_weights_read_host(file, path, FN_CHECKPOINT_FORMAT, net, &c->weights));
     FN_TRY(read_state(file, path, &c->state));
+    FN_TRY(read_optimizer(file, path, opt, c));
     const int n = opt->n_params;
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
         FN_TRY(read_kind(file, path, net, opt, k, c->values + (size_t)k * n));
@@ -275,7 +319,7 @@ fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
         st = upload(net, opt, &c);
     if (st == FN_OK) {
         *state = c.state;
-        fn_optimizer_set_steps(opt, c.state.global_step);
+        fn_optimizer_set_steps(opt, c.optimizer_steps);
     }
     host_copy_free(&c);
     return st;

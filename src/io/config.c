@@ -29,7 +29,10 @@ typedef enum key_type {
     T_LAYERS,
     T_LOSS,
     T_DEVICE,
-    T_MATH
+    T_MATH,
+    T_OPTIMIZER,
+    T_BETAS,
+    T_SCHEDULE
 } key_type;
 
 typedef struct key_spec {
@@ -65,6 +68,15 @@ static const key_spec keys[] = {
     {"train", "nesterov", T_BOOL, AT(sgd.nesterov), 0, 0, 0, "false"},
     {"train", "seed", T_SEED, AT(seed), 0, 0, 0, "1"},
     {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
+    {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
+    {"train", "betas", T_BETAS, AT(betas), 0, 0, 0, "0.9, 0.999"},
+    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 0, "1e-8"},
+    {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
+    {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
+    {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
+    {"train", "gamma", T_FLOAT, AT(gamma), 0, 1e6, 1, "0.1"},
+    {"train", "min_lr", T_FLOAT, AT(min_lr), 0, 1e6, 0, "0"},
+    {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
     {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
@@ -218,6 +230,35 @@ static fn_status parse_device(const char *text, fn_config *cfg)
     return fn_fail(FN_ERR_INVALID, "expected auto, cpu, cuda or cuda:N, got '%s'", text);
 }
 
+/* "beta1, beta2", each in [0, 1) as float32 (torch.optim.Adam's check). */
+static fn_status parse_betas(const char *text, float betas[2])
+{
+    const char *comma = strchr(text, ',');
+    char first[64];
+    if (!comma || (size_t)(comma - text) >= sizeof first)
+        return fn_fail(FN_ERR_INVALID, "expected two numbers 'beta1, beta2', got '%s'", text);
+    memcpy(first, text, (size_t)(comma - text));
+    first[comma - text] = '\0';
+    size_t len = strlen(first);
+    while (len > 0 && (first[len - 1] == ' ' || first[len - 1] == '\t'))
+        first[--len] = '\0';
+    const char *parts[2] = {first, comma + 1};
+    float got[2];
+    for (int i = 0; i < 2; i++) {
+        while (*parts[i] == ' ' || *parts[i] == '\t')
+            parts[i]++;
+        double v = 0;
+        FN_TRY(parse_double(parts[i], &v));
+        got[i] = (float)v;
+        if (!(got[i] >= 0.0f && got[i] < 1.0f))
+            return fn_fail(FN_ERR_INVALID, "beta%d %s is out of range: expected >= 0 and < 1",
+                           i + 1, parts[i]);
+    }
+    betas[0] = got[0];
+    betas[1] = got[1];
+    return FN_OK;
+}
+
 static fn_status parse_loss(const char *text, fn_loss_kind *out)
 {
     if (strcmp(text, "cross_entropy") == 0)
@@ -295,6 +336,15 @@ static fn_status set_string(char **slot, const char *text, int may_be_empty)
     return FN_OK;
 }
 
+static fn_status parse_optimizer(const char *text, char **slot)
+{
+    static const char *const names[] = {"sgd", "adam", "adamw"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0)
+            return set_string(slot, text, 0);
+    return fn_fail(FN_ERR_INVALID, "expected sgd, adam or adamw, got '%s'", text);
+}
+
 static fn_status set_number(fn_config *cfg, const key_spec *k, const char *text)
 {
     char *field = (char *)cfg + k->offset;
@@ -346,6 +396,12 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return FN_OK;
     case T_DEVICE:
         return parse_device(text, cfg);
+    case T_OPTIMIZER:
+        return parse_optimizer(text, (char **)field);
+    case T_BETAS:
+        return parse_betas(text, (float *)field);
+    case T_SCHEDULE:
+        return fn_schedule_parse(text, (fn_schedule_kind *)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -545,6 +601,60 @@ static fn_status check_sgd(const fn_config *cfg)
     return FN_OK;
 }
 
+/* Key `name` of [train], given with a value other than its default, does
+ * not apply to the settings chosen: an error naming it. */
+static fn_status not_applicable(const fn_config *cfg, const char *name, int differs,
+                                const char *why)
+{
+    const int i = find_key("train", name);
+    if (!key_given(cfg, i) || !differs)
+        return FN_OK;
+    return key_fail(cfg, FN_ERR_INVALID, i, why);
+}
+
+/* momentum, dampening and nesterov are SGD's; betas and adam_eps Adam's.
+ * AdamW's weight_decay defaults to torch.optim.AdamW's 1e-2. */
+static fn_status check_optimizer(fn_config *cfg)
+{
+    const int sgd = strcmp(cfg->optimizer, "sgd") == 0;
+    char why[128];
+    snprintf(why, sizeof why, "applies to optimizer = sgd only, not %s (its betas and adam_eps "
+             "set the moments)", cfg->optimizer);
+    if (!sgd) {
+        FN_TRY(not_applicable(cfg, "momentum", cfg->sgd.momentum != 0, why));
+        FN_TRY(not_applicable(cfg, "dampening", cfg->sgd.dampening != 0, why));
+        FN_TRY(not_applicable(cfg, "nesterov", cfg->sgd.nesterov != 0, why));
+    } else {
+        const char *adam_only = "applies to optimizer = adam or adamw only, not sgd";
+        FN_TRY(not_applicable(cfg, "betas", cfg->betas[0] != 0.9f || cfg->betas[1] != 0.999f,
+                              adam_only));
+        FN_TRY(not_applicable(cfg, "adam_eps", cfg->adam_eps != 1e-8f, adam_only));
+    }
+    if (strcmp(cfg->optimizer, "adamw") == 0 && !key_given(cfg, find_key("train", "weight_decay")))
+        cfg->sgd.weight_decay = 1e-2f;
+    return FN_OK;
+}
+
+static fn_status check_schedule(const fn_config *cfg)
+{
+    const fn_schedule_kind k = cfg->schedule;
+    if (k == FN_SCHEDULE_STEP && !key_given(cfg, find_key("train", "step_size")))
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "schedule"),
+                        "schedule = step needs step_size (steps between decays)");
+    const char *step_only = "applies to schedule = step only";
+    FN_TRY(not_applicable(cfg, "step_size", k != FN_SCHEDULE_STEP, step_only));
+    FN_TRY(not_applicable(cfg, "gamma", k != FN_SCHEDULE_STEP && cfg->gamma != 0.1f, step_only));
+    FN_TRY(not_applicable(cfg, "min_lr", k != FN_SCHEDULE_COSINE && cfg->min_lr != 0,
+                          "applies to schedule = cosine only"));
+    if (k == FN_SCHEDULE_COSINE && cfg->min_lr > cfg->sgd.lr) {
+        char why[128];
+        snprintf(why, sizeof why, "min_lr %g is above lr %g", (double)cfg->min_lr,
+                 (double)cfg->sgd.lr);
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "min_lr"), why);
+    }
+    return FN_OK;
+}
+
 static fn_status resolve_path(fn_config *cfg, int i)
 {
     char **slot = (char **)((char *)cfg + keys[i].offset);
@@ -575,7 +685,9 @@ fn_status fn_config_finish(fn_config *cfg)
 {
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
+    FN_TRY(check_optimizer(cfg));
     FN_TRY(check_sgd(cfg));
+    FN_TRY(check_schedule(cfg));
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
             FN_TRY(resolve_path(cfg, i));
@@ -588,7 +700,7 @@ void fn_config_destroy(fn_config *cfg)
         return;
     for (int i = 0; i < N_KEYS; i++) {
         key_type t = keys[i].type;
-        if (t == T_NAME || t == T_PATH || t == T_OPTPATH)
+        if (t == T_NAME || t == T_PATH || t == T_OPTPATH || t == T_OPTIMIZER)
             free(*(char **)((char *)cfg + keys[i].offset));
         if (cfg->keys)
             free(cfg->keys->assignment[i]);

@@ -1,13 +1,15 @@
 /* train_state.c — the arithmetic of a run's position and running sums, in
  * one place for the trainer that advances them and the checkpoint that
  * reads them back. */
+#include <math.h>
+
 #include "fusenet/train_state.h"
 
 fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
                                     long long slab_rows)
 {
     return (fn_train_state){.seed = seed, .batch_size = batch_size, .rows = rows,
-                            .slab_rows = slab_rows};
+                            .slab_rows = slab_rows, .grad_norm = NAN};
 }
 
 void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/weights.h"
 #include "io/h5util.h"
@@ -119,6 +120,15 @@ static char *layer_list(int n)
     return s;
 }
 
+/* The format versions this build reads of `format`; it writes the last.
+ * Checkpoints are at version 2 (the optimiser's name and step count, the
+ * last gradient norm; checkpoint.c reads version 1 too), weights files
+ * still at 1. */
+static int newest_version(const char *format)
+{
+    return strcmp(format, FN_CHECKPOINT_FORMAT) == 0 ? FN_CHECKPOINT_VERSION : FN_WEIGHTS_VERSION;
+}
+
 fn_status fn_weights_write(hid_t file, const char *path, const char *format, const fn_net *net,
                            const char *config_text)
 {
@@ -128,7 +138,7 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, con
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     fn_status st = fn_h5_put_string(file, path, "format", format);
     if (st == FN_OK)
-        st = fn_h5_put_int(file, path, "format_version", FN_WEIGHTS_VERSION);
+        st = fn_h5_put_int(file, path, "format_version", newest_version(format));
     if (st == FN_OK)
         st = fn_h5_put_string(file, path, "config", config_text ? config_text : "");
     if (st == FN_OK)
@@ -170,9 +180,10 @@ static fn_status check_format(hid_t file, const char *path, const char *format)
     FN_TRY(st);
     long long version = 0;
     FN_TRY(fn_h5_get_int(file, path, "format_version", &version));
-    if (version != FN_WEIGHTS_VERSION)
-        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %d", path,
-                       version, FN_WEIGHTS_VERSION);
+    const int newest = newest_version(format);
+    if (version < 1 || version > newest)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %s%d", path,
+                       version, newest > 1 ? "1 to " : "", newest);
     return FN_OK;
 }
 

@@ -16,7 +16,8 @@ struct fn_metrics_csv {
     FILE *file;
 };
 
-static const char header[] = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds\n";
+static const char header[] =
+    "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,lr,grad_norm\n";
 
 /* The header and the first `epochs` lines of path in *kept (malloc'ed;
  * NULL when there is nothing to keep: no file, or a fresh run). A path
@@ -94,10 +95,11 @@ fn_status fn_metrics_csv_open(fn_metrics_csv **out, const char *path, long long 
 }
 
 void fn_metrics_csv_add(fn_metrics_csv *csv, long long epoch, double train_loss, double train_acc,
-                        double valid_loss, double valid_acc, double seconds)
+                        double valid_loss, double valid_acc, double seconds, double lr,
+                        double grad_norm)
 {
-    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f\n", epoch, train_loss, train_acc, valid_loss,
-            valid_acc, seconds);
+    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f,%.9g,%.9g\n", epoch, train_loss, train_acc,
+            valid_loss, valid_acc, seconds, lr, grad_norm);
     fflush(csv->file);
 }
 

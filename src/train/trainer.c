@@ -15,9 +15,6 @@
 #include "train/optimizers.h"
 #include "train/trainer_impl.h"
 
-/* [train] has no optimizer key yet: SGD is the optimiser it configures. */
-static const char optimizer_name[] = "sgd";
-
 static fn_status make_dirs(const char *path)
 {
     char *p = strdup(path);
@@ -76,13 +73,28 @@ static fn_status open_sets(fn_trainer *t)
     return fn_loader_create(&t->valid_loader, t->ctx, t->valid, &sync);
 }
 
+/* The schedule spans the run's epochs: T = epochs * batches per epoch. */
+static fn_status make_schedule(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    t->schedule = (fn_schedule){.kind = c->schedule, .lr = c->sgd.lr,
+                                .warmup_steps = c->warmup_steps, .step_size = c->step_size,
+                                .gamma = c->gamma, .min_lr = c->min_lr,
+                                .total_steps = (long long)c->epochs * fn_data_batches(t->train)};
+    return fn_schedule_check(&t->schedule);
+}
+
 static fn_status build(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
     FN_TRY(fn_model_build(&t->net, t->ctx, c, fn_data_in_features(t->train)));
     if (c->init)
         FN_TRY(fn_weights_load(t->net, c->init));
-    FN_TRY(fn_optimizer_from_config(&t->opt, optimizer_name, t->net, c));
+    FN_TRY(fn_optimizer_from_config(&t->opt, c->optimizer, t->net, c));
+    FN_TRY(make_schedule(t));
+    if (c->clip_grad_norm > 0)
+        FN_TRY(fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
+                              c->clip_grad_norm));
     fn_device d = fn_context_device(t->ctx);
     FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
     return fn_tensor_alloc(&t->dpred, c->batch_size, fn_net_out_features(t->net), d);
@@ -187,6 +199,7 @@ void fn_trainer_destroy(fn_trainer *t)
     fn_metrics_csv_close(t->csv);
     fn_tensor_free(&t->loss);
     fn_tensor_free(&t->dpred);
+    fn_clip_destroy(t->clip);
     fn_optimizer_destroy(t->opt);
     fn_net_destroy(t->net);
     fn_loader_destroy(t->loader);

@@ -4,7 +4,9 @@
 #ifndef FUSENET_TRAIN_TRAINER_IMPL_H
 #define FUSENET_TRAIN_TRAINER_IMPL_H
 
+#include "fusenet/clip.h"
 #include "fusenet/data.h"
+#include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "io/dir_lock.h"
 #include "train/metrics_csv.h"
@@ -19,6 +21,8 @@ struct fn_trainer {
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
     fn_net *net;
     fn_optimizer *opt;
+    fn_schedule schedule;  /* the lr of each step ([train] lr, schedule, warmup_steps, ...) */
+    fn_clip *clip;         /* [train] clip_grad_norm; NULL when off */
     fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
     fn_train_state state;
     int checkpoint_ours;   /* checkpoint_path holds this run's state (resumed or written) */
@@ -39,6 +43,9 @@ struct fn_trainer {
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
 /* Mean loss (and accuracy) of the net over every batch of a set. */
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
+/* The state's grad_norm from the clipper's last step (NaN without
+ * clipping; kept as it is when no step ran since the checkpoint). */
+fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
 /* Writes checkpoint.h5; a non-finite parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
 

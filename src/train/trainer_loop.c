@@ -63,8 +63,9 @@ static void report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_metrics
                               .valid = valid, .seconds = s->seconds};
     if (t->cb.on_epoch)
         t->cb.on_epoch(t->user, &e);
+    const double lr = fn_schedule_lr(&t->schedule, s->global_step > 0 ? s->global_step - 1 : 0);
     fn_metrics_csv_add(t->csv, s->epoch + 1, train.loss, train.acc, valid.loss, valid.acc,
-                       s->seconds);
+                       s->seconds, (double)(float)lr, s->grad_norm);
 }
 
 static void report_done(const fn_trainer *t)
@@ -124,6 +125,7 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
 {
     fn_train_metrics valid = {NAN, NAN};
+    FN_TRY(fn_trainer_sync_grad_norm(t));
     if (t->valid_loader)
         FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
     report_epoch(t, train, valid);

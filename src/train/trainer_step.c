@@ -74,14 +74,19 @@ static fn_status stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss)
 
 /* --- a step ------------------------------------------------------------------ */
 
-/* The optimiser's fused path where it has one (plain SGD on the GPU: each
- * block's update folded into its backward), else backward and a step. */
+/* The step's learning rate from the schedule; the optimiser's fused path
+ * where it has one (plain SGD on the GPU: each block's update folded into
+ * its backward) and no clipping needs the gradients first, else backward,
+ * clipping and a step. */
 static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
 {
-    if (t->opt->ops->backward_step)
+    fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
+    if (t->opt->ops->backward_step && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
     FN_TRY(fn_net_zero_grad(t->net));
     FN_TRY(fn_net_backward(t->net, dy));
+    if (t->clip)
+        FN_TRY(fn_clip_apply(t->clip));
     return fn_optimizer_step(t->opt);
 }
 
@@ -139,10 +144,18 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
 
 /* --- checkpoints ---------------------------------------------------------------- */
 
+fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
+{
+    if (!fn_clip_applied(t->clip))
+        return FN_OK;
+    return fn_clip_last_norm(t->clip, &t->state.grad_norm);
+}
+
 /* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the
  * parameters went bad at the last step, whose loss was still finite. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
+    FN_TRY(fn_trainer_sync_grad_norm(t));
     fn_status st = fn_checkpoint_save(t->checkpoint_path, t->net, t->opt, &t->state, t->cfg->text);
     if (st == FN_OK)
         t->checkpoint_ours = 1;

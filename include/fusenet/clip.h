@@ -1,0 +1,45 @@
+/* clip.h — gradient clipping by the global norm, as
+ * torch.nn.utils.clip_grad_norm_: the L2 norm over every parameter's
+ * gradient together, norm = sqrt(sum over all elements of g^2), and, when
+ * coef = max_norm / (norm + 1e-6) is below 1, every gradient multiplied by
+ * coef (so a norm within 1e-6 of max_norm is scaled slightly too, as in
+ * PyTorch). The sum is taken in double, in a fixed order on both devices
+ * (on the GPU: per-block partial sums, then one block adds them in order;
+ * no atomics), so a run is deterministic. On the GPU the decision and the
+ * scaling stay on the device: applying never waits for the host, and the
+ * norm is read back only when asked for. */
+#ifndef FUSENET_CLIP_H
+#define FUSENET_CLIP_H
+
+#include "fusenet/param.h"
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FN_CLIP_EPS 1e-6 /* torch's clip_grad_norm_: max_norm / (norm + 1e-6) */
+
+typedef struct fn_clip fn_clip; /* opaque: the parameters, max_norm, the device's workspace */
+
+/* A clipper of params' gradients (borrowed; they must outlive it) to
+ * max_norm > 0, on ctx's device. */
+fn_status fn_clip_create(fn_clip **clip, fn_context *ctx, fn_param *const *params, int n_params,
+                         float max_norm);
+/* The global norm of the gradients as they are now, and the scaling. */
+fn_status fn_clip_apply(fn_clip *clip);
+/* The norm, before scaling, of the last fn_clip_apply (on the GPU this
+ * waits for it); NaN before the first. */
+fn_status fn_clip_last_norm(fn_clip *clip, double *norm);
+int fn_clip_applied(const fn_clip *clip); /* fn_clip_apply has run */
+void fn_clip_destroy(fn_clip *clip);      /* NULL is fine */
+
+/* All of it in one call: clips params' gradients to max_norm and gives the
+ * norm before clipping. */
+fn_status fn_clip_grad_norm(fn_context *ctx, fn_param *const *params, int n_params,
+                            float max_norm, double *norm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

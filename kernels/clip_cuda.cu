@@ -1,0 +1,152 @@
+/* clip_cuda.cu — the clipper's CUDA backend (clip.h): per tensor, a fixed
+ * number of blocks each sum the squares of a grid-stride share of its
+ * gradient in double into partials; one block adds every partial in order,
+ * takes the square root and torch's coefficient max_norm / (norm + 1e-6),
+ * clamped to 1; then each tensor is scaled by it where it is below 1. The
+ * coefficient never leaves the device, so applying never waits; the norm
+ * is copied back only when asked for. No atomics: the launch shapes depend
+ * only on the tensors' sizes, so the norm does too. */
+#include <stdlib.h>
+
+#include "optim/clip_backends.h"
+#include "core/cuda_check.h"
+#include "core/cuda_runtime.h"
+#include "core/cuda_state.h"
+#include "core/reduce_cuda.cuh"
+
+static constexpr int kThreads = 256;
+static constexpr int kMaxBlocks = 128; /* per tensor: a fixed cap, not the device's */
+
+/* The workspace: [partials][norm, coef]. */
+typedef struct clip_result {
+    double norm;
+    double coef; /* min(1, max_norm / (norm + 1e-6)) */
+} clip_result;
+
+/* ---- kernels ---- */
+
+__global__ void __launch_bounds__(kThreads)
+sum_squares_kernel(double *partials /* [gridDim.x] */, const float *grad /* [n] */, size_t n)
+{
+    __shared__ double smem[kWarpSize];
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    double acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const double g = grad[i];
+        acc += g * g;
+    }
+    acc = block_sum(acc, smem);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = acc;
+}
+
+__global__ void __launch_bounds__(kThreads)
+clip_finish_kernel(clip_result *result, const double *partials /* [count] */, int count,
+                   double max_norm)
+{
+    __shared__ double smem[kWarpSize];
+    double acc = 0;
+    for (int i = threadIdx.x; i < count; i += blockDim.x)
+        acc += partials[i];
+    acc = block_sum(acc, smem);
+    if (threadIdx.x == 0) {
+        const double norm = sqrt(acc);
+        const double coef = max_norm / (norm + FN_CLIP_EPS);
+        result->norm = norm;
+        result->coef = coef < 1.0 ? coef : 1.0;
+    }
+}
+
+__global__ void __launch_bounds__(kThreads)
+scale_kernel(float *grad /* [n] */, const clip_result *result, size_t n)
+{
+    const double coef = result->coef;
+    if (!(coef < 1.0))
+        return;
+    const float factor = (float)coef;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        grad[i] = __fmul_rn(grad[i], factor);
+}
+
+/* ---- launchers and the backend ---- */
+
+static int blocks_for(size_t n)
+{
+    const size_t b = (n + kThreads - 1) / kThreads;
+    return b < 1 ? 1 : b > (size_t)kMaxBlocks ? kMaxBlocks : (int)b;
+}
+
+static clip_result *result_of(const fn_clip *clip, int total_blocks)
+{
+    return (clip_result *)((double *)clip->workspace + total_blocks);
+}
+
+static int total_blocks(const fn_clip *clip)
+{
+    int total = 0;
+    for (int i = 0; i < clip->n_params; i++)
+        total += clip->blocks[i];
+    return total;
+}
+
+static fn_status cuda_create(fn_clip *clip)
+{
+    clip->blocks = (int *)malloc((size_t)clip->n_params * sizeof *clip->blocks);
+    if (!clip->blocks)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a gradient clipper");
+    for (int i = 0; i < clip->n_params; i++)
+        clip->blocks[i] = blocks_for(fn_tensor_count(&clip->params[i]->grad));
+    const size_t bytes = (size_t)total_blocks(clip) * sizeof(double) + sizeof(clip_result);
+    return fn_cuda_alloc(&clip->workspace, bytes);
+}
+
+static fn_status cuda_apply(fn_clip *clip)
+{
+    cudaStream_t s = fn_ctx_stream(clip->ctx);
+    double *partials = (double *)clip->workspace;
+    int offset = 0;
+    for (int i = 0; i < clip->n_params; i++) {
+        const fn_tensor *g = &clip->params[i]->grad;
+        sum_squares_kernel<<<(unsigned)clip->blocks[i], kThreads, 0, s>>>(
+            partials + offset, g->data, fn_tensor_count(g));
+        FN_CUDA_CHECK_LAUNCH(sum_squares_kernel);
+        offset += clip->blocks[i];
+    }
+    clip_result *result = result_of(clip, offset);
+    clip_finish_kernel<<<1, kThreads, 0, s>>>(result, partials, offset, clip->max_norm);
+    FN_CUDA_CHECK_LAUNCH(clip_finish_kernel);
+    for (int i = 0; i < clip->n_params; i++) {
+        fn_tensor *g = &clip->params[i]->grad;
+        const size_t n = fn_tensor_count(g);
+        scale_kernel<<<(unsigned)fn_stride_blocks(clip->ctx, n, kThreads), kThreads, 0, s>>>(
+            g->data, result, n);
+        FN_CUDA_CHECK_LAUNCH(scale_kernel);
+    }
+    return FN_OK;
+}
+
+static fn_status cuda_last_norm(fn_clip *clip, double *norm)
+{
+    cudaStream_t s = fn_ctx_stream(clip->ctx);
+    const clip_result *result = result_of(clip, total_blocks(clip));
+    FN_CUDA_CHECK(cudaMemcpyAsync(norm, &result->norm, sizeof *norm, cudaMemcpyDeviceToHost, s));
+    FN_CUDA_CHECK(cudaStreamSynchronize(s));
+    return FN_OK;
+}
+
+static void cuda_release(fn_clip *clip)
+{
+    fn_cuda_free(clip->workspace);
+    clip->workspace = NULL;
+    free(clip->blocks);
+    clip->blocks = NULL;
+}
+
+extern "C" const fn_clip_backend fn_clip_cuda_backend = {
+    .device = FN_CUDA,
+    .create = cuda_create,
+    .apply = cuda_apply,
+    .last_norm = cuda_last_norm,
+    .release = cuda_release,
+};

@@ -1,0 +1,404 @@
+/* test_adam.c — Adam and AdamW against hand-worked steps of torch.optim.Adam
+ * and torch.optim.AdamW (adam.h has the rules): two steps with beta2 = 0
+ * (m's running mean and bias correction 1), AdamW's decoupled decay, Adam's
+ * L2 decay, a first step with beta2 = 0.75 (v and bias correction 2);
+ * three steps at torch's defaults against torch's own float64 numbers; the
+ * optimiser interface (name, published exp_avg and exp_avg_sq, no fused
+ * step, a failed step not counted, a restart at step count 0); CUDA
+ * against CPU bit for bit. CPU always, CUDA when present.
+ *
+ * The hand-worked numbers are dyadic with few bits, so every intermediate
+ * is exact in float32 in any order: compared bit for bit. Each case was
+ * also run through torch.optim in float64, which gives the same values. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "expect.h"
+#include "fusenet/adam.h"
+#include "fusenet/tensor.h"
+
+#define N 3
+
+typedef struct adam_case {
+    const char *name;
+    fn_adam_config cfg;
+    float g1[N], g2[N];
+    float after1[N], after2[N]; /* theta after step 1, after step 2 */
+    int two_steps;              /* after2 is exact */
+} adam_case;
+
+/* theta = [1, -2, 0.5] in every case. */
+static const float theta0[N] = {1, -2, 0.5f};
+
+static const adam_case cases[] = {
+    /* Adam, lr 0.75, betas (0.5, 0), eps 0.5. Step 1: m = lerp(0, g, 0.5) =
+     * 0.5 g = [0.25, -0.75, 1.75]; v = g^2; step_size = 0.75 / (1 - 0.5) =
+     * 1.5; bc2 = sqrt(1 - 0) = 1; denom = |g| + 0.5 = [1, 2, 4];
+     * theta -= 1.5 m / denom = [0.375, -0.5625, 0.65625] -> [0.625, -1.4375,
+     * -0.15625]. Step 2: m = 0.5 (g2 + m) = [0.875, -0.125, 0.125];
+     * step_size = 0.75 / (1 - 0.25) = 1; denom = |g2| + 0.5 = [2, 1, 2];
+     * theta -= [0.4375, -0.125, 0.0625] -> [0.1875, -1.3125, -0.21875]. */
+    {"adam", {.lr = 0.75f, .beta1 = 0.5f, .beta2 = 0, .eps = 0.5f},
+     {0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f},
+     {0.625f, -1.4375f, -0.15625f}, {0.1875f, -1.3125f, -0.21875f}, 1},
+    /* AdamW, as adam with weight_decay 0.5: theta *= 1 - 0.75 * 0.5 = 0.625
+     * first. Step 1: [0.625, -1.25, 0.3125] - [0.375, -0.5625, 0.65625] =
+     * [0.25, -0.6875, -0.34375]. Step 2: 0.625 theta = [0.15625,
+     * -0.4296875, -0.21484375], minus [0.4375, -0.125, 0.0625] =
+     * [-0.28125, -0.3046875, -0.27734375]. */
+    {"adamw", {.lr = 0.75f, .beta1 = 0.5f, .beta2 = 0, .eps = 0.5f, .weight_decay = 0.5f,
+               .decoupled = 1},
+     {0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f},
+     {0.25f, -0.6875f, -0.34375f}, {-0.28125f, -0.3046875f, -0.27734375f}, 1},
+    /* Adam with L2 weight_decay 0.5: g + 0.5 theta. The gradients are chosen
+     * so that the decayed ones are adam's: [0, -0.5, 3.25] + [0.5, -1, 0.25]
+     * = [0.5, -1.5, 3.5]; then [1.1875, 1.21875, -1.421875] + 0.5 [0.625,
+     * -1.4375, -0.15625] = [1.5, 0.5, -1.5]: the same thetas as adam. */
+    {"adam L2", {.lr = 0.75f, .beta1 = 0.5f, .beta2 = 0, .eps = 0.5f, .weight_decay = 0.5f},
+     {0, -0.5f, 3.25f}, {1.1875f, 1.21875f, -1.421875f},
+     {0.625f, -1.4375f, -0.15625f}, {0.1875f, -1.3125f, -0.21875f}, 1},
+    /* Adam, lr 0.5, betas (0.5, 0.75), eps 0.5, step 1: v = 0.25 g^2 =
+     * [0.0625, 0.5625, 3.0625]; bc2 = sqrt(1 - 0.75) = 0.5, so sqrt(v) / bc2
+     * = |g|; step_size = 0.5 / 0.5 = 1; theta -= 0.5 g / (|g| + 0.5) =
+     * [0.25, -0.375, 0.4375] -> [0.75, -1.625, 0.0625]. (Step 2's
+     * 1 - 0.75^2 = 0.4375 has no exact square root.) */
+    {"adam beta2", {.lr = 0.5f, .beta1 = 0.5f, .beta2 = 0.75f, .eps = 0.5f},
+     {0.5f, -1.5f, 3.5f}, {0, 0, 0},
+     {0.75f, -1.625f, 0.0625f}, {0, 0, 0}, 0},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* Bit-for-bit equality, reporting the first difference. */
+static int same(const char *what, const char *name, const fn_tensor *t, const float *want)
+{
+    float got[N];
+    must(fn_tensor_download(t, got, N));
+    for (int i = 0; i < N; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
+            printf("    %s, %s [%d]: got %.9g, expected %.9g\n", name, what, i, (double)got[i],
+                   (double)want[i]);
+            return 0;
+        }
+    return 1;
+}
+
+typedef struct tensors {
+    fn_tensor value, grad, m, v;
+} tensors;
+
+static void alloc_tensors(tensors *t, int cols, fn_device dev)
+{
+    must(fn_tensor_alloc(&t->value, 1, cols, dev));
+    must(fn_tensor_alloc(&t->grad, 1, cols, dev));
+    must(fn_tensor_alloc(&t->m, 1, cols, dev));
+    must(fn_tensor_alloc(&t->v, 1, cols, dev));
+    must(fn_tensor_zero(&t->m));
+    must(fn_tensor_zero(&t->v));
+}
+
+static void free_tensors(tensors *t)
+{
+    fn_tensor_free(&t->value);
+    fn_tensor_free(&t->grad);
+    fn_tensor_free(&t->m);
+    fn_tensor_free(&t->v);
+}
+
+static int run_case(fn_context *ctx, const adam_case *c)
+{
+    tensors t;
+    alloc_tensors(&t, N, fn_context_device(ctx));
+    must(fn_adam_config_check(&c->cfg));
+    must(fn_tensor_upload(&t.value, theta0, N));
+    must(fn_tensor_upload(&t.grad, c->g1, N));
+    must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &c->cfg, 1));
+    int ok = same("theta after step 1", c->name, &t.value, c->after1);
+    if (c->two_steps) {
+        must(fn_tensor_upload(&t.grad, c->g2, N));
+        must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &c->cfg, 2));
+        ok &= same("theta after step 2", c->name, &t.value, c->after2);
+    } else {
+        static const float v1[N] = {0.0625f, 0.5625f, 3.0625f}, m1[N] = {0.25f, -0.75f, 1.75f};
+        ok &= same("exp_avg after step 1", c->name, &t.m, m1);
+        ok &= same("exp_avg_sq after step 1", c->name, &t.v, v1);
+    }
+    printf("    %-12s %s\n", c->name, ok ? "ok" : "FAIL");
+    free_tensors(&t);
+    return ok;
+}
+
+static void check_update(fn_device device)
+{
+    fn_context *ctx = context_or_skip(device);
+    int ok = 1;
+    for (size_t i = 0; i < N_CASES; i++)
+        ok &= run_case(ctx, &cases[i]);
+    fn_context_destroy(ctx);
+    assert_true(ok);
+}
+
+static void test_update_cpu(void **state)
+{
+    (void)state;
+    check_update(FN_CPU);
+}
+
+static void test_update_cuda(void **state)
+{
+    (void)state;
+    check_update(FN_CUDA);
+}
+
+/* torch's defaults (betas 0.9, 0.999, eps 1e-8), lr 1e-3, three steps from
+ * theta0 with the gradients below; the expected values are torch.optim's in
+ * float64 from the same float32 inputs (tests' numbers: Adam, Adam with
+ * weight_decay 0.1, AdamW with 0.01). Tolerance: |theta| <= 2, so each
+ * step's final rounding of theta is <= 2^-23 ~ 1.2e-7; the update itself
+ * (about 15 roundings of a term <= lr * |m_hat / sqrt(v_hat)| <= 1e-3 * 2)
+ * adds <= 15 * 2^-24 * 2e-3 ~ 2e-9 a step; three steps: <= 3.7e-7. */
+static void check_defaults(fn_device device)
+{
+    static const float g[3][N] = {{0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f}, {-0.3f, 0.7f, 0.1f}};
+    static const struct {
+        const char *name;
+        float wd;
+        int decoupled;
+        double want[N];
+    } runs[] = {
+        {"adam", 0, 0, {0.99750436506407991, -1.9985757490065261, 0.49841136656166229}},
+        {"adam wd 0.1", 0.1f, 0, {0.99742687728394241, -1.9982537208884286, 0.49837463480137278}},
+        {"adamw wd 0.01", 0.01f, 1,
+         {0.99747439454103759, -1.9985157736071029, 0.49839638993697749}},
+    };
+    const double tol = 3.7e-7;
+    fn_context *ctx = context_or_skip(device);
+    int ok = 1;
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        tensors t;
+        alloc_tensors(&t, N, device);
+        fn_adam_config cfg = fn_adam_config_default(1e-3f, runs[r].decoupled);
+        cfg.weight_decay = runs[r].wd;
+        must(fn_tensor_upload(&t.value, theta0, N));
+        for (int s = 0; s < 3; s++) {
+            must(fn_tensor_upload(&t.grad, g[s], N));
+            must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &cfg, s + 1));
+        }
+        float got[N];
+        must(fn_tensor_download(&t.value, got, N));
+        double worst = 0;
+        for (int i = 0; i < N; i++)
+            worst = fmax(worst, fabs((double)got[i] - runs[r].want[i]));
+        printf("    %-14s largest difference from torch %.3g (allowed %.3g)\n", runs[r].name,
+               worst, tol);
+        ok &= worst <= tol;
+        free_tensors(&t);
+    }
+    fn_context_destroy(ctx);
+    assert_true(ok);
+}
+
+static void test_defaults_cpu(void **state)
+{
+    (void)state;
+    check_defaults(FN_CPU);
+}
+
+static void test_defaults_cuda(void **state)
+{
+    (void)state;
+    check_defaults(FN_CUDA);
+}
+
+/* "weight" [1, 3] and "bias" [1, 1] holding theta0's first values, with
+ * the gradients g. */
+static void make_params(fn_param params[2], const float *g, fn_device device)
+{
+    const int cols[2] = {N, 1};
+    params[0] = (fn_param){.name = "weight"};
+    params[1] = (fn_param){.name = "bias"};
+    for (int i = 0; i < 2; i++) {
+        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
+        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
+        must(fn_tensor_upload(&params[i].value, theta0, (size_t)cols[i]));
+        must(fn_tensor_upload(&params[i].grad, g, (size_t)cols[i]));
+    }
+}
+
+static void set_grads(fn_param params[2], const float *g)
+{
+    must(fn_tensor_upload(&params[0].grad, g, N));
+    must(fn_tensor_upload(&params[1].grad, g, 1));
+}
+
+static void free_params(fn_param params[2])
+{
+    for (int i = 0; i < 2; i++) {
+        fn_tensor_free(&params[i].value);
+        fn_tensor_free(&params[i].grad);
+    }
+}
+
+/* The adamw case through fn_optimizer over two parameters: two steps give
+ * the case's values (the bias: its first column); the published state; no
+ * fused step; a failed step is not counted; at step count 0 the moments
+ * start afresh, so the same two steps from theta0 give the same values. */
+static void check_interface(fn_device device)
+{
+    fn_context *ctx = context_or_skip(device);
+    const adam_case *c = &cases[1];
+    fn_param params[2];
+    make_params(params, c->g1, device);
+    fn_param *list[2] = {&params[0], &params[1]};
+    fn_optimizer *opt = NULL;
+    must(fn_adam_create(&opt, ctx, list, 2, &c->cfg));
+    assert_string_equal(fn_optimizer_name(opt), "adamw");
+    assert_non_null(fn_adam_get_config(opt));
+    assert_int_equal(fn_optimizer_n_state(opt), 2);
+    assert_string_equal(fn_optimizer_state_name(opt, 0), "exp_avg");
+    assert_string_equal(fn_optimizer_state_name(opt, 1), "exp_avg_sq");
+    assert_null(fn_optimizer_state_name(opt, 2));
+    assert_non_null(fn_optimizer_state(opt, 1, 1));
+    assert_null(fn_optimizer_state(opt, 0, 2));
+    assert_null(opt->ops->backward_step);
+
+    for (int round = 0; round < 2; round++) {
+        must(fn_optimizer_step(opt));
+        set_grads(params, c->g2);
+        must(fn_optimizer_step(opt));
+        assert_int_equal(fn_optimizer_steps(opt), 2);
+        assert_true(same("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2));
+        float bias;
+        must(fn_tensor_download(&params[1].value, &bias, 1));
+        assert_memory_equal(&bias, &c->after2[0], sizeof bias);
+        /* m after step 2 = [0.875, -0.125, 0.125], v = g2^2 (beta2 = 0). */
+        static const float m2[N] = {0.875f, -0.125f, 0.125f}, v2[N] = {2.25f, 0.25f, 2.25f};
+        assert_true(same("exp_avg", "fn_optimizer", fn_optimizer_state(opt, 0, 0), m2));
+        assert_true(same("exp_avg_sq", "fn_optimizer", fn_optimizer_state(opt, 1, 0), v2));
+        /* Again from the start: theta0, g1, and the count back at 0. */
+        for (int i = 0; i < 2; i++)
+            must(fn_tensor_upload(&params[i].value, theta0, (size_t)(i ? 1 : N)));
+        set_grads(params, c->g1);
+        fn_optimizer_set_steps(opt, 0);
+    }
+    fn_optimizer_set_lr(opt, NAN);
+    assert_int_equal(fn_optimizer_step(opt), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "adamw step 1"));
+    assert_int_equal(fn_optimizer_steps(opt), 0);
+    fn_optimizer_destroy(opt);
+
+    fn_adam_config adam = fn_adam_config_default(0.1f, 0);
+    must(fn_adam_create(&opt, ctx, list, 2, &adam));
+    assert_string_equal(fn_optimizer_name(opt), "adam");
+    assert_float_equal(fn_adam_get_config(opt)->weight_decay, 0, 0);
+    fn_optimizer_destroy(opt);
+    free_params(params);
+    fn_context_destroy(ctx);
+}
+
+static void test_interface_cpu(void **state)
+{
+    (void)state;
+    check_interface(FN_CPU);
+}
+
+static void test_interface_cuda(void **state)
+{
+    (void)state;
+    check_interface(FN_CUDA);
+}
+
+/* The fused CUDA kernel against the CPU on 10007 random values over five
+ * steps of AdamW at torch's defaults with decay: both round every
+ * operation on its own in the same order, so they agree bit for bit. */
+static void test_cuda_matches_cpu(void **state)
+{
+    (void)state;
+    enum { COUNT = 10007, STEPS = 5 };
+    fn_context *gpu = context_or_skip(FN_CUDA);
+    fn_context *cpu = context_or_skip(FN_CPU);
+    tensors a, b;
+    alloc_tensors(&a, COUNT, FN_CPU);
+    alloc_tensors(&b, COUNT, FN_CUDA);
+    float *host = chk_alloc_float(COUNT), *back = chk_alloc_float(COUNT);
+    chk_rng rng = chk_rng_seed(12);
+    for (int i = 0; i < COUNT; i++)
+        host[i] = (float)chk_uniform(&rng, -1, 1);
+    must(fn_tensor_upload(&a.value, host, COUNT));
+    must(fn_tensor_upload(&b.value, host, COUNT));
+    fn_adam_config cfg = fn_adam_config_default(1e-2f, 1);
+    for (int s = 1; s <= STEPS; s++) {
+        for (int i = 0; i < COUNT; i++)
+            host[i] = (float)chk_uniform(&rng, -2, 2) * (i % 7 == 0 ? 1e-4f : 1.0f);
+        must(fn_tensor_upload(&a.grad, host, COUNT));
+        must(fn_tensor_upload(&b.grad, host, COUNT));
+        must(fn_adam_update(cpu, &a.value, &a.grad, &a.m, &a.v, &cfg, s));
+        must(fn_adam_update(gpu, &b.value, &b.grad, &b.m, &b.v, &cfg, s));
+    }
+    const fn_tensor *pairs[3][2] = {{&a.value, &b.value}, {&a.m, &b.m}, {&a.v, &b.v}};
+    for (int k = 0; k < 3; k++) {
+        must(fn_tensor_download(pairs[k][0], host, COUNT));
+        must(fn_tensor_download(pairs[k][1], back, COUNT));
+        for (int i = 0; i < COUNT; i++)
+            if (memcmp(&host[i], &back[i], sizeof host[i]) != 0)
+                fail_msg("tensor %d [%d]: CPU %.9g, CUDA %.9g", k, i, (double)host[i],
+                         (double)back[i]);
+    }
+    free(host);
+    free(back);
+    free_tensors(&a);
+    free_tensors(&b);
+    fn_context_destroy(cpu);
+    fn_context_destroy(gpu);
+}
+
+/* torch.optim.Adam refuses these; so must we. */
+static void test_config_check(void **state)
+{
+    (void)state;
+    fn_adam_config c = fn_adam_config_default(1e-3f, 0);
+    assert_int_equal(fn_adam_config_check(&c), FN_OK);
+    c.beta1 = 1.0f;
+    assert_int_equal(fn_adam_config_check(&c), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "beta1 1 must be in [0, 1)"));
+    c = fn_adam_config_default(1e-3f, 1);
+    assert_float_equal(c.weight_decay, 1e-2f, 0);
+    c.beta2 = -0.1f;
+    assert_int_equal(fn_adam_config_check(&c), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "adamw: beta2"));
+    c = fn_adam_config_default(0, 0);
+    assert_int_equal(fn_adam_config_check(&c), FN_ERR_INVALID);
+    c = fn_adam_config_default(1e-3f, 0);
+    c.eps = -1;
+    assert_int_equal(fn_adam_config_check(&c), FN_ERR_INVALID);
+    c.eps = 0;
+    c.weight_decay = -1;
+    assert_int_equal(fn_adam_config_check(&c), FN_ERR_INVALID);
+    fn_context *ctx = context_or_skip(FN_CPU);
+    tensors t;
+    alloc_tensors(&t, N, FN_CPU);
+    c = fn_adam_config_default(1e-3f, 0);
+    assert_int_equal(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &c, 0), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "the first step is 1"));
+    free_tensors(&t);
+    fn_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_update_cpu),    cmocka_unit_test(test_update_cuda),
+        cmocka_unit_test(test_defaults_cpu),  cmocka_unit_test(test_defaults_cuda),
+        cmocka_unit_test(test_interface_cpu), cmocka_unit_test(test_interface_cuda),
+        cmocka_unit_test(test_cuda_matches_cpu), cmocka_unit_test(test_config_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
