@@ -8,6 +8,8 @@
 
 struct fn_outputs {
     hid_t file, set;
+    hid_t classes; /* -1: none */
+    int64_t rows;
     char *tmp;  /* the temporary's name; NULL once committed */
     char *path; /* the final name */
     int cols;
@@ -33,7 +35,7 @@ fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, in
     fn_outputs *o = calloc(1, sizeof *o);
     if (!o)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
-    *o = (fn_outputs){.file = -1, .set = -1, .cols = cols};
+    *o = (fn_outputs){.file = -1, .set = -1, .classes = -1, .rows = rows, .cols = cols};
     *out = o;
     size_t n = strlen(path) + 1;
     o->path = malloc(n);
@@ -44,21 +46,50 @@ fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, in
     return create_set(o, rows);
 }
 
-fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host)
+/* Rows [row0, row0 + n) of a set of rank 1 (cols 0) or 2 from host memory. */
+static herr_t write_rows(hid_t set, hid_t mem_type, int64_t row0, int n, int cols,
+                         const void *host)
 {
-    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)n, (hsize_t)o->cols};
-    hid_t file_space = H5Dget_space(o->set);
-    hid_t mem_space = H5Screate_simple(2, count, NULL);
+    int rank = cols > 0 ? 2 : 1;
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
+    hid_t file_space = H5Dget_space(set);
+    hid_t mem_space = H5Screate_simple(rank, count, NULL);
     herr_t r = -1;
     if (file_space >= 0 && mem_space >= 0 &&
         H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        r = H5Dwrite(o->set, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, host);
+        r = H5Dwrite(set, mem_type, mem_space, file_space, H5P_DEFAULT, host);
     if (file_space >= 0)
         H5Sclose(file_space);
     if (mem_space >= 0)
         H5Sclose(mem_space);
-    if (r < 0)
+    return r;
+}
+
+fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host)
+{
+    if (write_rows(o->set, H5T_NATIVE_FLOAT, row0, n, o->cols, host) < 0)
         return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'outputs'", o->tmp);
+    return FN_OK;
+}
+
+fn_status fn_outputs_add_classes(fn_outputs *o)
+{
+    hsize_t dims[1] = {(hsize_t)o->rows};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    o->classes = space < 0 ? -1
+                           : H5Dcreate2(o->file, "classes", H5T_STD_I32LE, space, H5P_DEFAULT,
+                                        H5P_DEFAULT, H5P_DEFAULT);
+    if (space >= 0)
+        H5Sclose(space);
+    if (o->classes < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create dataset 'classes'", o->tmp);
+    return FN_OK;
+}
+
+fn_status fn_outputs_write_classes(fn_outputs *o, int64_t row0, int n, const int32_t *classes)
+{
+    if (o->classes < 0 || write_rows(o->classes, H5T_NATIVE_INT32, row0, n, 0, classes) < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot write rows of 'classes'", o->tmp);
     return FN_OK;
 }
 
@@ -66,6 +97,9 @@ fn_status fn_outputs_commit(fn_outputs *o)
 {
     H5Dclose(o->set);
     o->set = -1;
+    if (o->classes >= 0)
+        H5Dclose(o->classes);
+    o->classes = -1;
     fn_status st = fn_h5_commit(o->file, o->tmp, o->path);
     o->file = -1;
     return st;
@@ -77,6 +111,8 @@ void fn_outputs_destroy(fn_outputs *o)
         return;
     if (o->set >= 0)
         H5Dclose(o->set);
+    if (o->classes >= 0)
+        H5Dclose(o->classes);
     if (o->file >= 0)
         fn_h5_abandon(o->file, o->tmp);
     free(o->tmp);

@@ -17,6 +17,7 @@ struct fn_trainer {
     fn_loader *loader;     /* the training set's batches, prepared ahead */
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
     fn_net *net;
+    fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
     fn_optimizer *opt;
     fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
     fn_train_state state;
