@@ -576,6 +576,11 @@ static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, d
             double e = (double)x[i * in + j] - slab_mean[j];
             dev += e * e;
         }
+        if (n_before == 0) {
+            mean[j] = slab_mean[j];
+            m2[j] = dev;
+            continue;
+        }
         double delta = slab_mean[j] - mean[j];
         mean[j] += delta * nb / n;
         m2[j] += dev + delta * delta * na * nb / n;
