@@ -2,9 +2,14 @@
  * kernels/input_norm_cuda.cu gives the CPU path's bits (both are IEEE
  * subtract then divide, each rounded) at several shapes, odd and large;
  * and the loader's background mode on the GPU hands out the same
- * standardised batches as the CPU's synchronous mode. Skips without a GPU. */
+ * standardised batches as the CPU's synchronous mode, and so does its
+ * synchronous mode (predict's and validation's); a run of the trainer on
+ * the GPU with [data] standardize writes the CPU run's statistics and
+ * separates the classes of a set with a feature of scale 1e6. Skips
+ * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +23,7 @@
 
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
+#include "fusenet/trainer.h"
 
 static void skip_without_gpu(void)
 {
@@ -91,9 +97,11 @@ static void write_set(const char *path)
     static int32_t y[N];
     uint64_t s = 11;
     for (int i = 0; i < N; i++) {
-        y[i] = i % 4;
+        double *r = x + i * IN;
         for (int j = 0; j < IN; j++)
-            x[i * IN + j] = (double)uniform(&s, -1, 1) * (j == 3 ? 1e6 : 1.0) + j;
+            r[j] = (double)uniform(&s, -1, 1) * (j == 3 ? 1e6 : 1.0) + j;
+        /* Four classes from features 0, 1 and 4; feature 3 has scale 1e6. */
+        y[i] = (r[0] + (r[1] - 1) > 0) + 2 * (r[4] - 4 > 0);
     }
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     hsize_t dims[2] = {N, IN};
@@ -153,14 +161,78 @@ static void test_background_loader(void **state)
     fn_context *cpu = NULL, *gpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     assert_int_equal(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32), FN_OK);
-    static float a[N * IN], b[N * IN];
+    static float a[N * IN], b[N * IN], c[N * IN];
     epoch_batches(cpu, path, FN_LOADER_SYNC, a);
     epoch_batches(gpu, path, FN_LOADER_BACKGROUND, b);
+    epoch_batches(gpu, path, FN_LOADER_SYNC, c);
     assert_memory_equal(a, b, sizeof a);
+    assert_memory_equal(a, c, sizeof a);
     fn_context_destroy(gpu);
     fn_context_destroy(cpu);
     remove(path);
     rmdir(dir);
+}
+
+static void on_epoch(void *user, const fn_train_epoch *e) { *(double *)user = e->valid.acc; }
+
+/* The trainer on `device` with [data] standardize over the set at path;
+ * returns the last validation accuracy and the statistics written. */
+static double train_on(const char *dir, const char *device, fn_input_norm **norm,
+                       fn_context *cpu)
+{
+    char ini[128], set[160];
+    snprintf(ini, sizeof ini, "%s/run.ini", dir);
+    FILE *out = fopen(ini, "w");
+    assert_non_null(out);
+    fprintf(out, "[data]\ntrain = set.h5\nvalid = set.h5\nstandardize = true\n"
+                 "[model]\nlayers = block 32, linear 4\ngroups = 4\n"
+                 "[train]\nbatch_size = 32\nepochs = 15\nlr = 0.05\nmomentum = 0.9\n"
+                 "[run]\nlog_every = 0\n");
+    fclose(out);
+    fn_config *cfg = NULL;
+    assert_int_equal(fn_config_load(&cfg, ini), FN_OK);
+    snprintf(set, sizeof set, "run.device=%s", device);
+    assert_int_equal(fn_config_set(cfg, set), FN_OK);
+    snprintf(set, sizeof set, "output.dir=%s/%s", dir, device);
+    assert_int_equal(fn_config_set(cfg, set), FN_OK);
+    assert_int_equal(fn_config_finish(cfg), FN_OK);
+    double acc = 0;
+    const fn_trainer_callbacks cb = {.on_epoch = on_epoch};
+    const fn_trainer_options opt = {.callbacks = &cb, .user = &acc};
+    fn_trainer *t = NULL;
+    assert_int_equal(fn_trainer_create(&t, cfg, &opt), FN_OK);
+    assert_int_equal(fn_trainer_run(t), FN_OK);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+    char weights[192];
+    snprintf(weights, sizeof weights, "%s/%s/weights.h5", dir, device);
+    assert_int_equal(fn_input_norm_load(norm, cpu, weights, IN), FN_OK);
+    assert_non_null(*norm);
+    return acc;
+}
+
+static void test_trainer_standardizes(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char dir[] = "/tmp/fn_norm_train_XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/set.h5", dir);
+    write_set(path);
+    fn_context *cpu = NULL;
+    assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
+    fn_input_norm *a = NULL, *b = NULL;
+    double acc_cpu = train_on(dir, "cpu", &a, cpu), acc_gpu = train_on(dir, "cuda", &b, cpu);
+    printf("accuracy with standardize: cpu %.3f, cuda %.3f\n", acc_cpu, acc_gpu);
+    assert_memory_equal(fn_input_norm_mean(a), fn_input_norm_mean(b), IN * sizeof(float));
+    assert_memory_equal(fn_input_norm_std(a), fn_input_norm_std(b), IN * sizeof(float));
+    /* Both separate the four classes (the devices' float32 sums differ in
+     * their last bits, so the accuracies may differ by a row or two). */
+    assert_true(acc_cpu > 0.85 && acc_gpu > 0.85);
+    fn_input_norm_destroy(a);
+    fn_input_norm_destroy(b);
+    fn_context_destroy(cpu);
 }
 
 int main(void)
@@ -168,6 +240,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernel_matches_cpu),
         cmocka_unit_test(test_background_loader),
+        cmocka_unit_test(test_trainer_standardizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
