@@ -104,7 +104,10 @@ def main():
         train_acc = percent(output_of(log, "build/train"), r"epoch 20/20: .* valid loss \S+ acc ([\d.]+)%")
         predict_acc = percent(output_of(log, "build/predict"), r"accuracy ([\d.]+)%")
         # 5 overlapping Gaussian classes: this set's best is near 85 %.
-        if train_acc < 75 or predict_acc < 75 or abs(train_acc - predict_acc) > 0.01:
+        # train validates in batches of 64, predict in 256: on a GPU the
+        # products may differ in their last bits, which may flip a row
+        # whose two largest logits nearly tie; two rows of 600 are 0.34 %.
+        if train_acc < 75 or predict_acc < 75 or abs(train_acc - predict_acc) > 0.34:
             sys.exit(f"accuracies: train {train_acc} %, predict {predict_acc} %")
         if "same classes as predict: True" not in output_of(log, "use_in_torch.py"):
             sys.exit("PyTorch's classes differ from predict's")
