@@ -1,17 +1,48 @@
 #!/usr/bin/python3
-"""weights_to_torch.py — builds the torch.nn.Sequential equivalent to a
-fusenet weights.h5 (README "Weights format") and optionally runs it.
+"""weights_to_torch.py — a fusenet weights.h5 (README "Weights format") as a
+PyTorch module, computing what `predict` computes.
 
-Each block becomes Linear(in, out) -> GroupNorm(groups, out, eps) ->
-LeakyReLU(negative_slope) -> Double() (x + x); each linear layer a Linear.
+As a library (put scripts/ on sys.path, or copy this one file):
+
+    import weights_to_torch
+    model = weights_to_torch.load("runs/x/weights.h5")   # a torch.nn.Module, eval mode
+    y = model(torch.from_numpy(x32))                    # x32: float32 [N, in]
+
+`load(path)` returns a torch.nn.Sequential of named children, in order:
+
+    input_norm   Standardize: (x - mean) / std, only when the file has
+                 /input_norm ([data] standardize = true)
+    layer0 ...   one per layer group: a Block (Linear -> GroupNorm ->
+                 LeakyReLU -> x + x) or a torch.nn.Linear
+
+so its state_dict() keys are, with I the layer's index:
+
+    input_norm.mean, input_norm.std      float32 [in]        (buffers)
+    layerI.linear.weight                  float32 [out, in]   block: /layerI/weight
+    layerI.linear.bias                    float32 [out]       block: /layerI/bias
+    layerI.norm.weight, layerI.norm.bias  float32 [out]       block: /layerI/gamma, beta
+    layerI.weight, layerI.bias            float32 [out, in], [out]   linear layer
+
+`model.state_dict()` saved with torch.save loads back into the module
+`load` builds (load_state_dict). Pickling the module itself (torch.save of
+the module) refers to this file's classes, so unpickling needs
+weights_to_torch importable; for a file that needs nothing but PyTorch,
+`save_torchscript(model, path)` (or `--torchscript out.pt`) writes a
+TorchScript module that `torch.jit.load(path)` runs anywhere.
+
+As a program:
 
     /usr/bin/python3 scripts/weights_to_torch.py weights.h5
     /usr/bin/python3 scripts/weights_to_torch.py weights.h5 \\
-        --inputs inputs.h5 [--dataset X] --outputs torch_outputs.h5
+        --inputs inputs.h5 [--dataset X] [--outputs torch_outputs.h5] [--torchscript m.pt]
 
-Uses Debian's python3-torch and python3-h5py (hence /usr/bin/python3).
+prints the module; with --inputs runs it on a dataset of any numeric type
+(read as float32, as fusenet reads it) and with --outputs writes the
+results as dataset 'outputs'. Uses Debian's python3-torch and python3-h5py
+(hence /usr/bin/python3).
 """
 import argparse
+import collections
 import sys
 
 import h5py
@@ -22,11 +53,33 @@ FORMAT = "fusenet-weights"
 VERSION = 1
 
 
-class Double(torch.nn.Module):
-    """y = x + x: the block's final x2, as the design writes it."""
+class Standardize(torch.nn.Module):
+    """(x - mean) / std per input column: the training set's statistics
+    under [data] standardize, applied as fusenet applies them (a float32
+    subtraction, then a division)."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
 
     def forward(self, x):
-        return x + x
+        return (x - self.mean) / self.std
+
+
+class Block(torch.nn.Module):
+    """fusenet's block: y = 2 * leaky_relu(group_norm(x W^T + b)), the x2
+    written x + x as the design writes it."""
+
+    def __init__(self, n_in, n_out, groups, eps, negative_slope):
+        super().__init__()
+        self.linear = torch.nn.Linear(n_in, n_out)
+        self.norm = torch.nn.GroupNorm(groups, n_out, eps=eps)
+        self.act = torch.nn.LeakyReLU(negative_slope)
+
+    def forward(self, x):
+        y = self.act(self.norm(self.linear(x)))
+        return y + y
 
 
 def _text(value):
@@ -41,8 +94,7 @@ def _tensor(group, name, shape):
     return torch.from_numpy(data.copy())
 
 
-def _linear(group, n_in, n_out):
-    linear = torch.nn.Linear(n_in, n_out)
+def _fill_linear(linear, group, n_in, n_out):
     with torch.no_grad():
         linear.weight.copy_(_tensor(group, "weight", (n_out, n_in)))
         linear.bias.copy_(_tensor(group, "bias", (n_out,)))
@@ -51,33 +103,50 @@ def _linear(group, n_in, n_out):
 
 def _block(group, n_in, n_out):
     attrs = group.attrs
-    norm = torch.nn.GroupNorm(int(attrs["groups"]), n_out, eps=float(attrs["eps"]))
+    block = Block(n_in, n_out, int(attrs["groups"]), float(attrs["eps"]),
+                  float(attrs["negative_slope"]))
+    _fill_linear(block.linear, group, n_in, n_out)
     with torch.no_grad():
-        norm.weight.copy_(_tensor(group, "gamma", (n_out,)))
-        norm.bias.copy_(_tensor(group, "beta", (n_out,)))
-    return [_linear(group, n_in, n_out), norm,
-            torch.nn.LeakyReLU(float(attrs["negative_slope"])), Double()]
+        block.norm.weight.copy_(_tensor(group, "gamma", (n_out,)))
+        block.norm.bias.copy_(_tensor(group, "beta", (n_out,)))
+    return block
+
+
+def _input_norm(f, n_in):
+    group = f["input_norm"]
+    mean, std = _tensor(group, "mean", (n_in,)), _tensor(group, "std", (n_in,))
+    if not bool(torch.all(std > 0)):
+        raise ValueError(f"{f.filename}: group 'input_norm': dataset 'std' holds a value <= 0")
+    return Standardize(mean, std)
 
 
 def load(path):
-    """The torch.nn.Sequential of a weights file, in float32, eval mode."""
+    """The torch.nn.Module of a weights file (see the module's docstring for
+    its children and state_dict keys), in float32 and eval mode."""
     with h5py.File(path, "r") as f:
         fmt, version = _text(f.attrs.get("format", "")), int(f.attrs.get("format_version", -1))
         if fmt != FORMAT or version != VERSION:
             raise ValueError(f"{path}: format '{fmt}' version {version}, "
                              f"expected '{FORMAT}' version {VERSION}")
-        modules = []
+        children = collections.OrderedDict()
         for name in _text(f.attrs["layers"]).split(","):
             group = f[name]
             kind = _text(group.attrs["kind"])
             n_in, n_out = int(group.attrs["in_features"]), int(group.attrs["out_features"])
+            if not children and "input_norm" in f:
+                children["input_norm"] = _input_norm(f, n_in)
             if kind == "block":
-                modules += _block(group, n_in, n_out)
+                children[name] = _block(group, n_in, n_out)
             elif kind == "linear":
-                modules.append(_linear(group, n_in, n_out))
+                children[name] = _fill_linear(torch.nn.Linear(n_in, n_out), group, n_in, n_out)
             else:
                 raise ValueError(f"{path}: group '{name}': unknown kind '{kind}'")
-    return torch.nn.Sequential(*modules).eval()
+    return torch.nn.Sequential(children).eval()
+
+
+def save_torchscript(model, path):
+    """Writes model as TorchScript: torch.jit.load(path) needs only PyTorch."""
+    torch.jit.save(torch.jit.script(model), path)
 
 
 def run(model, inputs):
@@ -92,6 +161,7 @@ def main(argv):
     parser.add_argument("--inputs", help="HDF5 file of inputs to run the module on")
     parser.add_argument("--dataset", default="X", help="inputs dataset (default X)")
     parser.add_argument("--outputs", help="HDF5 file to write dataset 'outputs' to")
+    parser.add_argument("--torchscript", help="write the module as TorchScript to this file")
     args = parser.parse_args(argv)
     try:
         model = load(args.weights)
@@ -99,6 +169,9 @@ def main(argv):
         print(f"weights_to_torch: {e}", file=sys.stderr)
         return 1
     print(model)
+    if args.torchscript:
+        save_torchscript(model, args.torchscript)
+        print(f"torchscript: {args.torchscript}")
     if args.inputs:
         with h5py.File(args.inputs, "r") as f:
             x = np.asarray(f[args.dataset], dtype=np.float32)

@@ -1,11 +1,16 @@
 #!/usr/bin/python3
 """interop_torch.py — predict's outputs against PyTorch's (ctest label
-"interop"). Trains two small networks with ./train (digits with
+"interop"). Trains three small networks with ./train (digits with
 cross-entropy; random regression data with mse, other groups, eps and
-slope), runs ./predict, rebuilds each network with
+slope; float64 data with a feature of scale 1e6 under [data]
+standardize), runs ./predict, rebuilds each network with
 scripts/weights_to_torch.py and checks that the outputs agree within 1e-5
 relative: |ours - torch| <= 1e-5 * max(|torch|, 1) elementwise, with torch
-computing in float64 from the same float32 weights.
+computing in float64 from the same float32 weights (and statistics).
+predict --targets is checked against figures computed here from torch's
+outputs (loss and accuracy; loss, MAE and R² per output), and the module's
+state_dict keys, a state_dict saved and loaded back, and its TorchScript
+file run in a Python that cannot import the script.
 
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
 mismatch or failure."""
@@ -39,6 +44,13 @@ def train(config, out, *sets):
         args += ["--set", s]
     sh(*args)
     return os.path.join(out, "weights.h5")
+
+
+def sh_out(*args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return result.stdout
 
 
 def compare(name, weights, inputs, tmp):
@@ -79,6 +91,123 @@ def regression_data(tmp):
     return config, path
 
 
+def figure(text, label):
+    """The number after `label` in predict's output."""
+    at = text.index(label) + len(label)
+    return float(text[at:].split()[0].rstrip(",%"))
+
+
+def near(got, want, what, rel=1e-4):
+    # predict prints 6 decimals from float32 outputs; torch's float64
+    # outputs differ by < 1e-5 relative (compare), so figures agree to
+    # ~1e-5 relative plus the printed rounding (5e-7).
+    if not abs(got - want) <= rel * max(abs(want), 1e-2) + 1e-6:
+        sys.exit(f"{what}: predict printed {got}, torch's outputs give {want}")
+
+
+def evaluate_classes(weights, inputs, tmp):
+    """predict --targets y --probabilities against figures from torch."""
+    out = os.path.join(tmp, "classes.h5")
+    text = sh_out(os.path.join(BUILD, "predict"), weights, inputs, out, "--device", "cpu",
+                  "--targets", "y", "--probabilities")
+    with h5py.File(inputs, "r") as f:
+        x, y = np.asarray(f["X"], dtype=np.float32), np.asarray(f["y"])
+    logits = weights_to_torch.run(weights_to_torch.load(weights).double(), x.astype(np.float64))
+    logp = logits - logits.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    near(figure(text, "loss"), -logp[np.arange(len(y)), y].mean(), "cross-entropy")
+    # Printed with 2 decimals: within 0.005 points.
+    acc = 100 * (logits.argmax(1) == y).mean()
+    if not abs(figure(text, "accuracy") - acc) <= 0.005 + 1e-9:
+        sys.exit(f"accuracy: predict printed {figure(text, 'accuracy')}, torch's gives {acc}")
+    with h5py.File(out, "r") as f:
+        probs, classes = np.asarray(f["outputs"]), np.asarray(f["classes"])
+    if classes.dtype != np.int32 or not (classes == logits.argmax(1)).all():
+        sys.exit("classes: not the argmax of torch's logits")
+    if not np.allclose(probs, np.exp(logp), rtol=1e-5, atol=1e-6):
+        sys.exit("probabilities: not torch's softmax")
+    print(f"predict --targets (classification): {text.splitlines()[0]}")
+
+
+def evaluate_values(weights, inputs, tmp):
+    """predict --targets t on regression data against figures from torch."""
+    out = os.path.join(tmp, "values.h5")
+    text = sh_out(os.path.join(BUILD, "predict"), weights, inputs, out, "--device", "cpu",
+                  "--targets", "y")
+    with h5py.File(inputs, "r") as f:
+        x, t = np.asarray(f["X"], dtype=np.float32), np.asarray(f["y"], dtype=np.float64)
+    ours = weights_to_torch.run(weights_to_torch.load(weights).double(), x.astype(np.float64))
+    near(figure(text, "loss (mse)"), ((ours - t) ** 2).mean(), "mse")
+    for k in range(t.shape[1]):
+        line = text.split(f"output {k}:")[1]
+        sst = ((t[:, k] - t[:, k].mean()) ** 2).sum()
+        near(figure(line, "MAE"), np.abs(ours[:, k] - t[:, k]).mean(), f"MAE {k}")
+        near(figure(line, "R2"), 1 - ((ours[:, k] - t[:, k]) ** 2).sum() / sst, f"R2 {k}")
+    with h5py.File(out, "r") as f:
+        if "classes" in f:
+            sys.exit("regression: predict wrote 'classes'")
+    print(f"predict --targets (regression): {text.splitlines()[0]}")
+
+
+def standardized_data(tmp):
+    """float64 inputs, feature 2 of scale 1e6 about 3e6, 3 classes."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((400, 6))
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + (x[:, 3] > 0.5)
+    x[:, 2] = x[:, 2] * 1e6 + 3e6
+    path = os.path.join(tmp, "scaled.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("X", data=x)
+        f.create_dataset("y", data=y)
+    config = os.path.join(tmp, "scaled.ini")
+    with open(config, "w") as f:
+        f.write("[data]\ntrain = scaled.h5\nstandardize = true\n[model]\n"
+                "layers = block 16, linear 3\ngroups = 4\n[train]\nbatch_size = 32\n"
+                "epochs = 4\nlr = 0.05\nmomentum = 0.9\n")
+    return config, path
+
+
+KEYS = ["input_norm.mean", "input_norm.std", "layer0.linear.weight", "layer0.linear.bias",
+        "layer0.norm.weight", "layer0.norm.bias", "layer1.weight", "layer1.bias"]
+
+
+def module_round_trips(weights, inputs, tmp):
+    """The documented state_dict keys; a saved state_dict loads back into a
+    fresh module; the TorchScript file runs where the script is unknown."""
+    model = weights_to_torch.load(weights)
+    state = model.state_dict()
+    if list(state) != KEYS:
+        sys.exit(f"state_dict keys {list(state)}, documented {KEYS}")
+    with h5py.File(weights, "r") as f:
+        if not np.array_equal(state["input_norm.std"].numpy(), f["input_norm/std"][...]):
+            sys.exit("input_norm.std is not the file's /input_norm/std")
+    with h5py.File(inputs, "r") as f:
+        x = np.asarray(f["X"], dtype=np.float32)
+    want = weights_to_torch.run(model, x)
+    saved = os.path.join(tmp, "state.pt")
+    torch.save(state, saved)
+    fresh = weights_to_torch.load(weights)
+    with torch.no_grad():
+        for p in fresh.parameters():
+            p.zero_()
+    fresh.load_state_dict(torch.load(saved))
+    if not np.array_equal(weights_to_torch.run(fresh, x), want):
+        sys.exit("a state_dict saved and loaded back gives other outputs")
+    script = os.path.join(tmp, "model.pt")
+    weights_to_torch.save_torchscript(model, script)
+    npy = os.path.join(tmp, "x.npy")
+    np.save(npy, x)
+    code = ("import sys, numpy as np, torch\n"
+            "assert 'weights_to_torch' not in sys.modules\n"
+            f"m = torch.jit.load({script!r})\n"
+            f"y = m(torch.from_numpy(np.load({npy!r}))).detach().numpy()\n"
+            f"np.save({os.path.join(tmp, 'y.npy')!r}, y)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp)
+    if not np.array_equal(np.load(os.path.join(tmp, "y.npy")), want):
+        sys.exit("the TorchScript module gives other outputs")
+    print("torch module: state_dict keys as documented; state_dict and TorchScript round trips")
+
+
 def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="fn_interop_") as tmp:
@@ -88,6 +217,12 @@ def main():
         config, data = regression_data(tmp)
         regression = train(config, os.path.join(tmp, "regression"))
         compare("regression", regression, data, tmp)
+        evaluate_values(regression, data, tmp)
+        evaluate_classes(digits, os.path.join(SOURCE, "data", "digits_valid.h5"), tmp)
+        config, data = standardized_data(tmp)
+        scaled = train(config, os.path.join(tmp, "scaled"))
+        compare("standardized", scaled, data, tmp)
+        module_round_trips(scaled, data, tmp)
     print("interop: predict matches PyTorch")
 
 

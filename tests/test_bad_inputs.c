@@ -111,9 +111,14 @@ static const bad_input cases[] = {
     DATA("missing_y.h5", "missing_y.h5: no dataset 'y'"),
     TRAIN("data: no such inputs", 1, "good.h5: no dataset 'pixels'", "train.ini", "--set",
           "data.inputs=pixels"),
-    DATA("x_int64.h5", "x_int64.h5: dataset 'X' is int64, expected float32"),
-    DATA("x_float64.h5", "x_float64.h5: dataset 'X' is float64, expected float32"),
-    DATA("x_string.h5", "x_string.h5: dataset 'X' is string, expected float32"),
+    /* Integer and float64 inputs are read as float32 (issue 13). */
+    TRAIN("data x_int64.h5", 0, NULL, "train.ini", "--set", "data.train=x_int64.h5"),
+    TRAIN("data x_float64.h5", 0, NULL, "train.ini", "--set", "data.train=x_float64.h5"),
+    DATA("x_string.h5",
+         "x_string.h5: dataset 'X' is string, expected numbers (a float or integer type)"),
+    DATA("x_bool.h5", "x_bool.h5: dataset 'X' is enum, expected numbers (a float or integer type)"),
+    DATA("x_beyond_float32.h5", "x_beyond_float32.h5: dataset 'X' row 7 column 4 is 1e+39, beyond "
+         "float32's range (magnitude at most 3.4e38)"),
     DATA("y_float.h5", "y_float.h5: dataset 'y' is float32, expected integer class labels"),
     DATA("x_rank1.h5", "x_rank1.h5: dataset 'X' has rank 1, expected 2 ([N, in])"),
     DATA("x_rank3.h5", "x_rank3.h5: dataset 'X' has rank 3, expected 2 ([N, in])"),

@@ -1,9 +1,12 @@
 /* predict.c — the `predict` program: the forward pass of an exported network
- * (weights.h5) over an HDF5 input set, written as dataset 'outputs',
- * float32 [N, out], to a new file (atomically: temporary name, then rename).
+ * (weights.h5, with its input standardisation when it has one) over an HDF5
+ * input set, written as dataset 'outputs', float32 [N, out], to a new file
+ * (atomically: temporary name, then rename); for classification also
+ * 'classes' (argmax), and with --targets the loss and accuracy, or loss,
+ * MAE and R² per output, printed (evaluation.h).
  *
- *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--device D]
- *           [--batch N] [--memory-budget-mb M]
+ *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--targets y]
+ *           [--probabilities] [--device D] [--batch N] [--memory-budget-mb M]
  *
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
@@ -14,6 +17,8 @@
 #include <sys/stat.h>
 
 #include "fusenet/data.h"
+#include "fusenet/evaluation.h"
+#include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
 #include "fusenet/weights.h"
@@ -23,10 +28,17 @@ enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
 static const char usage[] =
     "usage: predict weights.h5 inputs.h5 outputs.h5 [options]\n"
     "\n"
-    "Runs the network of weights.h5 over the inputs (float32 [N, in]) and writes\n"
-    "dataset 'outputs' (float32 [N, out]) to outputs.h5.\n"
+    "Runs the network of weights.h5 over the inputs ([N, in], any float or integer\n"
+    "type) and writes dataset 'outputs' (float32 [N, out]: the logits of a classifier,\n"
+    "the predicted values of a regression) to outputs.h5.\n"
     "\n"
     "  --inputs NAME           the inputs dataset (default X)\n"
+    "  --targets NAME          evaluate against this dataset of the inputs file: integer\n"
+    "                          labels [N] (classification: prints loss and accuracy,\n"
+    "                          writes 'classes') or values [N, out] (regression: prints\n"
+    "                          loss, and MAE and R^2 per output)\n"
+    "  --probabilities         classification: 'outputs' holds softmax probabilities\n"
+    "                          instead of logits; writes 'classes' (argmax)\n"
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
     "  --batch N               rows per forward pass (default 256)\n"
     "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
@@ -35,6 +47,8 @@ static const char usage[] =
 typedef struct options {
     const char *weights, *inputs_path, *outputs_path;
     const char *inputs;
+    const char *targets; /* NULL: no evaluation */
+    int probabilities;
     const char *device;
     long batch;
     double budget_mb;
@@ -70,6 +84,8 @@ static int parse_option(int argc, char **argv, int *i, options *o)
     double d = 0;
     if (strcmp(s, "--inputs") == 0)
         o->inputs = v;
+    else if (strcmp(s, "--targets") == 0)
+        o->targets = v;
     else if (strcmp(s, "--device") == 0)
         o->device = v;
     else if (strcmp(s, "--batch") == 0 && number(v, 1, 1 << 20, &d) && d == (long)d)
@@ -90,6 +106,8 @@ static int parse_args(int argc, char **argv, options *o)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             o->help = 1;
+        } else if (strcmp(argv[i], "--probabilities") == 0) {
+            o->probabilities = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             int status = parse_option(argc, argv, &i, o);
             if (status)
@@ -146,11 +164,38 @@ static fn_status check_output_path(const options *o)
 typedef struct job {
     fn_context *ctx;
     fn_net *net;
+    fn_input_norm *norm; /* the weights file's; NULL: none */
     fn_data *data;
     fn_loader *loader; /* synchronous: the outputs file is written between batches */
     fn_outputs *outputs;
-    float *host; /* [batch, out] */
+    fn_evaluation *eval; /* --targets */
+    int classify;        /* write 'classes' */
+    int probabilities;
+    float *host;       /* [batch, out] */
+    float *targets;    /* [batch, out]: regression targets on the host */
+    int32_t *classes;  /* [batch] */
 } job;
+
+/* The batch's figures, and 'outputs' (logits or probabilities) and
+ * 'classes' written; y is the batch's outputs on the host. */
+static fn_status write_batch(job *j, const fn_batch *b, float *y, int out)
+{
+    if (j->eval) {
+        const float *t = NULL;
+        if (!b->host_labels) {
+            FN_TRY(fn_tensor_download(&b->target, j->targets, (size_t)b->rows * (size_t)out));
+            t = j->targets;
+        }
+        FN_TRY(fn_evaluation_add(j->eval, b->rows, y, b->host_labels, t));
+    }
+    if (j->classify) {
+        fn_argmax_rows(y, b->rows, out, j->classes);
+        FN_TRY(fn_outputs_write_classes(j->outputs, b->index[0], b->rows, j->classes));
+    }
+    if (j->probabilities)
+        fn_softmax_rows(y, b->rows, out);
+    return fn_outputs_write(j->outputs, b->index[0], b->rows, y);
+}
 
 /* Batches come in file order (no shuffle), each a run of consecutive rows. */
 static fn_status forward_all(job *j)
@@ -165,8 +210,40 @@ static fn_status forward_all(job *j)
         fn_tensor y;
         FN_TRY(fn_net_forward(j->net, &b.x, &y));
         FN_TRY(fn_tensor_download(&y, j->host, (size_t)b.rows * (size_t)out));
-        FN_TRY(fn_outputs_write(j->outputs, b.index[0], b.rows, j->host));
+        FN_TRY(write_batch(j, &b, j->host, out));
     }
+}
+
+static fn_status open_inputs(job *j, const options *o)
+{
+    fn_data_options d = {.inputs = o->inputs, .targets = o->targets, .targets_by_rank = 1,
+                         .in_features = fn_net_in_features(j->net),
+                         .out_features = fn_net_out_features(j->net), .batch_size = (int)o->batch,
+                         .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
+    FN_TRY(fn_data_open(&j->data, o->inputs_path, &d));
+    fn_data_targets kind = fn_data_target_kind(j->data);
+    if (o->probabilities && kind == FN_DATA_FLOATS)
+        return fn_fail(FN_ERR_INVALID, "--probabilities: dataset '%s' holds values [N, out] "
+                       "(regression); probabilities are for classification (integer labels [N])",
+                       o->targets);
+    j->classify = o->probabilities || kind == FN_DATA_LABELS;
+    j->probabilities = o->probabilities;
+    if (kind != FN_DATA_NO_TARGETS)
+        FN_TRY(fn_evaluation_create(&j->eval, kind, fn_net_out_features(j->net)));
+    const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
+    FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
+    return fn_loader_set_norm(j->loader, j->norm);
+}
+
+static fn_status alloc_host(job *j, const options *o)
+{
+    size_t rows = (size_t)o->batch, out = (size_t)fn_net_out_features(j->net);
+    j->host = malloc(sizeof(float) * rows * out);
+    j->targets = malloc(sizeof(float) * rows * out);
+    j->classes = malloc(sizeof(int32_t) * rows);
+    if (!j->host || !j->targets || !j->classes)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    return FN_OK;
 }
 
 static fn_status predict(job *j, const options *o)
@@ -174,19 +251,43 @@ static fn_status predict(job *j, const options *o)
     FN_TRY(check_output_path(o));
     FN_TRY(open_context(o->device, &j->ctx));
     FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch));
-    fn_data_options d = {.inputs = o->inputs, .targets = NULL, .in_features = fn_net_in_features(j->net),
-                         .batch_size = (int)o->batch,
-                         .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
-    FN_TRY(fn_data_open(&j->data, o->inputs_path, &d));
-    const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
-    FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
-    j->host = malloc(sizeof(float) * (size_t)o->batch * (size_t)fn_net_out_features(j->net));
-    if (!j->host)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    FN_TRY(fn_input_norm_load(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
+    FN_TRY(open_inputs(j, o));
+    FN_TRY(alloc_host(j, o));
     FN_TRY(fn_outputs_create(&j->outputs, o->outputs_path, fn_data_rows(j->data),
                              fn_net_out_features(j->net)));
+    if (j->classify)
+        FN_TRY(fn_outputs_add_classes(j->outputs));
     FN_TRY(forward_all(j));
     return fn_outputs_commit(j->outputs);
+}
+
+static void print_evaluation(const fn_evaluation *eval, const char *targets)
+{
+    fn_evaluation_result r;
+    fn_evaluation_get(eval, &r);
+    if (!r.mae) {
+        printf("predict: against '%s': loss %.6f, accuracy %.2f%% (%lld of %lld rows)\n",
+               targets, r.loss, 100.0 * r.accuracy, r.correct, r.rows);
+        return;
+    }
+    printf("predict: against '%s': loss (mse) %.6f over %lld rows\n", targets, r.loss, r.rows);
+    for (int k = 0; k < r.outputs; k++)
+        printf("predict: output %d: MAE %.6f, R2 %.6f\n", k, r.mae[k], r.r2[k]);
+}
+
+static void release(job *j)
+{
+    fn_outputs_destroy(j->outputs);
+    fn_evaluation_destroy(j->eval);
+    free(j->host);
+    free(j->targets);
+    free(j->classes);
+    fn_loader_destroy(j->loader);
+    fn_data_close(j->data);
+    fn_input_norm_destroy(j->norm);
+    fn_net_destroy(j->net);
+    fn_context_destroy(j->ctx);
 }
 
 int main(int argc, char **argv)
@@ -202,13 +303,10 @@ int main(int argc, char **argv)
     fn_status st = predict(&j, &o);
     if (st != FN_OK)
         fprintf(stderr, "predict: %s\n", fn_last_error());
-    fn_outputs_destroy(j.outputs);
     long long rows = j.data ? (long long)fn_data_rows(j.data) : 0;
-    free(j.host);
-    fn_loader_destroy(j.loader);
-    fn_data_close(j.data);
-    fn_net_destroy(j.net);
-    fn_context_destroy(j.ctx);
+    if (st == FN_OK && j.eval)
+        print_evaluation(j.eval, o.targets);
+    release(&j);
     if (st != FN_OK)
         return EXIT_ERROR;
     printf("predict: %lld rows written to %s\n", rows, o.outputs_path);

@@ -219,6 +219,13 @@ static int should_stop(void *user)
     return stop_signal != 0;
 }
 
+static void on_notice(void *user, const char *text)
+{
+    (void)user;
+    printf("notice: %s\n", text);
+    fflush(stdout);
+}
+
 static const fn_trainer_callbacks callbacks = {
     .on_device = on_device,
     .on_resume = on_resume,
@@ -227,6 +234,7 @@ static const fn_trainer_callbacks callbacks = {
     .on_epoch = on_epoch,
     .on_done = on_done,
     .should_stop = should_stop,
+    .on_notice = on_notice,
 };
 
 /* --- the run ------------------------------------------------------------------ */

@@ -18,6 +18,7 @@
 #ifndef FUSENET_CHECKPOINT_H
 #define FUSENET_CHECKPOINT_H
 
+#include "fusenet/input_norm.h"
 #include "fusenet/net.h"
 #include "fusenet/optimizer.h"
 #include "fusenet/train_state.h"
@@ -32,6 +33,13 @@ extern "C" {
 /* opt must optimise net's parameters, in net's order. */
 fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
                              const fn_train_state *state, const char *config_text);
+
+/* The same with the run's input standardisation (norm NULL: none), as the
+ * group `/input_norm` of weights files (input_norm.h); fn_input_norm_load
+ * reads it back. */
+fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
+                                  const fn_train_state *state, const fn_input_norm *norm,
+                                  const char *config_text);
 
 /* Restores net's values, opt's state and step count, and *state. The net
  * must have the checkpoint's layers, opt the kind (name) and configuration

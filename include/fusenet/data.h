@@ -2,9 +2,13 @@
  * memory (fn_loader, loader.h, gathers each batch's rows and puts it on the
  * device).
  *
- * A set is two datasets of one file: inputs, float32 [N, in], and targets,
- * either integer labels [N] (any HDF5 integer type of up to 8 bytes, read as
- * int32; for cross-entropy) or float32 [N, out] (for mean squared error).
+ * A set is two datasets of one file: inputs [N, in], and targets, either
+ * integer labels [N] (any HDF5 integer type of up to 8 bytes, read as
+ * int32; for cross-entropy) or values [N, out] (for mean squared error).
+ * Inputs and mse targets may be of any IEEE float (half, single, double) or
+ * integer type of up to 8 bytes: HDF5 converts them to float32 as it reads
+ * each slab, and a value that is not finite, or beyond float32's range, is
+ * an error naming the file, dataset, row and column.
  * Types, ranks, the matching N, that each dataset stores what it declares,
  * label range and finite values are checked when the set is opened (first
  * in a child process, since HDF5 itself may crash or hang on a corrupt
@@ -35,7 +39,9 @@ extern "C" {
 typedef struct fn_data_options {
     const char *inputs;  /* dataset name of the inputs */
     const char *targets; /* dataset name of the targets; NULL: inputs only (predict) */
-    fn_loss_kind loss;   /* cross_entropy: labels [N]; mse: float32 [N, out] */
+    fn_loss_kind loss;   /* cross_entropy: labels [N]; mse: values [N, out] */
+    int targets_by_rank; /* predict --targets: labels when the targets have rank 1,
+                          * values when rank 2, whatever `loss` says */
     int in_features;     /* required input columns; 0: any */
     int out_features;    /* classes (labels in [0, out)) or target columns */
     int batch_size;      /* >= 1 */
@@ -86,6 +92,15 @@ typedef struct fn_batch_rows {
 } fn_batch_rows;
 
 fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
+
+/* Per input column, over every row of the set in file order, slab by slab,
+ * in float64 (the float32 values the network sees): mean[j], the standard
+ * deviation std[j] (population: divided by the rows) and constant[j] (1
+ * when the column's smallest value equals its largest), each array of
+ * fn_data_in_features entries. A set of several slabs is read once more;
+ * a batch from fn_data_next_rows is invalid afterwards, the position in
+ * the epoch is kept. For `[data] standardize` (input_norm.h). */
+fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
 
 /* Copies rows [begin, end) of the batch to the same rows of x [rows, in],
  * labels [rows], target [rows, out] and index [rows] (file row numbers);

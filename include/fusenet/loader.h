@@ -33,6 +33,7 @@
 #define FUSENET_LOADER_H
 
 #include "fusenet/data.h"
+#include "fusenet/input_norm.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -100,6 +101,13 @@ fn_status fn_loader_next(fn_loader *loader, fn_batch *batch);
 /* Releases the batch in use and (background) waits until the thread is
  * idle: then the set and HDF5 are the caller's again. */
 fn_status fn_loader_halt(fn_loader *loader);
+
+/* Standardises every batch's inputs from now on (input_norm.h): on the
+ * loader's device, after the batch reached it, before it is handed out.
+ * norm is borrowed and must outlive the loader (NULL: none); it must be
+ * on the loader's context and have the set's columns. Call it before
+ * fn_loader_start or while halted. */
+fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
 
 fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
 

@@ -1,4 +1,5 @@
-/* outputs.h — a file of predictions: dataset 'outputs', float32 [rows, cols],
+/* outputs.h — a file of predictions: dataset 'outputs', float32 [rows, cols]
+ * (and for classification, optionally, 'classes', int32 [rows]),
  * written in runs of consecutive rows to a temporary and renamed over the
  * path only when every row is in (so a failed or interrupted run never
  * leaves a half-written file in place of a good one). */
@@ -18,6 +19,10 @@ typedef struct fn_outputs fn_outputs;
 fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols);
 /* rows [row0, row0 + n) from host memory, [n, cols] row-major. */
 fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host);
+/* Adds dataset 'classes', int32 [rows] (before the first write). */
+fn_status fn_outputs_add_classes(fn_outputs *o);
+/* classes of rows [row0, row0 + n). */
+fn_status fn_outputs_write_classes(fn_outputs *o, int64_t row0, int n, const int32_t *classes);
 /* Renames the finished file over the path. */
 fn_status fn_outputs_commit(fn_outputs *o);
 /* Frees o; an uncommitted temporary is removed, the path left untouched. */

@@ -87,6 +87,9 @@ typedef struct fn_trainer_callbacks {
      * epoch's checkpoint). Asked again until it says so once; then the
      * run stops. */
     int (*should_stop)(void *user);
+    /* Something the user should know that is no error (a constant input
+     * column under [data] standardize); one line, no newline. */
+    void (*on_notice)(void *user, const char *text);
 } fn_trainer_callbacks;
 
 typedef struct fn_trainer_options {

@@ -6,11 +6,13 @@
  * datasets named as PyTorch names them — weight [out, in], bias [out], and
  * for blocks gamma [out], beta [out] — and attributes kind ("block" or
  * "linear"), in_features, out_features and, for blocks, groups, eps and
- * negative_slope. Files are written to "<path>.tmp", synced and renamed, so
+ * negative_slope; and, when the network was trained on standardised
+ * inputs, the group "input_norm" (input_norm.h). Files are written to "<path>.tmp", synced and renamed, so
  * a crash never leaves a broken file where a good one was. */
 #ifndef FUSENET_WEIGHTS_H
 #define FUSENET_WEIGHTS_H
 
+#include "fusenet/input_norm.h"
 #include "fusenet/net.h"
 
 #ifdef __cplusplus
@@ -23,12 +25,20 @@ extern "C" {
 /* Writes every layer of net; config_text may be NULL (stored as ""). */
 fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
 
+/* The same with the input standardisation the network was trained with
+ * (norm NULL: none), as the group `/input_norm` (input_norm.h); read it
+ * back with fn_input_norm_load. */
+fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
+                               const char *config_text);
+
 /* Loads the values of a weights file into net, whose layers must match the
  * file's in kind, sizes and block settings. */
 fn_status fn_weights_load(fn_net *net, const char *path);
 
 /* Builds the network a weights file describes, for batches of up to
- * max_batch rows, with its values. */
+ * max_batch rows, with its values. Its input standardisation, when the
+ * file has one, is read apart (fn_input_norm_load) and applied to the
+ * inputs before the network (fn_loader_set_norm), as predict does. */
 fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
 
 #ifdef __cplusplus

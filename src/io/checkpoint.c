@@ -18,6 +18,7 @@
 
 #include "fusenet/checkpoint.h"
 #include "io/h5util.h"
+#include "io/input_norm_impl.h"
 #include "io/weights_impl.h"
 
 enum { WHERE_CAP = 512, LABEL_CAP = 96 };
@@ -116,9 +117,11 @@ static fn_status write_optimizer(hid_t file, const char *path, const fn_optimize
 }
 
 static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
-                           const fn_train_state *state, const char *config_text)
+                           const fn_train_state *state, const fn_input_norm *norm,
+                           const char *config_text)
 {
     FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, net, config_text));
+    FN_TRY(fn_input_norm_write(file, path, norm));
     FN_TRY(write_state(file, path, state));
     FN_TRY(write_optimizer(file, path, opt, state));
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
@@ -129,11 +132,18 @@ static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_o
 fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
                              const fn_train_state *state, const char *config_text)
 {
+    return fn_checkpoint_save_norm(path, net, opt, state, NULL, config_text);
+}
+
+fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
+                                  const fn_train_state *state, const fn_input_norm *norm,
+                                  const char *config_text)
+{
     FN_TRY(check_pair(net, opt, path));
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = write_all(file, path, net, opt, state, config_text);
+    fn_status st = write_all(file, path, net, opt, state, norm, config_text);
     if (st == FN_OK)
         st = fn_h5_commit(file, tmp, path);
     else

@@ -53,6 +53,7 @@ static const key_spec keys[] = {
     {"data", "inputs", T_NAME, AT(inputs), 0, 0, 0, "X"},
     {"data", "targets", T_NAME, AT(targets), 0, 0, 0, "y"},
     {"data", "memory_budget_mb", T_DOUBLE, AT(memory_budget_mb), 0, 1 << 24, 1, "1024"},
+    {"data", "standardize", T_BOOL, AT(standardize), 0, 0, 0, "false"},
     {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
     {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
     {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},

@@ -16,6 +16,7 @@ struct fn_data {
     char *inputs, *targets; /* dataset names; targets NULL: none */
     hid_t file, xset, tset;
     int labels;         /* targets are integer labels */
+    int by_rank;        /* labels decided by the targets' rank (predict) */
     int64_t n;          /* rows */
     int in, out;        /* input columns; classes or target columns */
     int batch_size, shuffle;
@@ -63,26 +64,58 @@ static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, h
     return FN_OK;
 }
 
-static fn_status check_type(const fn_data *d, const char *name, hid_t type, int want_float)
+/* A float type HDF5 converts to float32 as IEEE arithmetic would: IEEE
+ * half, single or double in either byte order (h5py's float16 is such a
+ * type of its own). Other float layouts (custom exponent or mantissa
+ * fields, as a damaged or fuzzed file may declare) are refused rather than
+ * handed to HDF5's soft conversion. */
+static int ieee_float(hid_t type)
+{
+    static const struct { size_t size, esize, msize, ebias; } ieee[] = {
+        {2, 5, 10, 15}, {4, 8, 23, 127}, {8, 11, 52, 1023}};
+    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0)
+        return 0;
+    size_t size = H5Tget_size(type), prec = H5Tget_precision(type);
+    for (size_t i = 0; i < sizeof ieee / sizeof ieee[0]; i++)
+        if (size == ieee[i].size && prec == 8 * size && H5Tget_offset(type) == 0 &&
+            spos == prec - 1 && epos == ieee[i].msize && esize == ieee[i].esize && mpos == 0 &&
+            msize == ieee[i].msize && H5Tget_ebias(type) == ieee[i].ebias &&
+            H5Tget_norm(type) == H5T_NORM_IMPLIED)
+            return 1;
+    return 0;
+}
+
+/* Inputs and mse targets (numeric): any IEEE float or integer of up to 8
+ * bytes, which HDF5 converts to float32 as it reads (integers round to the
+ * nearest float32; a float64 beyond float32's range becomes infinite and
+ * is reported by check_finite). Labels: any integer of up to 8 bytes. */
+static fn_status check_type(const fn_data *d, const char *name, hid_t type, int numeric)
 {
     char tname[32];
     fn_h5_type_name(type, tname, sizeof tname);
     H5T_class_t cls = H5Tget_class(type);
-    if (want_float && !(cls == H5T_FLOAT && H5Tget_size(type) == 4))
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is %s, expected float32", d->path, name,
-                       tname);
-    if (!want_float && cls != H5T_INTEGER)
+    size_t size = H5Tget_size(type);
+    if (numeric && cls == H5T_FLOAT && !ieee_float(type))
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is a float of %zu bytes that is not IEEE half, single "
+                       "or double precision", d->path, name, size);
+    if (numeric && cls != H5T_FLOAT && cls != H5T_INTEGER)
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is %s, expected numbers (a float or integer type)",
+                       d->path, name, tname);
+    if (!numeric && cls != H5T_INTEGER)
         return fn_fail(FN_ERR_FORMAT,
                        "%s: dataset '%s' is %s, expected integer class labels for cross_entropy",
                        d->path, name, tname);
-    /* HDF5 allows integers of any size; converting a wider one to int32
-     * needs a buffer of that size per label (a 4 GiB "integer" in a fuzzed
-     * file), and no real label type is wider than int64. */
-    if (!want_float && H5Tget_size(type) > 8)
-        return fn_fail(FN_ERR_FORMAT,
-                       "%s: dataset '%s' is an integer of %zu bytes, expected integer class "
-                       "labels of at most 8 bytes for cross_entropy",
-                       d->path, name, H5Tget_size(type));
+    /* HDF5 allows integers of any size; converting a wider one needs a
+     * buffer of that size per value (a 4 GiB "integer" in a fuzzed file),
+     * and no real integer type is wider than int64. */
+    if (cls == H5T_INTEGER && size > 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is an integer of %zu bytes, expected %s",
+                       d->path, name, size,
+                       numeric ? "at most 8 bytes"
+                               : "integer class labels of at most 8 bytes for cross_entropy");
     return FN_OK;
 }
 
@@ -178,6 +211,7 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
     if (st == FN_OK)
         st = check_type(d, d->inputs, type, 1);
+    size_t type_size = type >= 0 ? H5Tget_size(type) : 0;
     if (type >= 0)
         H5Tclose(type);
     FN_TRY(st);
@@ -192,7 +226,7 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     if (opt->in_features && (int)dims[1] != opt->in_features)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
                        d->inputs, (unsigned long long)dims[1], opt->in_features);
-    FN_TRY(check_storage(d, d->inputs, d->xset, sizeof(float), rank, dims));
+    FN_TRY(check_storage(d, d->inputs, d->xset, type_size, rank, dims));
     d->n = (int64_t)dims[0];
     d->in = (int)dims[1];
     return FN_OK;
@@ -220,6 +254,8 @@ static fn_status open_targets(fn_data *d)
     hsize_t dims[2] = {0, 0};
     hid_t type = -1;
     fn_status st = open_set(d, d->targets, &d->tset, &rank, dims, &type);
+    if (st == FN_OK && d->by_rank)
+        d->labels = rank == 1;
     if (st == FN_OK)
         st = check_type(d, d->targets, type, !d->labels);
     size_t type_size = type >= 0 ? H5Tget_size(type) : 0;
@@ -261,14 +297,43 @@ static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t 
     return st;
 }
 
-static fn_status check_finite(const fn_data *d, const char *name, const float *v, int64_t rows,
-                              int cols, int64_t row0)
+/* The value at (row, col) as the file holds it, read as a double (HDF5
+ * converts); NaN when it cannot be read. */
+static double file_value(hid_t set, int64_t row, int64_t col)
 {
-    for (int64_t i = 0; i < rows * cols; i++)
-        if (!isfinite(v[i]))
-            return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' row %lld column %lld is %s", d->path,
-                           name, (long long)(row0 + i / cols), (long long)(i % cols),
-                           isnan(v[i]) ? "NaN" : "infinite");
+    hsize_t start[2] = {(hsize_t)row, (hsize_t)col}, one[2] = {1, 1};
+    hid_t file_space = H5Dget_space(set), mem_space = H5Screate_simple(2, one, NULL);
+    double v = NAN;
+    if (file_space < 0 || mem_space < 0 ||
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, one, NULL) < 0 ||
+        H5Dread(set, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, &v) < 0)
+        v = NAN;
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    H5Eclear2(H5E_DEFAULT);
+    return v;
+}
+
+/* Every value read as float32 must be finite. HDF5 turns a float64 beyond
+ * float32's range into an infinity, so an infinity is looked up again in
+ * the file to say which it was. */
+static fn_status check_finite(const fn_data *d, hid_t set, const char *name, const float *v,
+                              int64_t rows, int cols, int64_t row0)
+{
+    for (int64_t i = 0; i < rows * cols; i++) {
+        if (isfinite(v[i]))
+            continue;
+        long long row = (long long)(row0 + i / cols), col = (long long)(i % cols);
+        double in_file = isnan(v[i]) ? NAN : file_value(set, row, col);
+        if (isfinite(in_file))
+            return fn_fail(FN_ERR_FORMAT,
+                           "%s: dataset '%s' row %lld column %lld is %g, beyond float32's range "
+                           "(magnitude at most 3.4e38)", d->path, name, row, col, in_file);
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' row %lld column %lld is %s", d->path,
+                       name, row, col, isnan(v[i]) ? "NaN" : "infinite");
+    }
     return FN_OK;
 }
 
@@ -313,13 +378,13 @@ static fn_status load_slab(fn_data *d, int64_t k)
     d->loaded = -1;
     int64_t row0 = k * d->slab_rows, rows = slab_length(d, k);
     FN_TRY(read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
-    FN_TRY(check_finite(d, d->inputs, d->slab_x, rows, d->in, row0));
+    FN_TRY(check_finite(d, d->xset, d->inputs, d->slab_x, rows, d->in, row0));
     if (d->targets && d->labels) {
         FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_INT32, d->slab_l, row0, rows, 0));
         FN_TRY(check_labels(d, d->slab_l, rows, row0));
     } else if (d->targets) {
         FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
-        FN_TRY(check_finite(d, d->targets, d->slab_t, rows, d->out, row0));
+        FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
     }
     d->loaded = k;
     return FN_OK;
@@ -400,6 +465,7 @@ static fn_status open_data(fn_data *d, const char *path, const fn_data_options *
     if (opt->targets)
         FN_TRY(copy_name(&d->targets, opt->targets));
     d->labels = opt->loss == FN_LOSS_CROSS_ENTROPY;
+    d->by_rank = opt->targets_by_rank;
     d->out = opt->out_features;
     d->batch_size = opt->batch_size;
     d->shuffle = opt->shuffle;
@@ -504,6 +570,71 @@ long long fn_data_batches(const fn_data *d)
     for (int64_t k = 0; k < d->n_slabs; k++)
         total += slab_batches(d, k);
     return total;
+}
+
+/* --- column statistics (standardisation) --------------------------------- */
+
+/* One slab's columns merged into the running (count n, mean, m2, min, max)
+ * by Chan et al.'s pairwise update: each slab's mean and squared deviations
+ * are taken about its own mean, two passes in float64, so a column with a
+ * large offset (1e6 + small changes) loses nothing to cancellation. */
+static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, double *mean,
+                       double *m2, float *lo, float *hi, double *slab_mean)
+{
+    for (int j = 0; j < in; j++)
+        slab_mean[j] = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int j = 0; j < in; j++) {
+            float v = x[i * in + j];
+            slab_mean[j] += v;
+            lo[j] = n_before == 0 && i == 0 ? v : fminf(lo[j], v);
+            hi[j] = n_before == 0 && i == 0 ? v : fmaxf(hi[j], v);
+        }
+    double nb = (double)rows, na = (double)n_before, n = na + nb;
+    for (int j = 0; j < in; j++) {
+        slab_mean[j] /= nb;
+        double dev = 0;
+        for (int64_t i = 0; i < rows; i++) {
+            double e = (double)x[i * in + j] - slab_mean[j];
+            dev += e * e;
+        }
+        if (n_before == 0) {
+            mean[j] = slab_mean[j];
+            m2[j] = dev;
+            continue;
+        }
+        double delta = slab_mean[j] - mean[j];
+        mean[j] += delta * nb / n;
+        m2[j] += dev + delta * delta * na * nb / n;
+    }
+}
+
+fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    const int in = d->in;
+    double *m2 = calloc((size_t)in, sizeof(double)), *slab_mean = malloc((size_t)in * sizeof(double));
+    float *lo = malloc((size_t)in * sizeof(float)), *hi = malloc((size_t)in * sizeof(float));
+    fn_status st = m2 && slab_mean && lo && hi ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < in; j++)
+        mean[j] = 0;
+    int64_t seen = 0;
+    for (int64_t k = 0; st == FN_OK && k < d->n_slabs; k++) {
+        st = load_slab(d, k);
+        if (st != FN_OK)
+            break;
+        int64_t rows = slab_length(d, k);
+        merge_slab(d->slab_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        seen += rows;
+    }
+    for (int j = 0; st == FN_OK && j < in; j++) {
+        std[j] = sqrt(m2[j] / (double)seen);
+        constant[j] = lo[j] == hi[j];
+    }
+    free(m2);
+    free(slab_mean);
+    free(lo);
+    free(hi);
+    return st;
 }
 
 /* --- iteration ----------------------------------------------------------- */

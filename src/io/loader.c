@@ -23,6 +23,7 @@
 #include "core/cuda_runtime.h"
 #include "core/workers.h"
 #include "fusenet/loader.h"
+#include "fusenet/input_norm.h"
 #include "io/h5util.h"
 
 enum { K = FN_LOADER_SLOTS, DEFAULT_THREADS_CAP = 8, THREADS_CAP = 64, MESSAGE_CAP = 1024 };
@@ -39,6 +40,7 @@ typedef struct slot {
 struct fn_loader {
     fn_context *ctx; /* borrowed */
     fn_data *data;   /* borrowed */
+    const fn_input_norm *norm; /* borrowed; NULL: inputs as read */
     int cuda, background;
     int batch, in, out;
     fn_data_targets targets;
@@ -172,8 +174,10 @@ static void *producer_main(void *arg)
 
 /* --- handing out ----------------------------------------------------------- */
 
-/* The batch in slot sl, as views of its buffers on the loader's device. */
-static void hand_out(fn_loader *l, const slot *sl, fn_batch *b)
+/* The batch in slot sl, as views of its buffers on the loader's device,
+ * its inputs standardised there when the loader has a norm (in place: a
+ * slot's inputs are gathered afresh for each batch). */
+static fn_status hand_out(fn_loader *l, const slot *sl, fn_batch *b)
 {
     b->rows = sl->rows;
     b->index = sl->hidx;
@@ -189,6 +193,7 @@ static void hand_out(fn_loader *l, const slot *sl, fn_batch *b)
         if (l->targets == FN_DATA_FLOATS)
             b->target = fn_tensor_view(sl->ht, sl->rows, l->out, FN_CPU);
     }
+    return l->norm ? fn_input_norm_apply(l->norm, &b->x) : FN_OK;
 }
 
 /* --- the consumer (background) -------------------------------------------- */
@@ -237,7 +242,7 @@ static fn_status next_now(fn_loader *l, fn_batch *b)
     if (l->cuda)
         FN_TRY(copy_slot(l, sl));
     l->stats.prepare_seconds += now() - t0;
-    hand_out(l, sl, b);
+    FN_TRY(hand_out(l, sl, b));
     l->stats.batches++;
     return FN_OK;
 }
@@ -270,11 +275,10 @@ fn_status fn_loader_next(fn_loader *l, fn_batch *b)
         return FN_OK; /* the epoch's end; asked again, the same answer */
     if (l->cuda)
         FN_TRY(fn_cuda_transfer_acquire(l->xfer, s));
-    hand_out(l, sl, b);
     l->next++;
     l->in_use = 1;
     l->stats.batches++;
-    return FN_OK;
+    return hand_out(l, sl, b);
 }
 
 fn_status fn_loader_halt(fn_loader *l)
@@ -310,6 +314,15 @@ fn_status fn_loader_start(fn_loader *l, long long epoch, long long step)
     l->run = 1;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
+    return FN_OK;
+}
+
+fn_status fn_loader_set_norm(fn_loader *l, const fn_input_norm *norm)
+{
+    if (norm && fn_input_norm_features(norm) != l->in)
+        return fn_fail(FN_ERR_INVALID, "fn_loader_set_norm: %d columns standardised, the set has %d",
+                       fn_input_norm_features(norm), l->in);
+    l->norm = norm;
     return FN_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/weights.h"
 #include "io/h5util.h"
+#include "io/input_norm_impl.h"
 #include "io/weights_impl.h"
 
 enum { WHERE_CAP = 512 };
@@ -151,10 +152,18 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, con
 
 fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text)
 {
+    return fn_weights_save_norm(net, NULL, path, config_text);
+}
+
+fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
+                               const char *config_text)
+{
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
     fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, net, config_text);
+    if (st == FN_OK)
+        st = fn_input_norm_write(file, path, norm);
     if (st == FN_OK)
         st = fn_h5_commit(file, tmp, path);
     else

@@ -150,12 +150,58 @@ static fn_status resume(fn_trainer *t)
     return FN_OK;
 }
 
+/* The notice of constant columns under [data] standardize. */
+static void notice_constant(fn_trainer *t, int count, const int *list, int listed)
+{
+    char text[512];
+    size_t len = (size_t)snprintf(text, sizeof text,
+                                  "[data] standardize: %d of %d input columns are constant in the "
+                                  "training set and get std 1 (column%s ",
+                                  count, fn_data_in_features(t->train), count > 1 ? "s" : "");
+    for (int i = 0; i < listed && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%d", i ? ", " : "", list[i]);
+    if (len < sizeof text)
+        snprintf(text + len, sizeof text - len, "%s)", count > listed ? ", ..." : "");
+    if (t->cb.on_notice)
+        t->cb.on_notice(t->user, text);
+}
+
+/* The input standardisation: a checkpoint's when resuming, an init file's
+ * when it has one, else the training set's statistics; each must agree
+ * with [data] standardize. Both loaders apply it. */
+static fn_status setup_norm(fn_trainer *t, int resuming)
+{
+    const fn_config *c = t->cfg;
+    const int in = fn_data_in_features(t->train);
+    const char *from = resuming ? t->checkpoint_path : c->init;
+    if (from) {
+        FN_TRY(fn_input_norm_load(&t->norm, t->ctx, from, in));
+        if (t->norm && !c->standardize)
+            return fn_fail(FN_ERR_INVALID, "%s holds input standardisation (/input_norm): set "
+                           "[data] standardize = true to %s it", from,
+                           resuming ? "resume" : "start from");
+        if (!t->norm && c->standardize && resuming)
+            return fn_fail(FN_ERR_INVALID, "%s was written without input standardisation; the "
+                           "config has [data] standardize = true", from);
+    }
+    if (c->standardize && !t->norm) {
+        enum { LIST = 8 };
+        int count = 0, list[LIST];
+        FN_TRY(fn_input_norm_from_data(&t->norm, t->ctx, t->train, &count, list, LIST));
+        if (count > 0)
+            notice_constant(t, count, list, count < LIST ? count : LIST);
+    }
+    FN_TRY(fn_loader_set_norm(t->loader, t->norm));
+    return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
+}
+
 static fn_status setup(fn_trainer *t, int resuming)
 {
     FN_TRY(output_paths(t));
     FN_TRY(open_context(t));
     FN_TRY(open_sets(t));
     FN_TRY(build(t));
+    FN_TRY(setup_norm(t, resuming));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
@@ -204,6 +250,7 @@ void fn_trainer_destroy(fn_trainer *t)
     fn_net_destroy(t->net);
     fn_loader_destroy(t->loader);
     fn_loader_destroy(t->valid_loader);
+    fn_input_norm_destroy(t->norm);
     fn_data_close(t->train);
     fn_data_close(t->valid);
     fn_context_destroy(t->ctx);

@@ -20,6 +20,7 @@ struct fn_trainer {
     fn_loader *loader;     /* the training set's batches, prepared ahead */
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
     fn_net *net;
+    fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
     fn_optimizer *opt;
     fn_schedule schedule;  /* the lr of each step ([train] lr, schedule, warmup_steps, ...) */
     fn_clip *clip;         /* [train] clip_grad_norm; NULL when off */

@@ -172,7 +172,7 @@ fn_status fn_trainer_run(fn_trainer *t)
         t->outcome = FN_TRAIN_STOPPED;
         return fn_trainer_save_checkpoint(t);
     }
-    FN_TRY(fn_weights_save(t->net, t->weights_path, t->cfg->text));
+    FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
     t->outcome = FN_TRAIN_DONE;
     report_done(t);
     return FN_OK;

@@ -156,7 +156,8 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
     FN_TRY(fn_trainer_sync_grad_norm(t));
-    fn_status st = fn_checkpoint_save(t->checkpoint_path, t->net, t->opt, &t->state, t->cfg->text);
+    fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
+                                          t->cfg->text);
     if (st == FN_OK)
         t->checkpoint_ours = 1;
     if (st != FN_ERR_NUMERIC)

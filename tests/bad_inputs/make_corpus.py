@@ -107,8 +107,12 @@ def main():
     # --- data sets ---------------------------------------------------------
     data("good.h5", X=X, y=Y, t=T)
     data("missing_y.h5", X=X)
-    data("x_int64.h5", X=X.astype(np.int64), y=Y)
-    data("x_float64.h5", X=X.astype(np.float64), y=Y)
+    data("x_int64.h5", X=X.astype(np.int64), y=Y)  # good since issue 13: read as float32
+    data("x_float64.h5", X=X.astype(np.float64), y=Y)  # likewise
+    beyond = X.astype(np.float64)
+    beyond[7, 4] = 1e39  # beyond float32's range
+    data("x_beyond_float32.h5", X=beyond, y=Y)
+    data("x_bool.h5", X=X > 0, y=Y)  # h5py writes bool as an enum
     data("x_string.h5", X=np.array([b"row"] * N), y=Y)
     data("y_float.h5", X=X, y=Y.astype(np.float32))
     data("x_rank1.h5", X=X[:, 0].copy(), y=Y)

@@ -52,6 +52,7 @@
 #include "fusenet/config.h"
 #include "fusenet/data.h"
 #include "fusenet/device.h"
+#include "fusenet/input_norm.h"
 #include "fusenet/linear.h"
 #include "fusenet/loader.h"
 #include "fusenet/model.h"
@@ -381,7 +382,7 @@ static inline fn_status fuzz_model_create(fuzz_model *m)
 }
 
 /* Builds a network from the file, loads it into the fixed network as weights
- * and as a checkpoint. */
+ * and as a checkpoint, and reads its input standardisation. */
 static inline int fuzz_weights_run(fuzz_model *m, const char *path)
 {
     fn_net *built = NULL;
@@ -402,6 +403,15 @@ static inline int fuzz_weights_run(fuzz_model *m, const char *path)
     bad += !fuzz_clean(st, "fn_checkpoint_load", path, NULL);
     bad += st != FN_OK && !fuzz_probe_clean("fn_checkpoint_load", path);
     bad += !fuzz_h5_closed("fn_checkpoint_load");
+    /* The input standardisation group (issue 13), for the fixed network's
+     * 3 input columns. */
+    fn_input_norm *norm = NULL;
+    fn_clear_error();
+    st = fn_input_norm_load(&norm, m->ctx, path, 3);
+    bad += !fuzz_clean(st, "fn_input_norm_load", path, NULL);
+    bad += st != FN_OK && !fuzz_probe_clean("fn_input_norm_load", path);
+    fn_input_norm_destroy(norm);
+    bad += !fuzz_h5_closed("fn_input_norm_load");
     return bad;
 }
 

@@ -151,6 +151,16 @@ static void write_model_seeds(const char *dir)
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
     check(fn_checkpoint_save(path, m.net, fn_sgd_optimizer(m.opt), &state, "") == FN_OK, path);
+    /* With the input standardisation group /input_norm (issue 13). */
+    const float mean[3] = {0.5f, -1, 2}, std[3] = {1, 0.25f, 3};
+    fn_input_norm *norm = NULL;
+    check(fn_input_norm_create(&norm, m.ctx, 3, mean, std) == FN_OK, "fn_input_norm_create");
+    snprintf(path, sizeof path, "%s/weights_norm.h5", dir);
+    check(fn_weights_save_norm(m.net, norm, path, "") == FN_OK, path);
+    snprintf(path, sizeof path, "%s/checkpoint_norm.h5", dir);
+    check(fn_checkpoint_save_norm(path, m.net, fn_sgd_optimizer(m.opt), &state, norm, "") ==
+              FN_OK, path);
+    fn_input_norm_destroy(norm);
     fuzz_model_destroy(&m);
 }
 

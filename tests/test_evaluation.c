@@ -1,0 +1,157 @@
+/* test_evaluation.c — predict's figures (evaluation.h) against long double
+ * references: cross-entropy and accuracy (ties to the lower column), mse,
+ * MAE and R² per output (NaN for a constant column; a target offset by 1e6
+ * loses nothing), the same figures whether the rows come in one batch or
+ * many; and the row-wise softmax and argmax. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fusenet/evaluation.h"
+
+enum { ROWS = 200, OUT = 3 };
+
+static float uniform(uint64_t *s, float lo, float hi)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((double)(*s >> 11) / 9007199254740992.0);
+}
+
+/* Relative agreement to 1e-12: every figure is a float64 sum of at most
+ * 600 terms of relative error 2^-53 each, so about 600 * 1.1e-16 ≈ 7e-14
+ * relative at worst, against a long double reference. */
+static void near(double got, long double want, const char *what)
+{
+    if (!(fabsl((long double)got - want) <= 1e-12L * fabsl(want) + 1e-15L))
+        fail_msg("%s: %.17g, reference %.17Lg", what, got, want);
+}
+
+static void test_labels(void **state)
+{
+    (void)state;
+    static float y[ROWS * OUT];
+    static int32_t labels[ROWS];
+    uint64_t s = 1;
+    for (int i = 0; i < ROWS * OUT; i++)
+        y[i] = uniform(&s, -6, 6);
+    for (int i = 0; i < ROWS; i++)
+        labels[i] = i % OUT;
+    y[0] = y[1] = y[2] = 1.0f; /* a tie: column 0 wins, the label is 0 */
+    long double loss = 0;
+    long long correct = 0;
+    for (int i = 0; i < ROWS; i++) {
+        const float *r = y + i * OUT;
+        long double sum = 0;
+        int best = 0;
+        for (int j = 0; j < OUT; j++) {
+            sum += expl((long double)r[j]);
+            best = r[j] > r[best] ? j : best;
+        }
+        loss += logl(sum) - r[labels[i]];
+        correct += best == labels[i];
+    }
+    fn_evaluation *whole = NULL, *parts = NULL;
+    assert_int_equal(fn_evaluation_create(&whole, FN_DATA_LABELS, OUT), FN_OK);
+    assert_int_equal(fn_evaluation_create(&parts, FN_DATA_LABELS, OUT), FN_OK);
+    assert_int_equal(fn_evaluation_add(whole, ROWS, y, labels, NULL), FN_OK);
+    for (int i = 0; i < ROWS; i += 64) {
+        int n = ROWS - i < 64 ? ROWS - i : 64;
+        assert_int_equal(fn_evaluation_add(parts, n, y + i * OUT, labels + i, NULL), FN_OK);
+    }
+    fn_evaluation_result a, b;
+    fn_evaluation_get(whole, &a);
+    fn_evaluation_get(parts, &b);
+    assert_int_equal(a.rows, ROWS);
+    near(a.loss, loss / ROWS, "cross-entropy");
+    assert_int_equal(a.correct, correct);
+    near(a.accuracy, (long double)correct / ROWS, "accuracy");
+    assert_null(a.mae);
+    assert_true(a.loss == b.loss && a.correct == b.correct);
+    int32_t bad = OUT;
+    assert_int_equal(fn_evaluation_add(whole, 1, y, &bad, NULL), FN_ERR_INVALID);
+    fn_evaluation_destroy(whole);
+    fn_evaluation_destroy(parts);
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    static float y[ROWS * OUT], t[ROWS * OUT];
+    uint64_t s = 2;
+    for (int i = 0; i < ROWS; i++) {
+        t[i * OUT + 0] = uniform(&s, -1, 1);
+        t[i * OUT + 1] = 1e6f + uniform(&s, 0, 8); /* a large offset */
+        t[i * OUT + 2] = 2.5f;                       /* constant: R² is NaN */
+        for (int j = 0; j < OUT; j++)
+            y[i * OUT + j] = t[i * OUT + j] + uniform(&s, -0.5f, 0.5f);
+    }
+    fn_evaluation *e = NULL;
+    assert_int_equal(fn_evaluation_create(&e, FN_DATA_FLOATS, OUT), FN_OK);
+    for (int i = 0; i < ROWS; i += 50)
+        assert_int_equal(fn_evaluation_add(e, 50, y + i * OUT, NULL, t + i * OUT), FN_OK);
+    fn_evaluation_result r;
+    fn_evaluation_get(e, &r);
+    long double sse_all = 0;
+    for (int j = 0; j < OUT; j++) {
+        long double mean = 0, sse = 0, sae = 0, sst = 0;
+        for (int i = 0; i < ROWS; i++)
+            mean += t[i * OUT + j];
+        mean /= ROWS;
+        for (int i = 0; i < ROWS; i++) {
+            long double err = (long double)y[i * OUT + j] - t[i * OUT + j];
+            sse += err * err;
+            sae += fabsl(err);
+            sst += (t[i * OUT + j] - mean) * (t[i * OUT + j] - mean);
+        }
+        sse_all += sse;
+        near(r.mae[j], sae / ROWS, "MAE");
+        if (j == 2)
+            assert_true(isnan(r.r2[j]));
+        else
+            /* R² of column 1: SS_tot about 1e6 is kept with the shift by
+             * the first target, so its relative error stays ~1e-13 too. */
+            near(r.r2[j], 1 - sse / sst, "R2");
+    }
+    near(r.loss, sse_all / (ROWS * OUT), "mse");
+    assert_true(isnan(r.accuracy));
+    fn_evaluation_destroy(e);
+}
+
+static void test_softmax_argmax(void **state)
+{
+    (void)state;
+    float x[2 * 4] = {1, 3, 3, -2, 1000, 0, -1000, 999};
+    int32_t classes[2];
+    fn_argmax_rows(x, 2, 4, classes);
+    assert_int_equal(classes[0], 1); /* the tie goes to the lower column */
+    assert_int_equal(classes[1], 0);
+    fn_softmax_rows(x, 2, 4);
+    for (int i = 0; i < 2; i++) {
+        double sum = 0;
+        for (int j = 0; j < 4; j++) {
+            assert_true(x[i * 4 + j] >= 0 && isfinite(x[i * 4 + j]));
+            sum += x[i * 4 + j];
+        }
+        assert_true(fabs(sum - 1) < 1e-6);
+    }
+    /* e^1 / (e^1 + e^0 + 0 + 0) for the large row, computed stably. */
+    assert_true(fabsf(x[4] - (float)(exp(1.0) / (exp(1.0) + 1.0))) < 1e-7f);
+    assert_true(x[1] == x[2]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_softmax_argmax),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

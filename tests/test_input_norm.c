@@ -1,0 +1,333 @@
+/* test_input_norm.c — [data] standardize on the CPU (input_norm.h): the
+ * transform against a float64 reference bit for bit, bad statistics
+ * refused, statistics from a set (a constant column gets std 1 and is
+ * counted), the `/input_norm` group of weights files and checkpoints
+ * written and read back (a file without it loads with no norm, a damaged
+ * one is refused naming the file), and the loader applying the norm to
+ * every batch it hands out, in both modes. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fusenet/checkpoint.h"
+#include "fusenet/input_norm.h"
+#include "fusenet/linear.h"
+#include "fusenet/loader.h"
+#include "fusenet/sgd.h"
+#include "fusenet/weights.h"
+
+enum { N = 40, IN = 5, OUT = 3 };
+
+typedef struct fixture {
+    char dir[64];
+    char set[128], weights[128], ckpt[128];
+    fn_context *ctx;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/fn_norm_XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->set, sizeof f->set, "%s/set.h5", f->dir);
+    snprintf(f->weights, sizeof f->weights, "%s/w.h5", f->dir);
+    snprintf(f->ckpt, sizeof f->ckpt, "%s/c.h5", f->dir);
+    assert_int_equal(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    fn_context_destroy(f->ctx);
+    remove(f->set);
+    remove(f->weights);
+    remove(f->ckpt);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* The IEEE float32 result of (x - m) / s: float64 holds every float32
+ * difference and quotient to more than 2 * 24 + 2 bits, so rounding the
+ * float64 result to float32 is the correctly rounded float32 operation. */
+static float reference(float x, float m, float s)
+{
+    float centred = (float)((double)x - (double)m);
+    return (float)((double)centred / (double)s);
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 11;
+}
+
+static float uniform(uint64_t *s, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((double)lcg(s) / 9007199254740992.0);
+}
+
+static void test_apply_matches_reference(void **state)
+{
+    fixture *f = *state;
+    float mean[IN] = {0, 1e6f, -3.5f, 0.125f, 42};
+    float std[IN] = {1, 2.5e5f, 0.01f, 3, 1e-3f};
+    fn_input_norm *norm = NULL;
+    assert_int_equal(fn_input_norm_create(&norm, f->ctx, IN, mean, std), FN_OK);
+    assert_int_equal(fn_input_norm_features(norm), IN);
+    float x[N * IN], want[N * IN];
+    uint64_t s = 3;
+    for (int i = 0; i < N * IN; i++) {
+        int j = i % IN;
+        x[i] = mean[j] + std[j] * uniform(&s, -4, 4);
+        want[i] = reference(x[i], mean[j], std[j]);
+    }
+    fn_tensor t = fn_tensor_view(x, N, IN, FN_CPU);
+    assert_int_equal(fn_input_norm_apply(norm, &t), FN_OK);
+    for (int i = 0; i < N * IN; i++)
+        if (x[i] != want[i])
+            fail_msg("element %d: %.9g, reference %.9g", i, (double)x[i], (double)want[i]);
+    /* A tensor of other columns is refused. */
+    fn_tensor wrong = fn_tensor_view(x, IN, N, FN_CPU);
+    assert_int_equal(fn_input_norm_apply(norm, &wrong), FN_ERR_INVALID);
+    fn_input_norm_destroy(norm);
+}
+
+static void test_bad_statistics(void **state)
+{
+    fixture *f = *state;
+    float mean[2] = {0, 0}, std[2] = {1, 0};
+    fn_input_norm *norm = NULL;
+    assert_int_equal(fn_input_norm_create(&norm, f->ctx, 2, mean, std), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "std of column 1 is 0, expected > 0"));
+    std[1] = 1;
+    mean[0] = NAN;
+    assert_int_equal(fn_input_norm_create(&norm, f->ctx, 2, mean, std), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "mean of column 0 is nan"));
+    assert_null(norm);
+}
+
+/* X [N, IN] float64: column 2 constant, the others spread; y labels. */
+static void write_set(const fixture *f, double *x)
+{
+    int32_t y[N];
+    uint64_t s = 9;
+    for (int i = 0; i < N; i++) {
+        y[i] = i % OUT;
+        for (int j = 0; j < IN; j++)
+            x[i * IN + j] = j == 2 ? 7.5 : (double)uniform(&s, -1, 1) * (j + 1) * 1000.0 + j;
+    }
+    hid_t file = H5Fcreate(f->set, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[2] = {N, IN};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    hid_t set = H5Dcreate2(file, "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT);
+    assert_true(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
+    H5Dclose(set);
+    H5Sclose(space);
+    space = H5Screate_simple(1, dims, NULL);
+    set = H5Dcreate2(file, "y", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Dwrite(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
+    H5Dclose(set);
+    H5Sclose(space);
+    H5Fclose(file);
+}
+
+static fn_data *open_set(const fixture *f, int batch)
+{
+    fn_data_options opt = {.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+                           .out_features = OUT, .batch_size = batch,
+                           .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 5};
+    fn_data *d = NULL;
+    assert_int_equal(fn_data_open(&d, f->set, &opt), FN_OK);
+    return d;
+}
+
+static void test_from_data(void **state)
+{
+    fixture *f = *state;
+    double x[N * IN];
+    write_set(f, x);
+    fn_data *d = open_set(f, 8);
+    fn_input_norm *norm = NULL;
+    int count = -1, list[4] = {-1, -1, -1, -1};
+    assert_int_equal(fn_input_norm_from_data(&norm, f->ctx, d, &count, list, 4), FN_OK);
+    assert_int_equal(count, 1);
+    assert_int_equal(list[0], 2);
+    const float *m = fn_input_norm_mean(norm), *s = fn_input_norm_std(norm);
+    assert_true(m[2] == 7.5f && s[2] == 1.0f);
+    for (int j = 0; j < IN; j++) {
+        if (j == 2)
+            continue;
+        double sum = 0, dev = 0;
+        for (int i = 0; i < N; i++)
+            sum += (float)x[i * IN + j];
+        double mean = sum / N;
+        for (int i = 0; i < N; i++)
+            dev += ((float)x[i * IN + j] - mean) * ((float)x[i * IN + j] - mean);
+        /* The library's float64 statistics, rounded once to float32. */
+        assert_true(m[j] == (float)mean);
+        assert_true(fabsf(s[j] - (float)sqrt(dev / N)) <= 1e-6f * s[j]);
+    }
+    fn_input_norm_destroy(norm);
+    fn_data_close(d);
+}
+
+/* A one-layer net to save. */
+static fn_net *small_net(fn_context *ctx)
+{
+    fn_net *net = NULL;
+    fn_layer *layer = NULL;
+    fn_rng rng = {1, 0};
+    assert_int_equal(fn_net_create(&net, ctx, 8), FN_OK);
+    assert_int_equal(fn_linear_create(&layer, ctx, IN, OUT, 8, &rng), FN_OK);
+    assert_int_equal(fn_net_add(net, layer), FN_OK);
+    return net;
+}
+
+static void test_weights_and_checkpoint_group(void **state)
+{
+    fixture *f = *state;
+    float mean[IN] = {1, 2, 3, 4, 5}, std[IN] = {0.5f, 1, 2, 4, 1e6f};
+    fn_input_norm *norm = NULL, *back = NULL;
+    assert_int_equal(fn_input_norm_create(&norm, f->ctx, IN, mean, std), FN_OK);
+    fn_net *net = small_net(f->ctx);
+    /* Without: loads as before, no norm. */
+    assert_int_equal(fn_weights_save(net, f->weights, NULL), FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_OK);
+    assert_null(back);
+    /* With: the same values, and the weights load as before. */
+    assert_int_equal(fn_weights_save_norm(net, norm, f->weights, NULL), FN_OK);
+    assert_int_equal(fn_weights_load(net, f->weights), FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_OK);
+    assert_non_null(back);
+    assert_memory_equal(fn_input_norm_mean(back), mean, sizeof mean);
+    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
+    fn_input_norm_destroy(back);
+    back = NULL;
+    /* Another input width is refused, naming the file and group. */
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN + 1), FN_ERR_FORMAT);
+    assert_non_null(strstr(fn_last_error(), "w.h5: group 'input_norm'"));
+    /* A checkpoint holds it too. */
+    fn_sgd_config cfg = {.lr = 0.1f};
+    fn_sgd *sgd = NULL;
+    assert_int_equal(fn_sgd_create(&sgd, f->ctx, fn_net_params(net), fn_net_n_params(net), &cfg),
+                     FN_OK);
+    fn_train_state st = fn_train_state_start(1, 8, N, N);
+    assert_int_equal(fn_checkpoint_save_norm(f->ckpt, net, fn_sgd_optimizer(sgd), &st, norm, ""),
+                     FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->ckpt, IN), FN_OK);
+    assert_non_null(back);
+    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
+    fn_input_norm_destroy(back);
+    fn_sgd_destroy(sgd);
+    fn_net_destroy(net);
+    fn_input_norm_destroy(norm);
+}
+
+/* A std of 0 written by hand (fusenet never writes one) is refused. */
+static void test_damaged_group(void **state)
+{
+    fixture *f = *state;
+    fn_net *net = small_net(f->ctx);
+    assert_int_equal(fn_weights_save(net, f->weights, NULL), FN_OK);
+    fn_net_destroy(net);
+    hid_t file = H5Fopen(f->weights, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t group = H5Gcreate2(file, "input_norm", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    float mean[IN] = {0}, std[IN] = {1, 1, 0, 1, 1};
+    hsize_t dims[1] = {IN};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    const char *names[2] = {"mean", "std"};
+    const float *values[2] = {mean, std};
+    for (int k = 0; k < 2; k++) {
+        hid_t set = H5Dcreate2(group, names[k], H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT);
+        H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values[k]);
+        H5Dclose(set);
+    }
+    H5Sclose(space);
+    H5Gclose(group);
+    H5Fclose(file);
+    fn_input_norm *back = NULL;
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_ERR_FORMAT);
+    assert_non_null(strstr(fn_last_error(), "w.h5: group 'input_norm': dataset 'std' holds 0 at "
+                                            "[2], expected > 0"));
+    assert_null(back);
+}
+
+/* Every batch of an epoch, standardised by the loader (mode), against the
+ * same rows standardised here from the file's values. */
+static void check_loader(const fixture *f, const double *x, fn_loader_mode mode)
+{
+    fn_data *d = open_set(f, 7);
+    fn_input_norm *norm = NULL;
+    assert_int_equal(fn_input_norm_from_data(&norm, f->ctx, d, NULL, NULL, 0), FN_OK);
+    fn_loader *l = NULL;
+    const fn_loader_options opt = {.mode = mode, .threads = 2};
+    assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_OK);
+    assert_int_equal(fn_loader_set_norm(l, norm), FN_OK);
+    assert_int_equal(fn_loader_start(l, 1, 0), FN_OK);
+    const float *m = fn_input_norm_mean(norm), *s = fn_input_norm_std(norm);
+    int seen = 0;
+    for (;;) {
+        fn_batch b;
+        assert_int_equal(fn_loader_next(l, &b), FN_OK);
+        if (!b.rows)
+            break;
+        for (int i = 0; i < b.rows; i++)
+            for (int j = 0; j < IN; j++) {
+                float want = reference((float)x[b.index[i] * IN + j], m[j], s[j]);
+                assert_true(b.x.data[i * IN + j] == want);
+            }
+        seen += b.rows;
+    }
+    assert_int_equal(seen, N);
+    fn_loader_destroy(l);
+    fn_input_norm_destroy(norm);
+    fn_data_close(d);
+}
+
+static void test_loader_applies(void **state)
+{
+    fixture *f = *state;
+    double x[N * IN];
+    write_set(f, x);
+    check_loader(f, x, FN_LOADER_SYNC);
+    check_loader(f, x, FN_LOADER_BACKGROUND);
+    /* A norm of other columns is refused. */
+    fn_data *d = open_set(f, 7);
+    fn_loader *l = NULL;
+    assert_int_equal(fn_loader_create(&l, f->ctx, d, NULL), FN_OK);
+    float mean[2] = {0, 0}, std[2] = {1, 1};
+    fn_input_norm *two = NULL;
+    assert_int_equal(fn_input_norm_create(&two, f->ctx, 2, mean, std), FN_OK);
+    assert_int_equal(fn_loader_set_norm(l, two), FN_ERR_INVALID);
+    fn_input_norm_destroy(two);
+    fn_loader_destroy(l);
+    fn_data_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_apply_matches_reference), T(test_bad_statistics), T(test_from_data),
+        T(test_weights_and_checkpoint_group), T(test_damaged_group), T(test_loader_applies),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,210 @@
+/* test_predict_cli.c — the `predict` program's evaluation and outputs
+ * (issue 13), run as a user runs it on a classifier trained here on the
+ * digits: without --targets only 'outputs' (logits); with --targets y the
+ * loss and accuracy printed and 'classes' (each row's argmax) written; with
+ * --probabilities 'outputs' rows that are softmax probabilities; the
+ * errors (a missing targets dataset, regression targets of the wrong width,
+ * --probabilities with regression targets, usage) exit 1 or 2 with one
+ * line naming the cause and leave no output file. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "program.h"
+
+enum { ROWS = 360, CLASSES = 10, CAP = 1024 };
+
+typedef struct fixture {
+    program_files *files;
+    char weights[CAP], valid[CAP], values[CAP], out[CAP];
+} fixture;
+
+static int run(const fixture *f, const char *program, const char *const *argv)
+{
+    return program_run(program, argv, f->files->dir, f->files->out, f->files->err);
+}
+
+/* A regression file: the digits' inputs and targets [ROWS, width]. */
+static void write_values(const fixture *f, int width)
+{
+    hid_t in = H5Fopen(f->valid, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t xs = H5Dopen2(in, "X", H5P_DEFAULT);
+    static float x[ROWS * 64], t[ROWS * CLASSES];
+    assert_true(H5Dread(xs, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
+    H5Dclose(xs);
+    H5Fclose(in);
+    for (int i = 0; i < ROWS * width; i++)
+        t[i] = (float)(i % 7);
+    hid_t file = H5Fcreate(f->values, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[2] = {ROWS, 64};
+    hid_t space = H5Screate_simple(2, dims, NULL);
+    hid_t set = H5Dcreate2(file, "X", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT);
+    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
+    H5Dclose(set);
+    H5Sclose(space);
+    dims[1] = (hsize_t)width;
+    space = H5Screate_simple(2, dims, NULL);
+    set = H5Dcreate2(file, "t", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t);
+    H5Dclose(set);
+    H5Sclose(space);
+    H5Fclose(file);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->files = program_files_new("fn_predict_");
+    snprintf(f->weights, CAP, "%s/run/weights.h5", f->files->dir);
+    snprintf(f->valid, CAP, "%s", source_path("data/digits_valid.h5"));
+    snprintf(f->values, CAP, "%s/values.h5", f->files->dir);
+    snprintf(f->out, CAP, "%s/out.h5", f->files->dir);
+    char dir[CAP + 16];
+    snprintf(dir, sizeof dir, "output.dir=%s/run", f->files->dir);
+    const char *argv[] = {source_path("data/example.ini"), "--set", dir, "--set", "train.epochs=2",
+                          "--set", "run.device=cpu", NULL};
+    assert_int_equal(run(f, "train", argv), 0);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    program_files_free(f->files);
+    free(f);
+    return 0;
+}
+
+/* Dataset `name` of out.h5 read as `type` into buf; 0 when it is not there. */
+static int read_out(const fixture *f, const char *name, hid_t type, void *buf)
+{
+    hid_t file = H5Fopen(f->out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(file >= 0);
+    int there = H5Lexists(file, name, H5P_DEFAULT) > 0;
+    if (there) {
+        hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
+        assert_true(H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+        H5Dclose(set);
+    }
+    H5Fclose(file);
+    return there;
+}
+
+static char *stdout_text(const fixture *f) { return program_slurp(f->files->out); }
+
+static void test_logits_classes_probabilities(void **state)
+{
+    fixture *f = *state;
+    static float logits[ROWS * CLASSES], probs[ROWS * CLASSES];
+    static int32_t classes[ROWS];
+    const char *plain[] = {f->weights, f->valid, f->out, "--device", "cpu", NULL};
+    assert_int_equal(run(f, "predict", plain), 0);
+    char *text = stdout_text(f);
+    assert_null(strstr(text, "accuracy"));
+    free(text);
+    assert_true(read_out(f, "outputs", H5T_NATIVE_FLOAT, logits));
+    assert_false(read_out(f, "classes", H5T_NATIVE_INT32, classes));
+
+    const char *eval[] = {f->weights, f->valid, f->out, "--device", "cpu", "--targets", "y",
+                          NULL};
+    assert_int_equal(run(f, "predict", eval), 0);
+    text = stdout_text(f);
+    assert_non_null(strstr(text, "predict: against 'y': loss "));
+    double acc = 0;
+    const char *at = strstr(text, "accuracy ");
+    assert_non_null(at);
+    assert_int_equal(sscanf(at, "accuracy %lf%%", &acc), 1);
+    assert_true(acc > 80); /* two epochs on the digits */
+    free(text);
+    assert_true(read_out(f, "classes", H5T_NATIVE_INT32, classes));
+    static float again[ROWS * CLASSES];
+    assert_true(read_out(f, "outputs", H5T_NATIVE_FLOAT, again));
+    assert_memory_equal(again, logits, sizeof logits); /* still the logits */
+    for (int i = 0; i < ROWS; i++) {
+        int best = 0;
+        for (int j = 1; j < CLASSES; j++)
+            best = logits[i * CLASSES + j] > logits[i * CLASSES + best] ? j : best;
+        assert_int_equal(classes[i], best);
+    }
+
+    const char *p[] = {f->weights, f->valid, f->out, "--device", "cpu", "--probabilities", NULL};
+    assert_int_equal(run(f, "predict", p), 0);
+    assert_true(read_out(f, "outputs", H5T_NATIVE_FLOAT, probs));
+    assert_true(read_out(f, "classes", H5T_NATIVE_INT32, classes));
+    for (int i = 0; i < ROWS; i++) {
+        double sum = 0, m = logits[i * CLASSES], z = 0;
+        for (int j = 0; j < CLASSES; j++)
+            m = fmax(m, logits[i * CLASSES + j]);
+        for (int j = 0; j < CLASSES; j++)
+            z += exp(logits[i * CLASSES + j] - m);
+        for (int j = 0; j < CLASSES; j++) {
+            float want = (float)(exp(logits[i * CLASSES + j] - m) / z);
+            /* float64 softmax rounded once: exactly the program's. */
+            assert_true(probs[i * CLASSES + j] == want);
+            sum += probs[i * CLASSES + j];
+        }
+        assert_true(fabs(sum - 1) < 1e-5);
+    }
+}
+
+static void expect_failure(const fixture *f, const char *const *argv, int status,
+                           const char *needle, int line)
+{
+    remove(f->out);
+    int got = run(f, "predict", argv);
+    char *err = program_slurp(f->files->err);
+    if (got != status || !strstr(err, needle))
+        fail_msg("line %d: exit %d (expected %d), stderr '%s' (expected '%s')", line, got, status,
+                 err, needle);
+    free(err);
+    assert_int_not_equal(access(f->out, F_OK), 0);
+}
+#define EXPECT_FAILURE(argv, status, needle) \
+    expect_failure(*state, (argv), (status), (needle), __LINE__)
+
+static void test_errors(void **state)
+{
+    fixture *f = *state;
+    const char *missing[] = {f->weights, f->valid, f->out, "--targets", "labels", NULL};
+    EXPECT_FAILURE(missing, 1, "digits_valid.h5: no dataset 'labels'");
+    const char *wide[] = {f->weights, f->valid, f->out, "--targets", "X", NULL};
+    EXPECT_FAILURE(wide, 1,
+                   "digits_valid.h5: dataset 'X' has 64 columns, expected 10 (the model's outputs)");
+    write_values(f, CLASSES);
+    const char *probs[] = {f->weights, f->values, f->out, "--targets", "t", "--probabilities",
+                           NULL};
+    EXPECT_FAILURE(probs, 1, "--probabilities: dataset 't' holds values [N, out] (regression)");
+    const char *novalue[] = {f->weights, f->valid, f->out, "--targets", NULL};
+    EXPECT_FAILURE(novalue, 2, "--targets needs a value");
+    /* Regression targets of the model's width evaluate (a classifier's
+     * logits against made-up values: the figures exist, that is all). */
+    const char *values[] = {f->weights, f->values, f->out, "--targets", "t", NULL};
+    assert_int_equal(run(f, "predict", values), 0);
+    char *text = stdout_text(f);
+    assert_non_null(strstr(text, "loss (mse)"));
+    assert_non_null(strstr(text, "predict: output 9: MAE "));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
