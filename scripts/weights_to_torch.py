@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 FORMAT = "fusenet-weights"
-VERSION = 1
+VERSIONS = (1, 2)  # 2: the file holds /input_norm
 
 
 class Standardize(torch.nn.Module):
@@ -125,9 +125,12 @@ def load(path):
     its children and state_dict keys), in float32 and eval mode."""
     with h5py.File(path, "r") as f:
         fmt, version = _text(f.attrs.get("format", "")), int(f.attrs.get("format_version", -1))
-        if fmt != FORMAT or version != VERSION:
+        if fmt != FORMAT or version not in VERSIONS:
             raise ValueError(f"{path}: format '{fmt}' version {version}, "
-                             f"expected '{FORMAT}' version {VERSION}")
+                             f"expected '{FORMAT}' version 1 or 2")
+        if (version == 2) != ("input_norm" in f):
+            raise ValueError(f"{path}: format_version {version} "
+                             f"{'needs' if version == 2 else 'has no'} group 'input_norm'")
         children = collections.OrderedDict()
         for name in _text(f.attrs["layers"]).split(","):
             group = f[name]

@@ -171,7 +171,9 @@ static const bad_input cases[] = {
     /* --- weights files, through predict ------------------------------------- */
     PREDICT("good_weights.h5", "good.h5", NULL),
     PREDICT("weights_version2.h5", "good.h5",
-            "weights_version2.h5: format_version is 2, this build reads 1"),
+            "weights_version2.h5: format_version is 2 but the group 'input_norm' is missing"),
+    PREDICT("weights_version3.h5", "good.h5",
+            "weights_version3.h5: format_version is 3, this build reads 1 to 2"),
     PREDICT("weights_other_format.h5", "good.h5",
             "weights_other_format.h5: format is 'keras-weights', expected 'fusenet-weights'"),
     PREDICT("weights_no_format.h5", "good.h5",
@@ -212,7 +214,9 @@ static const bad_input cases[] = {
 
     /* --- weights files, through [model] init -------------------------------- */
     INIT("good_weights.h5", NULL),
-    INIT("weights_version2.h5", "weights_version2.h5: format_version is 2, this build reads 1"),
+    INIT("weights_version2.h5",
+         "weights_version2.h5: format_version is 2 but the group 'input_norm' is missing"),
+    INIT("weights_version3.h5", "weights_version3.h5: format_version is 3, this build reads 1 to 2"),
     INIT("weights_other_format.h5",
          "weights_other_format.h5: format is 'keras-weights', expected 'fusenet-weights'"),
     INIT("weights_weight_shape.h5",

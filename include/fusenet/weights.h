@@ -1,7 +1,8 @@
 /* weights.h — a network's weights exported to and imported from HDF5.
  *
  * Layout (README "Weights format"): root attributes format =
- * "fusenet-weights", format_version = 1, config (the run's config text) and
+ * "fusenet-weights", format_version (1, or 2 when the file holds
+ * "input_norm"), config (the run's config text) and
  * layers ("layer0,layer1,..."); per layer a group "layerI" with float32
  * datasets named as PyTorch names them — weight [out, in], bias [out], and
  * for blocks gamma [out], beta [out] — and attributes kind ("block" or
@@ -20,7 +21,10 @@ extern "C" {
 #endif
 
 #define FN_WEIGHTS_FORMAT "fusenet-weights"
-#define FN_WEIGHTS_VERSION 1
+/* The newest version: 2 marks a file with the group input_norm, so a build
+ * that predates standardisation refuses it instead of ignoring the group
+ * and predicting from raw inputs; files without the group stay at 1. */
+#define FN_WEIGHTS_VERSION 2
 
 /* Writes every layer of net; config_text may be NULL (stored as ""). */
 fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);

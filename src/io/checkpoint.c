@@ -120,7 +120,8 @@ static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_o
                            const fn_train_state *state, const fn_input_norm *norm,
                            const char *config_text)
 {
-    FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, net, config_text));
+    FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, FN_CHECKPOINT_VERSION, net,
+                            config_text));
     FN_TRY(fn_input_norm_write(file, path, norm));
     FN_TRY(write_state(file, path, state));
     FN_TRY(write_optimizer(file, path, opt, state));

@@ -121,17 +121,17 @@ static char *layer_list(int n)
     return s;
 }
 
-/* The format versions this build reads of `format`; it writes the last.
- * Checkpoints are at version 2 (the optimiser's name and step count, the
- * last gradient norm; checkpoint.c reads version 1 too), weights files
- * still at 1. */
+/* The newest format version of `format` this build reads (and reads every
+ * one before). Checkpoints are at version 2 (the optimiser's name and step
+ * count, the last gradient norm; checkpoint.c reads version 1 too); a
+ * weights file is at 2 when it holds input_norm, else at 1 (weights.h). */
 static int newest_version(const char *format)
 {
     return strcmp(format, FN_CHECKPOINT_FORMAT) == 0 ? FN_CHECKPOINT_VERSION : FN_WEIGHTS_VERSION;
 }
 
-fn_status fn_weights_write(hid_t file, const char *path, const char *format, const fn_net *net,
-                           const char *config_text)
+fn_status fn_weights_write(hid_t file, const char *path, const char *format, int version,
+                           const fn_net *net, const char *config_text)
 {
     const int n = fn_net_n_layers(net);
     char *layers = layer_list(n);
@@ -139,7 +139,7 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, con
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     fn_status st = fn_h5_put_string(file, path, "format", format);
     if (st == FN_OK)
-        st = fn_h5_put_int(file, path, "format_version", newest_version(format));
+        st = fn_h5_put_int(file, path, "format_version", version);
     if (st == FN_OK)
         st = fn_h5_put_string(file, path, "config", config_text ? config_text : "");
     if (st == FN_OK)
@@ -161,7 +161,7 @@ fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, con
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, net, config_text);
+    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, norm ? 2 : 1, net, config_text);
     if (st == FN_OK)
         st = fn_input_norm_write(file, path, norm);
     if (st == FN_OK)
@@ -193,6 +193,15 @@ static fn_status check_format(hid_t file, const char *path, const char *format)
     if (version < 1 || version > newest)
         return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %s%d", path,
                        version, newest > 1 ? "1 to " : "", newest);
+    if (strcmp(format, FN_WEIGHTS_FORMAT) != 0)
+        return FN_OK;
+    const int has_norm = H5Lexists(file, "input_norm", H5P_DEFAULT) > 0;
+    if (version == 2 && !has_norm)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is 2 but the group 'input_norm' is "
+                       "missing", path);
+    if (version == 1 && has_norm)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is 1 but the file holds the group "
+                       "'input_norm' (version 2's)", path);
     return FN_OK;
 }
 

@@ -16,9 +16,10 @@ typedef struct fn_weights_host {
     int n_params;
 } fn_weights_host;
 
-/* Writes format, format_version, config, layers and one group per layer. */
-fn_status fn_weights_write(hid_t file, const char *path, const char *format, const fn_net *net,
-                           const char *config_text);
+/* Writes format, format_version = version, config, layers and one group
+ * per layer. */
+fn_status fn_weights_write(hid_t file, const char *path, const char *format, int version,
+                           const fn_net *net, const char *config_text);
 
 /* Checks format and version and every layer against net's (kind, sizes,
  * the kind's attributes that must match), then reads every parameter's
