@@ -13,7 +13,8 @@ struct fn_metrics_csv {
     FILE *file;
 };
 
-static const char header[] = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds\n";
+static const char header[] =
+    "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,samples_per_s\n";
 
 /* The header and the first `epochs` lines of path, malloc'ed; NULL when
  * there is nothing to keep. */
@@ -60,10 +61,11 @@ fn_status fn_metrics_csv_open(fn_metrics_csv **out, const char *path, long long 
 }
 
 void fn_metrics_csv_add(fn_metrics_csv *csv, long long epoch, double train_loss, double train_acc,
-                        double valid_loss, double valid_acc, double seconds)
+                        double valid_loss, double valid_acc, double seconds,
+                        double samples_per_s)
 {
-    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f\n", epoch, train_loss, train_acc, valid_loss,
-            valid_acc, seconds);
+    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f,%.1f\n", epoch, train_loss, train_acc,
+            valid_loss, valid_acc, seconds, samples_per_s);
     fflush(csv->file);
 }
 

@@ -143,6 +143,7 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
  * parameters went bad at the last step, whose loss was still finite. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
+    FN_TRY(fn_trainer_prepare_output(t));
     fn_status st = fn_checkpoint_save(t->checkpoint_path, t->net, t->opt, &t->state, t->cfg->text);
     if (st == FN_OK)
         t->checkpoint_ours = 1;
