@@ -1,8 +1,9 @@
 /* test_trainer.c — the library's trainer (fusenet/trainer.h) driven in
  * process on the CPU, on a small set written here (label = inside the
  * circle x^2 + y^2 < 0.5 of [-1, 1]^2, which no linear model separates):
- *  - a run calls its callbacks in order (device, start, every step with its
- *    epoch and position, every epoch, done) with the right counts, its
+ *  - a run calls its callbacks in order (device, model, start, every step
+ *    with its epoch and position, every epoch, done) with the right counts,
+ *    the model's layers, parameters and memory as the sizes make them, its
  *    loss falls and its validation accuracy beats the majority class, and
  *    it writes weights.h5 and one metrics.csv line per epoch;
  *  - a stop asked for mid-epoch ends the run at that step with a
@@ -142,7 +143,7 @@ static char *slurp(const fixture *f, const char *out, const char *name)
 /* --- a recorder of the callbacks ------------------------------------------------ */
 
 typedef struct recorder {
-    char events[EVENTS_CAP]; /* D device, R resume, S start, s step, E epoch, F done */
+    char events[EVENTS_CAP]; /* D device, R resume, M model, S start, s step, E epoch, F done */
     int n_events;
     long long steps_seen;
     long long stop_after; /* should_stop once this many steps were seen; -1: never */
@@ -151,6 +152,8 @@ typedef struct recorder {
     fn_train_epoch epochs[EPOCHS];
     int n_epochs;
     fn_train_summary done;
+    fn_train_model model; /* its layers not kept */
+    fn_train_layer layers[3];
 } recorder;
 
 static void event(recorder *r, char c)
@@ -173,6 +176,16 @@ static void on_resume(void *user, const char *checkpoint, const fn_train_state *
     r->resumed = *s;
     r->next_global = s->global_step;
     event(r, 'R');
+}
+
+static void on_model(void *user, const fn_train_model *m)
+{
+    recorder *r = user;
+    assert_int_equal(m->n_layers, 3);
+    r->model = *m;
+    r->model.layers = NULL;
+    memcpy(r->layers, m->layers, sizeof r->layers);
+    event(r, 'M');
 }
 
 static void on_start(void *user, const fn_train_plan *p)
@@ -223,6 +236,7 @@ static int should_stop(void *user)
 static const fn_trainer_callbacks callbacks = {
     .on_device = on_device,
     .on_resume = on_resume,
+    .on_model = on_model,
     .on_start = on_start,
     .on_step = on_step,
     .on_epoch = on_epoch,
@@ -231,7 +245,7 @@ static const fn_trainer_callbacks callbacks = {
 };
 
 /* What a run (or its part) should have reported: "D", then "R" when
- * resuming, "S", the steps from global step `from` to `to` with an "E"
+ * resuming, "M", "S", the steps from global step `from` to `to` with an "E"
  * after each epoch's last, and "F" when it ran to the end. */
 static void expected_events(char *buf, int resumed, long long from, long long to, int done)
 {
@@ -239,6 +253,7 @@ static void expected_events(char *buf, int resumed, long long from, long long to
     buf[n++] = 'D';
     if (resumed)
         buf[n++] = 'R';
+    buf[n++] = 'M';
     buf[n++] = 'S';
     for (long long g = from; g < to; g++) {
         buf[n++] = 's';
@@ -262,6 +277,52 @@ static fn_trainer *run(const fixture *f, const char *out, int resume, recorder *
     return t;
 }
 
+/* The summary of run.ini's network (block 16, block 16, linear 2; groups 4;
+ * 2 inputs; batches of 32; momentum) and its memory, counted by hand. */
+static void expect_model(const recorder *r)
+{
+    static const struct { const char *kind; int in, out, groups; long long params; } want[3] = {
+        {"block", 2, 16, 4, 2 * 16 + 3 * 16},   /* weight, bias, gamma, beta */
+        {"block", 16, 16, 4, 16 * 16 + 3 * 16},
+        {"linear", 16, 2, 0, 16 * 2 + 2},
+    };
+    long long params = 0;
+    for (int i = 0; i < 3; i++) {
+        const fn_train_layer *l = &r->layers[i];
+        assert_string_equal(l->kind, want[i].kind);
+        assert_int_equal(l->in, want[i].in);
+        assert_int_equal(l->out, want[i].out);
+        assert_int_equal(l->groups, want[i].groups);
+        assert_int_equal(l->params, want[i].params);
+        params += want[i].params;
+    }
+    const fn_train_model *m = &r->model;
+    assert_int_equal(m->params, params);
+    assert_int_equal(m->device, FN_CPU);
+    const fn_train_memory *b = &m->memory;
+    const size_t f = sizeof(float);
+    assert_int_equal(b->weights, params * f);
+    assert_int_equal(b->gradients, params * f);
+    assert_int_equal(b->optimizer, params * f); /* momentum 0.9: one buffer a parameter */
+    /* Each block caches z and dz [32, 16], mean and rstd [32, 4]; the net
+     * holds the outputs [32, 16], [32, 16], [32, 2] and the gradients
+     * between the layers [32, 16] twice; the trainer the loss [1, 1] and
+     * its gradient [32, 2]. The CPU needs no workspace. */
+    const size_t acts = 2 * (2 * 32 * 16 + 2 * 32 * 4) + (32 * 16 * 2 + 32 * 2) + 2 * 32 * 16 +
+                        (1 + 32 * 2);
+    assert_int_equal(b->activations, acts * f);
+    assert_int_equal(b->batches, 0);
+    assert_int_equal(b->device, 3 * params * f + acts * f);
+    /* Each set whole in one slab: inputs [rows, 2], int32 labels and two
+     * int64 orders (one slab); each loader slot a batch of inputs, labels
+     * and row indices. */
+    const size_t sets = (TRAIN_ROWS + VALID_ROWS) * (2 * f + 4 + 8) + 2 * 8;
+    const size_t slot = 32 * (2 * f + 4 + 8);
+    assert_true(b->data >= sets + 2 * slot);
+    assert_int_equal((b->data - sets) % slot, 0);
+    assert_true((b->data - sets) / slot <= FN_LOADER_SLOTS + 1);
+}
+
 /* --- the tests -------------------------------------------------------------------- */
 
 static void test_trains_and_reports(void **state)
@@ -277,6 +338,7 @@ static void test_trains_and_reports(void **state)
     assert_int_equal(r.done.steps, (long long)EPOCHS * STEPS);
     assert_int_equal(r.done.epochs, EPOCHS);
     assert_int_equal(fn_trainer_state(t)->global_step, (long long)EPOCHS * STEPS);
+    expect_model(&r);
 
     const fn_train_epoch *first = &r.epochs[0], *last = &r.epochs[EPOCHS - 1];
     printf("    train loss %.4f -> %.4f, valid accuracy %.1f%% -> %.1f%%\n", first->train.loss,
