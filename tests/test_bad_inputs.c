@@ -268,7 +268,9 @@ static void expect_no_outputs(const char *dir, const char *name)
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
         int tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
-        if (tmp || strcmp(e->d_name, "weights.h5") == 0 || strcmp(e->d_name, "out.h5") == 0)
+        /* metrics.csv too: a failed run leaves no header-only one. */
+        if (tmp || strcmp(e->d_name, "weights.h5") == 0 || strcmp(e->d_name, "out.h5") == 0 ||
+            strcmp(e->d_name, "metrics.csv") == 0)
             fail_msg("%s: the failed run left %s/%s", name, dir, e->d_name);
     }
     closedir(d);

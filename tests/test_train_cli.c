@@ -469,6 +469,9 @@ static void test_resume_needs_same_order(void **state)
     const char *layers[] = {cfg, "--resume", "--set", "model.layers=block 64, linear 10", NULL};
     EXPECT_FAILURE(layers, 1, "--resume: ");
     expect_output(f, "err.txt", "group 'layer0': out_features is 32, the model has 64");
+    const char *eps[] = {cfg, "--resume", "--set", "model.eps=0.001", NULL};
+    EXPECT_FAILURE(eps, 1, "--resume: ");
+    expect_output(f, "err.txt", "group 'layer0': eps is 1e-05, the model has 0.001");
     /* 0.01 MiB holds 40 of the digits' 260-byte rows: slabs of 32. */
     const char *budget[] = {cfg, "--resume", "--set", "data.memory_budget_mb=0.01", NULL};
     EXPECT_FAILURE(budget, 1, "another run: the set read in slabs of 1437 rows (memory_budget_mb makes 32)");
