@@ -603,6 +603,8 @@ static void test_small_things(void **state)
     snprintf(cfg, sizeof cfg, "%s/small.ini", f->dir);
     const char *batch[] = {cfg, "--set", "train.batch_size=0", NULL};
     EXPECT_FAILURE(batch, 1, "0 is out of range: expected >= 1 and <= 1048576");
+    const char *budget[] = {cfg, "--set", "data.memory_budget_mb=0", NULL};
+    EXPECT_FAILURE(budget, 1, "0 is out of range: expected > 0 and <= 16777216");
     const char *noeq[] = {cfg, "--set", "train.lr", NULL};
     EXPECT_FAILURE(noeq, 2, "--set train.lr: expected section.key=value");
     const char *nodot[] = {cfg, "--set=lr=1", NULL};

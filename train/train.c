@@ -261,7 +261,8 @@ static void on_epoch(void *user, const fn_train_epoch *e)
     if (e->improved)
         snprintf(best, sizeof best, ", best");
     else if (e->since_best > 0)
-        snprintf(best, sizeof best, ", %lld since the best", e->since_best);
+        snprintf(best, sizeof best, ", %lld epoch%s since the best", e->since_best,
+                 e->since_best == 1 ? "" : "s");
     printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s, %.0f samples/s%s)\n",
            d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds,
            e->samples_per_s, best);

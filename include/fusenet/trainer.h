@@ -111,7 +111,7 @@ typedef struct fn_train_epoch {
 /* The run's end. */
 typedef struct fn_train_summary {
     fn_loader_stats loader;
-    int epochs;
+    int epochs;            /* run: [train] epochs, or fewer after an early stop */
     long long steps;
     double seconds;
     const char *weights_path;

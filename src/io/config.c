@@ -215,7 +215,8 @@ static fn_status check_range(const key_spec *k, double v, const char *text)
     if (k->type == T_INT)
         return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %lld and <= %lld", text,
                        op, (long long)k->min, (long long)k->max);
-    return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %g and <= %g", text, op,
+    /* Ten digits: whole limits read whole ("<= 16777216"), not "1.67772e+07". */
+    return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %.10g and <= %.10g", text, op,
                    k->min, k->max);
 }
 
