@@ -346,7 +346,12 @@ static void test_trains_and_reports(void **state)
     for (int e = 0; e < EPOCHS; e++) {
         assert_int_equal(r.epochs[e].epoch, e);
         assert_true(isfinite(r.epochs[e].valid.loss));
+        assert_true(r.epochs[e].samples_per_s > 0);
+        assert_false(r.epochs[e].improved); /* neither keep_best nor patience */
     }
+    assert_true(r.done.samples_per_s > 0);
+    assert_false(r.done.stopped_early);
+    assert_null(r.done.best_path);
     /* ln 2 ~ 0.69 is chance; about 61 % of the points are outside. */
     assert_true(last->train.loss < 0.5 * first->train.loss);
     assert_true(last->valid.acc > 0.85);
@@ -474,9 +479,42 @@ static void test_stop_at_start(void **state)
     assert_string_equal(r.events, "D");
     assert_false(exists(f, "early", "checkpoint.h5"));
     assert_false(exists(f, "early", "weights.h5"));
+    /* Not even the directory: nothing was written. */
+    char dir[PATH_CAP];
+    snprintf(dir, sizeof dir, "%s/early", f->dir);
+    assert_int_not_equal(access(dir, F_OK), 0);
     assert_int_equal(fn_trainer_run(t), FN_ERR_INVALID);
     fn_trainer_destroy(t);
     fn_config_destroy(cfg);
+}
+
+/* The best-so-far rule of keep_best and patience: strictly better only,
+ * higher accuracy or lower loss; the first epoch is always the best. */
+static void test_best_rule(void **state)
+{
+    (void)state;
+    fn_train_state s = fn_train_state_start(1, 8, 100, 100);
+    static const double acc[] = {0.5, 0.7, 0.7, 0.6, 0.8};
+    static const int better[] = {1, 1, 0, 0, 1}, since[] = {0, 0, 1, 2, 0};
+    for (int e = 0; e < 5; e++) {
+        s.epoch = e;
+        assert_int_equal(fn_train_state_best(&s, acc[e], 0), better[e]);
+        assert_int_equal(s.since_best, since[e]);
+    }
+    assert_int_equal(s.best_epoch, 5);
+    assert_float_equal(s.best, 0.8, 0);
+    fn_train_state m = fn_train_state_start(1, 8, 100, 100);
+    static const double loss[] = {2.0, 1.0, 1.5, 0.5};
+    static const int lower[] = {1, 1, 0, 1};
+    for (int e = 0; e < 4; e++) {
+        m.epoch = e;
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1), lower[e]);
+    }
+    assert_int_equal(m.best_epoch, 4);
+    fn_train_state_next_epoch(&m); /* as a checkpoint holds it: epoch 4 to continue */
+    assert_int_equal(fn_train_state_check(&m, "here"), FN_OK);
+    m.best_epoch = m.epoch + 1; /* a best after the epochs done: a broken file */
+    assert_int_equal(fn_train_state_check(&m, "here"), FN_ERR_FORMAT);
 }
 
 int main(void)
@@ -485,6 +523,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
+        cmocka_unit_test(test_best_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
