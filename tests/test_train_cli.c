@@ -676,6 +676,14 @@ static void test_keep_best_and_patience(void **state)
     expect_same_weights(a, b, 2);
     snprintf(b, sizeof b, "%s/parts/metrics.csv", f->dir);
     assert_int_equal(count_lines(b), lines);
+    /* Resumed again, the stopped run stays stopped: no epoch more... */
+    assert_int_equal(run(f, rest), 0);
+    expect_output(f, "out.txt", "stopped early: no improvement in the last 3 epochs");
+    assert_int_equal(count_lines(b), lines);
+    /* ... unless patience grows. */
+    const char *more[] = {cfg, "--resume", "--set", "train.patience=4", NULL};
+    assert_int_equal(run(f, more), 0);
+    assert_true(count_lines(b) > lines);
 }
 
 int main(void)

@@ -126,13 +126,13 @@ static fn_status check_output(fn_trainer *t)
     if (t->resuming)
         return FN_OK;
     const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
-    char found[256] = "";
-    size_t len = 0;
-    for (int i = 0; i < N_OUT; i++)
+    char found[128] = ""; /* room for every name of out_names */
+    for (int i = 0; i < N_OUT; i++) {
+        const size_t len = strlen(found);
         if (access(paths[i], F_OK) == 0)
-            len += (size_t)snprintf(found + len, len < sizeof found ? sizeof found - len : 0,
-                                    "%s%s", len ? ", " : "", out_names[i]);
-    if (!len || t->overwrite)
+            snprintf(found + len, sizeof found - len, "%s%s", len ? ", " : "", out_names[i]);
+    }
+    if (!found[0] || t->overwrite)
         return FN_OK;
     return fn_fail(FN_ERR_INVALID,
                    "%s holds another run's %s; give --overwrite to replace them, --resume to "
@@ -209,6 +209,10 @@ static fn_status resume(fn_trainer *t)
     FN_TRY(check_resumable(t, &s));
     t->state = s;
     t->checkpoint_ours = 1;
+    /* A run that stopped early stays stopped unless patience grew: it
+     * ends at once, writing the same weights. */
+    const int patience = t->cfg->patience;
+    t->stopped_early = patience > 0 && s.step == 0 && s.since_best >= patience;
     if (t->cb.on_resume)
         t->cb.on_resume(t->user, t->checkpoint_path, &t->state);
     return FN_OK;
