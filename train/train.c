@@ -162,10 +162,9 @@ static void format_bytes(size_t bytes, char *buf, size_t n)
     snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
-/* A table like Keras' model.summary(), then the memory. */
-static void on_model(void *user, const fn_train_model *m)
+/* A table like Keras' model.summary(). */
+static void print_layers(const fn_train_model *m)
 {
-    (void)user;
     printf("%-6s %-8s %17s %7s %12s\n", "layer", "kind", "in -> out", "groups", "parameters");
     for (int i = 0; i < m->n_layers; i++) {
         const fn_train_layer *l = &m->layers[i];
@@ -175,6 +174,10 @@ static void on_model(void *user, const fn_train_model *m)
         printf("%-6d %-8s %17s %7s %12lld\n", i, l->kind, shape, groups, l->params);
     }
     printf("total: %lld parameters\n", m->params);
+}
+
+static void print_memory(const fn_train_model *m)
+{
     const fn_train_memory *b = &m->memory;
     char total[32], w[32], g[32], o[32], a[32], bt[32], data[32];
     format_bytes(b->device, total, sizeof total);
@@ -192,6 +195,13 @@ static void on_model(void *user, const fn_train_model *m)
         printf(", batches %s); host: data %s\n", bt, data);
     else
         printf("); data %s\n", data);
+}
+
+static void on_model(void *user, const fn_train_model *m)
+{
+    (void)user;
+    print_layers(m);
+    print_memory(m);
 }
 
 static void on_resume(void *user, const char *checkpoint, const fn_train_state *s)
@@ -263,7 +273,8 @@ static void on_epoch(void *user, const fn_train_epoch *e)
     else if (e->since_best > 0)
         snprintf(best, sizeof best, ", %lld epoch%s since the best", e->since_best,
                  e->since_best == 1 ? "" : "s");
-    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s, %.0f samples/s%s)\n",
+    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s, %.0f "
+           "samples/s%s)\n",
            d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds,
            e->samples_per_s, best);
     fflush(stdout);
