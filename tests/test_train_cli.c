@@ -591,6 +591,17 @@ static void test_summary_and_throughput(void **state)
     assert_non_null(done);
     assert_non_null(strstr(done, " samples/s; weights written to "));
     free(out);
+    if (fn_cuda_device_count() > 0) {
+        /* On the GPU: the same parameters, the memory on cuda:0 with the
+         * loader's batches, the data in host memory. */
+        const char *gpu[] = {cfg, "--set", "run.device=cuda", "--overwrite", NULL};
+        assert_int_equal(run(f, gpu), 0);
+        expect_output(f, "out.txt", "total: 2474 parameters\n");
+        expect_output(f, "out.txt", "memory on cuda:0: ");
+        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
+        expect_output(f, "out.txt", ", batches ");
+        expect_output(f, "out.txt", "); host: data ");
+    }
 }
 
 /* Limits print as integers; --set without '=' is a usage error as a bare
