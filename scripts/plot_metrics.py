@@ -6,7 +6,9 @@ loss, and accuracy where the run classifies, against the epoch.
 
 Without -o the picture is written beside the CSV as curves.png. Reads the
 columns by their header names (epoch, train_loss, train_acc, valid_loss,
-valid_acc), so columns added after them change nothing. A value of nan
+valid_acc), so columns added after them change nothing. A dotted line
+marks the best epoch as [train] keep_best chooses it (the highest
+validation accuracy, or the lowest validation loss for mse). A value of nan
 (no validation set, or no accuracy for mse) is left out of its curve; a
 panel with no value at all is not drawn. Uses Debian's python3-matplotlib
 (hence /usr/bin/python3), without a display.
@@ -51,10 +53,23 @@ def finite(xs, ys):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def best_epoch(columns):
+    """The epoch keep_best would keep: the highest validation accuracy, or
+    without one the lowest validation loss (the first of equals); None
+    without validation."""
+    classify = any(not math.isnan(v) for v in columns["valid_acc"])
+    key, sign = ("valid_acc", -1.0) if classify else ("valid_loss", 1.0)
+    xs, ys = finite(columns["epoch"], columns[key])
+    if not xs:
+        return None
+    return xs[min(range(len(ys)), key=lambda i: (sign * ys[i], i))]
+
+
 def plot(columns, title, out):
     panels = [("loss", "train_loss", "valid_loss", 1.0)]
     if any(not math.isnan(v) for v in columns["train_acc"] + columns["valid_acc"]):
         panels.append(("accuracy (%)", "train_acc", "valid_acc", 100.0))
+    best = best_epoch(columns)
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
     for ax, (label, train, valid, scale) in zip(axes[0], panels):
         for key, name in ((train, "training"), (valid, "validation")):
@@ -62,6 +77,8 @@ def plot(columns, title, out):
             if xs:
                 ax.plot(xs, [scale * y for y in ys], marker="." if len(xs) < 50 else None,
                         label=name)
+        if best is not None:
+            ax.axvline(best, color="gray", linestyle=":", label=f"best (epoch {best:g})")
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)

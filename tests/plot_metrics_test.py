@@ -2,8 +2,9 @@
 """plot_metrics_test.py — scripts/plot_metrics.py renders a PNG of the size
 it draws (ctest "plot_metrics"): two panels for a classifying run (12 x
 4.5 inches at 100 dpi: 1200 x 450 pixels), one for an mse run, whose
-accuracy columns are nan (600 x 450); a CSV without epochs or columns is
-an error naming the file. Needs FN_SOURCE_DIR (set by ctest) and Debian's
+accuracy columns are nan (600 x 450); the best epoch it marks is keep_best's
+(highest validation accuracy, first of equals; lowest loss for mse); a CSV
+without epochs or columns is an error naming the file. Needs FN_SOURCE_DIR (set by ctest) and Debian's
 python3-matplotlib."""
 import os
 import struct
@@ -54,7 +55,21 @@ def check_error(tmp, name, text, needle):
                  f"{r.returncode}:\n{r.stderr}")
 
 
+def check_best():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import plot_metrics
+    nan = float("nan")
+    acc = {"epoch": [1, 2, 3, 4], "valid_acc": [0.5, 0.9, 0.9, 0.8],
+           "valid_loss": [1.0, 0.5, 0.2, 0.1]}
+    mse = {"epoch": [1, 2, 3], "valid_acc": [nan] * 3, "valid_loss": [1.0, 0.3, 0.4]}
+    none = {"epoch": [1, 2], "valid_acc": [nan] * 2, "valid_loss": [nan] * 2}
+    got = [plot_metrics.best_epoch(c) for c in (acc, mse, none)]
+    if got != [2, 2, None]:
+        sys.exit(f"best epochs {got}, expected [2, 2, None]")
+
+
 def main():
+    check_best()
     with tempfile.TemporaryDirectory() as tmp:
         classify = [f"{e},{1.0 / e:.4f},{0.5 + e / 50:.4f},{1.2 / e:.4f},{0.45 + e / 50:.4f},"
                     f"{0.1 * e:.3f},50000.0\n" for e in range(1, 21)]
