@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(cmake pkg-config gcc g++ libhdf5-dev libcmocka-dev libinih-dev libopenblas-dev
-          hdf5-tools python3-numpy python3-h5py python3-torch)
+          hdf5-tools python3-numpy python3-h5py python3-torch python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

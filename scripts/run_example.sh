@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # run_example.sh — the README's first command: installs what is missing,
 # builds (Release) into build/, and trains data/example.ini (two blocks and a
-# linear head on the handwritten digits). Output: runs/example/. Extra
-# arguments go to train, e.g. scripts/run_example.sh --set run.device=cpu
+# linear head on the handwritten digits). Output: runs/example/, replaced
+# on every run (--overwrite) unless --resume is given. Extra arguments go
+# to train, e.g. scripts/run_example.sh --set run.device=cpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target train predict
-exec ./build/train data/example.ini "$@"
+fresh=(--overwrite)
+for a in "$@"; do
+    [ "$a" = --resume ] && fresh=()
+done
+exec ./build/train data/example.ini "${fresh[@]}" "$@"

@@ -121,7 +121,8 @@ static void test_defaults(void **state)
     char want[160];
     snprintf(want, sizeof want, "%s/train.h5", f->dir);
     assert_string_equal(cfg->train, want);
-    snprintf(want, sizeof want, "%s/runs", f->dir);
+    /* [output] dir unset: runs/<the config file's stem> beside it. */
+    snprintf(want, sizeof want, "%s/runs/run", f->dir);
     assert_string_equal(cfg->out_dir, want);
     assert_string_equal(cfg->text, minimal);
     fn_config_destroy(cfg);
@@ -528,6 +529,54 @@ static void test_parse_layers(void **state)
     assert_non_null(strstr(fn_last_error(), "item 1 is empty"));
 }
 
+/* Joined paths read as os.path.normpath writes them. */
+static void test_path_join_normalises(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {
+        {"data", "../runs/example", "runs/example"},
+        {"data", "x", "data/x"},
+        {".", "./a//b/", "a/b"},
+        {"a/b", "../../..", ".."},
+        {"/tmp/x", "../y/./z", "/tmp/y/z"},
+        {"/", "../a", "/a"},
+        {"a", "..", "."},
+        {"../a", "../b", "../b"},
+        {"d", "/abs/./p", "/abs/p"},
+        {NULL, "a/../../b", "../b"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *p = fn_path_join(cases[i][0], cases[i][1]);
+        assert_non_null(p);
+        if (strcmp(p, cases[i][2]) != 0)
+            fail_msg("join('%s', '%s') is '%s', expected '%s'", cases[i][0] ? cases[i][0] : "NULL",
+                     cases[i][1], p, cases[i][2]);
+        free(p);
+    }
+}
+
+/* keep_best and patience need a validation set; their defaults are off. */
+static void test_best_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    assert_int_equal(load(f, minimal, NULL, &cfg), FN_OK);
+    assert_int_equal(cfg->keep_best, 0);
+    assert_int_equal(cfg->patience, 0);
+    assert_false(fn_config_given(cfg, "train", "patience"));
+    assert_true(fn_config_given(cfg, "model", "layers"));
+    fn_config_destroy(cfg);
+    const char *best[] = {"train.keep_best=true", NULL};
+    EXPECT_ERROR(minimal, best, FN_ERR_INVALID,
+                 "--set train.keep_best=true: needs a validation set ([data] valid) to watch", NULL);
+    const char *patience[] = {"train.patience=3", NULL};
+    EXPECT_ERROR(minimal, patience, FN_ERR_INVALID, "--set train.patience=3: needs a validation",
+                 NULL);
+    const char *negative[] = {"train.patience=-1", NULL};
+    EXPECT_ERROR(minimal, negative, FN_ERR_INVALID,
+                 "--set train.patience=-1: -1 is out of range: expected >= 0 and <= 1000000", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -540,7 +589,7 @@ int main(void)
         T(test_nesterov_needs_momentum), T(test_bad_enums),      T(test_missing_required),
         T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),
         T(test_long_line),         T(test_parse_layers),          T(test_optimizer_keys),
-        T(test_optimizer_key_errors),
+        T(test_optimizer_key_errors), T(test_path_join_normalises), T(test_best_keys),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

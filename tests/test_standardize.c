@@ -279,9 +279,11 @@ static void test_init(void **state)
     EXPECT_OK(train(f, "first", 0, &a, once));
     char init[PATH_CAP + 16];
     snprintf(init, sizeof init, "model.init=%s", path_of(f, "first", "weights.h5"));
-    /* Fine-tuning on another set keeps the file's statistics. */
-    const char *const tune[] = {"data.standardize=true", "train.epochs=1", "data.train=small.h5",
-                                init, NULL};
+    /* Fine-tuning on another set keeps the file's statistics (a --set path
+     * is relative to the current directory, so the set's is given whole). */
+    char small[PATH_CAP + 16];
+    snprintf(small, sizeof small, "data.train=%s/small.h5", f->dir);
+    const char *const tune[] = {"data.standardize=true", "train.epochs=1", small, init, NULL};
     EXPECT_OK(train(f, "tuned", 0, &b, tune));
     char first[PATH_CAP];
     snprintf(first, sizeof first, "%s", path_of(f, "first", "weights.h5"));

@@ -7,6 +7,7 @@
  * Needs FN_BUILD_DIR (the programs) and FN_SOURCE_DIR (data/), set by ctest. */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
+#include <math.h>
 #include <hdf5.h>
 #include <math.h>
 #include <setjmp.h>
@@ -66,8 +67,9 @@ static int teardown(void **state)
 
 /* --- running the program ---------------------------------------------------- */
 
-/* Starts train with argv (NULL-terminated, without the program name); its
- * stdout and stderr go to <dir>/out.txt and <dir>/err.txt. */
+/* Starts train with argv (NULL-terminated, without the program name) in
+ * the temporary directory (so a relative path never lands in the source
+ * tree); its stdout and stderr go to <dir>/out.txt and <dir>/err.txt. */
 static pid_t start(const fixture *f, const char *const *argv)
 {
     const char *full[32] = {f->train};
@@ -83,7 +85,7 @@ static pid_t start(const fixture *f, const char *const *argv)
     if (pid == 0) {
         int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 || chdir(f->dir) != 0)
             _exit(127);
         execv(f->train, (char *const *)full);
         _exit(127);
@@ -114,6 +116,13 @@ static char *slurp(const char *path)
     return text;
 }
 
+/* <dir>/name into buf. */
+static const char *path_in_dir(const fixture *f, const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", f->dir, name);
+    return buf;
+}
+
 /* Fails unless <dir>/name contains needle. */
 static void expect_output(const fixture *f, const char *name, const char *needle)
 {
@@ -127,7 +136,7 @@ static void expect_output(const fixture *f, const char *name, const char *needle
 
 static void write_file(const fixture *f, const char *name, const char *text)
 {
-    char path[128];
+    char path[192];
     snprintf(path, sizeof path, "%s/%s", f->dir, name);
     FILE *out = fopen(path, "w");
     assert_non_null(out);
@@ -257,7 +266,8 @@ static void test_example_one_epoch(void **state)
     snprintf(path, sizeof path, "%s/metrics.csv", out);
     assert_int_equal(count_lines(path), 2);
     char *csv = slurp(path);
-    assert_non_null(strstr(csv, "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,lr,grad_norm\n1,"));
+    assert_non_null(strstr(csv, "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,"
+                                "samples_per_s,lr,grad_norm\n1,"));
     free(csv);
 }
 
@@ -282,14 +292,15 @@ static void test_example_adamw(void **state)
     char *csv = slurp(path);
     const char *line = strchr(csv, '\n') + 1;
     line = strchr(line, '\n') + 1;
-    double v[8];
-    assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3],
-                            &v[4], &v[5], &v[6], &v[7]), 8);
-    printf("    epoch 2: valid accuracy %.1f %%, lr %g, grad_norm %g\n", 100 * v[4], v[6], v[7]);
+    double v[9]; /* ..., seconds, samples_per_s, lr, grad_norm */
+    assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
+                            &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]),
+                     9);
+    printf("    epoch 2: valid accuracy %.1f %%, lr %g, grad_norm %g\n", 100 * v[4], v[7], v[8]);
     assert_true(v[4] > 0.9);
     /* 2 epochs of 45 steps: inside the 100-step warm-up, 3e-3 * 90 / 100. */
-    assert_true(fabs(v[6] - 2.7e-3) < 1e-9);
-    assert_true(isfinite(v[7]) && v[7] > 0);
+    assert_true(fabs(v[7] - 2.7e-3) < 1e-9);
+    assert_true(isfinite(v[8]) && v[8] > 0);
     free(csv);
 }
 
@@ -297,20 +308,69 @@ static void test_example_adamw(void **state)
 static void test_init_from_weights(void **state)
 {
     fixture *f = *state;
-    char cfg[128], init[192], set_init[224];
+    char cfg[128], init[192], set_init[224], set_out[192];
     write_digits_config(f, "base.ini", "base", "block 32, linear 10", "epochs = 1\n");
     snprintf(cfg, sizeof cfg, "%s/base.ini", f->dir);
     const char *first[] = {cfg, NULL};
     assert_int_equal(run(f, first), 0);
     snprintf(init, sizeof init, "%s/base/weights.h5", f->dir);
     snprintf(set_init, sizeof set_init, "model.init=%s", init);
-    const char *tune[] = {cfg, "--set", set_init, "--set", "output.dir=tuned", NULL};
+    snprintf(set_out, sizeof set_out, "output.dir=%s/tuned", f->dir);
+    const char *tune[] = {cfg, "--set", set_init, "--set", set_out, NULL};
     assert_int_equal(run(f, tune), 0);
+    snprintf(set_out, sizeof set_out, "output.dir=%s/other", f->dir);
     const char *wider[] = {cfg, "--set", set_init, "--set", "model.layers=block 64, linear 10",
-                           NULL};
+                           "--set", set_out, NULL};
     EXPECT_FAILURE(wider, 1, "base/weights.h5: group 'layer0': out_features is 32, the model has 64");
-    const char *shorter[] = {cfg, "--set", set_init, "--set", "model.layers=linear 10", NULL};
+    const char *shorter[] = {cfg, "--set", set_init, "--set", "model.layers=linear 10", "--set",
+                             set_out, NULL};
     EXPECT_FAILURE(shorter, 1, "base/weights.h5: holds 2 layers, the model has 1");
+}
+
+static double layer_attr(const char *path, int layer, const char *name)
+{
+    char group[32];
+    snprintf(group, sizeof group, "layer%d", layer);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(file >= 0);
+    double v = NAN;
+    hid_t attr = H5Aopen_by_name(file, group, name, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(attr >= 0);
+    assert_true(H5Aread(attr, H5T_NATIVE_DOUBLE, &v) >= 0);
+    H5Aclose(attr);
+    H5Fclose(file);
+    return v;
+}
+
+/* [model] init from a file whose blocks have eps 0.1 and slope 0.5: a
+ * config that leaves them unset trains (and writes) the file's; one that
+ * sets other values fails naming both; one that sets the same runs. */
+static void test_init_takes_eps_and_slope(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], set_init[224], path[192], set_out[192];
+    write_digits_config(f, "base.ini", "base", "block 32, linear 10", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/base.ini", f->dir);
+    const char *first[] = {cfg, "--set", "model.eps=0.1", "--set", "model.negative_slope=0.5",
+                           NULL};
+    assert_int_equal(run(f, first), 0);
+    snprintf(set_init, sizeof set_init, "model.init=%s/base/weights.h5", f->dir);
+    snprintf(set_out, sizeof set_out, "output.dir=%s/tuned", f->dir);
+    const char *tune[] = {cfg, "--set", set_init, "--set", set_out, NULL};
+    assert_int_equal(run(f, tune), 0);
+    snprintf(path, sizeof path, "%s/tuned/weights.h5", f->dir);
+    assert_float_equal(layer_attr(path, 0, "eps"), (double)0.1f, 0);
+    assert_float_equal(layer_attr(path, 0, "negative_slope"), 0.5, 0);
+    const char *other[] = {cfg, "--set", set_init, "--set", set_out, "--set", "model.eps=0.001",
+                           "--overwrite", NULL};
+    EXPECT_FAILURE(other, 1, "base.ini: [model] eps = 0.001, but layer 0 (block) of [model] init");
+    expect_output(f, "err.txt", "base/weights.h5 has eps = 0.1; leave [model] eps unset");
+    const char *slope[] = {cfg, "--set", set_init, "--set", set_out, "--set",
+                           "model.negative_slope=0.01", "--overwrite", NULL};
+    EXPECT_FAILURE(slope, 1, "[model] negative_slope = 0.01, but layer 0 (block)");
+    const char *same[] = {cfg, "--set", set_init, "--set", set_out, "--set", "model.eps=0.1",
+                          "--overwrite", NULL};
+    assert_int_equal(run(f, same), 0);
 }
 
 /* The float32 contents of every dataset of group layerI in a weights file. */
@@ -476,17 +536,240 @@ static void test_resume_needs_same_order(void **state)
     const char *first[] = {cfg, NULL};
     assert_int_equal(run(f, first), 0);
     const char *seed[] = {cfg, "--resume", "--set", "train.seed=2", NULL};
-    EXPECT_FAILURE(seed, 1, "was written with seed 1 and batch_size 16");
+    EXPECT_FAILURE(seed, 1, "order/checkpoint.h5 was written by another run: seed 1 (the config: "
+                            "2); --resume continues only the same run");
+    const char *both[] = {cfg, "--resume", "--set", "train.seed=2", "--set",
+                          "train.batch_size=8", NULL};
+    EXPECT_FAILURE(both, 1, "another run: seed 1 (the config: 2); batch_size 16 (the config: 8)");
+    const char *layers[] = {cfg, "--resume", "--set", "model.layers=block 64, linear 10", NULL};
+    EXPECT_FAILURE(layers, 1, "--resume: ");
+    expect_output(f, "err.txt", "group 'layer0': out_features is 32, the model has 64");
+    const char *eps[] = {cfg, "--resume", "--set", "model.eps=0.001", NULL};
+    EXPECT_FAILURE(eps, 1, "--resume: ");
+    expect_output(f, "err.txt", "group 'layer0': eps is 1e-05, the model has 0.001");
     /* 0.01 MiB holds 40 of the digits' 260-byte rows: slabs of 32. */
     const char *budget[] = {cfg, "--resume", "--set", "data.memory_budget_mb=0.01", NULL};
-    EXPECT_FAILURE(budget, 1, "rows in slabs of 32 ([data] train and memory_budget_mb), so the "
-                              "run cannot continue the same way");
+    EXPECT_FAILURE(budget, 1, "another run: the set read in slabs of 1437 rows (memory_budget_mb makes 32)");
     snprintf(set_valid, sizeof set_valid, "data.train=%s", f->valid);
     const char *other[] = {cfg, "--resume", "--set", set_valid, NULL};
-    EXPECT_FAILURE(other, 1, "order/checkpoint.h5 was written for a training set of");
+    EXPECT_FAILURE(other, 1, "order/checkpoint.h5 was written by another run: a training set of "
+                             "1437 rows (this one: ");
     const char *same[] = {cfg, "--resume", "--set", "train.epochs=2", NULL};
     assert_int_equal(run(f, same), 0);
     expect_output(f, "out.txt", "resuming from");
+}
+
+/* --- output folders ------------------------------------------------------------- */
+
+static int exists_in(const fixture *f, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* A fresh run refuses a folder holding another run's files (they stay as
+ * they were); --overwrite replaces them, the checkpoint included; --resume
+ * and --overwrite together are a usage error. */
+static void test_output_folder_is_one_run(void **state)
+{
+    fixture *f = *state;
+    char cfg[128];
+    write_digits_config(f, "one.ini", "one", "block 32, linear 10",
+                        "epochs = 2\ncheckpoint_every = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/one.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    char csv[192];
+    snprintf(csv, sizeof csv, "%s/one/metrics.csv", f->dir);
+    char *before = slurp(csv);
+    EXPECT_FAILURE(first, 1, "/one holds another run's weights.h5, checkpoint.h5, metrics.csv; "
+                             "give --overwrite to replace them, --resume to continue that run");
+    char *after = slurp(csv);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    const char *over[] = {cfg, "--overwrite", "--set", "train.checkpoint_every=0", "--set",
+                          "train.epochs=1", NULL};
+    assert_int_equal(run(f, over), 0);
+    assert_false(exists_in(f, "one/checkpoint.h5"));
+    assert_true(exists_in(f, "one/weights.h5"));
+    assert_int_equal(count_lines(csv), 2);
+    const char *both[] = {cfg, "--overwrite", "--resume", NULL};
+    EXPECT_FAILURE(both, 2, "give one of them");
+}
+
+/* A run that fails before its first step leaves no folder; one whose
+ * [output] dir is unset writes to runs/<config name> beside the config;
+ * --set paths are relative to the current directory, the file's to the
+ * file; printed paths are normalised. */
+static void test_output_paths(void **state)
+{
+    fixture *f = *state;
+    char text[2048], cfg[160], path[256];
+    assert_int_equal(mkdir(path_in_dir(f, "sub", path, sizeof path), 0777), 0);
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s\nvalid = %s\n[model]\nlayers = block 32, linear 10\n"
+             "[train]\nepochs = 1\n[run]\ndevice = cpu\nlog_every = 0\n",
+             f->digits, f->valid);
+    write_file(f, "sub/named.ini", text);
+    snprintf(cfg, sizeof cfg, "%s/sub/named.ini", f->dir);
+    const char *bad[] = {cfg, "--set", "model.layers=block 32, linear 8", NULL};
+    EXPECT_FAILURE(bad, 1, "digits_train.h5: dataset 'y' row");
+    assert_false(exists_in(f, "sub/runs"));
+    const char *plain[] = {cfg, NULL};
+    assert_int_equal(run(f, plain), 0);
+    assert_true(exists_in(f, "sub/runs/named/weights.h5"));
+    const char *here[] = {cfg, "--set", "output.dir=here", NULL};
+    assert_int_equal(run(f, here), 0);
+    assert_true(exists_in(f, "here/weights.h5"));
+    assert_false(exists_in(f, "sub/here"));
+    const char *up[] = {cfg, "--set", "output.dir=./sub/../up//x", NULL};
+    assert_int_equal(run(f, up), 0);
+    expect_output(f, "out.txt", "weights written to up/x/weights.h5\n");
+    /* In the file: relative to the file, "sub/../norm/x" printed "norm/x". */
+    size_t len = strlen(text);
+    snprintf(text + len, sizeof text - len, "[output]\ndir = ../norm/./x\n");
+    write_file(f, "sub/dots.ini", text);
+    const char *dots[] = {"sub/dots.ini", NULL};
+    assert_int_equal(run(f, dots), 0);
+    expect_output(f, "out.txt", "weights written to norm/x/weights.h5\n");
+}
+
+/* --- what a run prints -------------------------------------------------------------- */
+
+/* The summary table, the memory, samples/s in the epoch and end lines and
+ * metrics.csv; "1 epoch"; a notice for math = tf32 on the CPU. */
+static void test_summary_and_throughput(void **state)
+{
+    fixture *f = *state;
+    char cfg[128];
+    write_digits_config(f, "sum.ini", "sum", "block 32, linear 10", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/sum.ini", f->dir);
+    const char *argv[] = {cfg, "--set", "run.math=tf32", "--set", "run.log_every=10", NULL};
+    assert_int_equal(run(f, argv), 0);
+    expect_output(f, "out.txt", "note: [run] math = tf32 has no effect on the CPU");
+    expect_output(f, "out.txt", "layer  kind             in -> out  groups   parameters\n");
+    /* 64 * 32 + 32 * 3 = 2144; 32 * 10 + 10 = 330. */
+    expect_output(f, "out.txt", "0      block             64 -> 32       8         2144\n");
+    expect_output(f, "out.txt", "1      linear            32 -> 10       -          330\n");
+    expect_output(f, "out.txt", "total: 2474 parameters\n");
+    /* Weights, gradients and the momentum buffer: 2474 floats each. */
+    expect_output(f, "out.txt", "memory on the cpu: ");
+    expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
+    expect_output(f, "out.txt", ", 1 epoch, 2 layers\n");
+    expect_output(f, "out.txt", "step 10/90 loss ");
+    expect_output(f, "out.txt", " samples/s)\n");
+    expect_output(f, "out.txt", "done: 1 epoch, 90 steps, ");
+    char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
+    const char *done = strstr(out, "done: ");
+    assert_non_null(done);
+    assert_non_null(strstr(done, " samples/s; weights written to "));
+    free(out);
+    if (fn_cuda_device_count() > 0) {
+        /* On the GPU: the same parameters, the memory on cuda:0 with the
+         * loader's batches, the data in host memory. */
+        const char *gpu[] = {cfg, "--set", "run.device=cuda", "--overwrite", NULL};
+        assert_int_equal(run(f, gpu), 0);
+        expect_output(f, "out.txt", "total: 2474 parameters\n");
+        expect_output(f, "out.txt", "memory on cuda:0: ");
+        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
+        expect_output(f, "out.txt", ", batches ");
+        expect_output(f, "out.txt", "); host: data ");
+    }
+}
+
+/* Limits print as integers; --set without '=' is a usage error as a bare
+ * --set is; device = cuda without a GPU fails before printing a device. */
+static void test_small_things(void **state)
+{
+    fixture *f = *state;
+    char cfg[128];
+    write_digits_config(f, "small.ini", "small", "block 32, linear 10", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/small.ini", f->dir);
+    const char *batch[] = {cfg, "--set", "train.batch_size=0", NULL};
+    EXPECT_FAILURE(batch, 1, "0 is out of range: expected >= 1 and <= 1048576");
+    const char *budget[] = {cfg, "--set", "data.memory_budget_mb=0", NULL};
+    EXPECT_FAILURE(budget, 1, "0 is out of range: expected > 0 and <= 16777216");
+    const char *noeq[] = {cfg, "--set", "train.lr", NULL};
+    EXPECT_FAILURE(noeq, 2, "--set train.lr: expected section.key=value");
+    const char *nodot[] = {cfg, "--set=lr=1", NULL};
+    EXPECT_FAILURE(nodot, 2, "--set lr=1: expected section.key=value");
+    if (fn_cuda_device_count() == 0) {
+        const char *cuda[] = {cfg, "--set", "run.device=cuda", NULL};
+        EXPECT_FAILURE(cuda, 1, "[run] device = cuda:0, but no usable GPU was found; use device "
+                                "= auto (a GPU when there is one, else the CPU) or device = cpu");
+        char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
+        assert_null(strstr(out, "cuda:0"));
+        free(out);
+        assert_false(exists_in(f, "small"));
+    }
+}
+
+/* --- the best model and early stopping ------------------------------------------------ */
+
+/* The epoch of the first line that says the metric did not improve. */
+static int first_without_improvement(const fixture *f)
+{
+    char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
+    const char *p = strstr(out, " since the best)");
+    int epoch = 0;
+    if (p) {
+        while (p > out && p[-1] != '\n')
+            p--;
+        sscanf(p, "epoch %d/", &epoch);
+    }
+    free(out);
+    return epoch;
+}
+
+/* keep_best writes best.h5 at the best validation accuracy, patience stops
+ * the run, and both carry through --resume: a run cut where the metric had
+ * stopped improving and resumed ends as the whole run, bit for bit. */
+static void test_keep_best_and_patience(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], a[192], b[192];
+    static const char extra[] = "epochs = 60\ncheckpoint_every = 1\nkeep_best = true\n"
+                                "patience = 3\n";
+    write_digits_config(f, "whole.ini", "whole", "block 32, linear 10", extra);
+    write_digits_config(f, "parts.ini", "parts", "block 32, linear 10", extra);
+    snprintf(cfg, sizeof cfg, "%s/whole.ini", f->dir);
+    const char *whole[] = {cfg, NULL};
+    assert_int_equal(run(f, whole), 0);
+    expect_output(f, "out.txt", "stopped early: no improvement in the last 3 epochs");
+    expect_output(f, "out.txt", "whole/best.h5\n");
+    char csv[192];
+    snprintf(csv, sizeof csv, "%s/whole/metrics.csv", f->dir);
+    const int lines = count_lines(csv);
+    assert_true(lines > 4 && lines < 61);
+    const int cut = first_without_improvement(f);
+    assert_true(cut > 1 && cut < lines - 1);
+
+    snprintf(cfg, sizeof cfg, "%s/parts.ini", f->dir);
+    char epochs[32];
+    snprintf(epochs, sizeof epochs, "train.epochs=%d", cut);
+    const char *part[] = {cfg, "--set", epochs, NULL};
+    assert_int_equal(run(f, part), 0);
+    const char *rest[] = {cfg, "--resume", NULL};
+    assert_int_equal(run(f, rest), 0);
+    expect_output(f, "out.txt", "stopped early: no improvement in the last 3 epochs");
+    snprintf(a, sizeof a, "%s/whole/best.h5", f->dir);
+    snprintf(b, sizeof b, "%s/parts/best.h5", f->dir);
+    expect_same_weights(a, b, 2);
+    snprintf(a, sizeof a, "%s/whole/weights.h5", f->dir);
+    snprintf(b, sizeof b, "%s/parts/weights.h5", f->dir);
+    expect_same_weights(a, b, 2);
+    snprintf(b, sizeof b, "%s/parts/metrics.csv", f->dir);
+    assert_int_equal(count_lines(b), lines);
+    /* Resumed again, the stopped run stays stopped: no epoch more... */
+    assert_int_equal(run(f, rest), 0);
+    expect_output(f, "out.txt", "stopped early: no improvement in the last 3 epochs");
+    assert_int_equal(count_lines(b), lines);
+    /* ... unless patience grows. */
+    const char *more[] = {cfg, "--resume", "--set", "train.patience=4", NULL};
+    assert_int_equal(run(f, more), 0);
+    assert_true(count_lines(b) > lines);
 }
 
 int main(void)
@@ -497,6 +780,8 @@ int main(void)
         T(test_example_one_epoch), T(test_example_adamw),       T(test_init_from_weights),    T(test_interrupt_and_resume),
         T(test_interrupt_and_resume_fused_cuda), T(test_resume_needs_same_order),
         T(test_hangup_and_closed_stdout),
+        T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
+        T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

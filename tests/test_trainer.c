@@ -1,8 +1,9 @@
 /* test_trainer.c — the library's trainer (fusenet/trainer.h) driven in
  * process on the CPU, on a small set written here (label = inside the
  * circle x^2 + y^2 < 0.5 of [-1, 1]^2, which no linear model separates):
- *  - a run calls its callbacks in order (device, start, every step with its
- *    epoch and position, every epoch, done) with the right counts, its
+ *  - a run calls its callbacks in order (device, model, start, every step
+ *    with its epoch and position, every epoch, done) with the right counts,
+ *    the model's layers, parameters and memory as the sizes make them, its
  *    loss falls and its validation accuracy beats the majority class, and
  *    it writes weights.h5 and one metrics.csv line per epoch;
  *  - a stop asked for mid-epoch ends the run at that step with a
@@ -143,7 +144,7 @@ static char *slurp(const fixture *f, const char *out, const char *name)
 /* --- a recorder of the callbacks ------------------------------------------------ */
 
 typedef struct recorder {
-    char events[EVENTS_CAP]; /* D device, R resume, S start, s step, E epoch, F done */
+    char events[EVENTS_CAP]; /* D device, R resume, M model, S start, s step, E epoch, F done */
     int n_events;
     long long steps_seen;
     long long stop_after; /* should_stop once this many steps were seen; -1: never */
@@ -152,6 +153,8 @@ typedef struct recorder {
     fn_train_epoch epochs[EPOCHS];
     int n_epochs;
     fn_train_summary done;
+    fn_train_model model; /* its layers not kept */
+    fn_train_layer layers[3];
 } recorder;
 
 static void event(recorder *r, char c)
@@ -174,6 +177,16 @@ static void on_resume(void *user, const char *checkpoint, const fn_train_state *
     r->resumed = *s;
     r->next_global = s->global_step;
     event(r, 'R');
+}
+
+static void on_model(void *user, const fn_train_model *m)
+{
+    recorder *r = user;
+    assert_int_equal(m->n_layers, 3);
+    r->model = *m;
+    r->model.layers = NULL;
+    memcpy(r->layers, m->layers, sizeof r->layers);
+    event(r, 'M');
 }
 
 static void on_start(void *user, const fn_train_plan *p)
@@ -224,6 +237,7 @@ static int should_stop(void *user)
 static const fn_trainer_callbacks callbacks = {
     .on_device = on_device,
     .on_resume = on_resume,
+    .on_model = on_model,
     .on_start = on_start,
     .on_step = on_step,
     .on_epoch = on_epoch,
@@ -232,7 +246,7 @@ static const fn_trainer_callbacks callbacks = {
 };
 
 /* What a run (or its part) should have reported: "D", then "R" when
- * resuming, "S", the steps from global step `from` to `to` with an "E"
+ * resuming, "M", "S", the steps from global step `from` to `to` with an "E"
  * after each epoch's last, and "F" when it ran to the end. */
 static void expected_events(char *buf, int resumed, long long from, long long to, int done)
 {
@@ -240,6 +254,7 @@ static void expected_events(char *buf, int resumed, long long from, long long to
     buf[n++] = 'D';
     if (resumed)
         buf[n++] = 'R';
+    buf[n++] = 'M';
     buf[n++] = 'S';
     for (long long g = from; g < to; g++) {
         buf[n++] = 's';
@@ -263,6 +278,52 @@ static fn_trainer *run(const fixture *f, const char *out, int resume, recorder *
     return t;
 }
 
+/* The summary of run.ini's network (block 16, block 16, linear 2; groups 4;
+ * 2 inputs; batches of 32; momentum) and its memory, counted by hand. */
+static void expect_model(const recorder *r)
+{
+    static const struct { const char *kind; int in, out, groups; long long params; } want[3] = {
+        {"block", 2, 16, 4, 2 * 16 + 3 * 16},   /* weight, bias, gamma, beta */
+        {"block", 16, 16, 4, 16 * 16 + 3 * 16},
+        {"linear", 16, 2, 0, 16 * 2 + 2},
+    };
+    long long params = 0;
+    for (int i = 0; i < 3; i++) {
+        const fn_train_layer *l = &r->layers[i];
+        assert_string_equal(l->kind, want[i].kind);
+        assert_int_equal(l->in, want[i].in);
+        assert_int_equal(l->out, want[i].out);
+        assert_int_equal(l->groups, want[i].groups);
+        assert_int_equal(l->params, want[i].params);
+        params += want[i].params;
+    }
+    const fn_train_model *m = &r->model;
+    assert_int_equal(m->params, params);
+    assert_int_equal(m->device, FN_CPU);
+    const fn_train_memory *b = &m->memory;
+    const size_t f = sizeof(float);
+    assert_int_equal(b->weights, params * f);
+    assert_int_equal(b->gradients, params * f);
+    assert_int_equal(b->optimizer, params * f); /* momentum 0.9: one buffer a parameter */
+    /* Each block caches z and dz [32, 16], mean and rstd [32, 4]; the net
+     * holds the outputs [32, 16], [32, 16], [32, 2] and the gradients
+     * between the layers [32, 16] twice; the trainer the loss [1, 1] and
+     * its gradient [32, 2]. The CPU needs no workspace. */
+    const size_t acts = 2 * (2 * 32 * 16 + 2 * 32 * 4) + (32 * 16 * 2 + 32 * 2) + 2 * 32 * 16 +
+                        (1 + 32 * 2);
+    assert_int_equal(b->activations, acts * f);
+    assert_int_equal(b->batches, 0);
+    assert_int_equal(b->device, 3 * params * f + acts * f);
+    /* Each set whole in one slab: inputs [rows, 2], int32 labels and two
+     * int64 orders (one slab); each loader slot a batch of inputs, labels
+     * and row indices. */
+    const size_t sets = (TRAIN_ROWS + VALID_ROWS) * (2 * f + 4 + 8) + 2 * 8;
+    const size_t slot = 32 * (2 * f + 4 + 8);
+    assert_true(b->data >= sets + 2 * slot);
+    assert_int_equal((b->data - sets) % slot, 0);
+    assert_true((b->data - sets) / slot <= FN_LOADER_SLOTS + 1);
+}
+
 /* --- the tests -------------------------------------------------------------------- */
 
 static void test_trains_and_reports(void **state)
@@ -278,6 +339,7 @@ static void test_trains_and_reports(void **state)
     assert_int_equal(r.done.steps, (long long)EPOCHS * STEPS);
     assert_int_equal(r.done.epochs, EPOCHS);
     assert_int_equal(fn_trainer_state(t)->global_step, (long long)EPOCHS * STEPS);
+    expect_model(&r);
 
     const fn_train_epoch *first = &r.epochs[0], *last = &r.epochs[EPOCHS - 1];
     printf("    train loss %.4f -> %.4f, valid accuracy %.1f%% -> %.1f%%\n", first->train.loss,
@@ -285,7 +347,12 @@ static void test_trains_and_reports(void **state)
     for (int e = 0; e < EPOCHS; e++) {
         assert_int_equal(r.epochs[e].epoch, e);
         assert_true(isfinite(r.epochs[e].valid.loss));
+        assert_true(r.epochs[e].samples_per_s > 0);
+        assert_false(r.epochs[e].improved); /* neither keep_best nor patience */
     }
+    assert_true(r.done.samples_per_s > 0);
+    assert_false(r.done.stopped_early);
+    assert_null(r.done.best_path);
     /* ln 2 ~ 0.69 is chance; about 61 % of the points are outside. */
     assert_true(last->train.loss < 0.5 * first->train.loss);
     assert_true(last->valid.acc > 0.85);
@@ -315,22 +382,47 @@ static void expect_same_weights(const fn_net *a, const fn_net *b)
     }
 }
 
-/* metrics.csv without its sixth column (seconds, the time taken). */
+/* Whether column `col` of the header line is one that times the run. */
+static int timing_column(const char *header, int col)
+{
+    static const char *const timing[] = {"seconds", "samples_per_s"};
+    for (int i = 0; i < col && header; i++)
+        header = strchr(header, ',') ? strchr(header, ',') + 1 : NULL;
+    if (!header)
+        return 0;
+    const size_t len = strcspn(header, ",\n");
+    for (size_t i = 0; i < sizeof timing / sizeof timing[0]; i++)
+        if (len == strlen(timing[i]) && strncmp(header, timing[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+/* metrics.csv without the columns that time the run, which differ run to
+ * run. */
 static char *metrics_without_time(const fixture *f, const char *out)
 {
-    enum { SECONDS_COLUMN = 5 }; /* 0-based */
     char *csv = slurp(f, out, "metrics.csv");
-    char *w = csv;
-    int column = 0;
-    for (const char *c = csv; *c; c++) {
-        if (*c == '\n')
-            column = 0;
-        else if (*c == ',')
-            column++;
-        if (column != SECONDS_COLUMN) /* seconds and the comma before it */
-            *w++ = *c;
+    char *header = strdup(csv), *w = csv;
+    assert_non_null(header);
+    for (const char *c = csv; *c;) {
+        int col = 0;
+        while (*c && *c != '\n') {
+            const size_t len = strcspn(c, ",\n");
+            if (!timing_column(header, col)) {
+                memmove(w, c, len);
+                w += len;
+                *w++ = ',';
+            }
+            c += len + (c[len] == ',');
+            col++;
+        }
+        if (w > csv && w[-1] == ',')
+            w--;
+        *w++ = '\n';
+        c += *c == '\n';
     }
     *w = '\0';
+    free(header);
     return csv;
 }
 
@@ -412,19 +504,20 @@ static void test_adam_stop_and_resume(void **state)
     fn_trainer *t = run(f, "adam_full", 0, &r, &cfg);
     assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(t)), "adam");
     char *csv = slurp(f, "adam_full", "metrics.csv");
-    assert_non_null(strstr(csv, ",seconds,lr,grad_norm\n"));
+    assert_non_null(strstr(csv, ",seconds,samples_per_s,lr,grad_norm\n"));
     const char *line = strchr(csv, '\n') + 1;
     /* The config's float32 values, as the trainer takes them. */
     const fn_schedule s = {.kind = FN_SCHEDULE_COSINE, .lr = 0.01f, .warmup_steps = 20,
                            .min_lr = 1e-4f, .total_steps = (long long)EPOCHS * STEPS};
     for (int e = 1; e <= EPOCHS; e++) {
-        double v[8];
-        assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
-                                &v[3], &v[4], &v[5], &v[6], &v[7]), 8);
+        double v[9]; /* ..., seconds, samples_per_s, lr, grad_norm */
+        assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
+                                &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]),
+                         9);
         const double lr = (float)fn_schedule_lr(&s, (long long)e * STEPS - 1);
-        if (fabs(v[6] - lr) > 1e-8 * lr) /* printed with 9 digits */
-            fail_msg("epoch %d: lr %.9g in metrics.csv, the schedule's %.9g", e, v[6], lr);
-        assert_true(isfinite(v[7]) && v[7] > 0);
+        if (fabs(v[7] - lr) > 1e-8 * lr) /* printed with 9 digits */
+            fail_msg("epoch %d: lr %.9g in metrics.csv, the schedule's %.9g", e, v[7], lr);
+        assert_true(isfinite(v[8]) && v[8] > 0);
         line = strchr(line, '\n') + 1;
     }
     free(csv);
@@ -498,7 +591,41 @@ static void test_stop_at_start(void **state)
     assert_false(exists(f, "early", "weights.h5"));
     assert_int_equal(fn_trainer_run(t), FN_ERR_INVALID);
     fn_trainer_destroy(t);
+    /* Not even the directory once the run has ended: the lock made it for
+     * the run's life and, nothing written, removes it (dir_lock.h). */
+    char dir[PATH_CAP];
+    snprintf(dir, sizeof dir, "%s/early", f->dir);
+    assert_int_not_equal(access(dir, F_OK), 0);
     fn_config_destroy(cfg);
+}
+
+/* The best-so-far rule of keep_best and patience: strictly better only,
+ * higher accuracy or lower loss; the first epoch is always the best. */
+static void test_best_rule(void **state)
+{
+    (void)state;
+    fn_train_state s = fn_train_state_start(1, 8, 100, 100);
+    static const double acc[] = {0.5, 0.7, 0.7, 0.6, 0.8};
+    static const int better[] = {1, 1, 0, 0, 1}, since[] = {0, 0, 1, 2, 0};
+    for (int e = 0; e < 5; e++) {
+        s.epoch = e;
+        assert_int_equal(fn_train_state_best(&s, acc[e], 0), better[e]);
+        assert_int_equal(s.since_best, since[e]);
+    }
+    assert_int_equal(s.best_epoch, 5);
+    assert_float_equal(s.best, 0.8, 0);
+    fn_train_state m = fn_train_state_start(1, 8, 100, 100);
+    static const double loss[] = {2.0, 1.0, 1.5, 0.5};
+    static const int lower[] = {1, 1, 0, 1};
+    for (int e = 0; e < 4; e++) {
+        m.epoch = e;
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1), lower[e]);
+    }
+    assert_int_equal(m.best_epoch, 4);
+    fn_train_state_next_epoch(&m); /* as a checkpoint holds it: epoch 4 to continue */
+    assert_int_equal(fn_train_state_check(&m, "here"), FN_OK);
+    m.best_epoch = m.epoch + 1; /* a best after the epochs done: a broken file */
+    assert_int_equal(fn_train_state_check(&m, "here"), FN_ERR_FORMAT);
 }
 
 int main(void)
@@ -509,6 +636,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
+        cmocka_unit_test(test_best_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * after the current step, with a checkpoint. SIGPIPE is ignored: when its
  * stdout closes (`train ... | head -1`) the run carries on, unprinted.
  *
- *   train config.ini [--set section.key=value ...] [--resume] [--help]
+ *   train config.ini [--set section.key=value ...] [--resume | --overwrite] [--help]
  *
  * Exit status: 0 done, 1 a config, data or run error, 2 a usage error,
  * 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP after writing a
@@ -30,14 +30,17 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
 static const char usage[] =
-    "usage: train config.ini [--set section.key=value ...] [--resume] [--help]\n"
+    "usage: train config.ini [--set section.key=value ...] [--resume | --overwrite] [--help]\n"
     "\n"
     "Trains the network the config describes and writes weights.h5, metrics.csv\n"
     "and (every [train] checkpoint_every epochs, or when interrupted)\n"
-    "checkpoint.h5 to its [output] dir.\n"
+    "checkpoint.h5 to its [output] dir (default runs/<config name> beside the\n"
+    "config); with [train] keep_best also best.h5.\n"
     "\n"
-    "  --set section.key=value  override one config value (repeatable)\n"
+    "  --set section.key=value  override one config value (repeatable); a path\n"
+    "                           given here is relative to the current directory\n"
     "  --resume                 continue from <output dir>/checkpoint.h5\n"
+    "  --overwrite              replace another run's files in the output dir\n"
     "  --help                   this text\n";
 
 static double now(void)
@@ -60,7 +63,7 @@ typedef struct args {
     const char *config;
     const char **sets; /* [n_sets], borrowed from argv */
     int n_sets;
-    int resume, help;
+    int resume, overwrite, help;
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -83,6 +86,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->help = 1;
         else if (strcmp(s, "--resume") == 0)
             a->resume = 1;
+        else if (strcmp(s, "--overwrite") == 0)
+            a->overwrite = 1;
         else if (strcmp(s, "--set") == 0 && i + 1 < argc)
             a->sets[a->n_sets++] = argv[++i];
         else if (strncmp(s, "--set=", 6) == 0)
@@ -96,6 +101,16 @@ static int parse_args(int argc, char **argv, args *a)
         else
             a->config = s;
     }
+    /* An override without "section.key=" is a usage error, as a bare
+     * --set is; its value is the config's to check. */
+    for (int i = 0; i < a->n_sets; i++) {
+        const char *eq = strchr(a->sets[i], '=');
+        if (!eq || !memchr(a->sets[i], '.', (size_t)(eq - a->sets[i])))
+            return usage_error("--set %s: expected section.key=value", a->sets[i]);
+    }
+    if (a->resume && a->overwrite)
+        return usage_error("%s", "--resume continues the run in the output dir, --overwrite "
+                                 "replaces it: give one of them");
     if (!a->config && !a->help)
         return usage_error("%s", "no config file given");
     return 0;
@@ -131,6 +146,63 @@ static void on_device(void *user, const fn_train_device *d)
         printf("device: cuda:%d\n", d->gpu);
     else
         printf("device: cpu\n");
+    if (d->math_unused)
+        printf("note: [run] math = %s has no effect on the CPU, whose products are always "
+               "fp32\n",
+               fn_math_name(d->math));
+}
+
+/* "1.5 MiB": binary units, as the allocations are. */
+static void format_bytes(size_t bytes, char *buf, size_t n)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* A table like Keras' model.summary(). */
+static void print_layers(const fn_train_model *m)
+{
+    printf("%-6s %-8s %17s %7s %12s\n", "layer", "kind", "in -> out", "groups", "parameters");
+    for (int i = 0; i < m->n_layers; i++) {
+        const fn_train_layer *l = &m->layers[i];
+        char shape[48], groups[16];
+        snprintf(shape, sizeof shape, "%d -> %d", l->in, l->out);
+        snprintf(groups, sizeof groups, l->groups ? "%d" : "-", l->groups);
+        printf("%-6d %-8s %17s %7s %12lld\n", i, l->kind, shape, groups, l->params);
+    }
+    printf("total: %lld parameters\n", m->params);
+}
+
+static void print_memory(const fn_train_model *m)
+{
+    const fn_train_memory *b = &m->memory;
+    char total[32], w[32], g[32], o[32], a[32], bt[32], data[32];
+    format_bytes(b->device, total, sizeof total);
+    format_bytes(b->weights, w, sizeof w);
+    format_bytes(b->gradients, g, sizeof g);
+    format_bytes(b->optimizer, o, sizeof o);
+    format_bytes(b->activations, a, sizeof a);
+    format_bytes(b->batches, bt, sizeof bt);
+    format_bytes(b->data, data, sizeof data);
+    char where[32];
+    snprintf(where, sizeof where, m->device == FN_CUDA ? "cuda:%d" : "the cpu", m->gpu);
+    printf("memory on %s: %s (weights %s, gradients %s, optimiser state %s, activations %s",
+           where, total, w, g, o, a);
+    if (m->device == FN_CUDA)
+        printf(", batches %s); host: data %s\n", bt, data);
+    else
+        printf("); data %s\n", data);
+}
+
+static void on_model(void *user, const fn_train_model *m)
+{
+    (void)user;
+    print_layers(m);
+    print_memory(m);
 }
 
 static void on_resume(void *user, const char *checkpoint, const fn_train_state *s)
@@ -142,8 +214,9 @@ static void on_resume(void *user, const char *checkpoint, const fn_train_state *
 static void on_start(void *user, const fn_train_plan *p)
 {
     (void)user;
-    printf("training: %lld rows, %lld batches of up to %d per epoch, %d epochs, %d layers\n",
-           p->rows, p->batches, p->batch_size, p->epochs, p->layers);
+    printf("training: %lld rows, %lld batch%s of up to %d per epoch, %d epoch%s, %d layer%s\n",
+           p->rows, p->batches, p->batches == 1 ? "" : "es", p->batch_size, p->epochs,
+           p->epochs == 1 ? "" : "s", p->layers, p->layers == 1 ? "" : "s");
 }
 
 static void format_eta(double seconds, char *buf, size_t n)
@@ -195,8 +268,16 @@ static void on_epoch(void *user, const fn_train_epoch *e)
     format_metric(ta, sizeof ta, e->train.acc, 1);
     format_metric(vl, sizeof vl, e->valid.loss, 0);
     format_metric(va, sizeof va, e->valid.acc, 1);
-    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s)\n",
-           d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds);
+    char best[48] = "";
+    if (e->improved)
+        snprintf(best, sizeof best, ", best");
+    else if (e->since_best > 0)
+        snprintf(best, sizeof best, ", %lld epoch%s since the best", e->since_best,
+                 e->since_best == 1 ? "" : "s");
+    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s, %.0f "
+           "samples/s%s)\n",
+           d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds,
+           e->samples_per_s, best);
     fflush(stdout);
 }
 
@@ -209,8 +290,16 @@ static void on_done(void *user, const fn_train_summary *s)
                "%.3f ms each for their batch\n",
                ls->batches, 1e3 * ls->prepare_seconds / (double)ls->batches, ls->threads,
                ls->threads == 1 ? "" : "s", 1e3 * ls->wait_seconds / (double)ls->batches);
-    printf("done: %d epochs, %lld steps, %.1f s; weights written to %s\n", s->epochs, s->steps,
-           s->seconds, s->weights_path);
+    if (s->stopped_early)
+        printf("stopped early: no improvement in the last %lld epochs (the best, %.4f, at "
+               "epoch %lld)\n",
+               (long long)s->epochs - s->best_epoch, s->best, s->best_epoch);
+    printf("done: %d epoch%s, %lld step%s, %.1f s, %.0f samples/s; weights written to %s\n",
+           s->epochs, s->epochs == 1 ? "" : "s", s->steps, s->steps == 1 ? "" : "s", s->seconds,
+           s->samples_per_s, s->weights_path);
+    if (s->best_path && s->best_epoch > 0)
+        printf("best: epoch %lld, valid %.4f; written to %s\n", s->best_epoch, s->best,
+               s->best_path);
 }
 
 static int should_stop(void *user)
@@ -229,6 +318,7 @@ static void on_notice(void *user, const char *text)
 static const fn_trainer_callbacks callbacks = {
     .on_device = on_device,
     .on_resume = on_resume,
+    .on_model = on_model,
     .on_start = on_start,
     .on_step = on_step,
     .on_epoch = on_epoch,
@@ -268,10 +358,11 @@ static int conclude(const fn_trainer *t, fn_status st, const display *d)
     }
 }
 
-static int execute(const fn_config *cfg, int resuming)
+static int execute(const fn_config *cfg, const args *a)
 {
     display d = {.tty = isatty(STDOUT_FILENO), .log_every = cfg->log_every, .last_bar = now()};
-    const fn_trainer_options options = {.resume = resuming, .callbacks = &callbacks, .user = &d};
+    const fn_trainer_options options = {
+        .resume = a->resume, .overwrite = a->overwrite, .callbacks = &callbacks, .user = &d};
     fn_trainer *t = NULL;
     if (fn_trainer_create(&t, cfg, &options) != FN_OK)
         return fail(NULL);
@@ -315,9 +406,9 @@ int main(int argc, char **argv)
     fn_config *cfg = NULL;
     if (status == 0 && !a.help)
         status = load_config(&a, &cfg);
-    free(a.sets);
     if (status == 0 && !a.help)
-        status = execute(cfg, a.resume);
+        status = execute(cfg, &a);
+    free(a.sets);
     fn_config_destroy(cfg);
     return status;
 }

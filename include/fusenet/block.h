@@ -38,6 +38,10 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 /* The configuration of a block layer; FN_ERR_INVALID if l is not a block. */
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
 
+/* The bytes a block allocated besides its parameters and gradients: its
+ * caches at max_batch and its backend's workspace; 0 for another layer. */
+size_t fn_block_buffer_bytes(const fn_layer *l);
+
 /* Its entry in the registry of layer kinds. */
 extern const fn_layer_kind fn_block_kind;
 

@@ -4,8 +4,10 @@
  *
  * Errors name where the value came from: "config.ini:12: train.lr: expected a
  * number, got 'fast'", "--set train.lr=x: expected a number, got 'x'",
- * "config.ini: [data] train is required". Paths are resolved relative to the
- * config file's directory. The README lists every section and key. */
+ * "config.ini: [data] train is required". Paths in the file are resolved
+ * relative to the file's directory, paths given with --set relative to the
+ * current directory, and every path is normalised ("data/../runs" reads
+ * "runs"). The README lists every section and key. */
 #ifndef FUSENET_CONFIG_H
 #define FUSENET_CONFIG_H
 
@@ -59,6 +61,8 @@ typedef struct fn_config {
     float gamma;          /* schedule = step: 0.1 */
     float min_lr;         /* schedule = cosine: 0 */
     float clip_grad_norm; /* 0 = off */
+    int keep_best;        /* write best.h5 when the validation metric improves */
+    int patience;         /* stop after this many epochs without improvement, 0 = never */
 
     /* [run] */
     int device_auto; /* device = auto: CUDA when a GPU is present */
@@ -68,7 +72,7 @@ typedef struct fn_config {
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
 
     /* [output] */
-    char *out_dir; /* "runs" (resolved) */
+    char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */
 
     struct fn_config_keys *keys; /* private: where each value came from */
 } fn_config;
@@ -81,6 +85,8 @@ fn_status fn_config_set(fn_config *cfg, const char *assignment);
  * last fn_config_set. Resolves paths against cfg->dir. */
 fn_status fn_config_finish(fn_config *cfg);
 void fn_config_destroy(fn_config *cfg);
+/* Whether section.name was set, in the file or by --set (not a default). */
+int fn_config_given(const fn_config *cfg, const char *section, const char *name);
 
 /* Parses a [model] layers value ("block 128, block 128, linear 10"): each
  * item is a kind's name (layer_kind.h) and its arguments. On success
@@ -89,7 +95,10 @@ fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *
 
 /* The network of cfg's [model] for inputs of in_features columns: its
  * layers with groups, eps and negative_slope, initialised from [train]
- * seed, for batches of up to [train] batch_size rows (fn_model_create). */
+ * seed, for batches of up to [train] batch_size rows (fn_model_create).
+ * With [model] init, each layer takes the file's eps and negative_slope
+ * where the config does not set them; where it does and they differ, it
+ * fails naming both (the values themselves are loaded by fn_weights_load). */
 fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
 
 /* "dir/name" unless name is absolute; malloc'ed, NULL when out of memory. */

@@ -65,6 +65,9 @@ int64_t fn_data_slab_rows(const fn_data *data);
 
 int fn_data_batch_size(const fn_data *data);
 int fn_data_out_features(const fn_data *data); /* classes, or target columns (mse) */
+/* The host memory the set holds while open: one slab of rows and targets
+ * (the whole set when it fits the budget) and its shuffle orders. */
+size_t fn_data_host_bytes(const fn_data *data);
 
 /* What a batch's targets are. */
 typedef enum fn_data_targets {

@@ -68,6 +68,11 @@ fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
 fn_status fn_layer_zero_grad(fn_layer *l);
 /* The parameter called `name`, or NULL. */
 fn_param *fn_layer_param(fn_layer *l, const char *name);
+/* Values in the parameters (weight, bias, ...), and the bytes their values
+ * and their gradients take on the layer's device. */
+long long fn_layer_param_count(const fn_layer *l);
+size_t fn_layer_param_bytes(const fn_layer *l);
+size_t fn_layer_grad_bytes(const fn_layer *l);
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,10 @@ struct fn_layer_kind {
      * values read back from a file; checked (FN_ERR_FORMAT). */
     fn_status (*set_attrs)(const fn_layer_attr_value *values, int in_features, int out_features,
                            fn_layer_hparams *hp);
+    /* Optional: the bytes l (a layer of this kind) allocated on its device
+     * besides its parameters and their gradients: what forward caches for
+     * backward, at its max_batch, and its backend's workspace. NULL: none. */
+    size_t (*buffer_bytes)(const fn_layer *l);
 };
 
 /* The registry: every kind, in the order messages list them. */
@@ -93,6 +97,10 @@ const fn_layer_kind *fn_layer_kind_of(const fn_layer *l);
 /* The known kinds for a message, "block or linear", or with usages set
  * their items, "'block N' or 'linear N'"; cut to fit cap. Returns buf. */
 const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
+
+/* The bytes l's kind says l allocated besides its parameters and their
+ * gradients (buffer_bytes above); 0 for a kind without the hook. */
+size_t fn_layer_buffer_bytes(const fn_layer *l);
 
 /* A layer of spec->kind (checked entry point of its create). */
 fn_status fn_layer_create(fn_layer **layer, fn_context *ctx, int in_features,

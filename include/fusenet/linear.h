@@ -18,6 +18,10 @@ extern "C" {
 fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features,
                            int out_features, int max_batch, fn_rng *rng);
 
+/* The bytes a linear layer allocated besides its parameters and gradients
+ * (its backend's workspace); 0 for another layer. */
+size_t fn_linear_buffer_bytes(const fn_layer *l);
+
 /* Its entry in the registry of layer kinds. */
 extern const fn_layer_kind fn_linear_kind;
 

@@ -110,6 +110,9 @@ fn_status fn_loader_halt(fn_loader *loader);
 fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
 
 fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
+/* The memory its slots hold: host buffers (pinned on the GPU) and their
+ * device copies (GPU only). */
+void fn_loader_bytes(const fn_loader *loader, size_t *host, size_t *device);
 
 #ifdef __cplusplus
 }

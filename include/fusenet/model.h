@@ -23,6 +23,10 @@ fn_status fn_model_create(fn_net **net, fn_context *ctx, const fn_layer_spec *sp
                           int in_features, const fn_layer_hparams *hp, int max_batch,
                           uint64_t seed);
 
+/* As fn_model_create, with layer i created with the settings hp[i]. */
+fn_status fn_model_create_each(fn_net **net, fn_context *ctx, const fn_layer_spec *specs,
+                               int n_layers, int in_features, const fn_layer_hparams *hp,
+                               int max_batch, uint64_t seed);
 /* Appends one layer of spec for inputs of in_features columns. */
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
                              const fn_layer_hparams *hp, fn_rng *rng);

@@ -70,6 +70,8 @@ void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
 int fn_optimizer_n_state(const fn_optimizer *opt);
 const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
 fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
+/* The bytes of every state tensor it publishes, on the parameters' device. */
+size_t fn_optimizer_state_bytes(fn_optimizer *opt);
 
 /* For implementations: checks that every parameter's value and gradient
  * live on ctx's device with one shape (messages start with `who`), then

@@ -6,7 +6,14 @@
  * epochs of steps over batches the loader prepares ahead, validation after
  * each epoch, metrics.csv, checkpoint.h5 (every [train] checkpoint_every
  * epochs and when stopped), resuming from it, and weights.h5 at the end,
- * all in [output] dir.
+ * all in [output] dir; with [train] keep_best, best.h5 whenever the
+ * validation metric improves, and with [train] patience, an early stop.
+ *
+ * Output folders never mix two runs: a fresh run refuses a folder holding
+ * another run's weights.h5, checkpoint.h5, metrics.csv or best.h5 unless
+ * told to overwrite (then it removes them before it writes its first
+ * file), and nothing is created in it before the run has something to
+ * write: a run that fails before its first step leaves nothing behind.
  *
  * The trainer never prints: it reports through callbacks, and it asks
  * should_stop after every step and at an epoch's end, so the caller decides
@@ -32,7 +39,41 @@ typedef struct fn_train_device {
     int gpu;        /* cuda:N; -1 on the CPU */
     int automatic;  /* [run] device = auto */
     int gpus_found; /* automatic: the usable GPUs seen */
+    fn_math math;   /* [run] math */
+    int math_unused; /* tf32 or tf32x3 on the CPU, whose products are always fp32 */
 } fn_train_device;
+
+/* A layer of the network, for the summary. */
+typedef struct fn_train_layer {
+    const char *kind; /* "block", "linear" */
+    int in, out;
+    int groups;       /* 0: the kind has none */
+    long long params; /* values in its parameters */
+} fn_train_layer;
+
+/* The memory the run takes, from the sizes its parts allocated with
+ * (fn_layer_*_bytes, fn_net_buffer_bytes, fn_optimizer_state_bytes,
+ * fn_loader_bytes, fn_data_host_bytes); not counted: the CUDA context,
+ * cuBLAS' own workspace, the HDF5 library's caches. */
+typedef struct fn_train_memory {
+    /* On the run's device (host memory on the CPU): */
+    size_t weights, gradients, optimizer;
+    size_t activations; /* the layers' caches and the buffers between them, at batch_size */
+    size_t batches;     /* the loaders' batches on the GPU; 0 on the CPU */
+    size_t device;      /* the sum of the five */
+    /* In host memory, on either device: */
+    size_t data;        /* the sets' slabs and orders, and the loaders' host batches */
+} fn_train_memory;
+
+/* The network and what the run will hold, before the first step. */
+typedef struct fn_train_model {
+    const fn_train_layer *layers; /* [n_layers] */
+    int n_layers;
+    long long params;
+    fn_device device;
+    int gpu;
+    fn_train_memory memory;
+} fn_train_model;
 
 /* What the run is about to do. */
 typedef struct fn_train_plan {
@@ -64,21 +105,30 @@ typedef struct fn_train_epoch {
     fn_train_metrics train; /* over this epoch's steps (and, resumed, those before) */
     fn_train_metrics valid; /* NaN without a validation set */
     double seconds;         /* training time so far, this epoch's validation not counted */
+    double samples_per_s;   /* this epoch's rows (its resumed part's) over its training time */
+    int improved;           /* keep_best or patience: the validation metric is the best yet */
+    long long since_best;   /* keep_best or patience: epochs since the best */
 } fn_train_epoch;
 
 /* The run's end. */
 typedef struct fn_train_summary {
     fn_loader_stats loader;
-    int epochs;
+    int epochs;            /* run: [train] epochs, or fewer after an early stop */
     long long steps;
     double seconds;
     const char *weights_path;
+    double samples_per_s;  /* rows trained by this process over its training time */
+    int stopped_early;     /* [train] patience ran out: epochs < [train] epochs */
+    long long best_epoch;  /* 1-based; 0 without keep_best and patience */
+    double best;           /* the best validation metric (accuracy, or loss for mse) */
+    const char *best_path; /* best.h5 with keep_best, else NULL */
 } fn_train_summary;
 
 /* Every callback is optional; `user` is the options' user pointer. */
 typedef struct fn_trainer_callbacks {
     void (*on_device)(void *user, const fn_train_device *device); /* before it is opened */
     void (*on_resume)(void *user, const char *checkpoint, const fn_train_state *state);
+    void (*on_model)(void *user, const fn_train_model *model); /* before on_start */
     void (*on_start)(void *user, const fn_train_plan *plan);
     void (*on_step)(void *user, const fn_train_progress *progress);
     void (*on_epoch)(void *user, const fn_train_epoch *epoch);
@@ -94,6 +144,7 @@ typedef struct fn_trainer_callbacks {
 
 typedef struct fn_trainer_options {
     int resume;                            /* continue from <dir>/checkpoint.h5 */
+    int overwrite;                         /* a fresh run may replace another run's files */
     const fn_trainer_callbacks *callbacks; /* NULL: none; copied */
     void *user;
 } fn_trainer_options;
@@ -101,7 +152,7 @@ typedef struct fn_trainer_options {
 /* How fn_trainer_run ended. */
 typedef enum fn_train_outcome {
     FN_TRAIN_UNFINISHED = 0, /* not run, or failed */
-    FN_TRAIN_DONE,           /* every epoch: weights.h5 written */
+    FN_TRAIN_DONE,           /* every epoch, or patience ran out: weights.h5 written */
     FN_TRAIN_STOPPED,        /* stopped after a step: the run's status says
                               * whether checkpoint.h5 was written */
     FN_TRAIN_STOPPED_AT_START /* stopped before the first step: nothing written */
@@ -111,12 +162,15 @@ typedef struct fn_trainer fn_trainer; /* opaque */
 
 /* Sets the run up: the device (on_device), the sets, the network and
  * optimiser, the output directory, the checkpoint when resuming
- * (on_resume; it must match the config's seed, batch size and training
- * set) and metrics.csv (kept up to the checkpoint's epoch when resuming).
+ * (on_resume; it must match the config's layers, seed, batch size and
+ * training set, and the message names each that differs). Nothing is
+ * written yet: the output directory is checked (another run's files: an
+ * error unless options->overwrite) and made with the first file written.
  * cfg is borrowed and must outlive the trainer. */
 fn_status fn_trainer_create(fn_trainer **trainer, const fn_config *cfg,
                             const fn_trainer_options *options);
-/* Runs the epochs left (on_start, on_step, on_epoch, on_done); FN_OK when
+/* Runs the epochs left (on_model, on_start, on_step, on_epoch, on_done);
+ * metrics.csv is kept up to the checkpoint's epoch when resuming. FN_OK when
  * done or stopped (fn_trainer_outcome says which). Once only. */
 fn_status fn_trainer_run(fn_trainer *trainer);
 void fn_trainer_destroy(fn_trainer *trainer); /* NULL is fine */
@@ -125,6 +179,7 @@ fn_train_outcome fn_trainer_outcome(const fn_trainer *trainer);
 const fn_train_state *fn_trainer_state(const fn_trainer *trainer);
 const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
 const char *fn_trainer_weights_path(const fn_trainer *trainer);
+const char *fn_trainer_best_path(const fn_trainer *trainer);
 fn_net *fn_trainer_net(const fn_trainer *trainer);
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
 

@@ -103,6 +103,9 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     FN_TRY(fn_h5_put_double(file, path, "loss_sum", s->loss_sum));
     FN_TRY(fn_h5_put_int(file, path, "correct", s->correct));
     FN_TRY(fn_h5_put_int(file, path, "seen", s->seen));
+    FN_TRY(fn_h5_put_double(file, path, "best", s->best));
+    FN_TRY(fn_h5_put_int(file, path, "best_epoch", s->best_epoch));
+    FN_TRY(fn_h5_put_int(file, path, "since_best", s->since_best));
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
@@ -188,6 +191,13 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
     FN_TRY(fn_h5_get_int(file, path, "correct", &s->correct));
     FN_TRY(fn_h5_get_int(file, path, "seen", &s->seen));
     FN_TRY(fn_h5_get_double(file, path, "seconds", &s->seconds));
+    /* keep_best and patience's state; a checkpoint written before they
+     * existed has none: no best yet. */
+    if (H5Aexists(file, "best_epoch") > 0) {
+        FN_TRY(fn_h5_get_double(file, path, "best", &s->best));
+        FN_TRY(fn_h5_get_int(file, path, "best_epoch", &s->best_epoch));
+        FN_TRY(fn_h5_get_int(file, path, "since_best", &s->since_best));
+    }
     s->seed = (uint64_t)seed;
     s->batch_size = batch >= 1 && batch <= INT_MAX ? (int)batch : 0;
     return fn_train_state_check(s, path);

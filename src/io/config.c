@@ -78,10 +78,13 @@ static const key_spec keys[] = {
     {"train", "gamma", T_FLOAT, AT(gamma), 0, 1e6, 1, "0.1"},
     {"train", "min_lr", T_FLOAT, AT(min_lr), 0, 1e6, 0, "0"},
     {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
+    {"train", "keep_best", T_BOOL, AT(keep_best), 0, 0, 0, "false"},
+    {"train", "patience", T_INT, AT(patience), 0, 1e6, 0, "0"},
     {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
-    {"output", "dir", T_PATH, AT(out_dir), 0, 0, 0, "runs"},
+    /* Empty: runs/<the config file's stem>, beside the file (finish). */
+    {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, ""},
 };
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
@@ -104,14 +107,56 @@ static char *copy_string(const char *s)
     return c;
 }
 
+/* Drops "." components, empty ones and each "name/.." pair, as Python's
+ * os.path.normpath does: "data/../runs/x" reads "runs/x". Lexical: ".."
+ * after a symbolic link is taken as going up the link's name. Writes into
+ * out, which has room for strlen(path) + 2 bytes. */
+static void normalize_path(const char *path, char *out)
+{
+    const int absolute = path[0] == '/';
+    char *base = out + absolute, *end = base; /* end: after the last kept "name/" */
+    int kept = 0; /* components in out that a ".." may remove */
+    if (absolute)
+        out[0] = '/';
+    for (const char *in = path; *in;) {
+        while (*in == '/')
+            in++;
+        size_t len = strcspn(in, "/");
+        const int dot = len == 1 && in[0] == '.', dotdot = len == 2 && !strncmp(in, "..", 2);
+        if (dotdot && kept > 0) {
+            end--; /* the slash after the last component, then the component */
+            while (end > base && end[-1] != '/')
+                end--;
+            kept--;
+        } else if (len > 0 && !dot && !(dotdot && absolute)) {
+            memcpy(end, in, len);
+            end += len;
+            *end++ = '/';
+            kept += !dotdot;
+        }
+        in += len;
+    }
+    if (end > base)
+        end--; /* the last slash */
+    *end = '\0';
+    if (!out[0])
+        strcpy(out, ".");
+}
+
 char *fn_path_join(const char *dir, const char *name)
 {
     if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0)
-        return copy_string(name);
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
+        dir = NULL;
+    size_t n = (dir ? strlen(dir) : 0) + strlen(name) + 2;
+    char *joined = malloc(n), *p = malloc(n + 1);
+    if (joined && p) {
+        snprintf(joined, n, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+        normalize_path(joined, p);
+    } else {
+        free(p);
+        p = NULL;
+    }
+    free(joined);
     return p;
 }
 
@@ -178,10 +223,16 @@ static fn_status parse_double(const char *text, double *out)
 static fn_status check_range(const key_spec *k, double v, const char *text)
 {
     int low = k->min_exclusive ? !(v > k->min) : !(v >= k->min);
-    if (low || v > k->max)
-        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %g and <= %g", text,
-                       k->min_exclusive ? ">" : ">=", k->min, k->max);
-    return FN_OK;
+    if (!low && v <= k->max)
+        return FN_OK;
+    const char *op = k->min_exclusive ? ">" : ">=";
+    /* An integer key's limits read as integers: "<= 1048576", not "1.04858e+06". */
+    if (k->type == T_INT)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %lld and <= %lld", text,
+                       op, (long long)k->min, (long long)k->max);
+    /* Ten digits: whole limits read whole ("<= 16777216"), not "1.67772e+07". */
+    return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %.10g and <= %.10g", text, op,
+                   k->min, k->max);
 }
 
 static fn_status parse_bool(const char *text, int *out)
@@ -656,12 +707,14 @@ static fn_status check_schedule(const fn_config *cfg)
     return FN_OK;
 }
 
+/* A path from the file is relative to the file's directory; one from --set
+ * to the current directory, as on every command line. */
 static fn_status resolve_path(fn_config *cfg, int i)
 {
     char **slot = (char **)((char *)cfg + keys[i].offset);
     if (!*slot)
         return FN_OK;
-    char *full = fn_path_join(cfg->dir, *slot);
+    char *full = fn_path_join(cfg->keys->assignment[i] ? "." : cfg->dir, *slot);
     if (!full)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     free(*slot);
@@ -682,6 +735,37 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
+/* keep_best and patience watch the validation metric. */
+static fn_status check_best(const fn_config *cfg)
+{
+    if (cfg->valid)
+        return FN_OK;
+    const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
+    if (!name)
+        return FN_OK;
+    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name),
+                    "needs a validation set ([data] valid) to watch");
+}
+
+/* [output] dir left unset: runs/<stem of the config file>, so two configs
+ * never share a folder by default. */
+static fn_status default_out_dir(fn_config *cfg)
+{
+    if (cfg->out_dir)
+        return FN_OK;
+    const char *base = strrchr(cfg->path, '/');
+    base = base ? base + 1 : cfg->path;
+    size_t len = strlen(base);
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        len = (size_t)(dot - base);
+    cfg->out_dir = malloc(len + 6);
+    if (!cfg->out_dir)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    snprintf(cfg->out_dir, len + 6, "runs/%.*s", (int)len, base);
+    return FN_OK;
+}
+
 fn_status fn_config_finish(fn_config *cfg)
 {
     FN_TRY(check_required(cfg));
@@ -689,10 +773,18 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_optimizer(cfg));
     FN_TRY(check_sgd(cfg));
     FN_TRY(check_schedule(cfg));
+    FN_TRY(check_best(cfg));
+    FN_TRY(default_out_dir(cfg));
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
             FN_TRY(resolve_path(cfg, i));
     return FN_OK;
+}
+
+int fn_config_given(const fn_config *cfg, const char *section, const char *name)
+{
+    const int i = cfg && section && name ? find_key(section, name) : -1;
+    return i >= 0 && key_given(cfg, i);
 }
 
 void fn_config_destroy(fn_config *cfg)

@@ -412,6 +412,19 @@ static void plan_slabs(fn_data *d, size_t budget)
     d->n_slabs = (d->n + d->slab_rows - 1) / d->slab_rows;
 }
 
+/* What alloc_buffers allocates: the slab's rows and the two orders. */
+size_t fn_data_host_bytes(const fn_data *d)
+{
+    if (!d)
+        return 0;
+    const size_t s = (size_t)d->slab_rows, out = (size_t)(d->out > 0 ? d->out : 1);
+    size_t n = s * (size_t)d->in * sizeof(float) + (size_t)d->n_slabs * sizeof(int64_t) +
+               s * sizeof(int64_t);
+    if (d->targets)
+        n += d->labels ? s * sizeof(int32_t) : s * out * sizeof(float);
+    return n;
+}
+
 static fn_status alloc_buffers(fn_data *d)
 {
     size_t s = (size_t)d->slab_rows;

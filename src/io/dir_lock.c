@@ -9,14 +9,66 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "io/dir_lock.h"
 
 struct fn_dir_lock {
-    int fd; /* the directory, open; its flock is the lock */
+    int fd;       /* the directory, open; its flock is the lock */
+    char *dir;    /* its path */
+    char *made;   /* the shallowest directory the lock made, or NULL */
 };
+
+/* Removes dir and its parents up to `made` while they are empty. */
+static void remove_made(char *dir, const char *made)
+{
+    for (;;) {
+        if (rmdir(dir) != 0 || strcmp(dir, made) == 0)
+            return;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            return;
+        *slash = '\0';
+    }
+}
+
+/* mkdir -p, noting in *made (malloc'ed) the shallowest level it created. */
+static fn_status make_dirs(const char *path, char **made)
+{
+    *made = NULL;
+    char *p = strdup(path);
+    if (!p)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c != '/' && c != '\0')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) == 0) {
+            if (!*made)
+                *made = strdup(p);
+        } else if (errno != EEXIST) {
+            fn_status st =
+                fn_fail(FN_ERR_IO, "%s: cannot create directory: %s", p, strerror(errno));
+            char *parent = strrchr(p, '/'); /* p is the level that failed */
+            if (*made && parent) {
+                *parent = '\0';
+                remove_made(p, *made);
+            }
+            free(*made);
+            *made = NULL;
+            free(p);
+            return st;
+        }
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    return FN_OK;
+}
 
 /* The pid holding a FLOCK on the file st describes, or 0 when /proc/locks
  * does not say (not Linux, or the holder just let go). Lines read
@@ -40,21 +92,47 @@ static long holder_pid(const struct stat *st)
     return found;
 }
 
+/* The lock on the open directory fd; *lock takes fd. */
+static fn_status lock_fd(fn_dir_lock **lock, const char *dir, int fd);
+
 fn_status fn_dir_lock_take(fn_dir_lock **lock, const char *dir)
 {
     *lock = NULL;
+    char *made = NULL;
+    FN_TRY(make_dirs(dir, &made));
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return fn_fail(FN_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    fn_status st = fd < 0 ? fn_fail(FN_ERR_IO, "%s: cannot open the directory: %s", dir,
+                                    strerror(errno))
+                          : lock_fd(lock, dir, fd);
+    if (st == FN_OK) {
+        (*lock)->made = made;
+        return FN_OK;
+    }
+    if (made) {
+        char *leaf = strdup(dir);
+        if (leaf)
+            remove_made(leaf, made);
+        free(leaf);
+    }
+    free(made);
+    return st;
+}
+
+static fn_status lock_fd(fn_dir_lock **lock, const char *dir, int fd)
+{
     /* A holder that ends between the two looks lets the second try in. */
     for (int attempt = 0; attempt < 2; attempt++) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            *lock = malloc(sizeof **lock);
-            if (!*lock) {
+            *lock = calloc(1, sizeof **lock);
+            char *copy = *lock ? strdup(dir) : NULL;
+            if (!copy) {
+                free(*lock);
+                *lock = NULL;
                 close(fd);
                 return fn_fail(FN_ERR_NOMEM, "out of memory");
             }
             (*lock)->fd = fd;
+            (*lock)->dir = copy;
             return FN_OK;
         }
         if (errno != EWOULDBLOCK && errno != EINTR)
@@ -79,5 +157,9 @@ void fn_dir_lock_release(fn_dir_lock *lock)
     if (!lock)
         return;
     close(lock->fd); /* drops the flock */
+    if (lock->made)
+        remove_made(lock->dir, lock->made);
+    free(lock->made);
+    free(lock->dir);
     free(lock);
 }

@@ -3,7 +3,10 @@
  * opened and held until the run ends, so two runs never write the same
  * checkpoint.h5.tmp or metrics.csv. The kernel drops a flock when its
  * holder dies, so a killed run leaves no stale lock; and nothing is written
- * into the directory for it. */
+ * into the directory for it. The lock makes the directory (and its
+ * missing parents) when there is none, and on release removes those it
+ * made that are still empty: a run that fails or stops before writing a
+ * file leaves nothing behind. */
 #ifndef FUSENET_SRC_DIR_LOCK_H
 #define FUSENET_SRC_DIR_LOCK_H
 
@@ -11,13 +14,14 @@
 
 typedef struct fn_dir_lock fn_dir_lock; /* opaque */
 
-/* Takes the lock on dir (an existing directory) without waiting. Held by
+/* Takes the lock on dir, made first if missing, without waiting. Held by
  * another open of it (another process, or another lock in this one):
  * FN_ERR_IO "<dir> is in use by another train run (pid N)", the pid read
  * from /proc/locks ("pid unknown" where that cannot tell). */
 fn_status fn_dir_lock_take(fn_dir_lock **lock, const char *dir);
 
-/* Releases it; NULL is fine. */
+/* Releases it and removes the directories it made that are still empty;
+ * NULL is fine. */
 void fn_dir_lock_release(fn_dir_lock *lock);
 
 #endif

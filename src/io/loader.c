@@ -362,6 +362,25 @@ static fn_status host_alloc(const fn_loader *l, void **p, size_t bytes)
     return *p ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of host memory for the loader's batches");
 }
 
+/* What alloc_slot allocates, for every slot: host buffers (pinned on the
+ * GPU) and, on the GPU, their device copies. */
+void fn_loader_bytes(const fn_loader *l, size_t *host, size_t *device)
+{
+    *host = *device = 0;
+    if (!l)
+        return;
+    const size_t b = (size_t)l->batch;
+    size_t h = b * (size_t)l->in * sizeof(float) + b * sizeof(int64_t), d = 0;
+    size_t t = l->targets == FN_DATA_LABELS   ? b * sizeof(int32_t)
+               : l->targets == FN_DATA_FLOATS ? b * (size_t)l->out * sizeof(float)
+                                              : 0;
+    h += t;
+    if (l->cuda)
+        d = b * (size_t)l->in * sizeof(float) + t;
+    *host = h * (size_t)l->n_slots;
+    *device = d * (size_t)l->n_slots;
+}
+
 static fn_status alloc_slot(fn_loader *l, slot *sl)
 {
     size_t b = (size_t)l->batch;

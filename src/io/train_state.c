@@ -21,6 +21,19 @@ void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long
     s->global_step++;
 }
 
+int fn_train_state_best(fn_train_state *s, double metric, int lower_better)
+{
+    const int better = s->best_epoch == 0 || (lower_better ? metric < s->best : metric > s->best);
+    if (better) {
+        s->best = metric;
+        s->best_epoch = s->epoch + 1;
+        s->since_best = 0;
+    } else {
+        s->since_best++;
+    }
+    return better;
+}
+
 void fn_train_state_next_epoch(fn_train_state *s)
 {
     s->epoch++;
@@ -35,5 +48,8 @@ fn_status fn_train_state_check(const fn_train_state *s, const char *where)
         s->slab_rows < 0)
         return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step, batch size, rows or slab rows",
                        where);
+    if (s->best_epoch < 0 || s->best_epoch > s->epoch || s->since_best < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: best_epoch %lld or since_best %lld is out of range",
+                       where, s->best_epoch, s->since_best);
     return FN_OK;
 }

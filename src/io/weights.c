@@ -262,15 +262,17 @@ static fn_status get_attr(hid_t group, const char *where, const fn_layer_attr *a
     return fn_h5_get_double(group, where, a->name, &v->d);
 }
 
-/* The attributes of l's kind that a file loaded into l must repeat. */
-static fn_status expect_kind_attrs(hid_t group, const char *where, const fn_layer *l)
+/* The attributes of l's kind that a file loaded into l must repeat: those
+ * marked must_match, or with `all` every one (a checkpoint continues the
+ * same layers, eps and slope included). */
+static fn_status expect_kind_attrs(hid_t group, const char *where, const fn_layer *l, int all)
 {
     const fn_layer_kind *kind = NULL;
     fn_layer_attr_value want[FN_LAYER_ATTRS_MAX];
     FN_TRY(kind_attrs(l, &kind, want));
     for (int i = 0; kind && i < kind->n_attrs; i++) {
         const fn_layer_attr *a = &kind->attrs[i];
-        if (!a->must_match)
+        if (!a->must_match && !all)
             continue;
         if (a->type == FN_LAYER_ATTR_INT) {
             FN_TRY(expect_int(group, where, a->name, want[i].i));
@@ -285,7 +287,7 @@ static fn_status expect_kind_attrs(hid_t group, const char *where, const fn_laye
     return FN_OK;
 }
 
-static fn_status check_layer(hid_t group, const char *where, const fn_layer *l)
+static fn_status check_layer(hid_t group, const char *where, const fn_layer *l, int all)
 {
     char *kind = NULL;
     FN_TRY(fn_h5_get_string(group, where, "kind", &kind));
@@ -297,7 +299,7 @@ static fn_status check_layer(hid_t group, const char *where, const fn_layer *l)
     FN_TRY(st);
     FN_TRY(expect_int(group, where, "in_features", l->in_features));
     FN_TRY(expect_int(group, where, "out_features", l->out_features));
-    return expect_kind_attrs(group, where, l);
+    return expect_kind_attrs(group, where, l, all);
 }
 
 /* p's dataset into *host (malloc'ed). */
@@ -314,13 +316,13 @@ static fn_status read_param(hid_t group, const char *where, const fn_param *p, f
 
 /* Layer l's values into values[0 .. l->n_params). */
 static fn_status read_layer(hid_t file, const char *path, const char *name, const fn_layer *l,
-                            float **values)
+                            int all, float **values)
 {
     char where[WHERE_CAP];
     snprintf(where, sizeof where, "%s: group '%s'", path, name);
     hid_t group = -1;
     FN_TRY(open_group(file, path, name, &group));
-    fn_status st = check_layer(group, where, l);
+    fn_status st = check_layer(group, where, l, all);
     for (int p = 0; st == FN_OK && p < l->n_params; p++)
         st = read_param(group, where, &l->params[p], &values[p]);
     H5Gclose(group);
@@ -328,7 +330,7 @@ static fn_status read_layer(hid_t file, const char *path, const char *name, cons
 }
 
 static fn_status read_layers(hid_t file, const char *path, char **names, int n,
-                             const fn_net *net, fn_weights_host *host)
+                             const fn_net *net, int all, fn_weights_host *host)
 {
     if (n != fn_net_n_layers(net))
         return fn_fail(FN_ERR_FORMAT, "%s: holds %d layers, the model has %d", path, n,
@@ -339,7 +341,7 @@ static fn_status read_layers(hid_t file, const char *path, char **names, int n,
         return fn_fail(FN_ERR_NOMEM, "out of host memory");
     for (int i = 0, first = 0; i < n; i++) {
         const fn_layer *l = fn_net_layer(net, i);
-        FN_TRY(read_layer(file, path, names[i], l, &host->values[first]));
+        FN_TRY(read_layer(file, path, names[i], l, all, &host->values[first]));
         first += l->n_params;
     }
     return FN_OK;
@@ -353,7 +355,11 @@ fn_status fn_weights_read_host(hid_t file, const char *path, const char *format,
     char **names = NULL;
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));
-    fn_status st = read_layers(file, path, names, n, net, host);
+    /* A weights file may start a net of other eps and slope (predict
+     * builds from the file; [model] init takes the file's, config_model.c);
+     * a checkpoint continues the same layers, every attribute alike. */
+    const int all = strcmp(format, FN_WEIGHTS_FORMAT) != 0;
+    fn_status st = read_layers(file, path, names, n, net, all, host);
     free(names);
     if (st != FN_OK)
         fn_weights_host_free(host);

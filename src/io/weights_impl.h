@@ -22,8 +22,9 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, int
                            const fn_net *net, const char *config_text);
 
 /* Checks format and version and every layer against net's (kind, sizes,
- * the kind's attributes that must match), then reads every parameter's
- * values into *host; net is only read. On failure *host holds nothing. */
+ * the kind's attributes that must match; in a checkpoint, every attribute
+ * of the kind), then reads every parameter's values into *host; net is
+ * only read. On failure *host holds nothing. */
 fn_status fn_weights_read_host(hid_t file, const char *path, const char *format,
                                const fn_net *net, fn_weights_host *host);
 /* Copies values read by fn_weights_read_host into net's parameters. */

@@ -123,6 +123,20 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
     return FN_OK;
 }
 
+/* The caches alloc_caches made and the backend's workspace (scratch, sized
+ * by fn_block_cuda_setup; empty on the CPU). */
+size_t fn_block_buffer_bytes(const fn_layer *l)
+{
+    if (!l || (l->ops != &fn_block_cpu_ops && l->ops != &fn_block_cuda_ops))
+        return 0;
+    const fn_block *b = (const fn_block *)l;
+    const fn_tensor *t[] = {&b->z, &b->mean, &b->rstd, &b->dz, &b->scratch};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        n += fn_tensor_count(t[i]);
+    return n * sizeof(float);
+}
+
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)
 {
     if (!l || !cfg)

@@ -65,4 +65,5 @@ const fn_layer_kind fn_block_kind = {
     .n_attrs = N_ATTRS,
     .get_attrs = get_attrs,
     .set_attrs = set_attrs,
+    .buffer_bytes = fn_block_buffer_bytes,
 };

@@ -125,3 +125,27 @@ fn_param *fn_layer_param(fn_layer *l, const char *name)
             return &l->params[i];
     return NULL;
 }
+
+long long fn_layer_param_count(const fn_layer *l)
+{
+    long long n = 0;
+    for (int i = 0; l && i < l->n_params; i++)
+        n += (long long)fn_tensor_count(&l->params[i].value);
+    return n;
+}
+
+size_t fn_layer_param_bytes(const fn_layer *l)
+{
+    size_t n = 0;
+    for (int i = 0; l && i < l->n_params; i++)
+        n += fn_tensor_count(&l->params[i].value) * sizeof(float);
+    return n;
+}
+
+size_t fn_layer_grad_bytes(const fn_layer *l)
+{
+    size_t n = 0;
+    for (int i = 0; l && i < l->n_params; i++)
+        n += fn_tensor_count(&l->params[i].grad) * sizeof(float);
+    return n;
+}

@@ -69,6 +69,15 @@ fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features, i
     return FN_OK;
 }
 
+/* The backend's workspace (scratch, sized by fn_linear_cuda_setup; empty
+ * on the CPU): the layer caches nothing else. */
+size_t fn_linear_buffer_bytes(const fn_layer *l)
+{
+    if (!l || (l->ops != &fn_linear_cpu_ops && l->ops != &fn_linear_cuda_ops))
+        return 0;
+    return fn_tensor_count(&((const fn_linear *)l)->scratch) * sizeof(float);
+}
+
 void fn_linear_release(fn_linear *l)
 {
     if (!l)

@@ -16,4 +16,5 @@ const fn_layer_kind fn_linear_kind = {
     .usage = "linear N",
     .parse = fn_layer_parse_width,
     .create = create,
+    .buffer_bytes = fn_linear_buffer_bytes,
 };

@@ -13,12 +13,13 @@ fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_feat
     return fn_net_add(net, layer);
 }
 
+/* hp[i * hp_step] is layer i's settings: hp_step 0 shares one. */
 static fn_status add_layers(fn_net *net, const fn_layer_spec *specs, int n_layers,
-                            int in_features, const fn_layer_hparams *hp, fn_rng *rng)
+                            int in_features, const fn_layer_hparams *hp, int hp_step, fn_rng *rng)
 {
     int in = in_features;
     for (int i = 0; i < n_layers; i++) {
-        fn_status st = fn_model_add_layer(net, &specs[i], in, hp, rng);
+        fn_status st = fn_model_add_layer(net, &specs[i], in, &hp[i * hp_step], rng);
         if (st != FN_OK) {
             fn_error_prefix("layer %d (%s %d): ", i, specs[i].kind ? specs[i].kind->name : "?",
                             specs[i].width);
@@ -29,23 +30,37 @@ static fn_status add_layers(fn_net *net, const fn_layer_spec *specs, int n_layer
     return FN_OK;
 }
 
-fn_status fn_model_create(fn_net **out, fn_context *ctx, const fn_layer_spec *specs, int n_layers,
-                          int in_features, const fn_layer_hparams *hp, int max_batch,
-                          uint64_t seed)
+static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                        int in_features, const fn_layer_hparams *hp, int hp_step, int max_batch,
+                        uint64_t seed)
 {
     if (!out)
         return fn_fail(FN_ERR_INVALID, "fn_model_create: net is NULL");
     *out = NULL;
-    if (n_layers > 0 && !specs)
-        return fn_fail(FN_ERR_INVALID, "fn_model_create: specs is NULL");
+    if (n_layers > 0 && (!specs || !hp))
+        return fn_fail(FN_ERR_INVALID, "fn_model_create: specs or settings are NULL");
     fn_net *net = NULL;
     FN_TRY(fn_net_create(&net, ctx, max_batch));
     fn_rng rng = {.seed = seed, .offset = 0};
-    fn_status st = add_layers(net, specs, n_layers, in_features, hp, &rng);
+    fn_status st = add_layers(net, specs, n_layers, in_features, hp, hp_step, &rng);
     if (st != FN_OK) {
         fn_net_destroy(net);
         return st;
     }
     *out = net;
     return FN_OK;
+}
+
+fn_status fn_model_create(fn_net **net, fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                          int in_features, const fn_layer_hparams *hp, int max_batch,
+                          uint64_t seed)
+{
+    return create(net, ctx, specs, n_layers, in_features, hp, 0, max_batch, seed);
+}
+
+fn_status fn_model_create_each(fn_net **net, fn_context *ctx, const fn_layer_spec *specs,
+                               int n_layers, int in_features, const fn_layer_hparams *hp,
+                               int max_batch, uint64_t seed)
+{
+    return create(net, ctx, specs, n_layers, in_features, hp, 1, max_batch, seed);
 }

@@ -364,3 +364,16 @@ fn_status fn_net_find_nonfinite(const fn_net *net, int with_grads, fn_nonfinite 
     free(s.host);
     return st;
 }
+
+/* acts[i] for every layer, dacts[i] below the last: dacts[n - 1] is a view
+ * of the caller's dy. */
+size_t fn_net_buffer_bytes(const fn_net *net)
+{
+    size_t n = 0;
+    for (int i = 0; net && i < net->n_layers; i++) {
+        n += fn_tensor_count(&net->acts[i]);
+        if (i + 1 < net->n_layers)
+            n += fn_tensor_count(&net->dacts[i]);
+    }
+    return n * sizeof(float);
+}

@@ -81,6 +81,17 @@ fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param)
     return opt->ops->state(opt, kind, param);
 }
 
+size_t fn_optimizer_state_bytes(fn_optimizer *opt)
+{
+    size_t n = 0;
+    for (int k = 0; opt && k < fn_optimizer_n_state(opt); k++)
+        for (int i = 0; i < opt->n_params; i++) {
+            const fn_tensor *t = fn_optimizer_state(opt, k, i);
+            n += t ? fn_tensor_count(t) : 0;
+        }
+    return n * sizeof(float);
+}
+
 /* t must hold data on `device` with value's shape. */
 static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
                             fn_device device)

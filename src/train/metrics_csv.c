@@ -17,7 +17,7 @@ struct fn_metrics_csv {
 };
 
 static const char header[] =
-    "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,lr,grad_norm\n";
+    "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,samples_per_s,lr,grad_norm\n";
 
 /* The header and the first `epochs` lines of path in *kept (malloc'ed;
  * NULL when there is nothing to keep: no file, or a fresh run). A path
@@ -95,11 +95,11 @@ fn_status fn_metrics_csv_open(fn_metrics_csv **out, const char *path, long long 
 }
 
 void fn_metrics_csv_add(fn_metrics_csv *csv, long long epoch, double train_loss, double train_acc,
-                        double valid_loss, double valid_acc, double seconds, double lr,
-                        double grad_norm)
+                        double valid_loss, double valid_acc, double seconds,
+                        double samples_per_s, double lr, double grad_norm)
 {
-    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f,%.9g,%.9g\n", epoch, train_loss, train_acc,
-            valid_loss, valid_acc, seconds, lr, grad_norm);
+    fprintf(csv->file, "%lld,%.9g,%.9g,%.9g,%.9g,%.3f,%.1f,%.9g,%.9g\n", epoch, train_loss,
+            train_acc, valid_loss, valid_acc, seconds, samples_per_s, lr, grad_norm);
     fflush(csv->file);
 }
 

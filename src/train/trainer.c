@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
@@ -15,40 +16,29 @@
 #include "train/optimizers.h"
 #include "train/trainer_impl.h"
 
-static fn_status make_dirs(const char *path)
-{
-    char *p = strdup(path);
-    if (!p)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
-    for (char *s = p + 1;; s++) {
-        char c = *s;
-        if (c != '/' && c != '\0')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            fn_status st =
-                fn_fail(FN_ERR_IO, "%s: cannot create directory: %s", p, strerror(errno));
-            free(p);
-            return st;
-        }
-        *s = c;
-        if (!c)
-            break;
-    }
-    free(p);
-    return FN_OK;
-}
-
-/* [run] device, or with device = auto the first GPU when there is one. */
+/* [run] device, or with device = auto the first GPU when there is one. A
+ * GPU asked for by name must be there before the device is reported. */
 static fn_status open_context(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
-    fn_train_device d = {.device = c->device, .gpu = c->gpu, .automatic = c->device_auto};
+    fn_train_device d = {.device = c->device, .gpu = c->gpu, .automatic = c->device_auto,
+                         .math = c->math};
     if (c->device_auto) {
         d.gpus_found = fn_cuda_device_count();
         d.device = d.gpus_found > 0 ? FN_CUDA : FN_CPU;
         d.gpu = d.gpus_found > 0 ? 0 : -1;
+    } else if (c->device == FN_CUDA) {
+        const int found = fn_cuda_device_count();
+        if (c->gpu >= found)
+            return fn_fail(FN_ERR_NODEV,
+                           "%s: [run] device = cuda:%d, but %s; use device = auto (a GPU when "
+                           "there is one, else the CPU) or device = cpu",
+                           c->path, c->gpu,
+                           found > 0 ? "this machine has fewer GPUs" : "no usable GPU was found");
     }
+    /* The CPU's products are always strict fp32: a notice, not an error,
+     * so one config runs on a GPU machine and on a laptop alike. */
+    d.math_unused = d.device == FN_CPU && c->math != FN_MATH_FP32;
     if (t->cb.on_device)
         t->cb.on_device(t->user, &d);
     return fn_context_create(&t->ctx, d.device, d.gpu, c->math);
@@ -100,51 +90,116 @@ static fn_status build(fn_trainer *t)
     return fn_tensor_alloc(&t->dpred, c->batch_size, fn_net_out_features(t->net), d);
 }
 
+/* --- the output directory ------------------------------------------------------ */
+
+/* The files a run writes in its directory, which no other run's may join. */
+enum { OUT_WEIGHTS, OUT_CHECKPOINT, OUT_CSV, OUT_BEST, N_OUT };
+static const char *const out_names[N_OUT] = {"weights.h5", "checkpoint.h5", "metrics.csv",
+                                             "best.h5"};
+
 static fn_status output_paths(fn_trainer *t)
 {
-    const char *dir = t->cfg->out_dir;
-    FN_TRY(make_dirs(dir));
-    /* Before any file is opened: a second run on this directory stops
-     * here, before it could truncate the first's temporaries. */
-    FN_TRY(fn_dir_lock_take(&t->lock, dir));
-    t->checkpoint_path = fn_path_join(dir, "checkpoint.h5");
-    t->weights_path = fn_path_join(dir, "weights.h5");
-    t->csv_path = fn_path_join(dir, "metrics.csv");
-    if (!t->checkpoint_path || !t->weights_path || !t->csv_path)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    char **paths[N_OUT] = {&t->weights_path, &t->checkpoint_path, &t->csv_path, &t->best_path};
+    for (int i = 0; i < N_OUT; i++)
+        if (!(*paths[i] = fn_path_join(t->cfg->out_dir, out_names[i])))
+            return fn_fail(FN_ERR_NOMEM, "out of memory");
     return FN_OK;
 }
 
-/* The checkpoint must continue this config's data order. */
+/* A fresh run into a directory holding another run's files: an error,
+ * naming them, unless it may overwrite them (fn_trainer_prepare_output
+ * removes them). A resumed run continues the run whose files they are. */
+static fn_status check_output(fn_trainer *t)
+{
+    if (t->resuming)
+        return FN_OK;
+    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
+    char found[128] = ""; /* room for every name of out_names */
+    for (int i = 0; i < N_OUT; i++) {
+        const size_t len = strlen(found);
+        if (access(paths[i], F_OK) == 0)
+            snprintf(found + len, sizeof found - len, "%s%s", len ? ", " : "", out_names[i]);
+    }
+    if (!found[0] || t->overwrite)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "%s holds another run's %s; give --overwrite to replace them, --resume to "
+                   "continue that run, or another [output] dir",
+                   t->cfg->out_dir, found);
+}
+
+fn_status fn_trainer_prepare_output(fn_trainer *t)
+{
+    if (t->output_ready)
+        return FN_OK;
+    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
+    for (int i = 0; t->overwrite && !t->resuming && i < N_OUT; i++)
+        if (unlink(paths[i]) != 0 && errno != ENOENT)
+            return fn_fail(FN_ERR_IO, "%s: cannot remove the earlier run's file: %s", paths[i],
+                           strerror(errno));
+    t->output_ready = 1;
+    return FN_OK;
+}
+
+/* --- resuming ------------------------------------------------------------------ */
+
+/* Appends a difference, fmt with its two numbers, to the list in buf. */
+static void add_difference(char *buf, size_t cap, const char *fmt, long long was, long long is)
+{
+    size_t len = strlen(buf);
+    if (len + 2 < cap)
+        snprintf(buf + len, cap - len, "%s", len ? "; " : "");
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, fmt, was, is);
+}
+
+/* The checkpoint must continue this config's run: its data order depends
+ * on the seed, the batch size, and the set's rows and slab size ([data]
+ * train and memory_budget_mb); its layers were checked by the load. */
 static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
 {
     const fn_config *c = t->cfg;
-    if (s->seed != c->seed || s->batch_size != c->batch_size)
-        return fn_fail(FN_ERR_INVALID,
-                       "%s was written with seed %llu and batch_size %d; the config has seed %llu "
-                       "and batch_size %d, so the run cannot continue the same way",
-                       t->checkpoint_path, (unsigned long long)s->seed, s->batch_size,
-                       (unsigned long long)c->seed, c->batch_size);
-    /* The data order also depends on the set's rows and its slab size,
-     * which [data] train and memory_budget_mb decide. */
     const long long rows = (long long)fn_data_rows(t->train),
                     slab = (long long)fn_data_slab_rows(t->train);
-    if (s->rows != rows || s->slab_rows != slab)
-        return fn_fail(FN_ERR_INVALID,
-                       "%s was written for a training set of %lld rows read in slabs of %lld; "
-                       "this run's set has %lld rows in slabs of %lld ([data] train and "
-                       "memory_budget_mb), so the run cannot continue the same way",
-                       t->checkpoint_path, s->rows, s->slab_rows, rows, slab);
-    return FN_OK;
+    char diff[512] = "";
+    if (s->seed != c->seed)
+        add_difference(diff, sizeof diff, "seed %lld (the config: %lld)", (long long)s->seed,
+                       (long long)c->seed);
+    if (s->batch_size != c->batch_size)
+        add_difference(diff, sizeof diff, "batch_size %lld (the config: %lld)", s->batch_size,
+                       c->batch_size);
+    if (s->rows != rows)
+        add_difference(diff, sizeof diff, "a training set of %lld rows (this one: %lld)", s->rows,
+                       rows);
+    else if (s->slab_rows != slab)
+        add_difference(diff, sizeof diff,
+                       "the set read in slabs of %lld rows (memory_budget_mb makes %lld)",
+                       s->slab_rows, slab);
+    if (!diff[0])
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "%s was written by another run: %s; --resume continues only the same run "
+                   "(--overwrite starts afresh)",
+                   t->checkpoint_path, diff);
 }
 
 static fn_status resume(fn_trainer *t)
 {
     fn_train_state s = {0};
-    FN_TRY(fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s));
+    /* A checkpoint of other layers fails here, naming the first that
+     * differs ("group 'layer0': out_features is 32, the model has 64"). */
+    fn_status st = fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s);
+    if (st != FN_OK) {
+        fn_error_prefix("--resume: ");
+        return st;
+    }
     FN_TRY(check_resumable(t, &s));
     t->state = s;
     t->checkpoint_ours = 1;
+    /* A run that stopped early stays stopped unless patience grew: it
+     * ends at once, writing the same weights. */
+    const int patience = t->cfg->patience;
+    t->stopped_early = patience > 0 && s.step == 0 && s.since_best >= patience;
     if (t->cb.on_resume)
         t->cb.on_resume(t->user, t->checkpoint_path, &t->state);
     return FN_OK;
@@ -169,18 +224,18 @@ static void notice_constant(fn_trainer *t, int count, const int *list, int liste
 /* The input standardisation: a checkpoint's when resuming, an init file's
  * when it has one, else the training set's statistics; each must agree
  * with [data] standardize. Both loaders apply it. */
-static fn_status setup_norm(fn_trainer *t, int resuming)
+static fn_status setup_norm(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
     const int in = fn_data_in_features(t->train);
-    const char *from = resuming ? t->checkpoint_path : c->init;
+    const char *from = t->resuming ? t->checkpoint_path : c->init;
     if (from) {
         FN_TRY(fn_input_norm_load(&t->norm, t->ctx, from, in));
         if (t->norm && !c->standardize)
             return fn_fail(FN_ERR_INVALID, "%s holds input standardisation (/input_norm): set "
                            "[data] standardize = true to %s it", from,
-                           resuming ? "resume" : "start from");
-        if (!t->norm && c->standardize && resuming)
+                           t->resuming ? "resume" : "start from");
+        if (!t->norm && c->standardize && t->resuming)
             return fn_fail(FN_ERR_INVALID, "%s was written without input standardisation; the "
                            "config has [data] standardize = true", from);
     }
@@ -195,19 +250,22 @@ static fn_status setup_norm(fn_trainer *t, int resuming)
     return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
 }
 
-static fn_status setup(fn_trainer *t, int resuming)
+/* Nothing is written here. The output directory is locked first, before
+ * any file in it is read or written (made for it when missing: the lock
+ * removes it again if the run writes nothing). */
+static fn_status setup(fn_trainer *t)
 {
     FN_TRY(output_paths(t));
+    FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
+    FN_TRY(check_output(t));
     FN_TRY(open_context(t));
     FN_TRY(open_sets(t));
     FN_TRY(build(t));
-    FN_TRY(setup_norm(t, resuming));
+    FN_TRY(setup_norm(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
-    if (resuming)
-        FN_TRY(resume(t));
-    return fn_metrics_csv_open(&t->csv, t->csv_path, t->state.epoch);
+    return t->resuming ? resume(t) : FN_OK;
 }
 
 fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
@@ -222,10 +280,12 @@ fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
     t->cfg = cfg;
     if (options) {
         t->user = options->user;
+        t->resuming = options->resume != 0;
+        t->overwrite = options->overwrite != 0;
         if (options->callbacks)
             t->cb = *options->callbacks;
     }
-    fn_status st = setup(t, options && options->resume);
+    fn_status st = setup(t);
     if (st != FN_OK) {
         /* Tearing down may leave messages of its own: the caller gets the
          * failure's. */
@@ -257,6 +317,7 @@ void fn_trainer_destroy(fn_trainer *t)
     free(t->checkpoint_path);
     free(t->weights_path);
     free(t->csv_path);
+    free(t->best_path);
     fn_dir_lock_release(t->lock); /* last: every file of the run is closed */
     free(t);
 }
@@ -274,6 +335,8 @@ const char *fn_trainer_checkpoint_path(const fn_trainer *t)
 }
 
 const char *fn_trainer_weights_path(const fn_trainer *t) { return t ? t->weights_path : NULL; }
+
+const char *fn_trainer_best_path(const fn_trainer *t) { return t ? t->best_path : NULL; }
 
 fn_net *fn_trainer_net(const fn_trainer *t) { return t ? t->net : NULL; }
 

@@ -1,6 +1,7 @@
 /* trainer_impl.h (private) — the trainer's struct and what its files share:
  * src/train/trainer.c sets a run up and ends it, trainer_loop.c runs its
- * epochs, trainer_step.c takes a step and evaluates. */
+ * epochs, trainer_step.c takes a step and evaluates, trainer_summary.c
+ * describes the model and its memory. */
 #ifndef FUSENET_TRAIN_TRAINER_IMPL_H
 #define FUSENET_TRAIN_TRAINER_IMPL_H
 
@@ -30,12 +31,25 @@ struct fn_trainer {
     int stop;              /* should_stop said so */
     int ran;               /* fn_trainer_run was called */
     fn_train_outcome outcome;
-    fn_metrics_csv *csv;
-    char *checkpoint_path, *weights_path, *csv_path;
     fn_dir_lock *lock;     /* the output directory's, held for the run's life */
+    fn_metrics_csv *csv;   /* opened with the first epoch's line */
+    char *checkpoint_path, *weights_path, *csv_path, *best_path;
+    int resuming, overwrite; /* the options' */
+    int output_ready;      /* the directory is made (and cleared, overwriting) */
+    int stopped_early;     /* [train] patience ran out */
     double epoch_started;  /* monotonic seconds */
     long long seen_before; /* state.seen when this epoch (or its resumed part) began */
+    double epoch_rate;     /* samples/s of the last epoch's training */
+    long long run_rows;    /* rows trained by this process ... */
+    double run_seconds;    /* ... in this much training time (steps, not validation) */
 };
+
+/* trainer.c: makes the output directory and, overwriting, removes the
+ * earlier run's files; once, before the first file is written. */
+fn_status fn_trainer_prepare_output(fn_trainer *t);
+
+/* trainer_summary.c: on_model, when the caller has it. */
+void fn_trainer_report_model(fn_trainer *t);
 
 /* trainer_step.c */
 

@@ -1,8 +1,9 @@
 /* trainer_loop.c — fn_trainer_run: the epochs left, each its steps over the
- * batches the loader prepares, then validation, metrics.csv and, every
- * [train] checkpoint_every epochs, a checkpoint; a stop the caller asks for
- * ends the run after a step with a checkpoint; the last epoch with
- * weights.h5. */
+ * batches the loader prepares, then validation, best.h5 when it improved
+ * ([train] keep_best), metrics.csv and, every [train] checkpoint_every
+ * epochs, a checkpoint; a stop the caller asks for ends the run after a
+ * step with a checkpoint; the last epoch, or [train] patience epochs
+ * without improvement, with weights.h5. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <time.h>
@@ -56,27 +57,46 @@ static void report_step(const fn_trainer *t, float loss)
     t->cb.on_step(t->user, &p);
 }
 
-static void report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_metrics valid)
+/* The epoch's line, and metrics.csv's: opened with the first line, so a run
+ * that ends before any epoch does leaves no header-only file; a resumed
+ * run keeps the lines of the epochs before this one. */
+static fn_status report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_metrics valid,
+                              int improved)
 {
     const fn_train_state *s = &t->state;
+    const int watching = t->cfg->keep_best || t->cfg->patience > 0;
     const fn_train_epoch e = {.epoch = s->epoch, .epochs = t->cfg->epochs, .train = train,
-                              .valid = valid, .seconds = s->seconds};
+                              .valid = valid, .seconds = s->seconds,
+                              .samples_per_s = t->epoch_rate, .improved = watching && improved,
+                              .since_best = watching ? s->since_best : 0};
     if (t->cb.on_epoch)
         t->cb.on_epoch(t->user, &e);
+    if (!t->csv) {
+        FN_TRY(fn_trainer_prepare_output(t));
+        FN_TRY(fn_metrics_csv_open(&t->csv, t->csv_path, s->epoch));
+    }
     const double lr = fn_schedule_lr(&t->schedule, s->global_step > 0 ? s->global_step - 1 : 0);
     fn_metrics_csv_add(t->csv, s->epoch + 1, train.loss, train.acc, valid.loss, valid.acc,
-                       s->seconds, (double)(float)lr, s->grad_norm);
+                       s->seconds, t->epoch_rate, (double)(float)lr, s->grad_norm);
+    return FN_OK;
 }
 
 static void report_done(const fn_trainer *t)
 {
     if (!t->cb.on_done)
         return;
-    const fn_train_summary summary = {.loader = fn_loader_get_stats(t->loader),
-                                      .epochs = t->cfg->epochs,
-                                      .steps = t->state.global_step,
-                                      .seconds = t->state.seconds,
-                                      .weights_path = t->weights_path};
+    const fn_train_state *s = &t->state;
+    const fn_train_summary summary = {
+        .loader = fn_loader_get_stats(t->loader),
+        .epochs = (int)s->epoch,
+        .steps = s->global_step,
+        .seconds = s->seconds,
+        .weights_path = t->weights_path,
+        .samples_per_s = t->run_seconds > 0 ? (double)t->run_rows / t->run_seconds : 0,
+        .stopped_early = t->stopped_early,
+        .best_epoch = s->best_epoch,
+        .best = s->best,
+        .best_path = t->cfg->keep_best ? t->best_path : NULL};
     t->cb.on_done(t->user, &summary);
 }
 
@@ -116,10 +136,31 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     fn_status halted = fn_loader_halt(t->loader);
     FN_TRY(st);
     FN_TRY(halted);
+    const double seconds = now() - t->epoch_started;
+    const long long rows = s->seen - t->seen_before;
+    t->epoch_rate = seconds > 0 ? (double)rows / seconds : 0;
+    t->run_rows += rows;
+    t->run_seconds += seconds;
     m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;
     m->acc = t->cfg->loss == FN_LOSS_CROSS_ENTROPY && s->seen ? (double)s->correct / (double)s->seen
                                                                : NAN;
     return FN_OK;
+}
+
+/* keep_best and patience: whether the validation metric improved (accuracy
+ * for cross_entropy, loss for mse); best.h5 when it did and keep_best. */
+static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved)
+{
+    const fn_config *c = t->cfg;
+    *improved = 0;
+    if (!t->valid_loader || (!c->keep_best && c->patience <= 0))
+        return FN_OK;
+    const int mse = c->loss == FN_LOSS_MSE;
+    *improved = fn_train_state_best(&t->state, mse ? valid.loss : valid.acc, mse);
+    if (!*improved || !c->keep_best)
+        return FN_OK;
+    FN_TRY(fn_trainer_prepare_output(t));
+    return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
 }
 
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
@@ -128,7 +169,12 @@ static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
     FN_TRY(fn_trainer_sync_grad_norm(t));
     if (t->valid_loader)
         FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
-    report_epoch(t, train, valid);
+    int improved = 0;
+    FN_TRY(watch_best(t, valid, &improved));
+    FN_TRY(report_epoch(t, train, valid, improved));
+    const int patience = t->cfg->patience;
+    t->stopped_early = patience > 0 && t->state.since_best >= patience &&
+                       t->state.epoch + 1 < t->cfg->epochs;
     fn_train_state_next_epoch(&t->state);
     const int every = t->cfg->checkpoint_every;
     if (every > 0 && t->state.epoch % every == 0 && !stop_requested(t))
@@ -139,7 +185,7 @@ static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
 static fn_status train_loop(fn_trainer *t)
 {
     fn_train_state *s = &t->state;
-    while (s->epoch < t->cfg->epochs) {
+    while (s->epoch < t->cfg->epochs && !t->stopped_early) {
         double t0 = now();
         fn_train_metrics train;
         FN_TRY(train_epoch(t, &train));
@@ -166,12 +212,14 @@ fn_status fn_trainer_run(fn_trainer *t)
         t->outcome = FN_TRAIN_STOPPED_AT_START;
         return FN_OK;
     }
+    fn_trainer_report_model(t);
     report_start(t);
     FN_TRY(train_loop(t));
     if (stop_requested(t)) {
         t->outcome = FN_TRAIN_STOPPED;
         return fn_trainer_save_checkpoint(t);
     }
+    FN_TRY(fn_trainer_prepare_output(t));
     FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
     t->outcome = FN_TRAIN_DONE;
     report_done(t);

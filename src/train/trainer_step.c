@@ -156,6 +156,7 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
     FN_TRY(fn_trainer_sync_grad_norm(t));
+    FN_TRY(fn_trainer_prepare_output(t));
     fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
                                           t->cfg->text);
     if (st == FN_OK)

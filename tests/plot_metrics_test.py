@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""plot_metrics_test.py — scripts/plot_metrics.py renders a PNG of the size
+it draws (ctest "plot_metrics"): two panels for a classifying run (12 x
+4.5 inches at 100 dpi: 1200 x 450 pixels), one for an mse run, whose
+accuracy columns are nan (600 x 450); the best epoch it marks is keep_best's
+(highest validation accuracy, first of equals; lowest loss for mse); a CSV
+without epochs or columns is an error naming the file. Needs FN_SOURCE_DIR (set by ctest) and Debian's
+python3-matplotlib."""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+SCRIPT = os.path.join(os.environ["FN_SOURCE_DIR"], "scripts", "plot_metrics.py")
+HEADER = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,samples_per_s\n"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def png_size(path):
+    """(width, height) from the IHDR chunk, after checking the signature."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        sys.exit(f"{path} is not a PNG")
+    return struct.unpack(">II", head[16:24])
+
+
+def check_render(tmp, name, lines, want):
+    csv_path = os.path.join(tmp, name + ".csv")
+    with open(csv_path, "w") as f:
+        f.write(HEADER + "".join(lines))
+    out = os.path.join(tmp, name + ".png")
+    r = run(csv_path, "-o", out)
+    if r.returncode != 0:
+        sys.exit(f"{name}: plot_metrics.py failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    size = png_size(out)
+    if size != want:
+        sys.exit(f"{name}: the PNG is {size[0]} x {size[1]}, expected {want[0]} x {want[1]}")
+    # A drawn figure of that size is tens of KB; a blank one a few.
+    if os.path.getsize(out) < 10000:
+        sys.exit(f"{name}: the PNG has only {os.path.getsize(out)} bytes")
+
+
+def check_error(tmp, name, text, needle):
+    csv_path = os.path.join(tmp, name + ".csv")
+    with open(csv_path, "w") as f:
+        f.write(text)
+    r = run(csv_path, "-o", os.path.join(tmp, name + ".png"))
+    if r.returncode == 0 or needle not in r.stderr or csv_path not in r.stderr:
+        sys.exit(f"{name}: expected a failure naming {csv_path} and '{needle}', got "
+                 f"{r.returncode}:\n{r.stderr}")
+
+
+def check_best():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import plot_metrics
+    nan = float("nan")
+    acc = {"epoch": [1, 2, 3, 4], "valid_acc": [0.5, 0.9, 0.9, 0.8],
+           "valid_loss": [1.0, 0.5, 0.2, 0.1]}
+    mse = {"epoch": [1, 2, 3], "valid_acc": [nan] * 3, "valid_loss": [1.0, 0.3, 0.4]}
+    none = {"epoch": [1, 2], "valid_acc": [nan] * 2, "valid_loss": [nan] * 2}
+    got = [plot_metrics.best_epoch(c) for c in (acc, mse, none)]
+    if got != [2, 2, None]:
+        sys.exit(f"best epochs {got}, expected [2, 2, None]")
+
+
+def main():
+    check_best()
+    with tempfile.TemporaryDirectory() as tmp:
+        classify = [f"{e},{1.0 / e:.4f},{0.5 + e / 50:.4f},{1.2 / e:.4f},{0.45 + e / 50:.4f},"
+                    f"{0.1 * e:.3f},50000.0\n" for e in range(1, 21)]
+        check_render(tmp, "classify", classify, (1200, 450))
+        mse = [f"{e},{1.0 / e:.4f},nan,{1.2 / e:.4f},nan,{0.1 * e:.3f},50000.0\n"
+               for e in range(1, 11)]
+        check_render(tmp, "mse", mse, (600, 450))
+        # Without -o: curves.png beside the CSV.
+        r = run(os.path.join(tmp, "mse.csv"))
+        if r.returncode != 0 or png_size(os.path.join(tmp, "curves.png")) != (600, 450):
+            sys.exit(f"without -o: no curves.png beside the CSV:\n{r.stderr}")
+        check_error(tmp, "empty", HEADER, "no epochs")
+        check_error(tmp, "columns", "epoch,loss\n1,0.5\n", "no column train_loss")
+        check_error(tmp, "bad", HEADER + "1,x,0,0,0,0,0\n", ":2: train_loss is 'x'")
+    print("plot_metrics.py: PNG sizes and errors as expected")
+
+
+if __name__ == "__main__":
+    main()
