@@ -100,6 +100,12 @@ static const bad_input cases[] = {
     TRAIN("empty config", 1, "empty.ini: [data] train is required", "empty.ini"),
     TRAIN("NUL byte", 1, "binary.ini:3: a NUL byte: not a text file", "binary.ini"),
     TRAIN("missing config", 1, "nothere.ini: cannot open: No such file", "nothere.ini"),
+    /* A petabyte of weights (two layers of 2^24 features) fails at once,
+     * naming need and limit, before anything is allocated. */
+    TRAIN("huge layers", 1, "the network needs at least 2251806.3 GB of host memory (parameters "
+          "1125901.0 GB, their gradients 1125901.0 GB, activations for batches of 8 rows 4.3 GB), "
+          "more than the", "train.ini",
+          "--set", "model.layers=block 16777216, block 16777216, linear 4"),
     TRAIN("--set negative", 1, "--set train.batch_size=-4: -4 is out of range", "train.ini",
           "--set", "train.batch_size=-4"),
     TRAIN("--set missing data file", 1, "--set data.train=gone.h5: cannot read 'gone.h5'",
@@ -233,6 +239,10 @@ static const bad_input cases[] = {
             "'weight' declares [4, 8] but stores nothing: it was never written"),
     PREDICT("weights_missing_chunk.h5", "good.h5", "weights_missing_chunk.h5: group 'layer1': "
             "dataset 'weight' declares [4, 8] in 4 chunks but stores only 3 of them"),
+    {"predict weights_huge_layers.h5", "predict",
+     {"weights_huge_layers.h5", "good.h5", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
+     "weights_huge_layers.h5: the network needs at least 2251801.5 GB of host memory (parameters "
+     "1125900.6 GB, their gradients 1125900.6 GB, activations for batches of 1 row 0.3 GB)"},
     PREDICT("weights_truncated.h5", "good.h5",
             "weights_truncated.h5: not a readable HDF5 file: truncated file"),
     PREDICT("weights_corrupt.h5", "good.h5",

@@ -77,6 +77,12 @@ struct fn_layer_kind {
      * values read back from a file; checked (FN_ERR_FORMAT). */
     fn_status (*set_attrs)(const fn_layer_attr_value *values, int in_features, int out_features,
                            fn_layer_hparams *hp);
+    /* The floats a layer of in_features -> spec->width takes, for the
+     * memory check before anything is built (model.h): its parameters
+     * (each has a gradient as large), and its own buffers per row of a
+     * batch (NULL: none). Counted as doubles: 2^24 x 2^24 overflows an int. */
+    double (*param_floats)(int in_features, const fn_layer_spec *spec);
+    double (*row_floats)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
 };
 
 /* The registry: every kind, in the order messages list them. */

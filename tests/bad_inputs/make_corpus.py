@@ -300,6 +300,11 @@ def main():
         for row in (0, 1, 3):
             d[row] = w[row]
     weights("weights_missing_chunk.h5", edit=missing_chunk)
+    # 13 KB claiming two layers of 2^24 features (a petabyte of weights):
+    # refused before anything is allocated. The datasets are never reached.
+    l = good_layers()
+    l[0]["out"] = l[1]["in"] = l[1]["out"] = 2**24
+    weights("weights_huge_layers.h5", layers=l)
     truncate("weights_truncated.h5", "good_weights.h5", 0.6)
     overwrite("weights_corrupt.h5", "good_weights.h5",
               object_header("good_weights.h5", "layer1/weight"), 64)
