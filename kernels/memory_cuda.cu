@@ -60,3 +60,11 @@ extern "C" void fn_cuda_host_free(void *ptr)
     if (ptr)
         cudaFreeHost(ptr);
 }
+
+extern "C" fn_status fn_cuda_memory_free(int gpu, size_t *free_bytes, size_t *total)
+{
+    *free_bytes = *total = 0;
+    FN_CUDA_CHECK(cudaSetDevice(gpu));
+    FN_CUDA_CHECK(cudaMemGetInfo(free_bytes, total));
+    return FN_OK;
+}

@@ -3,7 +3,9 @@
  * never a silently changed value (issue 15, item 6). Data chunks carry
  * Fletcher-32 checksums and the metadata the checksums of HDF5's 1.8 file
  * format (h5util.c). Bits are flipped at positions spread over the whole
- * file by a fixed generator, each in a fresh copy. */
+ * file by a fixed generator, each in a fresh copy. And a checkpoint whose
+ * momentum dataset lacks a chunk (HDF5 would read it as zeros: a resume
+ * with zero momentum) is refused naming the dataset (item 5). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <hdf5.h>
 
 #include "expect.h"
 #include "fusenet/checkpoint.h"
@@ -162,11 +165,74 @@ static void test_checkpoint_bit_flips(void **state)
     fn_net_destroy(net);
 }
 
+/* Rewrites dataset `name` of the file at path as fusenet writes it (chunks
+ * of one row, Fletcher-32) with row `skip`'s chunk never written. */
+static void drop_chunk(const char *path, const char *name, hsize_t skip)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    hid_t set = H5Dopen2(file, name, H5P_DEFAULT), space = H5Dget_space(set);
+    hsize_t dims[2] = {0, 0};
+    assert_int_equal(H5Sget_simple_extent_dims(space, dims, NULL), 2);
+    float *values = malloc(dims[0] * dims[1] * sizeof(float));
+    assert_non_null(values);
+    assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0);
+    H5Dclose(set);
+    assert_true(H5Ldelete(file, name, H5P_DEFAULT) >= 0);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[2] = {1, dims[1]};
+    assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0 && H5Pset_fletcher32(dcpl) >= 0);
+    set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(set >= 0);
+    hid_t row = H5Screate_simple(2, chunk, NULL);
+    for (hsize_t r = 0; r < dims[0]; r++) {
+        if (r == skip)
+            continue;
+        const hsize_t start[2] = {r, 0};
+        assert_true(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL) >= 0);
+        assert_true(H5Dwrite(set, H5T_NATIVE_FLOAT, row, space, H5P_DEFAULT,
+                             values + r * dims[1]) >= 0);
+    }
+    H5Sclose(row);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Dclose(set);
+    H5Fclose(file);
+    free(values);
+}
+
+static void test_checkpoint_missing_chunk(void **state)
+{
+    fn_context *ctx = *state;
+    fn_net *net = small_net(ctx);
+    fn_sgd_config cfg = fn_sgd_config_default(0.1f);
+    cfg.momentum = 0.9f;
+    fn_sgd *sgd = NULL;
+    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
+    const fn_train_state s = {.epoch = 1, .seed = 5, .batch_size = 4, .rows = 40, .slab_rows = 40};
+    char path[] = "/tmp/fn_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    EXPECT_OK(fn_checkpoint_save(path, net, fn_sgd_optimizer(sgd), &s, NULL));
+    fn_net *other = small_net(ctx);
+    EXPECT_OK(load_checkpoint(other, path, &cfg));
+    drop_chunk(path, "momentum/layer0.weight", 3);
+    EXPECT_FAIL(load_checkpoint(other, path, &cfg), FN_ERR_FORMAT,
+                "group 'momentum': dataset 'layer0.weight' declares [16, 8] in 16 chunks but "
+                "stores only 15 of them");
+    unlink(path);
+    fn_net_destroy(other);
+    fn_sgd_destroy(sgd);
+    fn_net_destroy(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weights_bit_flips),
         cmocka_unit_test(test_checkpoint_bit_flips),
+        cmocka_unit_test(test_checkpoint_missing_chunk),
     };
     return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
 }

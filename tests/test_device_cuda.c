@@ -13,6 +13,8 @@
 
 #include "expect.h"
 #include "fusenet/device.h"
+#include "fusenet/layer_kind.h"
+#include "fusenet/model.h"
 #include "fusenet/tensor.h"
 
 static void expect_message(const char *needle)
@@ -81,6 +83,34 @@ static void test_out_of_device_memory_is_nomem(void **state)
     fn_context_destroy(ctx);
 }
 
+/* The device's free memory is what a net is checked against before it is
+ * built (issue 15, item 8): a petabyte of layers fails at once naming the
+ * need and the GPU's free memory, having allocated nothing. */
+static void test_net_larger_than_the_gpu_is_refused(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    fn_context *ctx = NULL;
+    if (fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32) != FN_OK)
+        fail_msg("context: %s", fn_last_error());
+    double free_bytes = 0;
+    const char *source = NULL;
+    assert_int_equal(fn_context_memory_available(ctx, &free_bytes, &source), FN_OK);
+    assert_true(free_bytes > 0);
+    assert_string_equal(source, "free GPU memory");
+    const fn_layer_kind *block = NULL, *linear = NULL;
+    assert_int_equal(fn_layer_kind_find("block", &block), FN_OK);
+    assert_int_equal(fn_layer_kind_find("linear", &linear), FN_OK);
+    const fn_layer_spec huge[] = {{block, 1 << 24}, {block, 1 << 24}, {linear, 4}};
+    const fn_layer_hparams hp = {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f};
+    fn_net *net = NULL;
+    assert_int_equal(fn_model_create(&net, ctx, huge, 3, 6, &hp, 8, 1), FN_ERR_NOMEM);
+    assert_null(net);
+    expect_message("the network needs at least 2251806.3 GB of GPU memory");
+    expect_message("of free GPU memory");
+    fn_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -88,6 +118,7 @@ int main(void)
         cmocka_unit_test(test_no_gpu_is_nodev),
         cmocka_unit_test(test_negative_gpu_is_nodev),
         cmocka_unit_test(test_out_of_device_memory_is_nomem),
+        cmocka_unit_test(test_net_larger_than_the_gpu_is_refused),
     };
     return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

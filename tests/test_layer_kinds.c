@@ -16,6 +16,7 @@
 #include "fusenet/block.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
+#include "fusenet/model.h"
 
 static int setup(void **state)
 {
@@ -199,13 +200,45 @@ static void test_no_fused_step_on_the_cpu(void **state)
     }
 }
 
+/* The memory arithmetic before a net is built (model.h) against the net
+ * built: every parameter and its gradient counted, and a net too large for
+ * any machine (two layers of 2^24 features: a petabyte) refused before
+ * anything is allocated, naming need and limit (issue 15, item 8). */
+static void test_memory_need(void **state)
+{
+    const fn_layer_kind *block = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {{block, 16}, {linear, 3}};
+    fn_model_memory need;
+    fn_model_memory_need(specs, 2, 8, &hp, 4, &need);
+    fn_net *net = NULL;
+    EXPECT_OK(fn_model_create(&net, *state, specs, 2, 8, &hp, 4, 1));
+    double bytes = 0;
+    for (int i = 0; i < fn_net_n_params(net); i++)
+        bytes += (double)fn_tensor_count(&fn_net_param(net, i)->value) * sizeof(float);
+    fn_net_destroy(net);
+    assert_true(need.params == bytes && need.grads == bytes);
+    /* Per row: the block's z, dz [16] and mean, rstd [4] and its output
+     * [16]; the linear's output [3] and its input's gradient [16]. */
+    assert_true(need.activations == (2 * 16 + 2 * 4 + 16 + 3 + 16) * 4.0 * sizeof(float));
+    assert_true(need.total == need.params + need.grads + need.activations);
+    const fn_layer_spec huge[] = {{block, 1 << 24}, {block, 1 << 24}, {linear, 4}};
+    const fn_layer_hparams one = {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f};
+    EXPECT_FAIL(fn_model_create(&net, *state, huge, 3, 6, &one, 8, 1), FN_ERR_NOMEM,
+                "the network needs at least 2251806.3 GB of host memory");
+    assert_null(net);
+    assert_non_null(strstr(fn_last_error(), "more than the"));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_lookup),          T(test_unknown_kind),          T(test_kind_of_layer),
         T(test_parse_and_check), T(test_block_attrs_round_trip), T(test_linear_has_no_attrs),
-        T(test_no_fused_step_on_the_cpu),
+        T(test_no_fused_step_on_the_cpu), T(test_memory_need),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

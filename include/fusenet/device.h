@@ -33,6 +33,13 @@ void fn_context_destroy(fn_context *ctx);
 fn_device fn_context_device(const fn_context *ctx);
 fn_math fn_context_math(const fn_context *ctx);
 
+/* The memory a run on this context can still take, in bytes: on the GPU
+ * its free memory (cudaMemGetInfo); on the CPU the host's available memory
+ * (MemAvailable of /proc/meminfo, else sysconf's available pages), capped
+ * by RLIMIT_AS when one is set. *source names it for messages ("free GPU
+ * memory", "available host memory", "RLIMIT_AS"). */
+fn_status fn_context_memory_available(const fn_context *ctx, double *bytes, const char **source);
+
 /* Waits for all work queued on the context (a no-op on the CPU). */
 fn_status fn_context_sync(fn_context *ctx);
 

@@ -81,6 +81,12 @@ struct fn_layer_kind {
      * besides its parameters and their gradients: what forward caches for
      * backward, at its max_batch, and its backend's workspace. NULL: none. */
     size_t (*buffer_bytes)(const fn_layer *l);
+    /* The floats a layer of in_features -> spec->width takes, for the
+     * memory check before anything is built (model.h): its parameters
+     * (each has a gradient as large), and its own buffers per row of a
+     * batch (NULL: none). Counted as doubles: 2^24 x 2^24 overflows an int. */
+    double (*param_floats)(int in_features, const fn_layer_spec *spec);
+    double (*row_floats)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
 };
 
 /* The registry: every kind, in the order messages list them. */

@@ -27,6 +27,32 @@ fn_status fn_model_create(fn_net **net, fn_context *ctx, const fn_layer_spec *sp
 fn_status fn_model_create_each(fn_net **net, fn_context *ctx, const fn_layer_spec *specs,
                                int n_layers, int in_features, const fn_layer_hparams *hp,
                                int max_batch, uint64_t seed);
+/* What the layers specs[0 .. n_layers) take in bytes, before any is built:
+ * parameter values, their gradients, and for batches of max_batch rows the
+ * activations, their gradients (net.c) and the layers' own buffers. A lower
+ * bound of the run's need: an optimiser's state, data slabs and allocator
+ * overhead come on top. */
+typedef struct fn_model_memory {
+    double params, grads, activations, total;
+} fn_model_memory;
+void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_features,
+                          const fn_layer_hparams *hp, int max_batch, fn_model_memory *need);
+/* Adds one layer's share to *need (first: the net's first layer, whose
+ * input gradient is never kept), for lists whose layers have settings of
+ * their own (a weights file's). */
+void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int in_features,
+                         const fn_layer_hparams *hp, int max_batch, int first);
+/* FN_ERR_NOMEM naming need and limit when need->total exceeds what ctx can
+ * still take. */
+fn_status fn_model_memory_check(const fn_context *ctx, const fn_model_memory *need,
+                                int max_batch);
+/* FN_ERR_NOMEM, naming the need and the limit, when fn_model_memory_need's
+ * total exceeds what ctx can still take (fn_context_memory_available):
+ * "the network needs at least 68.7 GB of host memory (...), more than the
+ * 22.1 GB of available host memory". fn_model_create checks this first. */
+fn_status fn_model_check_memory(const fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                                int in_features, const fn_layer_hparams *hp, int max_batch);
+
 /* Appends one layer of spec for inputs of in_features columns. */
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
                              const fn_layer_hparams *hp, fn_rng *rng);

@@ -28,6 +28,8 @@ fn_status fn_cuda_copy(void *dst, fn_device dst_device, const void *src, fn_devi
 /* Pinned host memory (cudaHostAlloc), for copies that overlap with kernels. */
 fn_status fn_cuda_host_alloc(void **ptr, size_t bytes);
 void fn_cuda_host_free(void *ptr);
+/* The free and total device memory of GPU gpu (cudaMemGetInfo). */
+fn_status fn_cuda_memory_free(int gpu, size_t *free_bytes, size_t *total);
 
 /* kernels/transfer_cuda.cu: host-to-device copies on a copy stream of their
  * own, ordered against the context's stream by two events per slot (a slot

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fusenet/data.h"
+#include "io/h5_storage.h"
 #include "io/h5util.h"
 #include "io/shuffle.h"
 
@@ -43,9 +44,7 @@ static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, h
 {
     if (H5Lexists(d->file, name, H5P_DEFAULT) <= 0)
         return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s'", d->path, name);
-    *set = H5Dopen2(d->file, name, H5P_DEFAULT);
-    if (*set < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a readable dataset", d->path, name);
+    FN_TRY(fn_h5_open_dataset(d->file, d->path, name, set));
     /* Any rank is read here; the callers say which one they expect. */
     hsize_t all[H5S_MAX_RANK] = {0};
     hid_t space = H5Dget_space(*set);
@@ -119,90 +118,6 @@ static fn_status check_type(const fn_data *d, const char *name, hid_t type, int 
     return FN_OK;
 }
 
-/* How much larger than its storage a filtered (compressed) dataset may be.
- * deflate (gzip), with or without shuffle, cannot pass 1032:1 even on all
- * zeros; 65536:1 leaves room for filters that store a constant chunk in a
- * few bytes (scale-offset, blosc, zstd) on chunks of up to a few MB, and
- * no real training data compresses like that. */
-#define MAX_COMPRESSION 65536.0
-
-/* The chunks a chunked dataset's extent needs (0 when unknown); -1 when a
- * chunk is larger than a fixed dimension, which HDF5 never writes (and
- * 1.10.8 crashes reading such a file). */
-static double chunks_needed(hid_t set, hid_t dcpl, int rank, const hsize_t *dims)
-{
-    hsize_t chunk[H5S_MAX_RANK] = {0}, max[H5S_MAX_RANK] = {0};
-    hid_t space = H5Dget_space(set);
-    int r = space < 0 ? -1 : H5Sget_simple_extent_dims(space, NULL, max);
-    if (space >= 0)
-        H5Sclose(space);
-    if (r != rank || H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk) != rank)
-        return 0;
-    double n = 1;
-    for (int i = 0; i < rank; i++) {
-        if (max[i] != H5S_UNLIMITED && chunk[i] > max[i])
-            return -1;
-        if (chunk[i] == 0)
-            return 0;
-        n *= (double)((dims[i] + chunk[i] - 1) / chunk[i]);
-    }
-    return n;
-}
-
-/* Fill values need no storage, so a dataset can declare far more than its
- * file holds (72 bytes declaring 2^47 rows), and reading it would allocate
- * and convert all of it. Unfiltered data must be stored in full; filtered
- * (compressed) data must have every chunk its extent needs and declare at
- * most MAX_COMPRESSION times what it stores. Nor may the storage exceed the
- * file (HDF5 allocates what the layout claims before it reads) or a chunk a
- * fixed dimension. Virtual datasets and external raw files keep their data
- * in other files and are not checked. */
-static fn_status check_storage(const fn_data *d, const char *name, hid_t set, size_t type_size,
-                               int rank, const hsize_t *dims)
-{
-    double declared = (double)type_size * (double)dims[0] * (rank > 1 ? (double)dims[1] : 1);
-    double stored = (double)H5Dget_storage_size(set);
-    hid_t dcpl = H5Dget_create_plist(set);
-    H5D_layout_t layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
-    int filters = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl);
-    int external = dcpl < 0 ? 0 : H5Pget_external_count(dcpl);
-    double needed = layout == H5D_CHUNKED ? chunks_needed(set, dcpl, rank, dims) : 0;
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (layout == H5D_VIRTUAL || external > 0)
-        return FN_OK;
-    hsize_t file_size = 0;
-    if (H5Fget_filesize(d->file, &file_size) >= 0 && stored > (double)file_size)
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' claims %.0f bytes of storage in a file of "
-                       "%llu bytes: truncated or corrupt", d->path, name, stored,
-                       (unsigned long long)file_size);
-    if (needed < 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has chunks larger than its fixed "
-                       "dimensions: corrupt", d->path, name);
-    int lacking = filters <= 0 ? stored < declared : declared > MAX_COMPRESSION * stored;
-    if (!lacking && filters > 0 && needed > 0) {
-        /* HDF5 1.10.8 takes no H5S_ALL here. If the count fails, the read
-         * itself will say what is wrong. */
-        hsize_t allocated = 0;
-        hid_t space = H5Dget_space(set);
-        if (space >= 0 && H5Dget_num_chunks(set, space, &allocated) >= 0)
-            lacking = (double)allocated < needed;
-        if (space >= 0)
-            H5Sclose(space);
-        H5Eclear2(H5E_DEFAULT);
-    }
-    if (!lacking)
-        return FN_OK;
-    char shape[64];
-    if (rank > 1)
-        snprintf(shape, sizeof shape, "[%llu, %llu]", (unsigned long long)dims[0],
-                 (unsigned long long)dims[1]);
-    else
-        snprintf(shape, sizeof shape, "[%llu]", (unsigned long long)dims[0]);
-    return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s but stores only %.0f bytes: "
-                   "truncated or corrupt", d->path, name, shape, stored);
-}
-
 static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
 {
     int rank = 0;
@@ -211,7 +126,6 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
     if (st == FN_OK)
         st = check_type(d, d->inputs, type, 1);
-    size_t type_size = type >= 0 ? H5Tget_size(type) : 0;
     if (type >= 0)
         H5Tclose(type);
     FN_TRY(st);
@@ -226,7 +140,7 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     if (opt->in_features && (int)dims[1] != opt->in_features)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
                        d->inputs, (unsigned long long)dims[1], opt->in_features);
-    FN_TRY(check_storage(d, d->inputs, d->xset, type_size, rank, dims));
+    FN_TRY(fn_h5_check_storage(d->xset, d->path, d->inputs));
     d->n = (int64_t)dims[0];
     d->in = (int)dims[1];
     return FN_OK;
@@ -258,12 +172,11 @@ static fn_status open_targets(fn_data *d)
         d->labels = rank == 1;
     if (st == FN_OK)
         st = check_type(d, d->targets, type, !d->labels);
-    size_t type_size = type >= 0 ? H5Tget_size(type) : 0;
     if (type >= 0)
         H5Tclose(type);
     FN_TRY(st);
     FN_TRY(check_target_shape(d, rank, dims));
-    return check_storage(d, d->targets, d->tset, type_size, rank, dims);
+    return fn_h5_check_storage(d->tset, d->path, d->targets);
 }
 
 /* --- slabs --------------------------------------------------------------- */
@@ -287,8 +200,8 @@ static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t 
         H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
         r = H5Dread(set, mem_type, mem_space, file_space, H5P_DEFAULT, buf);
     /* Before the closes, which would clear HDF5's reason (a corrupt chunk). */
-    fn_status st = r < 0 ? fn_h5_fail(FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld",
-                                      d->path, name, (long long)row0, (long long)(row0 + rows - 1))
+    fn_status st = r < 0 ? fn_h5_read_fail(set, FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld",
+                                           d->path, name, (long long)row0, (long long)(row0 + rows - 1))
                          : FN_OK;
     if (file_space >= 0)
         H5Sclose(file_space);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/atomic_file.h"
+#include "io/h5_storage.h"
 #include "io/h5util.h"
 #include "io/regular_file.h"
 
@@ -405,12 +406,14 @@ fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float
 {
     if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is missing", where, name);
-    hid_t set = H5Dopen2(loc, name, H5P_DEFAULT);
-    if (set < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a readable dataset", where, name);
+    hid_t set = -1;
+    FN_TRY(fn_h5_open_dataset(loc, where, name, &set));
     fn_status st = check_float_set(set, where, name, rank, dims);
+    /* A chunk missing from a weights file or checkpoint reads as zeros. */
+    if (st == FN_OK)
+        st = fn_h5_check_storage(set, where, name);
     if (st == FN_OK && H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-        st = fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read dataset '%s'", where, name);
+        st = fn_h5_read_fail(set, FN_ERR_FORMAT, "%s: cannot read dataset '%s'", where, name);
     H5Dclose(set);
     FN_TRY(st);
     /* fusenet never writes a non-finite value, so one means a damaged file. */

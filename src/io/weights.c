@@ -11,6 +11,7 @@
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
+#include "fusenet/model.h"
 #include "fusenet/weights.h"
 #include "io/h5util.h"
 #include "io/input_norm_impl.h"
@@ -475,24 +476,41 @@ static fn_status describe_layer(hid_t group, const char *where, layer_desc *d)
     return st;
 }
 
-static fn_status add_described_layer(hid_t file, const char *path, const char *name, fn_net *net,
-                                     fn_rng *rng)
+static fn_status describe_named(hid_t file, const char *path, const char *name, layer_desc *d)
 {
     char where[WHERE_CAP];
     snprintf(where, sizeof where, "%s: group '%s'", path, name);
     hid_t group = -1;
     FN_TRY(open_group(file, path, name, &group));
-    layer_desc d;
-    fn_status st = describe_layer(group, where, &d);
+    fn_status st = describe_layer(group, where, d);
     H5Gclose(group);
-    FN_TRY(st);
+    return st;
+}
+
+static fn_status add_described_layer(const char *path, const char *name, const layer_desc *d,
+                                     fn_net *net, fn_rng *rng)
+{
     fn_layer *layer = NULL;
-    st = fn_layer_create(&layer, fn_net_context(net), d.in, &d.spec, &d.hp,
-                         fn_net_max_batch(net), rng);
+    fn_status st = fn_layer_create(&layer, fn_net_context(net), d->in, &d->spec, &d->hp,
+                                   fn_net_max_batch(net), rng);
     if (st == FN_OK)
         st = fn_net_add(net, layer);
     if (st != FN_OK)
-        fn_error_prefix("%s: ", where);
+        fn_error_prefix("%s: group '%s': ", path, name);
+    return st;
+}
+
+/* The sizes a file claims are checked against the memory before anything
+ * is allocated: a 13 KB file may claim a 65536 x 65536 layer. Each layer
+ * has the settings of its own group. */
+static fn_status check_described(const char *path, const fn_net *net, const layer_desc *d, int n)
+{
+    fn_model_memory need = {0};
+    for (int i = 0; i < n; i++)
+        fn_model_memory_add(&need, &d[i].spec, d[i].in, &d[i].hp, fn_net_max_batch(net), i == 0);
+    fn_status st = fn_model_memory_check(fn_net_context(net), &need, fn_net_max_batch(net));
+    if (st != FN_OK)
+        fn_error_prefix("%s: ", path);
     return st;
 }
 
@@ -503,12 +521,20 @@ static fn_status build_layers(hid_t file, const char *path, fn_net *net)
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));
     fn_status st = n > 0 ? FN_OK : fn_fail(FN_ERR_FORMAT, "%s: holds no layers", path);
+    layer_desc *d = st == FN_OK && n > 0 ? calloc((size_t)n, sizeof *d) : NULL;
+    if (st == FN_OK && !d)
+        st = fn_fail(FN_ERR_NOMEM, "out of host memory");
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = describe_named(file, path, names[i], &d[i]);
+    if (st == FN_OK)
+        st = check_described(path, net, d, n);
     /* The values are read right after, so the generator's numbers are
      * unused; one stream continued layer after layer is the cheap way to
      * draw them (init.c). */
     fn_rng rng = {0, 0};
     for (int i = 0; st == FN_OK && i < n; i++)
-        st = add_described_layer(file, path, names[i], net, &rng);
+        st = add_described_layer(path, names[i], &d[i], net, &rng);
+    free(d);
     free(names);
     if (st == FN_OK)
         st = fn_weights_read(file, path, FN_WEIGHTS_FORMAT, net);

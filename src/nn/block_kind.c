@@ -55,6 +55,19 @@ static fn_status set_attrs(const fn_layer_attr_value *values, int in_features, i
     return FN_OK;
 }
 
+/* weight [out, in], bias, gamma and beta [out] (block.c's alloc_params). */
+static double param_floats(int in_features, const fn_layer_spec *spec)
+{
+    return (double)spec->width * ((double)in_features + 3.0);
+}
+
+/* z and dz [rows, out], mean and rstd [rows, groups] (block.c's
+ * alloc_caches). */
+static double row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp)
+{
+    return 2.0 * spec->width + 2.0 * (hp->groups > 0 ? hp->groups : 1);
+}
+
 const fn_layer_kind fn_block_kind = {
     .name = "block",
     .usage = "block N",
@@ -66,4 +79,6 @@ const fn_layer_kind fn_block_kind = {
     .get_attrs = get_attrs,
     .set_attrs = set_attrs,
     .buffer_bytes = fn_block_buffer_bytes,
+    .param_floats = param_floats,
+    .row_floats = row_floats,
 };

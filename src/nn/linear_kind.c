@@ -11,10 +11,17 @@ static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
     return fn_linear_create(layer, ctx, in_features, spec->width, max_batch, rng);
 }
 
+/* weight [out, in] and bias [out] (linear.c). */
+static double param_floats(int in_features, const fn_layer_spec *spec)
+{
+    return (double)spec->width * ((double)in_features + 1.0);
+}
+
 const fn_layer_kind fn_linear_kind = {
     .name = "linear",
     .usage = "linear N",
     .parse = fn_layer_parse_width,
     .create = create,
     .buffer_bytes = fn_linear_buffer_bytes,
+    .param_floats = param_floats,
 };

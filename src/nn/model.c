@@ -13,6 +13,62 @@ fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_feat
     return fn_net_add(net, layer);
 }
 
+void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int in_features,
+                         const fn_layer_hparams *hp, int max_batch, int first)
+{
+    const fn_layer_hparams none = {0};
+    const fn_layer_kind *k = spec->kind;
+    const double f = (double)sizeof(float), rows = (double)(max_batch > 0 ? max_batch : 1);
+    double params = k && k->param_floats ? k->param_floats(in_features, spec) : 0;
+    double row = k && k->row_floats ? k->row_floats(spec, hp ? hp : &none) : 0;
+    /* net.c: the layer's output and, but for the first, its input's
+     * gradient. */
+    row += (double)spec->width + (first ? 0.0 : (double)in_features);
+    need->params += params * f;
+    need->grads += params * f;
+    need->activations += row * rows * f;
+    need->total = need->params + need->grads + need->activations;
+}
+
+void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_features,
+                          const fn_layer_hparams *hp, int max_batch, fn_model_memory *need)
+{
+    *need = (fn_model_memory){0};
+    int in = in_features;
+    for (int i = 0; i < n_layers; i++) {
+        fn_model_memory_add(need, &specs[i], in, hp, max_batch, i == 0);
+        in = specs[i].width;
+    }
+}
+
+fn_status fn_model_memory_check(const fn_context *ctx, const fn_model_memory *need,
+                                int max_batch)
+{
+    double limit = 0;
+    const char *source = NULL;
+    FN_TRY(fn_context_memory_available(ctx, &limit, &source));
+    /* limit 0: the system would not say; the allocations will. */
+    if (limit <= 0 || need->total <= limit)
+        return FN_OK;
+    const double gb = 1e9;
+    return fn_fail(FN_ERR_NOMEM,
+                   "the network needs at least %.1f GB of %s memory (parameters %.1f GB, their "
+                   "gradients %.1f GB, activations for batches of %d row%s %.1f GB), more than "
+                   "the %.1f GB of %s",
+                   need->total / gb, fn_context_device(ctx) == FN_CUDA ? "GPU" : "host",
+                   need->params / gb, need->grads / gb, max_batch, max_batch == 1 ? "" : "s",
+                   need->activations / gb,
+                   limit / gb, source);
+}
+
+fn_status fn_model_check_memory(const fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                                int in_features, const fn_layer_hparams *hp, int max_batch)
+{
+    fn_model_memory need;
+    fn_model_memory_need(specs, n_layers, in_features, hp, max_batch, &need);
+    return fn_model_memory_check(ctx, &need, max_batch);
+}
+
 /* hp[i * hp_step] is layer i's settings: hp_step 0 shares one. */
 static fn_status add_layers(fn_net *net, const fn_layer_spec *specs, int n_layers,
                             int in_features, const fn_layer_hparams *hp, int hp_step, fn_rng *rng)
@@ -39,6 +95,10 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     *out = NULL;
     if (n_layers > 0 && (!specs || !hp))
         return fn_fail(FN_ERR_INVALID, "fn_model_create: specs or settings are NULL");
+    fn_model_memory need = {0};
+    for (int i = 0, in = in_features; i < n_layers; in = specs[i].width, i++)
+        fn_model_memory_add(&need, &specs[i], in, &hp[i * hp_step], max_batch, i == 0);
+    FN_TRY(fn_model_memory_check(ctx, &need, max_batch));
     fn_net *net = NULL;
     FN_TRY(fn_net_create(&net, ctx, max_batch));
     fn_rng rng = {.seed = seed, .offset = 0};

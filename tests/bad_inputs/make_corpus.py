@@ -103,6 +103,81 @@ def raw_data(name, dataset):
         return f[dataset].id.get_offset()
 
 
+def virtual(name, shape, sources, y=Y):
+    """A virtual X of this shape: sources are (rows, file, dataset, shape)."""
+    layout = h5py.VirtualLayout(shape=shape, dtype="f4")
+    for rows, file, dataset, source_shape in sources:
+        layout[:rows] = h5py.VirtualSource(file, dataset, shape=source_shape)[:rows]
+    with h5py.File(path(name), "w") as f:
+        f.create_virtual_dataset("X", layout)
+        f.create_dataset("y", data=y)
+
+
+def external(name, raw, nbytes):
+    """X in external raw storage: `raw` holds the first nbytes of its data."""
+    if raw:
+        with open(path(raw), "wb") as f:
+            f.write(X.tobytes()[:nbytes])
+    with h5py.File(path(name), "w") as f:
+        f.create_dataset("X", shape=X.shape, dtype="f4",
+                         external=[(raw or "x_nothere.raw", 0, X.nbytes)])
+        f.create_dataset("y", data=Y)
+
+
+def storage_and_links():
+    """Data HDF5 would read as zeros, links that lead nowhere or to a good
+    file, a filter this HDF5 lacks; each named by its file."""
+    with h5py.File(path("x_unwritten.h5"), "w") as f:
+        f.create_dataset("X", shape=X.shape, dtype="f4")
+        f.create_dataset("y", data=Y)
+    # Chunks of 8 rows, the middle one never written, with and without gzip.
+    for name, gzip in (("x_chunk_missing.h5", "gzip"), ("x_chunk_missing_plain.h5", None)):
+        with h5py.File(path(name), "w") as f:
+            d = f.create_dataset("X", shape=X.shape, dtype="f4", chunks=(8, IN),
+                                 compression=gzip)
+            d[:8] = X[:8]
+            d[16:] = X[16:]
+            f.create_dataset("y", data=Y)
+    external("x_external.h5", "x_external.raw", X.nbytes)
+    external("x_external_short.h5", "x_external_short.raw", X.nbytes // 2)
+    external("x_external_missing.h5", None, 0)
+    virtual("x_virtual.h5", X.shape, [(N, "good.h5", "X", X.shape)])
+    virtual("x_virtual_no_file.h5", X.shape, [(N, "nothere.h5", "X", X.shape)])
+    virtual("x_virtual_no_dataset.h5", X.shape, [(N, "good.h5", "pixels", X.shape)])
+    # 2^40 rows: nothing may be read (or filled) before the refusal.
+    virtual("x_virtual_huge.h5", (2**40, IN), [(2**40, "nothere.h5", "X", (2**40, IN))])
+    virtual("x_virtual_partial.h5", (2**40, IN), [(N, "good.h5", "X", X.shape)])
+    virtual("x_virtual_short_source.h5", (2 * N, IN), [(2 * N, "good.h5", "X", (2 * N, IN))],
+            y=np.concatenate([Y, Y]))
+    # lzf compresses these repeated rows; Debian's HDF5 has no lzf plugin
+    # (h5py brings its own), so the read fails on the filter.
+    with h5py.File(path("x_lzf.h5"), "w") as f:
+        f.create_dataset("X", data=np.repeat(X[:1], N, axis=0), compression="lzf")
+        f.create_dataset("y", data=Y)
+    # A target whose X is larger than the linking file: its storage must be
+    # measured against the target.
+    rows = 256
+    big = np.random.RandomState(7).uniform(-1, 1, (rows, IN)).astype(np.float32)
+    data("link_target.h5", X=big, y=(np.arange(rows) % OUT).astype(np.int32))
+    with h5py.File(path("x_external_link.h5"), "w") as f:
+        f["X"] = h5py.ExternalLink("link_target.h5", "/X")
+        f["y"] = h5py.ExternalLink("link_target.h5", "/y")
+    links = {
+        "x_link_no_file.h5": h5py.ExternalLink("nothere.h5", "/X"),
+        "x_link_no_object.h5": h5py.ExternalLink("good.h5", "/pixels"),
+        "x_link_cycle.h5": h5py.ExternalLink("x_link_cycle.h5", "/X"),
+        "x_soft_dangling.h5": h5py.SoftLink("/pixels"),
+    }
+    for name, link in links.items():
+        with h5py.File(path(name), "w") as f:
+            f["X"] = link
+            f.create_dataset("y", data=Y)
+    with h5py.File(path("x_soft_cycle.h5"), "w") as f:
+        f["X"] = h5py.SoftLink("/Z")
+        f["Z"] = h5py.SoftLink("/X")
+        f.create_dataset("y", data=Y)
+
+
 def main():
     # --- data sets ---------------------------------------------------------
     data("good.h5", X=X, y=Y, t=T)
@@ -170,6 +245,9 @@ def main():
     with open(path("not_hdf5.h5"), "w") as f:
         f.write("X,y\n0.5,1\n")
 
+    # --- storage that is not all there, links, filters (issue 15, 5/10/13/14)
+    storage_and_links()
+
     # --- weights files -----------------------------------------------------
     weights("good_weights.h5")
     weights("weights_version2.h5", version=2)  # 2 promises /input_norm; this one has none
@@ -213,6 +291,25 @@ def main():
         del f["layer0"].attrs["in_features"]
         f["layer0"].attrs["in_features"] = "six"
     weights("weights_string_size.h5", edit=string_size)
+    def unwritten_weight(f):
+        del f["layer1/weight"]
+        f["layer1"].create_dataset("weight", shape=(OUT, HIDDEN), dtype="f4")
+    weights("weights_unwritten.h5", edit=unwritten_weight)
+
+    def missing_chunk(f):
+        # As fusenet writes it (chunked, Fletcher-32), row 2's chunk absent.
+        w = f["layer1/weight"][...]
+        del f["layer1/weight"]
+        d = f["layer1"].create_dataset("weight", shape=w.shape, dtype="f4", chunks=(1, HIDDEN),
+                                       fletcher32=True)
+        for row in (0, 1, 3):
+            d[row] = w[row]
+    weights("weights_missing_chunk.h5", edit=missing_chunk)
+    # 13 KB claiming two layers of 2^24 features (a petabyte of weights):
+    # refused before anything is allocated. The datasets are never reached.
+    l = good_layers()
+    l[0]["out"] = l[1]["in"] = l[1]["out"] = 2**24
+    weights("weights_huge_layers.h5", layers=l)
     truncate("weights_truncated.h5", "good_weights.h5", 0.6)
     overwrite("weights_corrupt.h5", "good_weights.h5",
               object_header("good_weights.h5", "layer1/weight"), 64)
