@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "h5_write.h"
 #include "fusenet/data.h"
 
 typedef struct fixture {
@@ -59,14 +60,7 @@ static hid_t create_file(const fixture *f)
 static void put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
                 hsize_t d0, hsize_t d1, const void *data)
 {
-    hsize_t dims[2] = {d0, d1};
-    hid_t space = H5Screate_simple(rank, dims, NULL);
-    assert_true(space >= 0);
-    hid_t set = H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(set >= 0);
-    assert_true(H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
+    h5_put(file, name, file_type, mem_type, rank, d0, d1, data);
 }
 
 /* IEEE half precision as h5py writes numpy's float16. */

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "h5_write.h"
 #include "expect.h"
 #include "fusenet/loader.h"
 
@@ -57,13 +58,7 @@ static int teardown(void **state)
 static void put(hid_t file, const char *name, hid_t mem_type, int rank, hsize_t cols,
                 const void *data)
 {
-    hsize_t dims[2] = {N, cols};
-    hid_t space = H5Screate_simple(rank, dims, NULL);
-    hid_t set = H5Dcreate2(file, name, mem_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(set >= 0);
-    assert_true(H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
+    h5_put(file, name, mem_type, mem_type, rank, N, cols, data);
 }
 
 /* X[i, j] = i + j / 100, labels y[i] = i % CLASSES, targets t[i, k] = -i - k. */

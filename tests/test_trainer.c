@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
@@ -53,13 +54,7 @@ typedef struct fixture {
 static void put(hid_t file, const char *name, hid_t type, int rank, hsize_t rows, hsize_t cols,
                 const void *data)
 {
-    hsize_t dims[2] = {rows, cols};
-    hid_t space = H5Screate_simple(rank, dims, NULL);
-    hid_t set = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(set >= 0);
-    assert_true(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
+    h5_put(file, name, type, type, rank, rows, cols, data);
 }
 
 static void write_set(const char *path, int rows, uint64_t seed)
