@@ -58,12 +58,6 @@ static hid_t create_file(const fixture *f)
     return file;
 }
 
-static void put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
-                hsize_t d0, hsize_t d1, const void *data)
-{
-    h5_put(file, name, file_type, mem_type, rank, d0, d1, data);
-}
-
 /* X[i, j] = i + j / 100, y[i] = i % classes: each row says which it is. */
 static void write_good(const fixture *f, int n, int in, int classes)
 {
@@ -75,8 +69,8 @@ static void write_good(const fixture *f, int n, int in, int classes)
             x[i * in + j] = (float)i + (float)j / 100.0f;
     }
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, (hsize_t)n, (hsize_t)in, x);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, (hsize_t)n, 0, y);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, (hsize_t)n, (hsize_t)in, x);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, (hsize_t)n, 0, y);
     H5Fclose(file);
     free(x);
     free(y);
@@ -149,7 +143,7 @@ static void test_missing_dataset(void **state)
 {
     fixture *f = *state;
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'y'");
@@ -162,11 +156,11 @@ static void test_wrong_type(void **state)
     fixture *f = *state;
     int64_t x64[12] = {0};
     hid_t file = create_file(f);
-    put(file, "X", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, 6, 2, x64);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
-    put(file, "Xd", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "yf", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
-    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "X", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, 6, 2, x64);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
+    h5_put(file, "Xd", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "yf", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     /* int64 and float64 inputs are numbers (test_data_types.c reads them). */
@@ -179,10 +173,10 @@ static void test_wrong_rank(void **state)
 {
     fixture *f = *state;
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 12, 0, xs);
-    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, 3, 2, ys);
-    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 12, 0, xs);
+    h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, 3, 2, ys);
+    h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' has rank 1, expected 2");
@@ -197,9 +191,9 @@ static void test_row_mismatch(void **state)
 {
     fixture *f = *state;
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 5, 0, ys);
-    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 5, 0, ys);
+    h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has 5 rows but 'X' has 6");
@@ -218,9 +212,9 @@ static void test_label_range(void **state)
     int32_t bad[6] = {0, 1, 2, 12, 1, 0};
     int32_t negative[6] = {0, 1, -1, 0, 1, 0};
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, bad);
-    put(file, "neg", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, negative);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, bad);
+    h5_put(file, "neg", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, negative);
     H5Fclose(file);
     fn_data_options opt = options(10, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' row 3 holds label 12, expected 0 to 9");
@@ -234,10 +228,10 @@ static void test_non_finite(void **state)
     float with_nan[12] = {0, 1, 2, 3, 4, NAN, 6, 7, 8, 9, 10, 11};
     float with_inf[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -INFINITY};
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_nan);
-    put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
-    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_inf);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_nan);
+    h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
+    h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_inf);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' row 2 column 1 is NaN");
@@ -255,8 +249,8 @@ static void test_empty(void **state)
 {
     fixture *f = *state;
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 0, 4, NULL);
-    put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 0, 0, NULL);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 0, 4, NULL);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 0, 0, NULL);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' is empty");
@@ -268,9 +262,9 @@ static void test_other_label_types(void **state)
     uint8_t y8[6] = {2, 1, 0, 2, 1, 0};
     int64_t y64[6] = {0, 1, 2, 2, 1, 0};
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "y8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 6, 0, y8);
-    put(file, "y64", H5T_STD_I64BE, H5T_NATIVE_INT64, 1, 6, 0, y64);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 6, 0, y8);
+    h5_put(file, "y64", H5T_STD_I64BE, H5T_NATIVE_INT64, 1, 6, 0, y64);
     H5Fclose(file);
     fn_data_options opt = options(3, 6);
     opt.shuffle = 0;
@@ -438,8 +432,8 @@ static void test_mse_targets(void **state)
 {
     fixture *f = *state;
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
-    put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(2, 4);
     opt.loss = FN_LOSS_MSE;

@@ -56,13 +56,6 @@ static hid_t create_file(const fixture *f)
     return file;
 }
 
-/* A dataset of file_type written from mem_type values. */
-static void put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
-                hsize_t d0, hsize_t d1, const void *data)
-{
-    h5_put(file, name, file_type, mem_type, rank, d0, d1, data);
-}
-
 /* IEEE half precision as h5py writes numpy's float16. */
 static hid_t half_type(void)
 {
@@ -127,12 +120,12 @@ static void test_every_numeric_type(void **state)
     }
     hid_t half = half_type();
     hid_t file = create_file(f);
-    put(file, "f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    put(file, "i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 2, 6, 2, i16);
-    put(file, "u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, 6, 2, u8);
-    put(file, "i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, 2, 6, 2, i64);
+    h5_put(file, "f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 2, 6, 2, i16);
+    h5_put(file, "u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, 6, 2, u8);
+    h5_put(file, "i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, 2, 6, 2, i64);
     H5Fclose(file);
     H5Tclose(half);
     const char *names[] = {"f64", "f64be", "f16", "i16", "u8", "i64be"};
@@ -159,7 +152,7 @@ static void test_float64_rounds(void **state)
     for (int i = 0; i < 12; i++)
         v[i] = 0.1 * (i + 1) + 1e6 * (i % 2);
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
+    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
     H5Fclose(file);
     fn_data_options opt = options("X", NULL, 0);
     float x[12];
@@ -181,11 +174,11 @@ static void test_out_of_range(void **state)
     nan_at[3] = NAN;
     inf_at[8] = INFINITY;
     hid_t file = create_file(f);
-    put(file, "big", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, big);
-    put(file, "small", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, small);
-    put(file, "nan", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, nan_at);
-    put(file, "inf", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, inf_at);
-    put(file, "good", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "big", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, big);
+    h5_put(file, "small", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, small);
+    h5_put(file, "nan", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, nan_at);
+    h5_put(file, "inf", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, inf_at);
+    h5_put(file, "good", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     H5Fclose(file);
     fn_data_options opt = options("big", NULL, 0);
     EXPECT_ERROR(&opt, "dataset 'big' row 2 column 1 is 1e+39, beyond float32's range");
@@ -213,8 +206,8 @@ static void test_refused_types(void **state)
     assert_true(H5Tset_size(wide, 16) >= 0);
     int64_t wide_values[24] = {0};
     hid_t file = create_file(f);
-    put(file, "odd", odd, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    put(file, "wide", wide, wide, 2, 6, 2, wide_values);
+    h5_put(file, "odd", odd, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "wide", wide, wide, 2, 6, 2, wide_values);
     H5Fclose(file);
     H5Tclose(odd);
     H5Tclose(wide);
@@ -231,9 +224,9 @@ static void test_targets_by_rank(void **state)
     fixture *f = *state;
     int32_t labels[6] = {0, 1, 0, 1, 1, 0};
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    put(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, labels);
-    put(file, "values", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    h5_put(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, labels);
+    h5_put(file, "values", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     H5Fclose(file);
     fn_data_options opt = options("X", "labels", 2);
     opt.targets_by_rank = 1;
@@ -286,7 +279,7 @@ static void test_column_stats(void **state)
     assert_non_null(x);
     stats_data(x);
     hid_t file = create_file(f);
-    put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, COLS, x);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, COLS, x);
     H5Fclose(file);
     /* Whole, and in slabs of 64 rows (16 slabs, the last short). */
     size_t budgets[2] = {(size_t)1 << 30, 64 * COLS * sizeof(float)};

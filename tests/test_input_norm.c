@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "h5_write.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/input_norm.h"
 #include "fusenet/linear.h"
@@ -132,18 +133,8 @@ static void write_set(const fixture *f, double *x)
             x[i * IN + j] = j == 2 ? 7.5 : (double)uniform(&s, -1, 1) * (j + 1) * 1000.0 + j;
     }
     hid_t file = H5Fcreate(f->set, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hsize_t dims[2] = {N, IN};
-    hid_t space = H5Screate_simple(2, dims, NULL);
-    hid_t set = H5Dcreate2(file, "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT);
-    assert_true(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
-    space = H5Screate_simple(1, dims, NULL);
-    set = H5Dcreate2(file, "y", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(H5Dwrite(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
+    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
     H5Fclose(file);
 }
 

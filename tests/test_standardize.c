@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
@@ -58,18 +59,8 @@ static void write_set(const char *path, int rows, uint64_t seed, double scale)
         r[5] = 7;
     }
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hsize_t dims[2] = {(hsize_t)rows, IN};
-    hid_t space = H5Screate_simple(2, dims, NULL);
-    hid_t set = H5Dcreate2(file, "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT);
-    assert_true(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
-    space = H5Screate_simple(1, dims, NULL);
-    set = H5Dcreate2(file, "y", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(H5Dwrite(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
-    H5Dclose(set);
-    H5Sclose(space);
+    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, (hsize_t)rows, IN, x);
+    h5_put(file, "y", H5T_STD_I64LE, H5T_NATIVE_INT32, 1, (hsize_t)rows, 0, y);
     H5Fclose(file);
     free(x);
     free(y);

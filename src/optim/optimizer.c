@@ -92,13 +92,6 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt)
     return n * sizeof(float);
 }
 
-/* t must hold data on `device` with value's shape. */
-static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
-                            fn_device device)
-{
-    return fn_tensor_check_on(t, what, device, value->rows, value->cols);
-}
-
 static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_params,
                               const char *who)
 {
@@ -111,9 +104,9 @@ static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_pa
         const fn_param *p = params[i];
         if (!p)
             return fn_fail(FN_ERR_INVALID, "%s: parameter %d is NULL", who, i);
-        fn_status st = check_like(&p->value, "value", &p->value, dev);
+        fn_status st = fn_tensor_check_on(&p->value, "value", dev, p->value.rows, p->value.cols);
         if (st == FN_OK)
-            st = check_like(&p->grad, "grad", &p->value, dev);
+            st = fn_tensor_check_on(&p->grad, "grad", dev, p->value.rows, p->value.cols);
         if (st != FN_OK) {
             fn_error_prefix("%s: parameter %d (%s): ", who, i, p->name ? p->name : "(unnamed)");
             return st;

@@ -52,13 +52,6 @@ static const fn_sgd_backend *backend_for(fn_device device)
     return device == FN_CUDA ? &fn_sgd_cuda_backend : &fn_sgd_cpu_backend;
 }
 
-/* t must hold data on `device` with value's shape. */
-static fn_status check_like(const fn_tensor *t, const char *what, const fn_tensor *value,
-                            fn_device device)
-{
-    return fn_tensor_check_on(t, what, device, value->rows, value->cols);
-}
-
 static fn_status check_update(fn_context *ctx, const fn_tensor *value, const fn_tensor *grad,
                               const fn_tensor *momentum_buf, const fn_sgd_config *cfg)
 {
@@ -68,10 +61,11 @@ static fn_status check_update(fn_context *ctx, const fn_tensor *value, const fn_
     if (!value || !value->data)
         return fn_fail(FN_ERR_INVALID, "value is NULL");
     const fn_device dev = fn_context_device(ctx);
-    FN_TRY(check_like(value, "value", value, dev));
-    FN_TRY(check_like(grad, "grad", value, dev));
+    FN_TRY(fn_tensor_check_on(value, "value", dev, value->rows, value->cols));
+    FN_TRY(fn_tensor_check_on(grad, "grad", dev, value->rows, value->cols));
     if (cfg->momentum != 0.0f)
-        FN_TRY(check_like(momentum_buf, "momentum buffer", value, dev));
+        FN_TRY(fn_tensor_check_on(momentum_buf, "momentum buffer", dev, value->rows,
+                                  value->cols));
     return FN_OK;
 }
 
