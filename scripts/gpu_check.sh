@@ -8,6 +8,13 @@
 # failed; later steps still run, so one pass reports everything.
 #
 #   scripts/gpu_check.sh
+#   SANITIZE=0 BENCH=1 TESTS='cuda|interop' scripts/gpu_check.sh
+#
+# SANITIZE=0 leaves out compute-sanitizer (the slow part, about half the
+# call); TESTS, a ctest -R pattern, runs only the tests it matches; BENCH=1
+# then runs each benchmark script that exists (scripts/bench_side_by_side.sh,
+# bench_small.sh, bench_scaling.sh), their tables going to $OUT too, so a
+# build, its tests and its figures come from one call on one machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,11 +67,13 @@ if [ ${#failed[@]} -eq 0 ]; then
 fi
 
 if [ ${#failed[@]} -eq 0 ]; then
-    ctest --test-dir build/gpu --output-on-failure -j4 2>&1 | tee "$out/ctest.log"
+    ctest --test-dir build/gpu --output-on-failure -j4 ${TESTS:+-R "$TESTS"} 2>&1 |
+        tee "$out/ctest.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "ctest"
 
     gpu_tests=(build/gpu/tests/test_*_cuda)
     [ ${#gpu_tests[@]} -gt 0 ] || note_failure "no GPU test executables in build/gpu/tests"
+    [ "${SANITIZE:-1}" = 0 ] && gpu_tests=()
     for exe in "${gpu_tests[@]}"; do
         name=$(basename "$exe")
         # test_device_cuda runs out of device memory on purpose; the library
@@ -84,6 +93,17 @@ if [ ${#failed[@]} -eq 0 ]; then
                 note_failure "$name under $tool (rc $rc)"
             fi
         done
+    done
+fi
+
+if [ "${BENCH:-0}" = 1 ] && [ -x build/gpu/bench ]; then
+    for script in bench_side_by_side bench_small bench_scaling; do
+        [ -x "scripts/$script.sh" ] || continue
+        echo "gpu_check.sh: scripts/$script.sh"
+        BUILD=build/gpu BENCH=build/gpu/bench OUT="$out" "scripts/$script.sh" \
+            >"$out/$script.log" 2>"$out/$script.err" || note_failure "scripts/$script.sh"
+        cat "$out/$script.log"
+        tail -5 "$out/$script.err"
     done
 fi
 
