@@ -40,7 +40,7 @@ typedef struct fn_train_device {
     int automatic;  /* [run] device = auto */
     int gpus_found; /* automatic: the usable GPUs seen */
     fn_math math;   /* [run] math */
-    int math_unused; /* tf32 or tf32x3 on the CPU, whose products are always fp32 */
+    int math_unused; /* tf32, tf32x3 or bf16 on the CPU, whose products are always fp32 */
 } fn_train_device;
 
 /* A layer of the network, for the summary. */

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "core/gemm_cuda.h"
 #include "nn/block_impl.h"
 
 #ifdef __cplusplus
@@ -20,6 +21,11 @@ extern "C" {
  * and dz as stored do not have for dW (their rows are the batch); with both
  * transposed dW has the forward product's layout (DESIGN.md: the default
  * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
+/* In bf16 mode forward rounds x and w to bfloat16 once (x_h, w_h) and
+ * backward reuses both (dW reads x_h, dx reads w_h, the weight of the
+ * forward as in tf32x3), with dz rounded once into dz_h for both of its
+ * products; no transposes: Hopper's bf16 tensor-core instructions read
+ * either layout. */
 typedef struct fn_block_ws {
     float *partials;          /* [chunks, 3, out]: column partial sums (block_cuda.cu) */
     float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
@@ -27,13 +33,17 @@ typedef struct fn_block_ws {
     float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
     float *w_big, *w_small;   /* [out, in] (tf32x3) */
     float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
+    fn_bf16 *x_h;             /* [max_batch, in] (bf16) */
+    fn_bf16 *w_h;             /* [out, in] (bf16) */
+    fn_bf16 *dz_h;            /* [max_batch, out] (bf16) */
 } fn_block_ws;
 
 /* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
 size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
- * w into the workspace, where backward finds them). */
+ * w into the workspace, in bf16 after rounding them there: backward finds
+ * them). */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
 /* The products of backward after the normalisation's, from b->dz and the

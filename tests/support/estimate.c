@@ -19,16 +19,19 @@ double est_operand_roundoff(int math)
         return CHK_UTF32;
     case FN_MATH_TF32X3:
         return 0x1p-21;
+    case FN_MATH_BF16:
+        return CHK_UBF16;
     default:
         return 0;
     }
 }
 
 /* A sum of n terms: sum|t| known; u_op for product operands (their error
- * is biased, so it adds up linearly: estimate.h). */
+ * is biased, so it adds up linearly: estimate.h). Both operands rounded:
+ * (1 + u)^2 - 1 = 2u + u^2 relative per term. */
 static double sum_error(int n, double abs_sum, double u_op)
 {
-    return LAM * sqrt((double)n) * U32 * abs_sum + 2 * u_op * abs_sum;
+    return LAM * sqrt((double)n) * U32 * abs_sum + (2 * u_op + u_op * u_op) * abs_sum;
 }
 
 /* Error of one element of the product a[rows, n] . b[n] given strides. */
