@@ -32,6 +32,7 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     if (math == FN_MATH_BF16) {
         ws->x_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nx));
         ws->w_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nw));
+        ws->z_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nz));
         ws->dz_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nz));
         return at;
     }
@@ -60,7 +61,7 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
     if (ws.x_h) {
         FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, (size_t)C * in));
         return fn_cuda_gemm_bf16(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_h, in, ws.x_h, in, 0.0f,
-                                 b->z.data, 0, C);
+                                 ws.z_h, 1, C);
     }
     if (ws.x_big)
         FN_TRY(fn_cuda_split_tf32(l->ctx, ws.x_big, ws.x_small, x->data, (size_t)N * in, ws.w_big,
@@ -71,16 +72,15 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
                               C);
 }
 
-/* bf16 mode: dz rounded once, then dx = dz W from the forward's w_h and
- * dW = dz^T x from its x_h, both accumulated in fp32 into fp32 outputs; the
- * operands as stored (column-major dW^T [in, C] = x^T dz: x_h op N, dz_h
- * op T), as in fp32. */
+/* bf16 mode: dx = dz W from the forward's w_h and dW = dz^T x from its x_h,
+ * with dz_h as the normalisation's backward wrote it, both accumulated in
+ * fp32 into fp32 outputs; the operands as stored (column-major dW^T [in, C]
+ * = x^T dz: x_h op N, dz_h op T), as in fp32. */
 static fn_status bf16_backward_products(fn_block *b, const fn_block_ws *ws, fn_tensor *dx,
                                         float *dw_out, float alpha)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
-    FN_TRY(fn_cuda_to_bf16(l->ctx, ws->dz_h, b->dz.data, (size_t)N * C, NULL, NULL, 0));
     if (dx)
         FN_TRY(fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, 0.0f,
                                  dx->data, 0, in));

@@ -561,9 +561,12 @@ static void report_kernels(bench *b, double gbps)
     const double N = b->o.batch, C = b->o.hidden, G = b->o.groups;
     /* Row chunks of the column sums, as the kernels' fn_row_chunks. */
     const double chunks = N / 32.0 < 1 ? 1 : N / 32.0 > 32 ? 32 : ceil(N / 32.0);
-    const double fwd_bytes = 4.0 * (2.0 * N * C + 2.0 * N * G + 3.0 * C);
-    const double bwd_bytes = 4.0 * (3.0 * N * C + 2.0 * N * G + 3.0 * C + 6.0 * C +
-                                    2.0 * chunks * 3.0 * C);
+    /* z (read by both) and dz (written by backward) are bfloat16 in bf16
+     * mode; y, dy, the statistics and the parameters are float. */
+    const double zb = b->o.math == FN_MATH_BF16 ? 2.0 : 4.0;
+    const double fwd_bytes = (4.0 + zb) * N * C + 4.0 * (2.0 * N * G + 3.0 * C);
+    const double bwd_bytes = (4.0 + 2.0 * zb) * N * C +
+                             4.0 * (2.0 * N * G + 3.0 * C + 6.0 * C + 2.0 * chunks * 3.0 * C);
     const double to_ms = 1e3 / (gbps * 1e9);
     check(op_forward(b), "forward");
     report(b, "norm_forward", time_op(b, op_norm_forward, INNER_KERNEL), fwd_bytes * to_ms);

@@ -59,12 +59,17 @@ static fn_status alloc_params(fn_block *b, fn_device dev)
     return FN_OK;
 }
 
+/* In bf16 mode on the GPU z and dz are bfloat16 in the backend's workspace
+ * (block_products_cuda.h): no float copies of them are made. */
 static fn_status alloc_caches(fn_block *b, fn_device dev, int max_batch)
 {
-    FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
+    const int half = dev == FN_CUDA && fn_context_math(b->base.ctx) == FN_MATH_BF16;
+    if (!half)
+        FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
     FN_TRY(fn_tensor_alloc(&b->mean, max_batch, b->cfg.groups, dev));
     FN_TRY(fn_tensor_alloc(&b->rstd, max_batch, b->cfg.groups, dev));
-    FN_TRY(fn_tensor_alloc(&b->dz, max_batch, b->cfg.out_features, dev));
+    if (!half)
+        FN_TRY(fn_tensor_alloc(&b->dz, max_batch, b->cfg.out_features, dev));
     return FN_OK;
 }
 

@@ -23,9 +23,17 @@ extern "C" {
  * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
 /* In bf16 mode forward rounds x and w to bfloat16 once (x_h, w_h) and
  * backward reuses both (dW reads x_h, dx reads w_h, the weight of the
- * forward as in tf32x3), with dz rounded once into dz_h for both of its
- * products; no transposes: Hopper's bf16 tensor-core instructions read
- * either layout. */
+ * forward as in tf32x3); no transposes: Hopper's bf16 tensor-core
+ * instructions read either layout. The block's caches are bfloat16 too, in
+ * place of b->z and b->dz (not allocated then): the forward product writes
+ * z_h (its fp32 accumulator rounded once), which the normalisation reads in
+ * forward and backward alike, so both see one z; the normalisation's
+ * backward writes dz_h, rounded once from its fp32 value, which is what
+ * the dx and dW products take as their operand anyway. Statistics (mean,
+ * rstd) and the column sums stay fp32, and the team path sums db from the
+ * fp32 dz before rounding. Halving these caches halves the traffic of the
+ * normalisation kernels and the block's activation memory (z and dz: 4
+ * bytes a value each in fp32, 2 here; x_h adds 2 bytes per input value). */
 typedef struct fn_block_ws {
     float *partials;          /* [chunks, 3, out]: column partial sums (block_cuda.cu) */
     float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
@@ -35,6 +43,7 @@ typedef struct fn_block_ws {
     float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
     fn_bf16 *x_h;             /* [max_batch, in] (bf16) */
     fn_bf16 *w_h;             /* [out, in] (bf16) */
+    fn_bf16 *z_h;             /* [max_batch, out] (bf16): x W^T without bias */
     fn_bf16 *dz_h;            /* [max_batch, out] (bf16) */
 } fn_block_ws;
 
@@ -42,12 +51,12 @@ typedef struct fn_block_ws {
 size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
- * w into the workspace, in bf16 after rounding them there: backward finds
- * them). */
+ * w into the workspace, in bf16 after rounding them there, backward finds
+ * them; in bf16 into z_h instead of b->z). */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
-/* The products of backward after the normalisation's, from b->dz and the
- * last forward's x: dx = dz W (when dx is given), then dW = dz^T x added
+/* The products of backward after the normalisation's, from b->dz (dz_h in
+ * bf16) and the last forward's x (x_h): dx = dz W (when dx is given), then dW = dz^T x added
  * with factor alpha to dw_out (the weight's gradient with alpha 1, or the
  * weight itself with alpha = -lr, after dx has read it). */
 fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx /* [N, in] or NULL */,

@@ -27,7 +27,10 @@
  *    u_op^2 term (2^-16, exact arithmetic rather than first order) is kept
  *    for every mode; for TF32 it adds 2^-20, 0.1 % of its 2 u_op.
  *    Normalisation, losses and every sum outside the products stay fp32
- *    in bf16 mode.
+ *    in bf16 mode; what bf16 mode stores in bfloat16 between kernels (the
+ *    block's z and dz) adds one rounding of 2^-8 relative to z's error and
+ *    to each term of db (estimate.c: store_roundoff); dz's rounding is
+ *    otherwise the dx and dW products' operand rounding, already counted.
  *  - Elementwise operations (scaling, leaky_relu, sqrt, division) add a few
  *    u32 relative each.
  *  - Errors are propagated to first order with absolute values, through the
