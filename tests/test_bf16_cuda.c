@@ -18,8 +18,10 @@
  *      as): the same bound plus one bf16 rounding of the result, 2^-8 |r|;
  *  (d) misuse refused with FN_ERR_INVALID: a bf16 product on a non-bf16
  *      context, fp32 operands to the bf16 context's split product, and a
- *      workspace too small.
- * Every test skips, saying why, on a machine without a GPU. */
+ *      workspace too small;
+ *  (e) on the CPU too: the workspace a layer sizes for its bf16 products,
+ *      two bf16 operands of the largest pair, each padded to 64 floats.
+ * Every GPU test skips, saying why, on a machine without a GPU. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -398,9 +400,28 @@ static void test_misuse_refused(void **state)
     fn_context_destroy(bf16);
 }
 
+/* ---- (e) workspace sizes (no GPU needed) ---- */
+
+static void test_workspace_floats(void **state)
+{
+    (void)state;
+    /* [3, 5] -> [3, 7]: x 15, w 35, dy 21 values; as bf16 8, 18, 11 floats,
+     * each padded to 64: any pair is 128. */
+    assert_int_equal(fn_cuda_gemm_workspace_floats(FN_MATH_BF16, 3, 5, 7), 128);
+    assert_int_equal(fn_cuda_gemm_workspace_floats(FN_MATH_FP32, 3, 5, 7), 0);
+    assert_int_equal(fn_cuda_gemm_workspace_floats(FN_MATH_TF32, 3, 5, 7), 0);
+    /* The benchmark shape: w (2^26 values, 2^25 floats) and x or dy (2^23
+     * values, 2^22 floats) are the largest pair; a quarter of tf32x3's four
+     * floats a value. */
+    const size_t bf16 = fn_cuda_gemm_workspace_floats(FN_MATH_BF16, 1024, 8192, 8192);
+    assert_true(bf16 == ((size_t)1 << 25) + ((size_t)1 << 22));
+    assert_true(fn_cuda_gemm_workspace_floats(FN_MATH_TF32X3, 1024, 8192, 8192) == 4 * bf16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_workspace_floats),
         cmocka_unit_test(test_rounding_matches_host),
         cmocka_unit_test(test_products_vs_float64),
         cmocka_unit_test(test_bf16_result_vs_float64),
