@@ -122,33 +122,38 @@ static void test_rounding_matches_host(void **state)
     chk_rng rng = chk_rng_seed(5);
     for (size_t i = ns; i < n; i++)
         in[i] = (float)(chk_uniform(&rng, -1, 1) * exp(chk_uniform(&rng, -30, 30)));
-    /* a = the first 7 values, b = the rest: both halves of one launch. */
-    const size_t na = 7, nb = n - na;
-    fn_tensor src = {0}, a_h = {0}, b_h = {0};
-    alloc_floats(&src, n);
-    alloc_floats(&a_h, fn_bf16_floats(na));
-    alloc_floats(&b_h, fn_bf16_floats(nb));
-    EXPECT_OK(fn_tensor_upload(&src, in, n));
-    EXPECT_OK(fn_cuda_to_bf16(ctx, (fn_bf16 *)a_h.data, src.data, na, (fn_bf16 *)b_h.data,
-                              src.data + na, nb));
-    EXPECT_OK(fn_context_sync(ctx));
+    /* a = the first na values, b = the rest, both halves of one launch:
+     * odd counts take the scalar kernel, multiples of 4 (16-byte aligned
+     * sources, 8-byte aligned results) the kernel of four a thread. */
+    const size_t splits[2] = {7, 8};
     uint16_t *got = malloc(n * sizeof *got);
     assert_non_null(got);
-    download_bf16(got, &a_h, na);
-    download_bf16(got + na, &b_h, nb);
-    for (size_t i = 0; i < n; i++) {
-        const uint16_t want = host_to_bf16(in[i]);
-        const int both_nan = isnan(bf16_value(want)) && isnan(bf16_value(got[i]));
-        if (got[i] != want && !both_nan)
-            fail_msg("to_bf16(%a) = 0x%04x, round to nearest even gives 0x%04x", (double)in[i],
-                     got[i], want);
+    fn_tensor src = {0}, a_h = {0}, b_h = {0};
+    alloc_floats(&src, n);
+    EXPECT_OK(fn_tensor_upload(&src, in, n));
+    for (int k = 0; k < 2; k++) {
+        const size_t na = splits[k], nb = k == 0 ? n - na : (n - na) / 4 * 4;
+        alloc_floats(&a_h, fn_bf16_floats(na));
+        alloc_floats(&b_h, fn_bf16_floats(nb));
+        EXPECT_OK(fn_cuda_to_bf16(ctx, (fn_bf16 *)a_h.data, src.data, na, (fn_bf16 *)b_h.data,
+                                  src.data + na, nb));
+        EXPECT_OK(fn_context_sync(ctx));
+        download_bf16(got, &a_h, na);
+        download_bf16(got + na, &b_h, nb);
+        for (size_t i = 0; i < na + nb; i++) {
+            const uint16_t want = host_to_bf16(in[i]);
+            const int both_nan = isnan(bf16_value(want)) && isnan(bf16_value(got[i]));
+            if (got[i] != want && !both_nan)
+                fail_msg("to_bf16(%a) = 0x%04x, round to nearest even gives 0x%04x (%s kernel)",
+                         (double)in[i], got[i], want, k == 0 ? "scalar" : "four-a-thread");
+        }
+        fn_tensor_free(&a_h);
+        fn_tensor_free(&b_h);
     }
-    printf("to_bf16: %zu values, bit for bit as round-to-nearest-even\n", n);
+    printf("to_bf16: %zu values, both kernels bit for bit as round-to-nearest-even\n", n);
     free(got);
     free(in);
     fn_tensor_free(&src);
-    fn_tensor_free(&a_h);
-    fn_tensor_free(&b_h);
     fn_context_destroy(ctx);
 }
 
