@@ -101,6 +101,12 @@ rows = [("norm_forward", "fused GroupNorm+LeakyReLU+×2 forward, ms (× copy flo
         ("relerr_forward", "relative error, forward product"),
         ("relerr_dw", "relative error, dW product"),
         ("relerr_dx", "relative error, dx product"),
+        ("gemm_forward_fast16bf", "bf16 only: forward product on fp32 operands, cuBLAS FAST_16BF, ms"),
+        ("gemm_dx_fast16bf", "bf16 only: dx product, FAST_16BF, ms"),
+        ("gemm_dw_fast16bf", "bf16 only: dW product, FAST_16BF, ms"),
+        ("relerr_forward_fast16bf", "bf16 only: relative error, forward, FAST_16BF"),
+        ("relerr_dw_fast16bf", "bf16 only: relative error, dW, FAST_16BF"),
+        ("relerr_dx_fast16bf", "bf16 only: relative error, dx, FAST_16BF"),
         ("copy_gbps", "device copy bandwidth, GB/s"),
         ("memory_mib", "device memory of context + block + data, MiB"),
         ("memory_growth_mib", "device memory grown while stepping, MiB")]

@@ -19,7 +19,11 @@
  * Each product's relative error against float64 sums of the fp32 operands
  * is reported (relerr_*): in bf16 it is the error of rounding both operands
  * to bfloat16 and accumulating in fp32, the error a bf16 step's products
- * carry. */
+ * carry. In bf16 the bare products are timed a second time on the fp32
+ * operands with cuBLAS's own down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF,
+ * `*_fast16bf`): whether cuBLAS rounds operands inside the product faster
+ * than the layer's separate rounding pass plus a bf16 product, and with
+ * which error (its rounding is cuBLAS's, not documented as to nearest). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -56,6 +60,7 @@ typedef struct bench {
     fn_tensor dzs[2], dzts[2]; /* [batch, hidden], [hidden, batch] */
     fn_tensor xts[2];          /* [in, batch] */
     fn_tensor prod_y, prod_dw, prod_dx; /* [batch, hidden], [hidden, in], [batch, in] */
+    int fast16bf; /* bf16: the bare products on fp32 operands, FAST_16BF */
     void *copy_src, *copy_dst; /* [copy_bytes] */
     size_t copy_bytes;
     cudaEvent_t start, stop;
@@ -270,15 +275,42 @@ static fn_status product(bench *b, int ta, int tb, int m, int n, int k, fn_tenso
                               bb[0].data, small_of(bb), ldb, beta, c, ldc);
 }
 
+/* Column-major C = op(A) op(B) + beta C on fp32 operands, which cuBLAS
+ * rounds to bf16 itself (fast16bf). */
+static fn_status product_fast16bf(bench *b, int ta, int tb, int m, int n, int k, const float *a,
+                                  int lda, const float *bb, int ldb, float beta, float *c, int ldc)
+{
+    const float alpha = 1.0f;
+    const cublasStatus_t st = cublasGemmEx(
+        fn_ctx_cublas(b->ctx), ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m,
+        n, k, &alpha, a, CUDA_R_32F, lda, bb, CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc,
+        CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return fn_fail(FN_ERR_CUDA, "cublasGemmEx (CUBLAS_COMPUTE_32F_FAST_16BF): %s",
+                       cublasGetStatusString(st));
+    return FN_OK;
+}
+
+static const float *weight_of(const bench *b)
+{
+    return b->layer->params[FN_BLOCK_WEIGHT].value.data;
+}
+
 static fn_status op_gemm_forward(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    if (b->fast16bf)
+        return product_fast16bf(b, 1, 0, C, N, in, weight_of(b), in, b->x.data, in, 0.0f,
+                                b->prod_y.data, C);
     return product(b, 1, 0, C, N, in, b->ws, in, b->xs, in, 0.0f, b->prod_y.data, C);
 }
 
 static fn_status op_gemm_dx(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    if (b->fast16bf)
+        return product_fast16bf(b, 0, 0, in, N, C, weight_of(b), in, b->dy.data, C, 0.0f,
+                                b->prod_dx.data, in);
     return product(b, 0, 0, in, N, C, b->ws, in, b->dzs, C, 0.0f, b->prod_dx.data, in);
 }
 
@@ -287,6 +319,9 @@ static fn_status op_gemm_dx(bench *b)
 static fn_status op_gemm_dw(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
+    if (b->fast16bf)
+        return product_fast16bf(b, 0, 1, in, C, N, b->x.data, in, b->dy.data, C, 1.0f,
+                                b->prod_dw.data, in);
     return product(b, 0, 1, in, C, N, b->xs, in, b->dzs, C, 1.0f, b->prod_dw.data, in);
 }
 
@@ -528,8 +563,8 @@ static void report_errors(bench *b)
     }
     const char *names[3] = {"relerr_forward", "relerr_dw", "relerr_dx"};
     for (int q = 0; q < 3; q++)
-        printf("fusenet %s %s %.3g\n", fn_math_name(b->o.math), names[q],
-               e[q].den > 0.0 ? sqrt(e[q].num / e[q].den) : 0.0);
+        printf("fusenet %s %s%s %.3g\n", fn_math_name(b->o.math), names[q],
+               b->fast16bf ? "_fast16bf" : "", e[q].den > 0.0 ? sqrt(e[q].num / e[q].den) : 0.0);
     free(acc);
     free(x);
     free(w);
@@ -603,6 +638,14 @@ static product_times report_products(bench *b)
     report(b, "gemm_dw_t", t.dw_t, 0.0);
     report(b, "gemm_dw_tn", t.dw_tn, 0.0);
     report_errors(b);
+    if (b->o.math == FN_MATH_BF16) {
+        b->fast16bf = 1;
+        report(b, "gemm_forward_fast16bf", time_op(b, op_gemm_forward, INNER_PASS), 0.0);
+        report(b, "gemm_dx_fast16bf", time_op(b, op_gemm_dx, INNER_PASS), 0.0);
+        report(b, "gemm_dw_fast16bf", time_op(b, op_gemm_dw, INNER_PASS), 0.0);
+        report_errors(b);
+        b->fast16bf = 0;
+    }
     free_products(b);
     /* Floors: the bare products with dW in cuBLAS's default layout (what the
      * targets are stated against), and with the faster of the two layouts. */
