@@ -29,8 +29,11 @@
 #include "check.h"
 #include "estimate.h"
 #include "expect.h"
+#include "gradcheck.h"
 #include "kind.h"
+#include "nn/block_impl.h"
 #include "problem.h"
+#include "runner.h"
 
 /* Round to nearest bfloat16 (ties to even), through float32 as the GPU
  * has float32 values to round; `coarse` more bits dropped for the test of
@@ -145,6 +148,103 @@ static void emulate(const emu *e, double *y, double *dx, double *dw, double *db,
     free(xh), free(wh), free(z), free(zh), free(dz), free(u), free(mu), free(rs);
 }
 
+/* ---- the emulation as a layer, for the gradient-check drivers ----
+ *
+ * A CPU block whose forward and backward are the emulation above (its
+ * parameters, caches and destroy are the CPU block's), created on a CPU
+ * context in math mode bf16: the drivers then take bf16's u_op and tier-3
+ * step from the context, exactly as for the GPU's bf16 rows. */
+
+static double *to_doubles(const fn_tensor *t, size_t n)
+{
+    double *d = chk_alloc(n);
+    chk_to_double(d, t->data, n);
+    return d;
+}
+
+/* The emulation on the layer's parameters at input x (batch rows) and, when
+ * dy is given, the gradients: dx assigned, parameter gradients added. */
+static fn_status emu_run(fn_block *b, const fn_tensor *x, float *y, const float *dy, float *dx)
+{
+    const int N = x->rows, in = b->cfg.in_features, C = b->cfg.out_features;
+    const ref_block_dims d = {.batch = N, .in = in, .out = C, .groups = b->cfg.groups,
+                              .eps = b->cfg.eps, .slope = b->cfg.negative_slope};
+    double *xd = to_doubles(x, (size_t)N * in);
+    double *pd[FN_BLOCK_N_PARAMS];
+    for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
+        pd[i] = to_doubles(&b->params[i].value, fn_tensor_count(&b->params[i].value));
+    double *dyd = chk_alloc((size_t)N * C), *yd = chk_alloc((size_t)N * C);
+    if (dy)
+        chk_to_double(dyd, dy, (size_t)N * C);
+    double *dxd = chk_alloc((size_t)N * in), *gd[FN_BLOCK_N_PARAMS];
+    for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
+        gd[i] = chk_alloc(fn_tensor_count(&b->params[i].value));
+    const emu e = {&d, xd, pd[FN_BLOCK_WEIGHT], pd[FN_BLOCK_BIAS], pd[FN_BLOCK_GAMMA],
+                   pd[FN_BLOCK_BETA], dyd};
+    emulate(&e, yd, dxd, gd[FN_BLOCK_WEIGHT], gd[FN_BLOCK_BIAS], gd[FN_BLOCK_GAMMA],
+            gd[FN_BLOCK_BETA]);
+    if (y)
+        chk_to_float(y, yd, (size_t)N * C);
+    if (dy && dx)
+        chk_to_float(dx, dxd, (size_t)N * in);
+    for (int i = 0; dy && i < FN_BLOCK_N_PARAMS; i++) {
+        float *g = b->params[i].grad.data;
+        for (size_t k = 0; k < fn_tensor_count(&b->params[i].grad); k++)
+            g[k] = (float)((double)g[k] + gd[i][k]);
+    }
+    free(xd), free(dyd), free(yd), free(dxd);
+    for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
+        free(pd[i]), free(gd[i]);
+    return FN_OK;
+}
+
+static fn_status emu_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
+{
+    fn_block *b = (fn_block *)l;
+    b->x = *x;
+    return emu_run(b, x, y->data, NULL, NULL);
+}
+
+static fn_status emu_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+{
+    fn_block *b = (fn_block *)l;
+    return emu_run(b, &b->x, NULL, dy->data, dx ? dx->data : NULL);
+}
+
+static void emu_destroy(fn_layer *l) { fn_block_cpu_ops.destroy(l); }
+
+static const fn_layer_ops emu_ops = {
+    .kind = "block",
+    .forward = emu_forward,
+    .backward = emu_backward,
+    .destroy = emu_destroy,
+};
+
+static fn_status emu_create(fn_layer **l, fn_context *ctx, const gc_case *c)
+{
+    const ref_block_dims d = {.batch = c->batch, .in = c->in, .out = c->out,
+                              .groups = c->groups, .eps = c->eps, .slope = c->slope};
+    FN_TRY(run_block_create(l, ctx, &d, c->batch));
+    (*l)->ops = &emu_ops;
+    return FN_OK;
+}
+
+/* The block's descriptor with the emulated layer. */
+static gc_kind emu_kind(void)
+{
+    gc_kind k = gc_block_kind;
+    k.name = "block bf16 emulated";
+    k.create = emu_create;
+    return k;
+}
+
+static fn_context *bf16_cpu_context(void)
+{
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CPU, 0, FN_MATH_BF16));
+    return ctx;
+}
+
 /* The emulation at case c against the reference within the bf16 estimate:
  * 1 when every value holds, each comparison a table row; *worst: the
  * largest error over its bound. */
@@ -187,18 +287,35 @@ static int check_case(fn_context *cpu, const gc_case *c, int print, double *wors
     return ok;
 }
 
+/* Tier 2 as test_gradcheck_cuda runs it (every case of the block's table,
+ * then the unaligned ones), on the emulation; and the largest error over
+ * its bound, printed. */
 static void test_model_covers_emulation(void **state)
 {
-    fn_context *cpu = *state;
-    chk_table_header("bf16 error model vs a host emulation of the bf16 block");
-    int ok = 1;
-    double worst = 0;
+    fn_context *cpu = *state, *ctx = bf16_cpu_context();
+    const gc_kind k = emu_kind();
+    chk_table_header("tier 2: bf16 error model vs a host emulation of the bf16 block");
     coarse = 0;
-    for (size_t i = 0; i < gc_block_kind.n_cases; i++) {
-        printf("-- %s\n", gc_block_kind.cases[i].why);
-        ok &= check_case(cpu, &gc_block_kind.cases[i], 1, &worst);
-    }
+    const int ok = gc_vs_reference_cases(ctx, &k);
+    double worst = 0;
+    for (size_t i = 0; i < gc_block_kind.n_cases; i++)
+        check_case(cpu, &gc_block_kind.cases[i], 0, &worst);
     printf("largest error over its bound: %.3g\n", worst);
+    fn_context_destroy(ctx);
+    assert_true(ok);
+}
+
+/* Tier 3 as test_gradcheck_cuda runs it in bf16 (h = 1e-1, fd.h), through
+ * the emulation: finite differences of bf16-rounded evaluations against
+ * the emulation's own gradients. */
+static void test_fd_through_emulation(void **state)
+{
+    (void)state;
+    fn_context *ctx = bf16_cpu_context();
+    const gc_kind k = emu_kind();
+    chk_table_header("tier 3: finite differences through a host emulation of the bf16 block");
+    const int ok = gc_fd_cases(ctx, &k);
+    fn_context_destroy(ctx);
     assert_true(ok);
 }
 
@@ -223,6 +340,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_covers_emulation),
+        cmocka_unit_test(test_fd_through_emulation),
         cmocka_unit_test(test_coarser_rounding_is_caught),
     };
     return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);

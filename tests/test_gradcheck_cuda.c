@@ -22,7 +22,10 @@
  * error, so bf16 rows show tolerances about 4 times the tf32 ones, a few
  * 1e-2 of the values. GPU vs CPU allows the sum of both sides' estimates.
  * Tier-3 steps: h = 1e-2 in fp32, 5e-2 in tf32, 1e-1 in bf16, for the
- * reason in tests/support/fd.h.
+ * reason in tests/support/fd.h (which also says why bf16's tier-3 rows are
+ * weak: tier 2 carries its accuracy). test_gradcheck_bf16_model runs the
+ * bf16 rows' drivers and tolerances on a host emulation of the bf16 block,
+ * so they are known to hold for the bf16 arithmetic itself.
  *
  * Every test skips (cmocka skip(), with the reason printed) when
  * fn_cuda_device_count() == 0, and the program then exits 77, which ctest
