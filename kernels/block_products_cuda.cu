@@ -51,6 +51,14 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     return at;
 }
 
+extern "C" size_t fn_block_ws_weight_floats(const fn_block *b)
+{
+    const fn_layer *l = &b->base;
+    if (fn_context_math(l->ctx) != FN_MATH_BF16)
+        return 0;
+    return fn_pad_floats(fn_bf16_floats((size_t)l->out_features * (size_t)l->in_features));
+}
+
 extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x)
 {
     fn_layer *l = &b->base;

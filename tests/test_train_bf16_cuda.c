@@ -4,7 +4,9 @@
  * point (issue 11), with the example's SGD momentum 0.9 (backward, then the
  * optimiser) and again with momentum 0 (the fused plain-SGD step, whose
  * weight update is the bf16 dW product itself). Each run's summary of
- * device memory is printed beside the accuracies. Skips without a GPU. */
+ * device memory is printed beside the accuracies, and the bf16 run's
+ * weights must count the blocks' bfloat16 weight copies exactly. Skips
+ * without a GPU. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +76,10 @@ static void compare(const char *dir, const char *momentum)
            fp32.memory.activations, bf16.memory.activations, fp32.memory.weights,
            bf16.memory.weights);
     assert_int_equal(fp32.epochs, bf16.epochs);
+    /* The summary counts each block's bfloat16 weight copy with the
+     * weights: 64 x 128 and 128 x 128 values of 2 bytes, each copy padded
+     * to 64 floats (both already are): 16 KiB + 32 KiB. */
+    assert_true(bf16.memory.weights == fp32.memory.weights + 2 * (64 * 128 + 128 * 128));
     assert_true(fp32.epochs > 0);
     /* The example reaches about 99 % in fp32; a broken bf16 path would not
      * come near, so the comparison cannot pass by both failing. */

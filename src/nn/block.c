@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "nn/block_impl.h"
+#include "nn/block_products_cuda.h"
 
 static const char *const param_names[FN_BLOCK_N_PARAMS] = {
     [FN_BLOCK_WEIGHT] = "weight",
@@ -129,7 +130,8 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 }
 
 /* The caches alloc_caches made and the backend's workspace (scratch, sized
- * by fn_block_cuda_setup; empty on the CPU). */
+ * by fn_block_cuda_setup; empty on the CPU), without the weight's copy,
+ * which the summary counts with the weights. */
 size_t fn_block_buffer_bytes(const fn_layer *l)
 {
     if (!l || (l->ops != &fn_block_cpu_ops && l->ops != &fn_block_cuda_ops))
@@ -139,7 +141,15 @@ size_t fn_block_buffer_bytes(const fn_layer *l)
     size_t n = 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         n += fn_tensor_count(t[i]);
-    return n * sizeof(float);
+    return n * sizeof(float) - fn_block_weight_copy_bytes(l);
+}
+
+/* w_h in the scratch (block_products_cuda.h): only a GPU block has one. */
+size_t fn_block_weight_copy_bytes(const fn_layer *l)
+{
+    if (!l || l->ops != &fn_block_cuda_ops)
+        return 0;
+    return fn_block_ws_weight_floats((const fn_block *)l) * sizeof(float);
 }
 
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)

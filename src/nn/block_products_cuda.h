@@ -49,6 +49,8 @@ typedef struct fn_block_ws {
 
 /* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
 size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
+/* The floats of that span holding w_h, padding included (0 but in bf16). */
+size_t fn_block_ws_weight_floats(const fn_block *b);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
  * w into the workspace, in bf16 after rounding them there, backward finds
