@@ -9,12 +9,15 @@
  * group path's reading, the worse of the two) — and to float32 where the
  * GPU stores float32 (y, the statistics, dx, dW, db, dgamma, dbeta); its
  * sums are float64, so only the roundings the model adds for bf16 are
- * exercised (the fp32 sums' share is the fp32 rows' business). At the
- * shapes of the block's tier-2 table (tests/support/kind_block.c), with
- * the same data, kink masks and comparison as gradcheck.c: every value
- * within est + 4 u32 |ref|. Then the same emulation rounding to 5
- * significant bits instead of 8 must fail somewhere, so the check can
- * fail (test_coarser_rounding_is_caught says why not 7). */
+ * exercised (the fp32 sums' share is the fp32 rows' business). The
+ * emulation runs as a CPU layer (a CPU block with its forward and backward
+ * replaced) on a CPU context in math mode bf16, through the very drivers
+ * of test_gradcheck_cuda: tier 2 at the block's table (tests/support/
+ * kind_block.c, aligned and unaligned rows), every value within est + 4
+ * u32 |ref|; tier 3 at its finite-difference rows with bf16's step. Then
+ * the same emulation rounding to 5 significant bits instead of 8 must
+ * leave some value beyond its bound, so the check can fail
+ * (test_coarser_rounding_is_caught says why not 7). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,7 +84,8 @@ static void emulate(const emu *e, double *y, double *dx, double *dw, double *db,
             double s = 0;
             for (int k = 0; k < in; k++)
                 s += xh[(size_t)n * in + k] * wh[(size_t)c * in + k];
-            /* The normalisation adds the bias in float32 to the stored z. */
+            /* The normalisation adds the bias in float32 to the stored z
+             * (with K = 1, zhat = 0 exactly only so, as on the GPU). */
             z[(size_t)n * C + c] = f32(bf16(s) + (double)(float)e->b[c]);
         }
     for (int n = 0; n < N; n++)
