@@ -141,13 +141,14 @@ size_t fn_block_buffer_bytes(const fn_layer *l)
     size_t n = 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         n += fn_tensor_count(t[i]);
-    return n * sizeof(float) - fn_block_weight_copy_bytes(l);
+    const size_t copy = fn_block_weight_copy_bytes(l);
+    return n * sizeof(float) > copy ? n * sizeof(float) - copy : 0;
 }
 
 /* w_h in the scratch (block_products_cuda.h): only a GPU block has one. */
 size_t fn_block_weight_copy_bytes(const fn_layer *l)
 {
-    if (!l || l->ops != &fn_block_cuda_ops)
+    if (!l || l->ops != &fn_block_cuda_ops || !((const fn_block *)l)->scratch.data)
         return 0;
     return fn_block_ws_weight_floats((const fn_block *)l) * sizeof(float);
 }
