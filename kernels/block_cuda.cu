@@ -18,7 +18,13 @@
  * identical bits. The backward_sgd hook is backward with plain SGD
  * folded in: the finish kernel applies the update to bias, gamma, beta, and
  * the dW product accumulates -lr dz^T x into the weight itself (cuBLAS
- * beta = 1) after the dx product has read it. */
+ * beta = 1) after the dx product has read it.
+ *
+ * z and dz, the block's own caches, are float, or bfloat16 in bf16 mode
+ * (block_products_cuda.h says why): every kernel below takes them as a
+ * template type Z and computes in float either way; the statistics, the
+ * column sums and y are always float. */
+#include <cuda_bf16.h>
 #include <limits.h>
 #include <stdint.h>
 
@@ -66,6 +72,47 @@ __device__ __forceinline__ void store_vec(float *p /* [V] */, const float (&s)[V
     }
 }
 
+/* The same for bfloat16 storage: V == 4 moves 8 bytes (8-byte aligned). */
+template <int V>
+__device__ __forceinline__ void load_vec(float (&d)[V],
+                                         const __nv_bfloat16 *p /* [V], 8-byte aligned when V == 4 */)
+{
+    if constexpr (V == 4) {
+        const uint2 t = *reinterpret_cast<const uint2 *>(p);
+        const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&t.x));
+        const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&t.y));
+        d[0] = lo.x;
+        d[1] = lo.y;
+        d[2] = hi.x;
+        d[3] = hi.y;
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            d[e] = __bfloat162float(p[e]);
+    }
+}
+
+/* Rounded to nearest bfloat16 once, from the float result. */
+template <int V>
+__device__ __forceinline__ void store_vec(__nv_bfloat16 *p /* [V] */, const float (&s)[V])
+{
+    if constexpr (V == 4) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(s[0], s[1]);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(s[2], s[3]);
+        uint2 t;
+        t.x = *reinterpret_cast<const unsigned *>(&lo);
+        t.y = *reinterpret_cast<const unsigned *>(&hi);
+        *reinterpret_cast<uint2 *>(p) = t;
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            p[e] = __float2bfloat16_rn(s[e]);
+    }
+}
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
 /* y = 2 * leaky_relu(u); 2 * (slope * u) is exact, as on the CPU. */
 __device__ __forceinline__ float leaky2(float u, float slope) { return 2.0f * (u > 0.0f ? u : slope * u); }
 
@@ -78,10 +125,10 @@ __device__ __forceinline__ float dleaky2(float dy, float u, float slope)
 
 /* One team of `team` lanes per (sample, group); lane t holds vectors
  * t, t + team, ... of the group (coalesced), V floats each, at most R. */
-template <int V, int R>
+template <typename Z, int V, int R>
 __global__ void __launch_bounds__(kForwardThreads)
 block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
-                          const float *z /* [N, C], x W^T without bias */,
+                          const Z *z /* [N, C], x W^T without bias */,
                           const float *bias /* [C] */, const float *gamma /* [C] */,
                           const float *beta /* [C] */, int N, int C, int G, int team, float eps,
                           float slope)
@@ -93,7 +140,7 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
     const bool active = pair < (size_t)N * G;
     const size_t n = active ? pair / G : 0;
     const int c0 = active ? (int)(pair % G) * K : 0;
-    const float *zg = z + n * C + c0;
+    const Z *zg = z + n * C + c0;
 
     float v[R][V];
     float sum = 0.0f;
@@ -147,10 +194,10 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
 }
 
 /* One block per (sample, group), for groups too wide for a warp's registers. */
-template <int V>
+template <typename Z, int V>
 __global__ void __launch_bounds__(kGroupThreads)
 block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
-                           const float *z /* [N, C] */, const float *bias /* [C] */,
+                           const Z *z /* [N, C] */, const float *bias /* [C] */,
                            const float *gamma /* [C] */, const float *beta /* [C] */, int C, int G,
                            float eps, float slope)
 {
@@ -159,7 +206,7 @@ block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, floa
     const size_t pair = blockIdx.x;
     const size_t n = pair / G;
     const int c0 = (int)(pair % G) * K;
-    const float *zg = z + n * C + c0;
+    const Z *zg = z + n * C + c0;
     const int step = blockDim.x * V;
 
     float sum = 0.0f;
@@ -234,11 +281,11 @@ __device__ __forceinline__ void stage_column_partials(
  * of 32/team whole groups, for rows chunk*rows_per_chunk + warp, + 8, ...;
  * it writes dz and accumulates dgamma, dbeta, dbias per column in registers,
  * then the block sums its warps into partials[chunk]. */
-template <int V, int R>
+template <typename Z, int V, int R>
 __global__ void __launch_bounds__(kBackwardWarps * kWarpSize)
-block_backward_team_kernel(float *dz /* [N, C] */, float *partials /* [chunks, 3, C] */,
+block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C] */,
                            const float *mean /* [N, G] */, const float *rstd /* [N, G] */,
-                           const float *z /* [N, C] */, const float *dy /* [N, C] */,
+                           const Z *z /* [N, C] */, const float *dy /* [N, C] */,
                            const float *bias /* [C] */, const float *gamma /* [C] */,
                            const float *beta /* [C] */, int N, int C, int G, int team,
                            int rows_per_chunk, float slope)
@@ -336,8 +383,8 @@ struct group_vec {
     float z[V], dy[V], bias[V], gamma[V], beta[V];
 };
 
-template <int V>
-__device__ __forceinline__ void load_group_vec(group_vec<V> &v, const float *z, const float *dy,
+template <typename Z, int V>
+__device__ __forceinline__ void load_group_vec(group_vec<V> &v, const Z *z, const float *dy,
                                                const float *bias, const float *gamma,
                                                const float *beta, size_t at, int c)
 {
@@ -359,10 +406,10 @@ __device__ __forceinline__ float zhat_ghat(float *gh, const group_vec<V> &v, int
 }
 
 /* Backward, group path: dz for one (sample, group) per block. */
-template <int V>
+template <typename Z, int V>
 __global__ void __launch_bounds__(kGroupThreads)
-block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] */,
-                            const float *rstd /* [N, G] */, const float *z /* [N, C] */,
+block_backward_group_kernel(Z *dz /* [N, C] */, const float *mean /* [N, G] */,
+                            const float *rstd /* [N, G] */, const Z *z /* [N, C] */,
                             const float *dy /* [N, C] */, const float *bias /* [C] */,
                             const float *gamma /* [C] */, const float *beta /* [C] */, int C,
                             int G, float slope)
@@ -380,7 +427,7 @@ block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] 
     float s1 = 0.0f, s2 = 0.0f;
     for (int j = threadIdx.x * V; j < K; j += step) {
         group_vec<V> v;
-        load_group_vec<V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
+        load_group_vec<Z, V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
 #pragma unroll
         for (int e = 0; e < V; e++) {
             float gh;
@@ -394,7 +441,7 @@ block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] 
     for (int j = threadIdx.x * V; j < K; j += step) {
         group_vec<V> v;
         float out[V];
-        load_group_vec<V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
+        load_group_vec<Z, V>(v, z, dy, bias, gamma, beta, row + j, c0 + j);
 #pragma unroll
         for (int e = 0; e < V; e++) {
             float gh;
@@ -406,10 +453,13 @@ block_backward_group_kernel(float *dz /* [N, C] */, const float *mean /* [N, G] 
 }
 
 /* The group path's column quantities of (n, c) for the partial sums of
- * reduce_cuda.cuh: dgamma (du zhat), dbeta (du), dbias (dz). */
+ * reduce_cuda.cuh: dgamma (du zhat), dbeta (du), dbias (dz, as stored: in
+ * bf16 mode the rounded value). */
+template <typename Z>
 struct norm_column_op {
     const float *mean, *rstd;         /* [N, G] */
-    const float *z, *dz, *dy;         /* [N, C] */
+    const Z *z, *dz;                  /* [N, C] */
+    const float *dy;                  /* [N, C] */
     const float *bias, *gamma, *beta; /* [C] */
     int C, G;
     float slope;
@@ -422,11 +472,11 @@ struct norm_column_op {
     {
         const size_t i = (size_t)n * C + c;
         const size_t s = (size_t)n * G + k.g;
-        const float zh = ((z[i] + k.b) - mean[s]) * rstd[s];
+        const float zh = ((to_float(z[i]) + k.b) - mean[s]) * rstd[s];
         const float du = dleaky2(dy[i], k.gm * zh + k.bt, slope);
         acc[0] += du * zh;
         acc[1] += du;
-        acc[2] += dz[i];
+        acc[2] += to_float(dz[i]);
     }
 };
 
@@ -483,26 +533,48 @@ static void with_team_shape(const block_plan &p, F &&f)
 
 static const float *param(const fn_block *b, int which) { return b->params[which].value.data; }
 
-extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N, C] */, int N)
+/* Where z and dz live: b->z, b->dz (float), or in bf16 mode the bfloat16
+ * copies in the workspace; f(z, dz) with the typed pointers. */
+template <typename F>
+static fn_status with_caches(fn_block *b, F &&f)
+{
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (ws.z_h)
+        return f(reinterpret_cast<__nv_bfloat16 *>(ws.z_h),
+                 reinterpret_cast<__nv_bfloat16 *>(ws.dz_h));
+    return f(b->z.data, b->dz.data);
+}
+
+/* float4 loads of float need 16-byte alignment; 4 bfloat16 need 8. */
+template <typename Z>
+static bool aligned_vec(const Z *p)
+{
+    return ((uintptr_t)p & (4 * sizeof(Z) - 1)) == 0;
+}
+
+template <typename Z>
+static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *z /* [N, C] */,
+                                   int N)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
     const float eps = b->cfg.eps, slope = b->cfg.negative_slope;
     const float *bias = param(b, FN_BLOCK_BIAS), *gamma = param(b, FN_BLOCK_GAMMA),
                 *beta = param(b, FN_BLOCK_BETA);
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
-    const bool aligned = aligned16(y) && aligned16(b->z.data) && aligned16(bias) &&
-                         aligned16(gamma) && aligned16(beta);
+    const bool aligned = aligned16(y) && aligned_vec(z) && aligned16(bias) && aligned16(gamma) &&
+                         aligned16(beta);
     const block_plan p = make_plan(C, G, aligned);
     const size_t pairs = (size_t)N * G;
     if (p.reps == 0) {
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            block_forward_group_kernel<4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, C, G, eps, slope);
+            block_forward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                y, b->mean.data, b->rstd.data, z, bias, gamma, beta, C, G, eps, slope);
         else
-            block_forward_group_kernel<1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, C, G, eps, slope);
+            block_forward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                y, b->mean.data, b->rstd.data, z, bias, gamma, beta, C, G, eps, slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
@@ -512,17 +584,23 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
         return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
-        block_forward_team_kernel<S::vec, S::reps><<<(unsigned)blocks, kForwardThreads, 0, s>>>(
-            y, b->mean.data, b->rstd.data, b->z.data, bias, gamma, beta, N, C, G, p.team, eps,
-            slope);
+        block_forward_team_kernel<Z, S::vec, S::reps><<<(unsigned)blocks, kForwardThreads, 0, s>>>(
+            y, b->mean.data, b->rstd.data, z, bias, gamma, beta, N, C, G, p.team, eps, slope);
     });
     FN_CUDA_CHECK_LAUNCH(block_forward_team_kernel);
     return FN_OK;
 }
 
-/* dz into b->dz; dgamma, dbeta, dbias added to the gradients (lr == 0) or
- * applied to gamma, beta, bias by plain SGD (lr > 0). */
-static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N, float lr)
+extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N, C] */, int N)
+{
+    return with_caches(b, [&](auto *z, auto *) { return normalize_forward(b, y, z, N); });
+}
+
+/* dz into the dz cache; dgamma, dbeta, dbias added to the gradients (lr ==
+ * 0) or applied to gamma, beta, bias by plain SGD (lr > 0). */
+template <typename Z>
+static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z /* [N, C] */,
+                                    const float *dy /* [N, C] */, int N, float lr)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
     const float slope = b->cfg.negative_slope;
@@ -533,24 +611,22 @@ static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N,
     fn_block_ws_layout(b, b->scratch.data, &ws);
     float *partials = ws.partials;
     const int chunks = fn_row_chunks(N);
-    const bool aligned = aligned16(dy) && aligned16(b->z.data) && aligned16(b->dz.data) &&
-                         aligned16(bias) && aligned16(gamma) && aligned16(beta);
+    const bool aligned = aligned16(dy) && aligned_vec(z) && aligned_vec(dz) && aligned16(bias) &&
+                         aligned16(gamma) && aligned16(beta);
     const block_plan p = make_plan(C, G, aligned);
     if (p.reps == 0) {
         const size_t pairs = (size_t)N * G;
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block backward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            block_backward_group_kernel<4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                b->dz.data, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma, beta, C, G,
-                slope);
+            block_backward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                dz, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
         else
-            block_backward_group_kernel<1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                b->dz.data, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma, beta, C, G,
-                slope);
+            block_backward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
+                dz, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
         FN_CUDA_CHECK_LAUNCH(block_backward_group_kernel);
-        const norm_column_op op = {b->mean.data, b->rstd.data, b->z.data, b->dz.data, dy,
-                                   bias, gamma, beta, C, G, slope};
+        const norm_column_op<Z> op = {b->mean.data, b->rstd.data, z, dz, dy,
+                                      bias, gamma, beta, C, G, slope};
         FN_TRY(fn_column_partials<3>(s, partials, op, N, C, chunks));
     } else {
         const int groups_per_warp = kWarpSize / p.team;
@@ -558,10 +634,10 @@ static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N,
         const int rows_per_chunk = fn_chunk_rows(N, chunks);
         with_team_shape(p, [&](auto shape) {
             using S = decltype(shape);
-            block_backward_team_kernel<S::vec, S::reps>
+            block_backward_team_kernel<Z, S::vec, S::reps>
                 <<<grid, kBackwardWarps * kWarpSize, 0, s>>>(
-                    b->dz.data, partials, b->mean.data, b->rstd.data, b->z.data, dy, bias, gamma,
-                    beta, N, C, G, p.team, rows_per_chunk, slope);
+                    dz, partials, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G,
+                    p.team, rows_per_chunk, slope);
         });
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
     }
@@ -572,6 +648,13 @@ static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N,
     };
     const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
     return fn_column_finish<3>(s, out, partials, lr, chunks, C);
+}
+
+static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N, float lr)
+{
+    return with_caches(b, [&](auto *z, auto *dz) {
+        return norm_backward_into(b, dz, z, dy, N, lr);
+    });
 }
 
 extern "C" fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy /* [N, C] */,

@@ -1,8 +1,9 @@
 /* block_products_cuda.cu — the fused block's three products on the GPU and
  * the workspace they share with its normalisation kernels: one scratch
  * tensor carved into the column partial sums and, in the TF32 modes, the
- * transposes and TF32 splits of the operands (block_products_cuda.h). The
- * products run through gemm_cuda.h in the context's math mode. */
+ * transposes and TF32 splits of the operands, in bf16 mode their bfloat16
+ * copies (block_products_cuda.h). The products run through gemm_cuda.h in
+ * the context's math mode. */
 #include "nn/block_products_cuda.h"
 #include "core/cuda_runtime.h"
 #include "core/gemm_cuda.h"
@@ -28,6 +29,13 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
         carve(base, &at, (size_t)fn_row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
     if (math == FN_MATH_FP32)
         return at;
+    if (math == FN_MATH_BF16) {
+        ws->x_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nx));
+        ws->w_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nw));
+        ws->z_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nz));
+        ws->dz_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nz));
+        return at;
+    }
     ws->dzt = carve(base, &at, nz);
     ws->xt = carve(base, &at, nx);
     if (math == FN_MATH_TF32)
@@ -43,6 +51,14 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     return at;
 }
 
+extern "C" size_t fn_block_ws_weight_floats(const fn_block *b)
+{
+    const fn_layer *l = &b->base;
+    if (fn_context_math(l->ctx) != FN_MATH_BF16)
+        return 0;
+    return fn_pad_floats(fn_bf16_floats((size_t)l->out_features * (size_t)l->in_features));
+}
+
 extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x)
 {
     fn_layer *l = &b->base;
@@ -50,6 +66,11 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
     const float *w = b->params[FN_BLOCK_WEIGHT].value.data;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (ws.x_h) {
+        FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, (size_t)C * in));
+        return fn_cuda_gemm_bf16(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_h, in, ws.x_h, in, 0.0f,
+                                 ws.z_h, 1, C);
+    }
     if (ws.x_big)
         FN_TRY(fn_cuda_split_tf32(l->ctx, ws.x_big, ws.x_small, x->data, (size_t)N * in, ws.w_big,
                                   ws.w_small, w, (size_t)C * in));
@@ -57,6 +78,22 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
     return fn_cuda_gemm_split(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_big ? ws.w_big : w, ws.w_small,
                               in, ws.x_big ? ws.x_big : x->data, ws.x_small, in, 0.0f, b->z.data,
                               C);
+}
+
+/* bf16 mode: dx = dz W from the forward's w_h and dW = dz^T x from its x_h,
+ * with dz_h as the normalisation's backward wrote it, both accumulated in
+ * fp32 into fp32 outputs; the operands as stored (column-major dW^T [in, C]
+ * = x^T dz: x_h op N, dz_h op T), as in fp32. */
+static fn_status bf16_backward_products(fn_block *b, const fn_block_ws *ws, fn_tensor *dx,
+                                        float *dw_out, float alpha)
+{
+    fn_layer *l = &b->base;
+    const int N = l->batch, in = l->in_features, C = l->out_features;
+    if (dx)
+        FN_TRY(fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, 0.0f,
+                                 dx->data, 0, in));
+    return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, 1.0f,
+                             dw_out, 0, in);
 }
 
 extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx, float *dw_out,
@@ -68,6 +105,8 @@ extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx,
     const float *dz = b->dz.data;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (math == FN_MATH_BF16)
+        return bf16_backward_products(b, &ws, dx, dw_out, alpha);
     if (math == FN_MATH_TF32X3)
         FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, dz, (size_t)N * C, NULL, NULL,
                                   NULL, 0));

@@ -1,5 +1,6 @@
 /* gemm_cuda.cu — the row-major products of gemm_cuda.h through cublasGemmEx,
- * in the context's math mode: strict fp32, TF32 tensor cores, or tf32x3 (each
+ * in the context's math mode: strict fp32, TF32 tensor cores, bf16 (both
+ * operands rounded to bfloat16 by to_bf16_kernel, fp32 accumulation), or tf32x3 (each
  * operand split into a TF32-exact part and its remainder, and three TF32
  * GEMMs chained into one output, the second and third with beta = 1, so each
  * product is rounded to fp32 in C before the next adds to it: near-fp32
@@ -11,6 +12,7 @@
  * cuBLAS is column-major: a row-major [r, c] matrix is a column-major [c, r]
  * one, so each row-major product is computed as its transpose, C^T = B^T A^T,
  * with no data movement. */
+#include <cuda_bf16.h>
 #include <limits.h>
 #include <stdint.h>
 
@@ -64,6 +66,44 @@ __global__ void split_tf32_kernel(float *a_big /* [na] */, float *a_small /* [na
     }
 }
 
+/* a_h, b_h = a, b rounded to the nearest bfloat16 (__float2bfloat16_rn:
+ * ties to even, Inf and NaN kept), both operands of a product in one launch. */
+__global__ void to_bf16_kernel(__nv_bfloat16 *a_h /* [na] */, __nv_bfloat16 *b_h /* [nb] */,
+                               const float *a /* [na] */, const float *b /* [nb] */, size_t na,
+                               size_t nb)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na + nb; i += stride) {
+        if (i < na)
+            a_h[i] = __float2bfloat16_rn(a[i]);
+        else
+            b_h[i - na] = __float2bfloat16_rn(b[i - na]);
+    }
+}
+
+/* The same, four values a thread (a 16-byte load, an 8-byte store), for
+ * operands whose counts are multiples of 4 and whose pointers allow it:
+ * the pass is memory-bound (W at the benchmark shape: 256 MiB read, 128
+ * written), and scalar 2-byte stores leave half of each sector unused. The
+ * bits are the scalar kernel's. qa, qb: quads of a and b. */
+__global__ void to_bf16_quad_kernel(__nv_bfloat16 *a_h /* [4 qa] */, __nv_bfloat16 *b_h /* [4 qb] */,
+                                    const float *a /* [4 qa] */, const float *b /* [4 qb] */,
+                                    size_t qa, size_t qb)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < qa + qb; i += stride) {
+        const bool in_a = i < qa;
+        const size_t j = in_a ? i : i - qa;
+        const float4 v = reinterpret_cast<const float4 *>(in_a ? a : b)[j];
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(v.z, v.w);
+        uint2 t;
+        t.x = *reinterpret_cast<const unsigned *>(&lo);
+        t.y = *reinterpret_cast<const unsigned *>(&hi);
+        reinterpret_cast<uint2 *>(in_a ? a_h : b_h)[j] = t;
+    }
+}
+
 /* out = src^T through a padded shared tile (both sides coalesced); with
  * out_small, the transpose is split as split_tf32_kernel splits. Block
  * (kTile, kTileRows) covers a kTile x kTile tile. */
@@ -97,25 +137,40 @@ transpose_kernel(float *out /* [cols, rows] */, float *out_small /* [cols, rows]
 
 /* ---- launchers ---- */
 
-/* Split operands start on fn_pad_floats boundaries. */
+/* Split or rounded operands start on fn_pad_floats boundaries: tf32x3 keeps
+ * two floats per value, bf16 half of one. */
 static size_t split_floats(size_t na, size_t nb)
 {
     return 2 * (fn_pad_floats(na) + fn_pad_floats(nb));
 }
 
+static size_t bf16_pair_floats(size_t na, size_t nb)
+{
+    return fn_pad_floats(fn_bf16_floats(na)) + fn_pad_floats(fn_bf16_floats(nb));
+}
+
+/* The larger of what the three products' operand pairs need: forward (x, w),
+ * dweight (x, dy), dinput (w, dy). */
+static size_t most_of_pairs(size_t (*pair)(size_t, size_t), size_t nx, size_t nw, size_t ny)
+{
+    size_t need = pair(nx, nw);
+    if (pair(nx, ny) > need)
+        need = pair(nx, ny);
+    if (pair(nw, ny) > need)
+        need = pair(nw, ny);
+    return need;
+}
+
 extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int in, int out)
 {
-    if (math != FN_MATH_TF32X3)
-        return 0;
     const size_t nx = (size_t)max_batch * (size_t)in;  /* x, dx */
     const size_t nw = (size_t)out * (size_t)in;        /* w */
     const size_t ny = (size_t)max_batch * (size_t)out; /* y, dy */
-    size_t need = split_floats(nx, nw);                /* forward */
-    if (split_floats(nx, ny) > need)                   /* dweight */
-        need = split_floats(nx, ny);
-    if (split_floats(nw, ny) > need)                   /* dinput */
-        need = split_floats(nw, ny);
-    return need;
+    if (math == FN_MATH_BF16)
+        return most_of_pairs(bf16_pair_floats, nx, nw, ny);
+    if (math == FN_MATH_TF32X3)
+        return most_of_pairs(split_floats, nx, nw, ny);
+    return 0;
 }
 
 static fn_status gemm_ex(cublasHandle_t h, cublasComputeType_t compute, cublasOperation_t ta,
@@ -124,6 +179,52 @@ static fn_status gemm_ex(cublasHandle_t h, cublasComputeType_t compute, cublasOp
 {
     FN_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F,
                                  ldb, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    return FN_OK;
+}
+
+static bool quad_ok(const void *dst, const float *src, size_t n)
+{
+    return n % 4 == 0 && ((uintptr_t)src & 15u) == 0 && ((uintptr_t)dst & 7u) == 0;
+}
+
+extern "C" fn_status fn_cuda_to_bf16(fn_context *ctx, fn_bf16 *a_h, const float *a, size_t na,
+                                     fn_bf16 *b_h, const float *b, size_t nb)
+{
+    cudaStream_t s = fn_ctx_stream(ctx);
+    if (quad_ok(a_h, a, na) && (nb == 0 || quad_ok(b_h, b, nb))) {
+        const size_t blocks = fn_stride_blocks(ctx, (na + nb) / 4, kSplitThreads);
+        if (blocks == 0)
+            return FN_OK;
+        to_bf16_quad_kernel<<<(unsigned)blocks, kSplitThreads, 0, s>>>(
+            reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a, b,
+            na / 4, nb / 4);
+        FN_CUDA_CHECK_LAUNCH(to_bf16_quad_kernel);
+        return FN_OK;
+    }
+    const size_t blocks = fn_stride_blocks(ctx, na + nb, kSplitThreads);
+    if (blocks == 0)
+        return FN_OK;
+    to_bf16_kernel<<<(unsigned)blocks, kSplitThreads, 0, s>>>(
+        reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a, b, na,
+        nb);
+    FN_CUDA_CHECK_LAUNCH(to_bf16_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_gemm_bf16(fn_context *ctx, int trans_a, int trans_b, int m, int n,
+                                       int k, float alpha, const fn_bf16 *a, int lda,
+                                       const fn_bf16 *b, int ldb, float beta, void *c, int c_bf16,
+                                       int ldc)
+{
+    if (fn_context_math(ctx) != FN_MATH_BF16)
+        return fn_fail(FN_ERR_INVALID, "bf16 product [%d x %d x %d] on a %s context", m, n, k,
+                       fn_math_name(fn_context_math(ctx)));
+    const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    FN_CUBLAS_CHECK(cublasGemmEx(fn_ctx_cublas(ctx), ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda,
+                                 b, CUDA_R_16BF, ldb, &beta, c,
+                                 c_bf16 ? CUDA_R_16BF : CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
     return FN_OK;
 }
 
@@ -170,6 +271,10 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
                        beta, c, ldc);
     case FN_MATH_TF32X3:
         break;
+    case FN_MATH_BF16:
+        return fn_fail(FN_ERR_INVALID,
+                       "product [%d x %d x %d]: bf16 operands go through fn_cuda_gemm_bf16", m,
+                       n, k);
     }
     if (!a_small || !b_small)
         return fn_fail(FN_ERR_INVALID, "tf32x3 product [%d x %d x %d]: an operand is not split",
@@ -182,13 +287,31 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
     return gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
+/* bf16 mode's gemm: both operands rounded into ws, then one bf16 product. */
+static fn_status gemm_bf16(fn_context *ctx, int ta, int tb, int m, int n, int k, const float *a,
+                           int lda, size_t na, const float *b, int ldb, size_t nb, float beta,
+                           float *c, int ldc, float *ws, size_t ws_floats)
+{
+    if (!ws || ws_floats < bf16_pair_floats(na, nb))
+        return fn_fail(FN_ERR_INVALID,
+                       "bf16 product [%d x %d x %d]: workspace of %zu floats, needs %zu", m, n, k,
+                       ws_floats, bf16_pair_floats(na, nb));
+    fn_bf16 *a_h = reinterpret_cast<fn_bf16 *>(ws);
+    fn_bf16 *b_h = reinterpret_cast<fn_bf16 *>(ws + fn_pad_floats(fn_bf16_floats(na)));
+    FN_TRY(fn_cuda_to_bf16(ctx, a_h, a, na, b_h, b, nb));
+    return fn_cuda_gemm_bf16(ctx, ta, tb, m, n, k, 1.0f, a_h, lda, b_h, ldb, beta, c, 0, ldc);
+}
+
 /* Column-major C [m, n] = op(A) op(B) + beta C, where A holds na floats and B
  * nb (both dense), in the context's math mode; tf32x3 splits both operands
- * into ws first. */
+ * into ws first, bf16 rounds them into ws. */
 static fn_status gemm(fn_context *ctx, int ta, int tb, int m, int n, int k, const float *a,
                       int lda, size_t na, const float *b, int ldb, size_t nb, float beta,
                       float *c, int ldc, float *ws, size_t ws_floats)
 {
+    if (fn_context_math(ctx) == FN_MATH_BF16)
+        return gemm_bf16(ctx, ta, tb, m, n, k, a, lda, na, b, ldb, nb, beta, c, ldc, ws,
+                         ws_floats);
     if (fn_context_math(ctx) != FN_MATH_TF32X3)
         return fn_cuda_gemm_split(ctx, ta, tb, m, n, k, 1.0f, a, NULL, lda, b, NULL, ldb, beta, c,
                                   ldc);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench_side_by_side.sh — fusenet against PyTorch at one shape, in one call
-# on a GPU machine: runs ./bench in fp32, tf32 and tf32x3 with SGD momentum 0
-# and 0.9, then scripts/bench_torch.py (eager and torch.compile, matmul
-# precision 'ieee' and 'tf32'), and prints one markdown table of the medians
-# side by side (fusenet fp32 against torch 'ieee', tf32 against 'tf32';
-# tf32x3 has no torch counterpart), then fusenet's kernel figures. The table
+# on a GPU machine: runs ./bench in fp32, tf32, tf32x3 and bf16 with SGD
+# momentum 0 and 0.9, then scripts/bench_torch.py (eager and torch.compile,
+# matmul precision 'ieee' and 'tf32', and autocast bf16), and prints one
+# markdown table of the medians side by side (fusenet fp32 against torch
+# 'ieee', tf32 against 'tf32', bf16 against autocast bf16; tf32x3 has no
+# torch counterpart), then fusenet's kernel figures, the products' errors
+# against float64 among them. The table
 # goes to stdout and, when OUT is set, to $OUT/bench_side_by_side.md with
 # the raw lines in $OUT/bench_raw.txt.
 #
@@ -28,7 +30,7 @@ if [ ! -x "$bench" ]; then
     exit 1
 fi
 
-for math in fp32 tf32 tf32x3; do
+for math in fp32 tf32 tf32x3 bf16; do
     for momentum in 0 0.9; do
         echo "bench_side_by_side.sh: ./bench --math $math --momentum $momentum $*" >&2
         if ! "$bench" --math "$math" --momentum "$momentum" "$@" | tee -a "$raw" >&2; then
@@ -73,7 +75,7 @@ whats = [("forward", "forward"),
 out = []
 out.append("| math | what | fusenet ms | fusenet / products | torch eager ms | torch.compile ms | eager / fusenet | compile / fusenet |")
 out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-for math, prec in (("fp32", "ieee"), ("tf32", "tf32"), ("tf32x3", None)):
+for math, prec in (("fp32", "ieee"), ("tf32", "tf32"), ("tf32x3", None), ("bf16", "bf16")):
     for what, label in whats:
         f, ratio = fus_cell(math, what)
         e = torch.get(("eager", prec, what)) if prec else None
@@ -82,11 +84,13 @@ for math, prec in (("fp32", "ieee"), ("tf32", "tf32"), ("tf32x3", None)):
         sp = lambda t: "—" if t is None or not fv else f"{t / fv:.2f}×"
         out.append(f"| {math} | {label} | {f} | {ratio} | {ms(e)} | {ms(c)} | {sp(e)} | {sp(c)} |")
 out.append("")
-out.append("| fusenet figure | fp32 | tf32 | tf32x3 |")
-out.append("| --- | ---: | ---: | ---: |")
+maths = ("fp32", "tf32", "tf32x3", "bf16")
+out.append("| fusenet figure | " + " | ".join(maths) + " |")
+out.append("| --- |" + " ---: |" * len(maths))
 rows = [("norm_forward", "fused GroupNorm+LeakyReLU+×2 forward, ms (× copy floor)"),
         ("norm_backward", "fused backward dz, db, dγ, dβ, ms (× copy floor)"),
         ("transpose_dz", "dz transposed for dW, ms (× copy floor)"),
+        ("to_bf16_w", "W rounded to bf16 (once a forward), ms (× copy floor)"),
         ("gemm_forward", "bare product, forward shape, ms"),
         ("gemm_dx", "bare product, dx shape, ms"),
         ("gemm_dw", "bare product, dW shape (dz as stored), ms"),
@@ -97,12 +101,18 @@ rows = [("norm_forward", "fused GroupNorm+LeakyReLU+×2 forward, ms (× copy flo
         ("relerr_forward", "relative error, forward product"),
         ("relerr_dw", "relative error, dW product"),
         ("relerr_dx", "relative error, dx product"),
+        ("gemm_forward_fast16bf", "bf16 only: forward product on fp32 operands, cuBLAS FAST_16BF, ms"),
+        ("gemm_dx_fast16bf", "bf16 only: dx product, FAST_16BF, ms"),
+        ("gemm_dw_fast16bf", "bf16 only: dW product, FAST_16BF, ms"),
+        ("relerr_forward_fast16bf", "bf16 only: relative error, forward, FAST_16BF"),
+        ("relerr_dw_fast16bf", "bf16 only: relative error, dW, FAST_16BF"),
+        ("relerr_dx_fast16bf", "bf16 only: relative error, dx, FAST_16BF"),
         ("copy_gbps", "device copy bandwidth, GB/s"),
         ("memory_mib", "device memory of context + block + data, MiB"),
         ("memory_growth_mib", "device memory grown while stepping, MiB")]
 for key, label in rows:
     cells = []
-    for math in ("fp32", "tf32", "tf32x3"):
+    for math in maths:
         v = fus.get((math, key))
         if v is None:
             cells.append("—")

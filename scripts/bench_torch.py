@@ -3,7 +3,10 @@
 the way ./bench times fusenet: CUDA events, warm-up first, medians.
 
 For each precision (torch.backends.cuda.matmul.fp32_precision 'ieee' and
-'tf32', set explicitly) and each mode (eager, torch.compile) it times:
+'tf32', set explicitly; and 'bf16': torch.autocast(dtype=torch.bfloat16)
+around the forward, fp32 parameters and optimiser state, matmul precision
+'ieee' for whatever autocast leaves in fp32, as PyTorch users train in bf16)
+and each mode (eager, torch.compile) it times:
   forward        y = 2 * leaky_relu(group_norm(x W^T + b))
   step_dx        forward, backward from a fixed dy with x.requires_grad
                  (three products: a block inside a network), SGD update
@@ -16,6 +19,7 @@ Run on a GPU machine with the python3 that has PyTorch:
   python3 scripts/bench_torch.py [--batch 1024 --in 8192 --hidden 8192 --groups 512]
 """
 import argparse
+import contextlib
 import statistics
 
 import torch
@@ -51,17 +55,26 @@ class Block(nn.Module):
         return a + a
 
 
-def make_step(block, opt, x, dy):
+def make_step(block, opt, x, dy, amp):
     def step():
         opt.zero_grad(set_to_none=False)
-        y = block(x)
+        with amp():
+            y = block(x)
         y.backward(dy)
         opt.step()
     return step
 
 
+def autocast_for(precision):
+    """The context the forward runs in: autocast to bf16, or nothing."""
+    if precision == "bf16":
+        return lambda: torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
 def bench_mode(args, precision, compiled, report):
-    torch.backends.cuda.matmul.fp32_precision = precision
+    torch.backends.cuda.matmul.fp32_precision = "ieee" if precision == "bf16" else precision
+    amp = autocast_for(precision)
     torch.manual_seed(0)
     dev = "cuda"
     block = Block(args.in_features, args.hidden, args.groups).to(dev)
@@ -71,12 +84,16 @@ def bench_mode(args, precision, compiled, report):
     x_grad = x.clone().requires_grad_(True)
     dy = torch.randn(args.batch, args.hidden, device=dev)
 
+    def forward():
+        with amp():
+            return run(x)
+
     with torch.no_grad():
-        report(mode, precision, "forward", time_ms(lambda: run(x), args.warmup, args.reps))
+        report(mode, precision, "forward", time_ms(forward, args.warmup, args.reps))
     for momentum in (0.0, 0.9):
         opt = torch.optim.SGD(block.parameters(), lr=1e-4, momentum=momentum)
         for name, inp in (("step_dx", x_grad), ("step_nodx", x)):
-            ms = time_ms(make_step(run, opt, inp, dy), args.warmup, args.reps)
+            ms = time_ms(make_step(run, opt, inp, dy, amp), args.warmup, args.reps)
             report(mode, precision, f"{name}_m{momentum:g}", ms)
 
 
@@ -118,7 +135,7 @@ def main():
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}; batch {args.batch}, "
           f"in {args.in_features}, hidden {args.hidden}, groups {args.groups}", flush=True)
     bench_norm_alone(args, report)
-    for precision in ("ieee", "tf32"):
+    for precision in ("ieee", "tf32", "bf16"):
         bench_mode(args, precision, False, report)
         if not args.no_compile:
             bench_mode(args, precision, True, report)

@@ -3,7 +3,7 @@
 # one call: writes a synthetic set at the benchmark shape (X float32
 # [ROWS, 8192], y int32 labels of 16 classes; scripts/make_synthetic.c built
 # with h5cc), trains `layers = block 8192, linear 16` (groups 512,
-# batch_size 1024, momentum 0, no validation set) in fp32 and tf32, takes the
+# batch_size 1024, momentum 0, no validation set) in fp32, tf32 and bf16, takes the
 # mean epoch time from metrics.csv (the first epoch left out: start-up),
 # runs `bench` at the same shape and math, and prints the trainer's steps/s
 # over bench's.
@@ -18,7 +18,7 @@
 # `step_nodx_unfused_m0`, the step with the update as a pass of its own.
 # Each math is also trained with FN_LOADER_THREADS=1: whether one gathering
 # thread would keep up. ROWS (default 65536: 64 steps an epoch), EPOCHS_FP32
-# (6), EPOCHS_TF32 (12), WORK (default a temporary directory) may be set,
+# (6), EPOCHS_TF32 (12, also bf16's), WORK (default a temporary directory) may be set,
 # and IN, NGROUPS, DEVICE for a smoke test off the benchmark shape; with OUT
 # set, the table also goes to $OUT/bench_train.md.
 set -euo pipefail
@@ -85,7 +85,7 @@ epoch_seconds() {
 steps=$(( (rows + batch - 1) / batch ))
 table="| math | train steps/s (auto threads) | train steps/s (1 thread) | bench step_nodx_m0 ms → steps/s | train / bench | bench step_nodx_unfused_m0 ms | train / unfused |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-for math in fp32 tf32; do
+for math in fp32 tf32 bf16; do
     epochs=$([ "$math" = fp32 ] && echo "${EPOCHS_FP32:-6}" || echo "${EPOCHS_TF32:-12}")
     train "$math" "$epochs" ""
     train "$math" "$epochs" 1

@@ -8,6 +8,9 @@
  *    would be far outside the tolerance (checked too, so the test can fail);
  *  - sum_{c in g} dz = 0 per sample and group: with batch 1, db == dz, so
  *    the bias gradient must sum to zero over each group; and dW = db x^T.
+ * On CUDA each property is checked in fp32 and again in bf16 mode (whose
+ * products round their operands to bfloat16: the same properties must hold,
+ * within the bf16 error model).
  * Tolerances: tests/support/estimate.h. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +62,26 @@ static void problem_free(problem *p)
     free(p->x), free(p->w), free(p->b), free(p->gamma), free(p->beta), free(p->dy);
 }
 
+/* A context on device in math mode (CUDA: skipped without a GPU). */
+static fn_context *context_in(fn_device device, fn_math math)
+{
+    if (device == FN_CPU || math == FN_MATH_FP32)
+        return context_or_skip(device);
+    skip_without_gpu();
+    fn_context *ctx = NULL;
+    if (fn_context_create(&ctx, device, 0, math) != FN_OK)
+        fail_msg("context: %s", fn_last_error());
+    return ctx;
+}
+
+/* "block cpu", "block cuda", "block cuda bf16". */
+static const char *layer_name(fn_context *ctx)
+{
+    if (fn_context_device(ctx) == FN_CPU)
+        return "block cpu";
+    return fn_context_math(ctx) == FN_MATH_BF16 ? "block cuda bf16" : "block cuda";
+}
+
 static fn_status problem_layer(fn_context *ctx, const problem *p, fn_layer **l)
 {
     FN_TRY(run_block_create(l, ctx, &p->d, p->d.batch));
@@ -70,9 +93,9 @@ static fn_status problem_layer(fn_context *ctx, const problem *p, fn_layer **l)
 
 /* ---- statistics per sample ---- */
 
-static void check_per_sample(fn_device device)
+static void check_per_sample(fn_device device, fn_math math)
 {
-    fn_context *ctx = context_or_skip(device);
+    fn_context *ctx = context_in(device, math);
     problem p;
     problem_init(&p, dims, 1);
     size_t ny = (size_t)p.d.batch * p.d.out;
@@ -99,8 +122,7 @@ static void check_per_sample(fn_device device)
         }
     char shape[64];
     chk_shape(shape, sizeof shape, p.d.batch, p.d.in, p.d.out, p.d.groups, p.d.slope);
-    chk_table_row(device == FN_CUDA ? "block cuda" : "block cpu", shape, "y other rows", 0, "-",
-                  "bitwise", others_same);
+    chk_table_row(layer_name(ctx), shape, "y other rows", 0, "-", "bitwise", others_same);
     fn_layer_destroy(l);
     free(y0), free(y1);
     problem_free(&p);
@@ -112,13 +134,19 @@ static void check_per_sample(fn_device device)
 static void test_per_sample_cpu(void **state)
 {
     (void)state;
-    check_per_sample(FN_CPU);
+    check_per_sample(FN_CPU, FN_MATH_FP32);
 }
 
 static void test_per_sample_cuda(void **state)
 {
     (void)state;
-    check_per_sample(FN_CUDA);
+    check_per_sample(FN_CUDA, FN_MATH_FP32);
+}
+
+static void test_per_sample_cuda_bf16(void **state)
+{
+    (void)state;
+    check_per_sample(FN_CUDA, FN_MATH_BF16);
 }
 
 /* ---- gamma and beta per channel ---- */
@@ -134,9 +162,9 @@ static void per_group_params(const problem *p, double *gamma, double *beta)
     }
 }
 
-static void check_per_channel(fn_device device)
+static void check_per_channel(fn_device device, fn_math math)
 {
-    fn_context *ctx = context_or_skip(device);
+    fn_context *ctx = context_in(device, math);
     problem p;
     problem_init(&p, dims, 2);
     for (int c = 0; c < p.d.out; c++) { /* distinct inside every group */
@@ -151,13 +179,13 @@ static void check_per_channel(fn_device device)
     assert_int_equal(run_report(run_forward(l, p.d.batch, p.x, y), "forward"), FN_OK);
     ref_block_params rp = {p.w, p.b, p.gamma, p.beta};
     ref_block_forward(&p.d, &rp, p.x, want, NULL);
-    est_block_errors(&p.d, &rp, p.x, NULL, 0, &(est_block){.y = est});
+    est_block_errors(&p.d, &rp, p.x, NULL, est_operand_roundoff(math), &(est_block){.y = est});
     per_group_params(&p, g2, b2);
     ref_block_forward(&p.d, &(ref_block_params){p.w, p.b, g2, b2}, p.x, wrong, NULL);
     char shape[64];
     chk_shape(shape, sizeof shape, p.d.batch, p.d.in, p.d.out, p.d.groups, p.d.slope);
     chk_tol tol = {.atol = 1, .rtol = 4 * CHK_U32, .scale = est};
-    const char *layer = device == FN_CUDA ? "block cuda" : "block cpu";
+    const char *layer = layer_name(ctx);
     int ok = chk_compare(layer, shape, "y (per chan)", y, want, p.d.batch, p.d.out, tol);
     /* The discriminating power: per-group parameters must fail this rule. */
     chk_result r = chk_measure(wrong, want, ny, tol);
@@ -174,13 +202,19 @@ static void check_per_channel(fn_device device)
 static void test_per_channel_cpu(void **state)
 {
     (void)state;
-    check_per_channel(FN_CPU);
+    check_per_channel(FN_CPU, FN_MATH_FP32);
 }
 
 static void test_per_channel_cuda(void **state)
 {
     (void)state;
-    check_per_channel(FN_CUDA);
+    check_per_channel(FN_CUDA, FN_MATH_FP32);
+}
+
+static void test_per_channel_cuda_bf16(void **state)
+{
+    (void)state;
+    check_per_channel(FN_CUDA, FN_MATH_BF16);
 }
 
 /* ---- sum_{c in g} dz = 0, observed through db (batch 1: db == dz) ---- */
@@ -206,7 +240,8 @@ static int check_dz_sums(fn_context *ctx, ref_block_dims d, uint64_t seed)
     fn_layer_destroy(l);
     int ok = run_report(st, "block") == FN_OK;
     ref_block_params rp = {p.w, p.b, p.gamma, p.beta};
-    est_block_errors(&d, &rp, p.x, p.dy, 0, &(est_block){.dbias = edb, .dweight = edw});
+    est_block_errors(&d, &rp, p.x, p.dy, est_operand_roundoff(fn_context_math(ctx)),
+                     &(est_block){.dbias = edb, .dweight = edw});
     int k = d.out / d.groups;
     double worst = 0, worst_ratio = 0;
     for (int g = 0; ok && g < d.groups; g++) {
@@ -227,7 +262,7 @@ static int check_dz_sums(fn_context *ctx, ref_block_dims d, uint64_t seed)
     char shape[64], tol[48];
     chk_shape(shape, sizeof shape, d.batch, d.in, d.out, d.groups, d.slope);
     snprintf(tol, sizeof tol, "est (worst %.2g of it)", worst_ratio);
-    const char *layer = fn_context_device(ctx) == FN_CUDA ? "block cuda" : "block cpu";
+    const char *layer = layer_name(ctx);
     chk_table_row(layer, shape, "sum_g db", worst, "-", tol, ok);
     if (d.batch == 1 && ok) {
         double *outer = chk_alloc((size_t)d.out * d.in), *scale = chk_alloc((size_t)d.out * d.in);
@@ -246,9 +281,9 @@ static int check_dz_sums(fn_context *ctx, ref_block_dims d, uint64_t seed)
     return ok;
 }
 
-static void check_dz_zero_mean(fn_device device)
+static void check_dz_zero_mean(fn_device device, fn_math math)
 {
-    fn_context *ctx = context_or_skip(device);
+    fn_context *ctx = context_in(device, math);
     ref_block_dims one = dims, many = dims, single = dims;
     one.batch = 1;
     single.batch = 1, single.out = 32, single.groups = 1, single.in = 9;
@@ -262,13 +297,19 @@ static void check_dz_zero_mean(fn_device device)
 static void test_dz_zero_mean_cpu(void **state)
 {
     (void)state;
-    check_dz_zero_mean(FN_CPU);
+    check_dz_zero_mean(FN_CPU, FN_MATH_FP32);
 }
 
 static void test_dz_zero_mean_cuda(void **state)
 {
     (void)state;
-    check_dz_zero_mean(FN_CUDA);
+    check_dz_zero_mean(FN_CUDA, FN_MATH_FP32);
+}
+
+static void test_dz_zero_mean_cuda_bf16(void **state)
+{
+    (void)state;
+    check_dz_zero_mean(FN_CUDA, FN_MATH_BF16);
 }
 
 static int print_header(void **state)
@@ -283,10 +324,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_sample_cpu),
         cmocka_unit_test(test_per_sample_cuda),
+        cmocka_unit_test(test_per_sample_cuda_bf16),
         cmocka_unit_test(test_per_channel_cpu),
         cmocka_unit_test(test_per_channel_cuda),
+        cmocka_unit_test(test_per_channel_cuda_bf16),
         cmocka_unit_test(test_dz_zero_mean_cpu),
         cmocka_unit_test(test_dz_zero_mean_cuda),
+        cmocka_unit_test(test_dz_zero_mean_cuda_bf16),
     };
     return cmocka_run_group_tests(tests, print_header, NULL);
 }

@@ -311,7 +311,27 @@ static void test_bad_enums(void **state)
     EXPECT_ERROR("[run]\ndevice = gpu\n", NULL, FN_ERR_INVALID, "run.device: expected auto", NULL);
     EXPECT_ERROR("[run]\ndevice = cuda:x\n", NULL, FN_ERR_INVALID, "run.device: expected cuda:N",
                  NULL);
-    EXPECT_ERROR("[run]\nmath = fp16\n", NULL, FN_ERR_INVALID, "run.math: expected fp32", NULL);
+    EXPECT_ERROR("[run]\nmath = fp16\n", NULL, FN_ERR_INVALID,
+                 "run.math: expected fp32, tf32, tf32x3 or bf16, got 'fp16'", NULL);
+}
+
+/* math = bf16 is a mode of its own, from the file and from --set. */
+static void test_math_bf16(void **state)
+{
+    fixture *f = *state;
+    static const char text[] = "[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n"
+                               "[run]\nmath = bf16\n";
+    fn_config *cfg = NULL;
+    if (load(f, text, NULL, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->math, FN_MATH_BF16);
+    assert_string_equal(fn_math_name(cfg->math), "bf16");
+    fn_config_destroy(cfg);
+    const char *sets[] = {"run.math=bf16", NULL};
+    if (load(f, "[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n", sets, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->math, FN_MATH_BF16);
+    fn_config_destroy(cfg);
 }
 
 /* [train] optimizer, its options, schedules and clipping (issue 12). */
@@ -590,6 +610,7 @@ int main(void)
         T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),
         T(test_long_line),         T(test_parse_layers),          T(test_optimizer_keys),
         T(test_optimizer_key_errors), T(test_path_join_normalises), T(test_best_keys),
+        T(test_math_bf16),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

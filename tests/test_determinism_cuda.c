@@ -3,7 +3,8 @@
  * bit-identical weights; GPU initialisation equals CPU initialisation bit for
  * bit; every math mode is accepted; and each of the three products, in each
  * mode, matches a float64 product within that mode's accuracy (tf32x3 within
- * 3e-5). Every test skips, saying why, on a machine without a GPU. */
+ * 3e-5, bf16 within 1e-2; test_bf16_cuda.c checks bf16 element by element).
+ * Every test skips, saying why, on a machine without a GPU. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,7 +58,7 @@ static void test_math_modes_accepted(void **state)
 {
     (void)state;
     skip_without_gpu();
-    const fn_math modes[] = {FN_MATH_FP32, FN_MATH_TF32, FN_MATH_TF32X3};
+    const fn_math modes[] = {FN_MATH_FP32, FN_MATH_TF32, FN_MATH_TF32X3, FN_MATH_BF16};
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
         fn_context *ctx = gpu_context(modes[i]);
         assert_int_equal(fn_context_math(ctx), modes[i]);
@@ -233,6 +234,18 @@ static void test_products_tf32x3(void **state)
     check_products(FN_MATH_TF32X3, 3e-5);
 }
 
+/* bf16 rounds each operand to nearest (8 significant bits): independent
+ * zero-mean errors of rms 2^-8 / sqrt(3) per operand, so a product term's
+ * relative error has rms sqrt(2/3) 2^-8 = 3.2e-3 and so has the Frobenius
+ * relative error of a sum of many (dw's is smaller: dw0 dilutes it). 1e-2
+ * allows three times that; a wrong layout or operand is off by O(1). */
+static void test_products_bf16(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    check_products(FN_MATH_BF16, 1e-2);
+}
+
 /* ---- two training runs ---- */
 
 enum { BATCH = 24, IN = 20, H1 = 48, H2 = 640, CLASSES = 5, STEPS = 6 };
@@ -352,6 +365,13 @@ static void test_two_runs_bit_identical_tf32x3(void **state)
     check_two_runs(FN_MATH_TF32X3);
 }
 
+static void test_two_runs_bit_identical_bf16(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    check_two_runs(FN_MATH_BF16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,8 +380,10 @@ int main(void)
         cmocka_unit_test(test_products_fp32),
         cmocka_unit_test(test_products_tf32),
         cmocka_unit_test(test_products_tf32x3),
+        cmocka_unit_test(test_products_bf16),
         cmocka_unit_test(test_two_runs_bit_identical_fp32),
         cmocka_unit_test(test_two_runs_bit_identical_tf32x3),
+        cmocka_unit_test(test_two_runs_bit_identical_bf16),
     };
     return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -1,5 +1,5 @@
 /* test_gradcheck_cuda.c — tiers 2 and 3 of the gradient checks on the CUDA
- * backend, in math modes fp32 and tf32, parallel to test_gradcheck_cpu.c:
+ * backend, in math modes fp32, tf32 and bf16, parallel to test_gradcheck_cpu.c:
  * (a) every layer kind (tests/support/kinds.c) and both losses against the
  * float64 reference at the shapes of their descriptors (among the block's
  * one per kernel variant its launch plan can pick, and y, dy misaligned for
@@ -15,9 +15,17 @@
  * 4 * 2 u_op sqrt(sum t_k^2) on top of the fp32 accumulation bound: about
  * 8000 times the fp32 allowance per term, which is why tf32 rows show
  * tolerances around 1e-2 of the values where fp32 rows show 1e-5..1e-4. The
- * non-matrix kernels (normalisation, losses) stay fp32 in both modes. GPU vs
- * CPU allows the sum of both sides' estimates. Tier-3 steps: h = 1e-2 in
- * fp32, 5e-2 in tf32, for the reason in tests/support/fd.h.
+ * non-matrix kernels (normalisation, losses) stay fp32 in every mode. In
+ * bf16 mode the operands are rounded to nearest bfloat16 (u_op = 2^-8, 8
+ * times TF32's 2^-11 by rounding, 4 times its 2^-10 allowance for
+ * truncation): every product term carries up to 2^-7 + 2^-16 relative
+ * error, so bf16 rows show tolerances about 4 times the tf32 ones, a few
+ * 1e-2 of the values. GPU vs CPU allows the sum of both sides' estimates.
+ * Tier-3 steps: h = 1e-2 in fp32, 5e-2 in tf32, 1e-1 in bf16, for the
+ * reason in tests/support/fd.h (which also says why bf16's tier-3 rows are
+ * weak: tier 2 carries its accuracy). test_gradcheck_bf16_model runs the
+ * bf16 rows' drivers and tolerances on a host emulation of the bf16 block,
+ * so they are known to hold for the bf16 arithmetic itself.
  *
  * Every test skips (cmocka skip(), with the reason printed) when
  * fn_cuda_device_count() == 0, and the program then exits 77, which ctest
@@ -39,12 +47,14 @@
 #include "gradcheck.h"
 #include "runner.h"
 
+enum { N_MODES = 3 };
+
 typedef struct cuda_state {
     fn_context *cpu;
-    fn_context *gpu[2]; /* fp32, tf32; NULL without a GPU */
+    fn_context *gpu[N_MODES]; /* one per modes[]; NULL without a GPU */
 } cuda_state;
 
-static const fn_math modes[2] = {FN_MATH_FP32, FN_MATH_TF32};
+static const fn_math modes[N_MODES] = {FN_MATH_FP32, FN_MATH_TF32, FN_MATH_BF16};
 
 static int setup(void **state)
 {
@@ -52,7 +62,7 @@ static int setup(void **state)
     if (!s || fn_context_create(&s->cpu, FN_CPU, 0, FN_MATH_FP32) != FN_OK)
         return -1;
     if (fn_cuda_device_count() > 0)
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < N_MODES; m++)
             if (fn_context_create(&s->gpu[m], FN_CUDA, 0, modes[m]) != FN_OK) {
                 printf("cuda context (%s): %s\n", fn_math_name(modes[m]), fn_last_error());
                 return -1;
@@ -64,7 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     cuda_state *s = *state;
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < N_MODES; m++)
         fn_context_destroy(s->gpu[m]);
     fn_context_destroy(s->cpu);
     free(s);
@@ -93,7 +103,7 @@ static void test_layers_vs_reference(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < N_MODES; m++)
         for (size_t i = 0; i < gc_n_kinds; i++) {
             header("tier 2: CUDA %s (%s) vs float64 reference", gc_kinds[i]->name, modes[m]);
             ok &= gc_vs_reference_cases(s->gpu[m], gc_kinds[i]);
@@ -105,7 +115,7 @@ static void test_losses_vs_reference(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODES; m++) {
         header("tier 2: CUDA %s (%s) vs float64 reference", "losses", modes[m]);
         ok &= gc_losses_vs_reference_cases(s->gpu[m]);
     }
@@ -116,7 +126,7 @@ static void test_layers_fd(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < N_MODES; m++)
         for (size_t i = 0; i < gc_n_kinds; i++) {
             header("tier 3: finite differences through the CUDA %s (%s)", gc_kinds[i]->name,
                    modes[m]);
@@ -129,7 +139,7 @@ static void test_losses_fd(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODES; m++) {
         header("tier 3: finite differences through the CUDA %s (%s)", "losses", modes[m]);
         ok &= gc_losses_fd_cases(s->gpu[m]);
     }
@@ -140,7 +150,7 @@ static void test_layers_gpu_vs_cpu(void **state)
 {
     cuda_state *s = need_gpu(state);
     int ok = 1;
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < N_MODES; m++)
         for (size_t i = 0; i < gc_n_kinds; i++) {
             header("CUDA %s (%s) vs the CPU one", gc_kinds[i]->name, modes[m]);
             ok &= gc_cross_cases(s->gpu[m], s->cpu, gc_kinds[i]);
@@ -176,7 +186,7 @@ static void test_block_deterministic(void **state)
                                 .seed = 77, .why = "K = 16, 257 rows: several row chunks"};
     chk_table_header("CUDA block: two runs, bit for bit");
     int ok = 1;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODES; m++) {
         char layer[40], shape[64], at[48];
         snprintf(layer, sizeof layer, "block %s", gc_backend_name(s->gpu[m]));
         gc_problem p;

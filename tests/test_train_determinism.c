@@ -185,6 +185,7 @@ static void test_cuda(void **state)
     expect_deterministic(*state, "cuda", "fp32");
     expect_deterministic(*state, "cuda", "tf32");
     expect_deterministic(*state, "cuda", "tf32x3");
+    expect_deterministic(*state, "cuda", "bf16");
 }
 
 int main(void)

@@ -7,7 +7,7 @@
  * the kernels, the sum of the step's bare products for passes and steps.
  *
  *   bench [--batch 1024] [--in 8192] [--hidden 8192] [--groups 512]
- *         [--math fp32|tf32|tf32x3] [--momentum 0] [--lr 1e-4]
+ *         [--math fp32|tf32|tf32x3|bf16] [--momentum 0] [--lr 1e-4]
  *         [--reps 20] [--warmup 5]
  *
  * Every figure is one line `fusenet <math> <what> <value> [floor <ms> ratio
@@ -15,7 +15,15 @@
  * scripts/bench_side_by_side.sh merges with scripts/bench_torch.py's lines;
  * lines starting with '#' are for people. With momentum 0 the step is the
  * fused one (fn_block_backward_sgd: plain SGD folded into the dW product);
- * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too. */
+ * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too.
+ * Each product's relative error against float64 sums of the fp32 operands
+ * is reported (relerr_*): in bf16 it is the error of rounding both operands
+ * to bfloat16 and accumulating in fp32, the error a bf16 step's products
+ * carry. In bf16 the bare products are timed a second time on the fp32
+ * operands with cuBLAS's own down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF,
+ * `*_fast16bf`): whether cuBLAS rounds operands inside the product faster
+ * than the layer's separate rounding pass plus a bf16 product, and with
+ * which error (its rounding is cuBLAS's, not documented as to nearest). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -46,11 +54,13 @@ typedef struct bench {
     fn_block *block;
     fn_sgd *opt;
     fn_tensor x, y, dy, dx;  /* [batch, in], [batch, hidden], [batch, hidden], [batch, in] */
-    /* Bare products' operands: TF32 parts (tf32x3) or plain copies. */
+    /* Bare products' operands: TF32 parts (tf32x3), bfloat16 copies (bf16,
+     * in fn_bf16_floats of a tensor's values) or plain copies. */
     fn_tensor xs[2], ws[2];  /* [batch, in], [hidden, in]: value or big, small */
     fn_tensor dzs[2], dzts[2]; /* [batch, hidden], [hidden, batch] */
     fn_tensor xts[2];          /* [in, batch] */
     fn_tensor prod_y, prod_dw, prod_dx; /* [batch, hidden], [hidden, in], [batch, in] */
+    int fast16bf; /* bf16: the bare products on fp32 operands, FAST_16BF */
     void *copy_src, *copy_dst; /* [copy_bytes] */
     size_t copy_bytes;
     cudaEvent_t start, stop;
@@ -112,7 +122,7 @@ static options parse(int argc, char **argv)
         const char *flag = argv[i];
         if (strcmp(flag, "--help") == 0) {
             printf("usage: bench [--batch N] [--in N] [--hidden N] [--groups N] "
-                   "[--math fp32|tf32|tf32x3] [--momentum M] [--lr LR] [--reps N] "
+                   "[--math fp32|tf32|tf32x3|bf16] [--momentum M] [--lr LR] [--reps N] "
                    "[--warmup N]\n");
             exit(0);
         }
@@ -249,21 +259,59 @@ static fn_status op_step_fused_dx(bench *b) { return step_fused(b, &b->dx); }
 static fn_status op_step_fused_nodx(bench *b) { return step_fused(b, NULL); }
 
 /* The bare products, on operands already split in tf32x3 (one cuBLAS call in
- * fp32 and tf32, three in tf32x3), as the layer issues them. */
+ * fp32 and tf32, three in tf32x3) or rounded to bf16, as the layer issues
+ * them. */
 static float *small_of(fn_tensor *t) { return t[1].data; }
+
+/* Column-major C = alpha op(A) op(B) + beta C on operand pairs as
+ * make_operand leaves them, in the bench's math mode. */
+static fn_status product(bench *b, int ta, int tb, int m, int n, int k, fn_tensor *a, int lda,
+                         fn_tensor *bb, int ldb, float beta, float *c, int ldc)
+{
+    if (b->o.math == FN_MATH_BF16)
+        return fn_cuda_gemm_bf16(b->ctx, ta, tb, m, n, k, 1.0f, (const fn_bf16 *)a[0].data, lda,
+                                 (const fn_bf16 *)bb[0].data, ldb, beta, c, 0, ldc);
+    return fn_cuda_gemm_split(b->ctx, ta, tb, m, n, k, 1.0f, a[0].data, small_of(a), lda,
+                              bb[0].data, small_of(bb), ldb, beta, c, ldc);
+}
+
+/* Column-major C = op(A) op(B) + beta C on fp32 operands, which cuBLAS
+ * rounds to bf16 itself (fast16bf). */
+static fn_status product_fast16bf(bench *b, int ta, int tb, int m, int n, int k, const float *a,
+                                  int lda, const float *bb, int ldb, float beta, float *c, int ldc)
+{
+    const float alpha = 1.0f;
+    const cublasStatus_t st = cublasGemmEx(
+        fn_ctx_cublas(b->ctx), ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m,
+        n, k, &alpha, a, CUDA_R_32F, lda, bb, CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc,
+        CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return fn_fail(FN_ERR_CUDA, "cublasGemmEx (CUBLAS_COMPUTE_32F_FAST_16BF): %s",
+                       cublasGetStatusString(st));
+    return FN_OK;
+}
+
+static const float *weight_of(const bench *b)
+{
+    return b->layer->params[FN_BLOCK_WEIGHT].value.data;
+}
 
 static fn_status op_gemm_forward(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
-    return fn_cuda_gemm_split(b->ctx, 1, 0, C, N, in, 1.0f, b->ws[0].data, small_of(b->ws), in,
-                              b->xs[0].data, small_of(b->xs), in, 0.0f, b->prod_y.data, C);
+    if (b->fast16bf)
+        return product_fast16bf(b, 1, 0, C, N, in, weight_of(b), in, b->x.data, in, 0.0f,
+                                b->prod_y.data, C);
+    return product(b, 1, 0, C, N, in, b->ws, in, b->xs, in, 0.0f, b->prod_y.data, C);
 }
 
 static fn_status op_gemm_dx(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
-    return fn_cuda_gemm_split(b->ctx, 0, 0, in, N, C, 1.0f, b->ws[0].data, small_of(b->ws), in,
-                              b->dzs[0].data, small_of(b->dzs), C, 0.0f, b->prod_dx.data, in);
+    if (b->fast16bf)
+        return product_fast16bf(b, 0, 0, in, N, C, weight_of(b), in, b->dy.data, C, 0.0f,
+                                b->prod_dx.data, in);
+    return product(b, 0, 0, in, N, C, b->ws, in, b->dzs, C, 0.0f, b->prod_dx.data, in);
 }
 
 /* dW with dz as it is stored: both operands with the reduced (batch)
@@ -271,25 +319,34 @@ static fn_status op_gemm_dx(bench *b)
 static fn_status op_gemm_dw(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
-    return fn_cuda_gemm_split(b->ctx, 0, 1, in, C, N, 1.0f, b->xs[0].data, small_of(b->xs), in,
-                              b->dzs[0].data, small_of(b->dzs), C, 1.0f, b->prod_dw.data, in);
+    if (b->fast16bf)
+        return product_fast16bf(b, 0, 1, in, C, N, b->x.data, in, b->dy.data, C, 1.0f,
+                                b->prod_dw.data, in);
+    return product(b, 0, 1, in, C, N, b->xs, in, b->dzs, C, 1.0f, b->prod_dw.data, in);
 }
 
 /* dW with dz^T: one operand with the batch contiguous. */
 static fn_status op_gemm_dw_t(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
-    return fn_cuda_gemm_split(b->ctx, 0, 0, in, C, N, 1.0f, b->xs[0].data, small_of(b->xs), in,
-                              b->dzts[0].data, small_of(b->dzts), N, 1.0f, b->prod_dw.data, in);
+    return product(b, 0, 0, in, C, N, b->xs, in, b->dzts, N, 1.0f, b->prod_dw.data, in);
 }
 
 /* dW with x^T and dz^T: both operands with the batch contiguous, as the
- * layer computes it in the TF32 modes. */
+ * layer computes it in the TF32 modes (bf16 uses op_gemm_dw's layout). */
 static fn_status op_gemm_dw_tn(bench *b)
 {
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
-    return fn_cuda_gemm_split(b->ctx, 1, 0, in, C, N, 1.0f, b->xts[0].data, small_of(b->xts), N,
-                              b->dzts[0].data, small_of(b->dzts), N, 1.0f, b->prod_dw.data, in);
+    return product(b, 1, 0, in, C, N, b->xts, N, b->dzts, N, 1.0f, b->prod_dw.data, in);
+}
+
+/* What bf16 mode adds per forward: the fp32 weight read and its bfloat16
+ * copy written (into the bare products' operand). */
+static fn_status op_to_bf16_w(bench *b)
+{
+    const fn_tensor *w = &b->layer->params[FN_BLOCK_WEIGHT].value;
+    return fn_cuda_to_bf16(b->ctx, (fn_bf16 *)b->ws[0].data, w->data, fn_tensor_count(w), NULL,
+                           NULL, 0);
 }
 
 static fn_status op_transpose(bench *b)
@@ -313,10 +370,35 @@ static void alloc(fn_tensor *t, int rows, int cols, const char *what)
     check(fn_tensor_alloc(t, rows, cols, FN_CUDA), what);
 }
 
+/* A bf16 operand: src (transposed first when asked) rounded to bfloat16 in
+ * out[0], out[1] a 1x1 placeholder. */
+static void make_bf16_operand(bench *b, fn_tensor *out, const fn_tensor *src, int transpose)
+{
+    const size_t n = fn_tensor_count(src);
+    alloc(&out[0], 1, (int)fn_bf16_floats(n), "bf16 operand");
+    alloc(&out[1], 1, 1, "operand placeholder");
+    fn_tensor t = {0};
+    if (transpose) {
+        alloc(&t, src->cols, src->rows, "transposed operand");
+        check(fn_cuda_transpose(b->ctx, t.data, NULL, src->data, src->rows, src->cols),
+              "transpose");
+    }
+    check(fn_cuda_to_bf16(b->ctx, (fn_bf16 *)out[0].data, transpose ? t.data : src->data, n, NULL,
+                          NULL, 0),
+          "to bf16");
+    check(fn_context_sync(b->ctx), "to bf16");
+    fn_tensor_free(&t);
+}
+
 /* An operand of the bare products: in tf32x3 its TF32 part and remainder,
- * else a copy of it (the small half a 1x1 placeholder). */
+ * in bf16 its bfloat16 copy, else a copy of it (the small half a 1x1
+ * placeholder). */
 static void make_operand(bench *b, fn_tensor *out, const fn_tensor *src, int transpose)
 {
+    if (b->o.math == FN_MATH_BF16) {
+        make_bf16_operand(b, out, src, transpose);
+        return;
+    }
     const int rows = transpose ? src->cols : src->rows, cols = transpose ? src->rows : src->cols;
     const int split = b->o.math == FN_MATH_TF32X3;
     alloc(&out[0], rows, cols, "operand");
@@ -462,7 +544,8 @@ static void report_errors(bench *b)
     const int N = b->o.batch, in = b->o.in, C = b->o.hidden;
     check(fn_tensor_zero(&b->prod_dw), "zero");
     check(op_gemm_forward(b), "forward product");
-    check(b->o.math == FN_MATH_FP32 ? op_gemm_dw(b) : op_gemm_dw_tn(b), "dw product");
+    const int tf32_layout = b->o.math == FN_MATH_TF32 || b->o.math == FN_MATH_TF32X3;
+    check(tf32_layout ? op_gemm_dw_tn(b) : op_gemm_dw(b), "dw product");
     check(op_gemm_dx(b), "dx product");
     float *x = download(&b->x), *w = download(&b->layer->params[FN_BLOCK_WEIGHT].value);
     float *dz = download(&b->dy), *y = download(&b->prod_y), *dw = download(&b->prod_dw);
@@ -480,8 +563,8 @@ static void report_errors(bench *b)
     }
     const char *names[3] = {"relerr_forward", "relerr_dw", "relerr_dx"};
     for (int q = 0; q < 3; q++)
-        printf("fusenet %s %s %.3g\n", fn_math_name(b->o.math), names[q],
-               e[q].den > 0.0 ? sqrt(e[q].num / e[q].den) : 0.0);
+        printf("fusenet %s %s%s %.3g\n", fn_math_name(b->o.math), names[q],
+               b->fast16bf ? "_fast16bf" : "", e[q].den > 0.0 ? sqrt(e[q].num / e[q].den) : 0.0);
     free(acc);
     free(x);
     free(w);
@@ -513,16 +596,26 @@ static void report_kernels(bench *b, double gbps)
     const double N = b->o.batch, C = b->o.hidden, G = b->o.groups;
     /* Row chunks of the column sums, as the kernels' fn_row_chunks. */
     const double chunks = N / 32.0 < 1 ? 1 : N / 32.0 > 32 ? 32 : ceil(N / 32.0);
-    const double fwd_bytes = 4.0 * (2.0 * N * C + 2.0 * N * G + 3.0 * C);
-    const double bwd_bytes = 4.0 * (3.0 * N * C + 2.0 * N * G + 3.0 * C + 6.0 * C +
-                                    2.0 * chunks * 3.0 * C);
+    /* z (read by both) and dz (written by backward) are bfloat16 in bf16
+     * mode; y, dy, the statistics and the parameters are float. */
+    const double zb = b->o.math == FN_MATH_BF16 ? 2.0 : 4.0;
+    const double fwd_bytes = (4.0 + zb) * N * C + 4.0 * (2.0 * N * G + 3.0 * C);
+    const double bwd_bytes = (4.0 + 2.0 * zb) * N * C +
+                             4.0 * (2.0 * N * G + 3.0 * C + 6.0 * C + 2.0 * chunks * 3.0 * C);
     const double to_ms = 1e3 / (gbps * 1e9);
     check(op_forward(b), "forward");
     report(b, "norm_forward", time_op(b, op_norm_forward, INNER_KERNEL), fwd_bytes * to_ms);
     report(b, "norm_backward", time_op(b, op_norm_backward, INNER_KERNEL), bwd_bytes * to_ms);
     build_products(b);
-    report(b, "transpose_dz", time_op(b, op_transpose, INNER_KERNEL),
-           4.0 * N * C * (b->o.math == FN_MATH_TF32X3 ? 3.0 : 2.0) * to_ms);
+    /* bf16 transposes nothing (its operands stay as stored; dzts holds
+     * bf16 there, too small for an fp32 transpose); it rounds w instead:
+     * 4 bytes read and 2 written a weight. */
+    if (b->o.math == FN_MATH_BF16)
+        report(b, "to_bf16_w", time_op(b, op_to_bf16_w, INNER_KERNEL),
+               6.0 * C * b->o.in * to_ms);
+    else
+        report(b, "transpose_dz", time_op(b, op_transpose, INNER_KERNEL),
+               4.0 * N * C * (b->o.math == FN_MATH_TF32X3 ? 3.0 : 2.0) * to_ms);
 }
 
 /* Medians of the bare products, ms. */
@@ -545,6 +638,14 @@ static product_times report_products(bench *b)
     report(b, "gemm_dw_t", t.dw_t, 0.0);
     report(b, "gemm_dw_tn", t.dw_tn, 0.0);
     report_errors(b);
+    if (b->o.math == FN_MATH_BF16) {
+        b->fast16bf = 1;
+        report(b, "gemm_forward_fast16bf", time_op(b, op_gemm_forward, INNER_PASS), 0.0);
+        report(b, "gemm_dx_fast16bf", time_op(b, op_gemm_dx, INNER_PASS), 0.0);
+        report(b, "gemm_dw_fast16bf", time_op(b, op_gemm_dw, INNER_PASS), 0.0);
+        report_errors(b);
+        b->fast16bf = 0;
+    }
     free_products(b);
     /* Floors: the bare products with dW in cuBLAS's default layout (what the
      * targets are stated against), and with the faster of the two layouts. */

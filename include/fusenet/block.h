@@ -39,8 +39,12 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
 
 /* The bytes a block allocated besides its parameters and gradients: its
- * caches at max_batch and its backend's workspace; 0 for another layer. */
+ * caches at max_batch and its backend's workspace, less the bfloat16 copy
+ * of its weight in bf16 mode (fn_block_weight_copy_bytes); 0 for another
+ * layer. */
 size_t fn_block_buffer_bytes(const fn_layer *l);
+/* The bytes of that copy (bf16 mode on the GPU; else 0). */
+size_t fn_block_weight_copy_bytes(const fn_layer *l);
 
 /* Its entry in the registry of layer kinds. */
 extern const fn_layer_kind fn_block_kind;

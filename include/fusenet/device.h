@@ -17,7 +17,9 @@ typedef enum fn_device { FN_CPU = 0, FN_CUDA = 1 } fn_device;
 typedef enum fn_math {
     FN_MATH_FP32 = 0, /* strict IEEE fp32 (default) */
     FN_MATH_TF32,     /* tensor cores, operands rounded to TF32 */
-    FN_MATH_TF32X3    /* operands split into TF32 part + remainder, 3 products */
+    FN_MATH_TF32X3,   /* operands split into TF32 part + remainder, 3 products */
+    FN_MATH_BF16      /* operands rounded to bfloat16, fp32 accumulation; fp32
+                       * master weights, optimiser state, statistics (README) */
 } fn_math;
 
 typedef struct fn_context fn_context; /* opaque */
@@ -44,8 +46,8 @@ fn_status fn_context_memory_available(const fn_context *ctx, double *bytes, cons
 fn_status fn_context_sync(fn_context *ctx);
 
 const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
-const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3" */
-/* Parses "fp32", "tf32" or "tf32x3"; FN_ERR_INVALID otherwise. */
+const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3", "bf16" */
+/* Parses "fp32", "tf32", "tf32x3" or "bf16"; FN_ERR_INVALID otherwise. */
 fn_status fn_math_parse(const char *text, fn_math *math);
 
 #ifdef __cplusplus

@@ -87,6 +87,11 @@ struct fn_layer_kind {
      * batch (NULL: none). Counted as doubles: 2^24 x 2^24 overflows an int. */
     double (*param_floats)(int in_features, const fn_layer_spec *spec);
     double (*row_floats)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+    /* Optional: the bytes of copies of l's parameters that it keeps in
+     * another precision (the block's bfloat16 weight in bf16 mode on the
+     * GPU), counted with the weights in the run's memory summary and not in
+     * buffer_bytes. NULL: none. */
+    size_t (*weight_copy_bytes)(const fn_layer *l);
 };
 
 /* The registry: every kind, in the order messages list them. */
@@ -107,6 +112,8 @@ const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
 /* The bytes l's kind says l allocated besides its parameters and their
  * gradients (buffer_bytes above); 0 for a kind without the hook. */
 size_t fn_layer_buffer_bytes(const fn_layer *l);
+/* The same for weight_copy_bytes; 0 for a kind without the hook. */
+size_t fn_layer_weight_copy_bytes(const fn_layer *l);
 
 /* A layer of spec->kind (checked entry point of its create). */
 fn_status fn_layer_create(fn_layer **layer, fn_context *ctx, int in_features,

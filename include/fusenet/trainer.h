@@ -40,7 +40,7 @@ typedef struct fn_train_device {
     int automatic;  /* [run] device = auto */
     int gpus_found; /* automatic: the usable GPUs seen */
     fn_math math;   /* [run] math */
-    int math_unused; /* tf32 or tf32x3 on the CPU, whose products are always fp32 */
+    int math_unused; /* tf32, tf32x3 or bf16 on the CPU, whose products are always fp32 */
 } fn_train_device;
 
 /* A layer of the network, for the summary. */
@@ -57,7 +57,8 @@ typedef struct fn_train_layer {
  * cuBLAS' own workspace, the HDF5 library's caches. */
 typedef struct fn_train_memory {
     /* On the run's device (host memory on the CPU): */
-    size_t weights, gradients, optimizer;
+    size_t weights, gradients, optimizer; /* weights: with copies in another
+                                           * precision (bf16 mode's) */
     size_t activations; /* the layers' caches and the buffers between them, at batch_size */
     size_t batches;     /* the loaders' batches on the GPU; 0 on the CPU */
     size_t device;      /* the sum of the five */

@@ -15,7 +15,8 @@ fn_status fn_context_create(fn_context **out, fn_device device, int gpu, fn_math
     *out = NULL;
     if (device != FN_CPU && device != FN_CUDA)
         return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown device %d", (int)device);
-    if (math != FN_MATH_FP32 && math != FN_MATH_TF32 && math != FN_MATH_TF32X3)
+    if (math != FN_MATH_FP32 && math != FN_MATH_TF32 && math != FN_MATH_TF32X3 &&
+        math != FN_MATH_BF16)
         return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown math mode %d", (int)math);
     fn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
@@ -57,6 +58,7 @@ static const char *const math_names[] = {
     [FN_MATH_FP32] = "fp32",
     [FN_MATH_TF32] = "tf32",
     [FN_MATH_TF32X3] = "tf32x3",
+    [FN_MATH_BF16] = "bf16",
 };
 
 const char *fn_math_name(fn_math math)
@@ -72,6 +74,6 @@ fn_status fn_math_parse(const char *text, fn_math *math)
             return FN_OK;
         }
     }
-    return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected fp32, tf32 or tf32x3)",
+    return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected fp32, tf32, tf32x3 or bf16)",
                    text ? text : "(null)");
 }

@@ -444,7 +444,7 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return parse_loss(text, (fn_loss_kind *)field);
     case T_MATH:
         if (fn_math_parse(text, (fn_math *)field) != FN_OK)
-            return fn_fail(FN_ERR_INVALID, "expected fp32, tf32 or tf32x3, got '%s'", text);
+            return fn_fail(FN_ERR_INVALID, "expected fp32, tf32, tf32x3 or bf16, got '%s'", text);
         return FN_OK;
     case T_DEVICE:
         return parse_device(text, cfg);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "nn/block_impl.h"
+#include "nn/block_products_cuda.h"
 
 static const char *const param_names[FN_BLOCK_N_PARAMS] = {
     [FN_BLOCK_WEIGHT] = "weight",
@@ -59,12 +60,17 @@ static fn_status alloc_params(fn_block *b, fn_device dev)
     return FN_OK;
 }
 
+/* In bf16 mode on the GPU z and dz are bfloat16 in the backend's workspace
+ * (block_products_cuda.h): no float copies of them are made. */
 static fn_status alloc_caches(fn_block *b, fn_device dev, int max_batch)
 {
-    FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
+    const int half = dev == FN_CUDA && fn_context_math(b->base.ctx) == FN_MATH_BF16;
+    if (!half)
+        FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
     FN_TRY(fn_tensor_alloc(&b->mean, max_batch, b->cfg.groups, dev));
     FN_TRY(fn_tensor_alloc(&b->rstd, max_batch, b->cfg.groups, dev));
-    FN_TRY(fn_tensor_alloc(&b->dz, max_batch, b->cfg.out_features, dev));
+    if (!half)
+        FN_TRY(fn_tensor_alloc(&b->dz, max_batch, b->cfg.out_features, dev));
     return FN_OK;
 }
 
@@ -124,7 +130,8 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 }
 
 /* The caches alloc_caches made and the backend's workspace (scratch, sized
- * by fn_block_cuda_setup; empty on the CPU). */
+ * by fn_block_cuda_setup; empty on the CPU), without the weight's copy,
+ * which the summary counts with the weights. */
 size_t fn_block_buffer_bytes(const fn_layer *l)
 {
     if (!l || (l->ops != &fn_block_cpu_ops && l->ops != &fn_block_cuda_ops))
@@ -134,7 +141,16 @@ size_t fn_block_buffer_bytes(const fn_layer *l)
     size_t n = 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         n += fn_tensor_count(t[i]);
-    return n * sizeof(float);
+    const size_t copy = fn_block_weight_copy_bytes(l);
+    return n * sizeof(float) > copy ? n * sizeof(float) - copy : 0;
+}
+
+/* w_h in the scratch (block_products_cuda.h): only a GPU block has one. */
+size_t fn_block_weight_copy_bytes(const fn_layer *l)
+{
+    if (!l || l->ops != &fn_block_cuda_ops || !((const fn_block *)l)->scratch.data)
+        return 0;
+    return fn_block_ws_weight_floats((const fn_block *)l) * sizeof(float);
 }
 
 fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)

@@ -17,10 +17,11 @@ typedef struct fn_block {
     fn_block_config cfg;
     fn_param params[FN_BLOCK_N_PARAMS]; /* weight [out, in], bias, gamma, beta [1, out] */
     fn_tensor x;       /* the last forward's input, borrowed: [batch, in] */
-    fn_tensor z;       /* x W^T, without the bias: [max_batch, out] */
+    fn_tensor z;       /* x W^T, without the bias: [max_batch, out]; empty in bf16
+                        * mode on the GPU (bfloat16 in scratch instead) */
     fn_tensor mean;    /* per (sample, group) mean of z + b: [max_batch, groups] */
     fn_tensor rstd;    /* per (sample, group) 1/sqrt(var + eps): [max_batch, groups] */
-    fn_tensor dz;      /* d loss / dz: [max_batch, out] */
+    fn_tensor dz;      /* d loss / dz: [max_batch, out]; as z in bf16 mode */
     fn_tensor scratch; /* the backend's own workspace; unused on the CPU */
 } fn_block;
 

@@ -81,4 +81,5 @@ const fn_layer_kind fn_block_kind = {
     .buffer_bytes = fn_block_buffer_bytes,
     .param_floats = param_floats,
     .row_floats = row_floats,
+    .weight_copy_bytes = fn_block_weight_copy_bytes,
 };

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "core/gemm_cuda.h"
 #include "nn/block_impl.h"
 
 #ifdef __cplusplus
@@ -20,6 +21,19 @@ extern "C" {
  * and dz as stored do not have for dW (their rows are the batch); with both
  * transposed dW has the forward product's layout (DESIGN.md: the default
  * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
+/* In bf16 mode forward rounds x and w to bfloat16 once (x_h, w_h) and
+ * backward reuses both (dW reads x_h, dx reads w_h, the weight of the
+ * forward as in tf32x3); no transposes: Hopper's bf16 tensor-core
+ * instructions read either layout. The block's caches are bfloat16 too, in
+ * place of b->z and b->dz (not allocated then): the forward product writes
+ * z_h (its fp32 accumulator rounded once), which the normalisation reads in
+ * forward and backward alike, so both see one z; the normalisation's
+ * backward writes dz_h, rounded once from its fp32 value, which is what
+ * the dx and dW products take as their operand anyway. Statistics (mean,
+ * rstd) and the column sums stay fp32, and the team path sums db from the
+ * fp32 dz before rounding. Halving these caches halves the traffic of the
+ * normalisation kernels and the block's activation memory (z and dz: 4
+ * bytes a value each in fp32, 2 here; x_h adds 2 bytes per input value). */
 typedef struct fn_block_ws {
     float *partials;          /* [chunks, 3, out]: column partial sums (block_cuda.cu) */
     float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
@@ -27,17 +41,24 @@ typedef struct fn_block_ws {
     float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
     float *w_big, *w_small;   /* [out, in] (tf32x3) */
     float *dz_big, *dz_small; /* [max_batch, out] (tf32x3) */
+    fn_bf16 *x_h;             /* [max_batch, in] (bf16) */
+    fn_bf16 *w_h;             /* [out, in] (bf16) */
+    fn_bf16 *z_h;             /* [max_batch, out] (bf16): x W^T without bias */
+    fn_bf16 *dz_h;            /* [max_batch, out] (bf16) */
 } fn_block_ws;
 
 /* Fills ws from base (NULL: sizes only) and returns the floats it spans. */
 size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
+/* The floats of that span holding w_h, padding included (0 but in bf16). */
+size_t fn_block_ws_weight_floats(const fn_block *b);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
- * w into the workspace, where backward finds them). */
+ * w into the workspace, in bf16 after rounding them there, backward finds
+ * them; in bf16 into z_h instead of b->z). */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
-/* The products of backward after the normalisation's, from b->dz and the
- * last forward's x: dx = dz W (when dx is given), then dW = dz^T x added
+/* The products of backward after the normalisation's, from b->dz (dz_h in
+ * bf16) and the last forward's x (x_h): dx = dz W (when dx is given), then dW = dz^T x added
  * with factor alpha to dw_out (the weight's gradient with alpha 1, or the
  * weight itself with alpha = -lr, after dx has read it). */
 fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx /* [N, in] or NULL */,

@@ -50,6 +50,12 @@ size_t fn_layer_buffer_bytes(const fn_layer *l)
     return k && k->buffer_bytes ? k->buffer_bytes(l) : 0;
 }
 
+size_t fn_layer_weight_copy_bytes(const fn_layer *l)
+{
+    const fn_layer_kind *k = fn_layer_kind_of(l);
+    return k && k->weight_copy_bytes ? k->weight_copy_bytes(l) : 0;
+}
+
 /* "a", "a or b", "a, b or c". */
 const char *fn_layer_kind_list(char *buf, size_t cap, int usages)
 {

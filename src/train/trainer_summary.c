@@ -35,7 +35,7 @@ static fn_train_memory memory_of(fn_trainer *t)
     fn_train_memory m = {0};
     for (int i = 0; i < fn_net_n_layers(t->net); i++) {
         const fn_layer *l = fn_net_layer(t->net, i);
-        m.weights += fn_layer_param_bytes(l);
+        m.weights += fn_layer_param_bytes(l) + fn_layer_weight_copy_bytes(l);
         m.gradients += fn_layer_grad_bytes(l);
         m.activations += fn_layer_buffer_bytes(l);
     }

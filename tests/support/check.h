@@ -17,6 +17,9 @@
  * or by dropping the low 13 bits of the float (truncation, up to 2^-10). */
 #define CHK_U32 0x1p-24
 #define CHK_UTF32 0x1p-10
+/* bfloat16 keeps 8 significant bits; the bf16 mode rounds operands to
+ * nearest itself (to_bf16_kernel) before cuBLAS sees them: 2^-8. */
+#define CHK_UBF16 0x1p-8
 
 /* splitmix64: a tiny, well-mixed generator, enough for test data. */
 typedef struct chk_rng {

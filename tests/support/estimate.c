@@ -19,16 +19,28 @@ double est_operand_roundoff(int math)
         return CHK_UTF32;
     case FN_MATH_TF32X3:
         return 0x1p-21;
+    case FN_MATH_BF16:
+        return CHK_UBF16;
     default:
         return 0;
     }
 }
 
+/* The rounding of a value the backend stores between kernels in a math
+ * mode: bf16 mode keeps the block's z (x W^T) and dz in bfloat16
+ * (block_products_cuda.h), each rounded once to nearest, 2^-8 relative;
+ * the other modes store float32, whose rounding the sums already count. */
+static double store_roundoff(double u_op)
+{
+    return u_op >= CHK_UBF16 ? u_op : 0;
+}
+
 /* A sum of n terms: sum|t| known; u_op for product operands (their error
- * is biased, so it adds up linearly: estimate.h). */
+ * is biased, so it adds up linearly: estimate.h). Both operands rounded:
+ * (1 + u)^2 - 1 = 2u + u^2 relative per term. */
 static double sum_error(int n, double abs_sum, double u_op)
 {
-    return LAM * sqrt((double)n) * U32 * abs_sum + 2 * u_op * abs_sum;
+    return LAM * sqrt((double)n) * U32 * abs_sum + (2 * u_op + u_op * u_op) * abs_sum;
 }
 
 /* Error of one element of the product a[rows, n] . b[n] given strides. */
@@ -77,11 +89,20 @@ static void block_forward_errors(const ref_block_dims *d, const ref_block_params
     double *y = chk_alloc(count), *ez = chk_alloc(count);
     ref_block_forward(d, p, x, y,
                       &(ref_block_cache){.z = f->z, .zhat = f->zhat, .u = f->u, .rstd = f->rstd});
+    /* A stored z (without the bias) is rounded once more: at most
+     * u |computed| <= u (|z| + its error) <= u (1 + 3u) sum|t|, as
+     * |z| <= sum|t| and the product's error is below 3u sum|t|. */
+    const double us = store_roundoff(u_op);
     for (int n = 0; n < d->batch; n++)
-        for (int c = 0; c < d->out; c++)
-            ez[(size_t)n * d->out + c] =
-                dot_error(d->in, x + (size_t)n * d->in, 1, p->weight + (size_t)c * d->in, 1, u_op) +
-                LAM * U32 * fabs(p->bias[c]);
+        for (int c = 0; c < d->out; c++) {
+            const double *xr = x + (size_t)n * d->in, *wr = p->weight + (size_t)c * d->in;
+            double abs_sum = 0;
+            for (int k = 0; k < d->in; k++)
+                abs_sum += fabs(xr[k] * wr[k]);
+            ez[(size_t)n * d->out + c] = dot_error(d->in, xr, 1, wr, 1, u_op) +
+                                         us * (1 + 3 * u_op) * abs_sum +
+                                         LAM * U32 * fabs(p->bias[c]);
+        }
     for (int n = 0; n < d->batch; n++)
         for (int g = 0; g < d->groups; g++) {
             size_t i0 = (size_t)n * d->out + (size_t)g * k_per_group;
@@ -180,8 +201,12 @@ static void block_grad_errors(const ref_block_dims *d, const ref_block_params *p
             abs_be += fabs(du[i]);
         }
         double root_n = sqrt((double)N);
+        /* A stored dz (bf16 mode) may be what db sums (the group path reads
+         * it back): each term rounded once, u |computed dz| <= u (|dz| +
+         * est(dz)). */
+        double stored = store_roundoff(u_op) * (abs_b + prop_b);
         if (e->dbias)
-            e->dbias[c] = prop_b + LAM * root_n * U32 * abs_b;
+            e->dbias[c] = prop_b + LAM * root_n * U32 * abs_b + stored;
         if (e->dgamma)
             e->dgamma[c] = prop_g + LAM * root_n * U32 * abs_g;
         if (e->dbeta)

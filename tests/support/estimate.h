@@ -18,6 +18,19 @@
  *    assumes independent zero-mean errors. tf32x3
  *    keeps the remainder of each operand too: u_op = 2^-21. In fp32 mode
  *    u_op = 0.
+ *  - bf16 mode rounds each operand to nearest bfloat16 (8 significant
+ *    bits: |x_h - x| <= 2^-8 |x|) before an fp32-accumulating product, so
+ *    a term x_k w_k becomes x_k w_k (1 + d1)(1 + d2), |d1|, |d2| <= 2^-8:
+ *    at most (2 u_op + u_op^2) |x_k w_k| with u_op = 2^-8, summed linearly
+ *    as for TF32 (round to nearest is zero-mean, but the worst case costs
+ *    little: 2^-7 per term is still far below what an O(1) bug moves). The
+ *    u_op^2 term (2^-16, exact arithmetic rather than first order) is kept
+ *    for every mode; for TF32 it adds 2^-20, 0.1 % of its 2 u_op.
+ *    Normalisation, losses and every sum outside the products stay fp32
+ *    in bf16 mode; what bf16 mode stores in bfloat16 between kernels (the
+ *    block's z and dz) adds one rounding of 2^-8 relative to z's error and
+ *    to each term of db (estimate.c: store_roundoff); dz's rounding is
+ *    otherwise the dx and dW products' operand rounding, already counted.
  *  - Elementwise operations (scaling, leaky_relu, sqrt, division) add a few
  *    u32 relative each.
  *  - Errors are propagated to first order with absolute values, through the
@@ -62,7 +75,8 @@ double est_cross_entropy_errors(int rows, int cols, const double *logits, const 
 
 /* The unit roundoff of matrix-product operands in a math mode (fn_math):
  * 0 for fp32, 2^-11 for tf32, 2^-21 for tf32x3 (the dropped lo*lo product
- * and the remainder's own TF32 rounding are both ~2^-22 relative). */
+ * and the remainder's own TF32 rounding are both ~2^-22 relative), 2^-8
+ * for bf16. */
 double est_operand_roundoff(int math);
 
 #endif

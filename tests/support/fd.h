@@ -15,7 +15,17 @@
  * ((e_L/h + e_L/2h) / 3). h trades rounding against truncation: the optimum
  * is h ~ (3 e_L / |L'''|)^(1/3). In fp32 e_L / |L| ~ 1e-6..1e-5, giving
  * h ~ 1e-2 (relative to each tensor's largest value, which scales d); in
- * TF32 e_L / |L| ~ 1e-3, giving h ~ 5e-2. Perturbed points are rounded to
+ * TF32 e_L / |L| ~ 1e-3, giving h ~ 5e-2; in bf16 e_L / |L| ~ 2^-7 ~ 8e-3
+ * per product term (estimate.h), giving h ~ 0.3 by the formula, of which
+ * 1e-1 is taken: the points at +-2h stay nearer the kinks' masks
+ * (gc_mask_kinks) and the rounding term 1.5 e_L / h is then ~ 0.1 |L|,
+ * still well below a wrong gradient's O(|L|)... in the formula's terms;
+ * measured on a host emulation of the bf16 block
+ * (test_gradcheck_bf16_model), the worst-case e_L and e_g make the bound
+ * 10 to 100 times the directional derivative itself, so bf16's tier-3 rows
+ * only catch non-finite values and errors beyond that: bf16's accuracy is
+ * carried by tier 2 (the emulation stays within 0.28 of its bounds).
+ * Perturbed points are rounded to
  * float32 and the direction actually taken, (theta+ - theta-) / 2h, is used
  * on the analytic side, so that rounding is no error source. */
 #ifndef FN_TEST_FD_H

@@ -15,7 +15,7 @@
 
 const char *gc_backend_name(fn_context *ctx)
 {
-    static char names[2][3][24];
+    static char names[2][4][24]; /* [device][fn_math] */
     int d = fn_context_device(ctx) == FN_CUDA, m = (int)fn_context_math(ctx);
     snprintf(names[d][m], sizeof names[d][m], "%s %s", fn_device_name(fn_context_device(ctx)),
              fn_math_name(fn_context_math(ctx)));
