@@ -158,8 +158,16 @@ static void nccl_release(fn_comm *c)
     }
     free(m->ready);
     free(m->done);
-    if (m->comm_made && !m->aborted)
-        ncclCommDestroy(m->comm);
+    /* A non-blocking communicator finishes its work in ncclCommFinalize,
+     * waited for within the timeout (else aborted), before it is freed. */
+    if (m->comm_made && !m->aborted) {
+        ncclResult_t r = ncclCommFinalize(m->comm);
+        if ((r != ncclSuccess && r != ncclInProgress) ||
+            wait_async(c, "communicator finalisation (ncclCommFinalize)") != FN_OK)
+            abort_comm(m);
+        if (!m->aborted)
+            ncclCommDestroy(m->comm);
+    }
     free(m);
 }
 

@@ -174,6 +174,20 @@ fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long
     return FN_OK;
 }
 
+fn_status fn_trainer_dist_written(fn_trainer *t, fn_status st)
+{
+    if (!t->dist)
+        return st;
+    int failed = st != FN_OK;
+    FN_TRY(fn_comm_any(t->comm, &failed));
+    if (!failed)
+        return FN_OK;
+    t->failed_together = 1;
+    return st != FN_OK ? st
+                       : fn_fail(FN_ERR_IO, "rank 0 could not write %s (its message says why)",
+                                 t->checkpoint_path);
+}
+
 /* --- the same weights on every rank ------------------------------------------------ */
 
 static uint64_t fnv1a(uint64_t h, const void *bytes, size_t n)
@@ -207,13 +221,19 @@ static fn_status hash_params(fn_trainer *t, uint64_t *hash)
 static fn_status perturb(fn_trainer *t)
 {
     fn_tensor *v = &fn_net_param(t->net, 0)->value;
-    float x = 0;
-    FN_TRY(fn_tensor_download(v, &x, 1));
+    const size_t n = (size_t)v->rows * (size_t)v->cols;
+    float *host = malloc(sizeof *host * n);
+    if (!host)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    fn_status st = fn_tensor_download(v, host, n);
     uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
+    memcpy(&bits, &host[0], sizeof bits);
     bits ^= 1u;
-    memcpy(&x, &bits, sizeof x);
-    return fn_tensor_upload(v, &x, 1);
+    memcpy(&host[0], &bits, sizeof bits);
+    if (st == FN_OK)
+        st = fn_tensor_upload(v, host, n);
+    free(host);
+    return st;
 }
 
 fn_status fn_trainer_dist_check_same(fn_trainer *t, const char *when)

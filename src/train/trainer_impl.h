@@ -94,6 +94,10 @@ int fn_trainer_dist_stop(fn_trainer *t);
 /* A validation's sums, over every rank's share. */
 fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long *correct,
                                       long long *seen);
+/* After rank 0 wrote a file (its status st; the others' FN_OK): every rank
+ * waits for it and returns its failure, so no rank ends (and, exiting
+ * non-zero, has the launcher kill the job) while rank 0 still writes. */
+fn_status fn_trainer_dist_written(fn_trainer *t, fn_status st);
 /* Fails on every rank when the ranks' parameters differ in any bit. */
 fn_status fn_trainer_dist_check_same(fn_trainer *t, const char *when);
 

@@ -221,7 +221,7 @@ fn_status fn_trainer_run(fn_trainer *t)
     FN_TRY(fn_trainer_dist_check_same(t, "at the end"));
     if (stop_requested(t)) {
         t->outcome = FN_TRAIN_STOPPED;
-        return fn_trainer_save_checkpoint(t);
+        return fn_trainer_dist_written(t, fn_trainer_save_checkpoint(t));
     }
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
