@@ -12,10 +12,12 @@
  *   backward layer by layer (fn_net_backward_each), each layer's gradient
  *   sum started as soon as its backward is done, on the communicator's
  *   stream, while earlier layers' backward runs;
- *   the update waits for every sum (the optimisers update the whole net in
- *   one call; clipping needs every sum for its norm); the fused plain-SGD
- *   backward_step is never used here, since it would update before the
- *   sums;
+ *   each layer's update waits for its own sum only (the optimiser's
+ *   step_params), so the first layers' sums, the last to start, run while
+ *   the last layers update; with clipping, which needs every sum for its
+ *   norm, all sums, then clipping and one step. The fused plain-SGD
+ *   backward_step is never used here (on any number of ranks), since it
+ *   would update before the sums;
  *   fn_comm_settle: a bounded wait for the sums, so a rank that stopped
  *   answering ends in an error, not a hang.
  * Rank 0 alone writes the output directory's files (fn_trainer_writes).
@@ -80,8 +82,9 @@ static fn_status backward_and_sum(fn_layer *l, const fn_tensor *dy, fn_tensor *d
     return sum_layer(arg, l);
 }
 
-/* The gradients of the rank's rows (zero for an empty share), summed over
- * the ranks; tickets 0..layers-1 in backward order, last layer first. */
+/* The gradients of the rank's rows (zero for an empty share), their sums
+ * over the ranks started layer by layer: tickets 0..layers-1 in backward
+ * order, last layer first. */
 static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy)
 {
     FN_TRY(fn_net_zero_grad(t->net));
@@ -96,8 +99,32 @@ static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy
         for (int i = layers - 1; i >= 0; i--)
             FN_TRY(sum_layer(t, fn_net_layer(t->net, i)));
     }
-    for (int k = 0; k < layers; k++)
+    return FN_OK;
+}
+
+/* The update once the sums are in. Layer by layer where the optimiser can
+ * (step_params) and nothing needs every sum first: each layer's update
+ * waits for its own sum only, so the last sums (the first layers') run
+ * while the last layers update. Clipping needs the norm of every summed
+ * gradient: then all sums, the clipping and one step. */
+static fn_status update(fn_trainer *t)
+{
+    const int layers = fn_net_n_layers(t->net);
+    if (t->clip || !t->opt->ops->step_params) {
+        for (int k = 0; k < layers; k++)
+            FN_TRY(fn_comm_sum_wait(t->comm, k));
+        if (t->clip)
+            FN_TRY(fn_clip_apply(t->clip));
+        return fn_optimizer_step(t->opt);
+    }
+    int end = fn_net_n_params(t->net); /* the layers' parameters are in layer order */
+    for (int k = 0; k < layers; k++) {
+        const fn_layer *l = fn_net_layer(t->net, layers - 1 - k);
         FN_TRY(fn_comm_sum_wait(t->comm, k));
+        end -= l->n_params;
+        FN_TRY(fn_optimizer_step_params(t->opt, end, l->n_params));
+    }
+    fn_optimizer_step_done(t->opt);
     return FN_OK;
 }
 
@@ -137,9 +164,7 @@ fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss)
         return stop_together(t, b, &dy, mine);
     fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     FN_TRY(backward_summed(t, b, &dy));
-    if (t->clip)
-        FN_TRY(fn_clip_apply(t->clip));
-    FN_TRY(fn_optimizer_step(t->opt));
+    FN_TRY(update(t));
     FN_TRY(fn_comm_settle(t->comm));
     const double batch_loss = sums[0] / b->batch_rows;
     *loss = (float)batch_loss;
