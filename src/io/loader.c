@@ -43,7 +43,7 @@ struct fn_loader {
     fn_data *data;   /* borrowed */
     const fn_input_norm *norm; /* borrowed; NULL: inputs as read */
     int cuda, background;
-    int batch, in, out;
+    int batch, in, out; /* batch: the rows a slot holds (a share's at most) */
     int part, parts; /* the share of each batch (loader.h); parts 1: all */
     fn_data_targets targets;
     int n_slots; /* K in the background, 1 in the synchronous mode */
@@ -481,6 +481,7 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     l->targets = fn_data_target_kind(data);
     l->part = opt && opt->parts > 0 ? opt->part : 0;
     l->parts = opt && opt->parts > 0 ? opt->parts : 1;
+    l->batch = (l->batch + l->parts - 1) / l->parts; /* a share's rows at most */
     fn_status st = build(l, opt);
     if (st != FN_OK) {
         fn_loader_destroy(l);

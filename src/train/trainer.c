@@ -82,7 +82,10 @@ static fn_status make_schedule(fn_trainer *t)
 static fn_status build(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
-    FN_TRY(fn_model_build(&t->net, t->ctx, c, fn_data_in_features(t->train)));
+    /* Over several ranks, a rank's share of a batch at most (trainer_dist.c). */
+    fn_config sized = *c;
+    sized.batch_size = fn_trainer_dist_rows(t);
+    FN_TRY(fn_model_build(&t->net, t->ctx, &sized, fn_data_in_features(t->train)));
     if (c->init)
         FN_TRY(fn_weights_load(t->net, c->init));
     FN_TRY(fn_optimizer_from_config(&t->opt, c->optimizer, t->net, c));
@@ -92,7 +95,7 @@ static fn_status build(fn_trainer *t)
                               c->clip_grad_norm));
     fn_device d = fn_context_device(t->ctx);
     FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
-    return fn_tensor_alloc(&t->dpred, c->batch_size, fn_net_out_features(t->net), d);
+    return fn_tensor_alloc(&t->dpred, sized.batch_size, fn_net_out_features(t->net), d);
 }
 
 /* --- the output directory ------------------------------------------------------ */

@@ -41,6 +41,12 @@ fn_status fn_trainer_dist_setup(fn_trainer *t, int single_process)
 
 int fn_trainer_writes(const fn_trainer *t) { return t->rank == 0; }
 
+int fn_trainer_dist_rows(const fn_trainer *t)
+{
+    const int b = t->cfg->batch_size;
+    return t->dist ? (b + t->ranks - 1) / t->ranks : b;
+}
+
 int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found)
 {
     return t->ranks > 1 ? fn_world_local_rank() % found : configured;

@@ -82,6 +82,9 @@ fn_status fn_trainer_dist_setup(fn_trainer *t, int single_process);
 /* The GPU of a rank under device = auto or cuda (not cuda:K): its rank
  * on its node modulo the node's GPUs; `configured` on one process. */
 int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found);
+/* The most rows a rank's share of a batch has: the batch size on one
+ * process, ceil(batch / ranks) on several (the net's buffers). */
+int fn_trainer_dist_rows(const fn_trainer *t);
 /* Rank 0 writes the run's files and holds the directory's lock. */
 int fn_trainer_writes(const fn_trainer *t);
 /* fn_trainer_step over the ranks: each takes its share of the batch, the
