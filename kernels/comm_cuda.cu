@@ -138,7 +138,12 @@ static fn_status nccl_create(fn_comm *c)
         return nccl_failure(m, r, "ncclCommInitRankConfig", __FILE__, __LINE__);
     m->comm_made = 1;
     FN_TRY(wait_async(c, "communicator set-up (ncclCommInitRankConfig)"));
-    FN_CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    /* The highest priority: the sums' kernels get multiprocessors as soon
+     * as blocks of the backward's products retire, instead of waiting for
+     * the products queued behind them. */
+    int least = 0, greatest = 0;
+    FN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    FN_CUDA_CHECK(cudaStreamCreateWithPriority(&m->stream, cudaStreamNonBlocking, greatest));
     return FN_OK;
 }
 
