@@ -129,7 +129,8 @@ static fn_status nccl_create(fn_comm *c)
     ncclUniqueId id;
     if (c->rank == 0)
         FN_NCCL_CHECK(m, ncclGetUniqueId(&id));
-    FN_TRY(fn_comm_broadcast_bytes(&id, (int)sizeof id));
+    if (c->size > 1)
+        FN_TRY(fn_comm_broadcast_bytes(&id, (int)sizeof id));
     FN_CUDA_CHECK(cudaSetDevice(c->ctx->gpu));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;

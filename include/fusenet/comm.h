@@ -76,7 +76,12 @@ typedef struct fn_comm fn_comm; /* opaque */
 
 typedef enum fn_comm_scope {
     FN_COMM_WORLD = 0, /* the world's ranks (one process alone: single) */
-    FN_COMM_SELF       /* this process alone, even inside a world (tests) */
+    FN_COMM_SELF,      /* this process alone, even inside a world (tests) */
+    /* This process alone through its device's backend: on a GPU, NCCL with
+     * a communicator of one rank, what a one-rank world runs, without a
+     * launcher or MPI (tests on a machine without MPI); on the CPU, whose
+     * backend needs MPI started, the single-process backend. */
+    FN_COMM_SELF_DEVICE
 } fn_comm_scope;
 
 /* A communicator for ctx's device (borrowed; must outlive it). A GPU

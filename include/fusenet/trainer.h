@@ -23,6 +23,7 @@
 #ifndef FUSENET_TRAINER_H
 #define FUSENET_TRAINER_H
 
+#include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/loader.h"
 #include "fusenet/net.h"
@@ -147,11 +148,14 @@ typedef struct fn_trainer_options {
     int overwrite;                         /* a fresh run may replace another run's files */
     const fn_trainer_callbacks *callbacks; /* NULL: none; copied */
     void *user;
-    /* Data parallelism (README "Many GPUs", comm.h): in an MPI world the
-     * trainer sums gradients over every rank (each takes its share of every
-     * global batch; rank 0 alone writes the output directory's files). Set,
-     * this trainer trains alone even inside a world (tests' references). */
-    int single_process;
+    /* Data parallelism (README "Many GPUs", comm.h): FN_COMM_WORLD (0), in
+     * an MPI world the trainer sums gradients over every rank (each takes
+     * its share of every global batch; rank 0 alone writes the output
+     * directory's files), else it trains alone; FN_COMM_SELF: alone even
+     * inside a world (tests' references); FN_COMM_SELF_DEVICE: alone, its
+     * step the data-parallel one through the device's backend (NCCL of one
+     * rank on a GPU; tests without MPI). */
+    fn_comm_scope comm;
 } fn_trainer_options;
 
 /* How fn_trainer_run ended. */

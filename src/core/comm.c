@@ -47,15 +47,18 @@ static double timeout_from_env(void)
     return v > 0 ? v : DEFAULT_TIMEOUT_S;
 }
 
-/* The backend of ctx's device in an MPI world, or why there is none. */
-static fn_status pick_backend(const fn_context *ctx, const fn_comm_backend **out)
+/* The backend of ctx's device in an MPI world (or alone, self_device), or
+ * why there is none. */
+static fn_status pick_backend(const fn_context *ctx, int self_device,
+                              const fn_comm_backend **out)
 {
     *out = &fn_comm_single_backend;
-    if (!fn_world_mpi())
+    if (!fn_world_mpi() && !(self_device && ctx->device == FN_CUDA))
         return FN_OK;
     if (ctx->device == FN_CPU) {
 #ifdef FN_HAVE_MPI
-        *out = &fn_comm_mpi_backend;
+        if (!self_device)
+            *out = &fn_comm_mpi_backend;
 #endif
         return FN_OK;
     }
@@ -76,15 +79,17 @@ fn_status fn_comm_create(fn_comm **out, fn_context *ctx, fn_comm_scope scope)
     if (!out || !ctx)
         return fn_fail(FN_ERR_INVALID, "fn_comm_create: communicator or context is NULL");
     *out = NULL;
+    if (scope != FN_COMM_WORLD && scope != FN_COMM_SELF && scope != FN_COMM_SELF_DEVICE)
+        return fn_fail(FN_ERR_INVALID, "fn_comm_create: unknown scope %d", (int)scope);
     const fn_comm_backend *backend = &fn_comm_single_backend;
-    if (scope == FN_COMM_WORLD)
-        FN_TRY(pick_backend(ctx, &backend));
+    if (scope != FN_COMM_SELF)
+        FN_TRY(pick_backend(ctx, scope == FN_COMM_SELF_DEVICE, &backend));
     fn_comm *c = calloc(1, sizeof *c);
     if (!c)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the communicator");
     c->backend = backend;
     c->ctx = ctx;
-    const int world = backend != &fn_comm_single_backend;
+    const int world = scope == FN_COMM_WORLD && backend != &fn_comm_single_backend;
     c->rank = world ? fn_world_rank() : 0;
     c->size = world ? fn_world_size() : 1;
     c->mpi = world;

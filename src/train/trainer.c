@@ -261,17 +261,17 @@ static fn_status setup_norm(fn_trainer *t)
 /* Nothing is written here. The output directory is locked first, before
  * any file in it is read or written (made for it when missing: the lock
  * removes it again if the run writes nothing). */
-static fn_status setup(fn_trainer *t, int single_process)
+static fn_status setup(fn_trainer *t, fn_comm_scope scope)
 {
-    t->rank = single_process ? 0 : fn_world_rank();
-    t->ranks = single_process ? 1 : fn_world_size();
+    t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
+    t->ranks = scope == FN_COMM_WORLD ? fn_world_size() : 1;
     FN_TRY(output_paths(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
         FN_TRY(check_output(t));
     }
     FN_TRY(open_context(t));
-    FN_TRY(fn_trainer_dist_setup(t, single_process));
+    FN_TRY(fn_trainer_dist_setup(t, scope));
     FN_TRY(open_sets(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
@@ -298,7 +298,7 @@ fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
         if (options->callbacks)
             t->cb = *options->callbacks;
     }
-    fn_status st = setup(t, options && options->single_process);
+    fn_status st = setup(t, options ? options->comm : FN_COMM_WORLD);
     if (st != FN_OK) {
         /* Tearing down may leave messages of its own: the caller gets the
          * failure's. */

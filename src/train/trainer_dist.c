@@ -32,9 +32,9 @@
 #include "io/test_hooks.h"
 #include "train/trainer_impl.h"
 
-fn_status fn_trainer_dist_setup(fn_trainer *t, int single_process)
+fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope)
 {
-    FN_TRY(fn_comm_create(&t->comm, t->ctx, single_process ? FN_COMM_SELF : FN_COMM_WORLD));
+    FN_TRY(fn_comm_create(&t->comm, t->ctx, scope));
     t->dist = !fn_comm_is_single(t->comm);
     return FN_OK;
 }

@@ -78,7 +78,7 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t);
 /* trainer_dist.c: data parallelism over the ranks of an MPI world */
 
 /* The communicator for the context, and whether steps use it. */
-fn_status fn_trainer_dist_setup(fn_trainer *t, int single_process);
+fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope);
 /* The GPU of a rank under device = auto or cuda (not cuda:K): its rank
  * on its node modulo the node's GPUs; `configured` on one process. */
 int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found);

@@ -4,7 +4,7 @@
  * Every rank writes the same set of B rows and trains one step of it (one
  * global batch of B rows, SGD with momentum and weight decay) twice:
  *   A: over the world's N ranks (rank 0 writes the output directory),
- *   R: alone (fn_trainer_options.single_process), the one-process reference.
+ *   R: alone (fn_trainer_options.comm = FN_COMM_SELF), the one-process reference.
  * Then it checks, for every parameter element:
  *   N = 1: A equals R bit for bit (one rank takes the whole batch, its loss
  *          gradient is not scaled, and the sums of one rank change nothing:
@@ -141,7 +141,7 @@ static float *params_of(fn_net *net, size_t *n)
 /* One step of the config's run; the weights after it. */
 static float *train_once(const fn_config *cfg, int single, size_t *n)
 {
-    const fn_trainer_options opt = {.overwrite = 1, .single_process = single};
+    const fn_trainer_options opt = {.overwrite = 1, .comm = single ? FN_COMM_SELF : FN_COMM_WORLD};
     fn_trainer *t = NULL;
     check_ok(fn_trainer_create(&t, cfg, &opt), single ? "reference trainer" : "world trainer");
     check_ok(fn_trainer_run(t), single ? "reference run" : "world run");
