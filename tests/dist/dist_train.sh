@@ -15,7 +15,8 @@
 #      at the start, on every rank;
 #   6. a non-finite loss stops every rank at the same step with the message;
 #   7. SIGTERM to one rank stops every rank at the same step: rank 0 writes
-#      the checkpoint, and --resume continues from it.
+#      the checkpoint, and --resume continues from it;
+#   8. a rank killed (SIGKILL) ends the job, non-zero, without a hang.
 set -u
 MPIRUN=${1:?usage: dist_train.sh MPIRUN PYTHON}
 PYTHON=${2:?usage: dist_train.sh MPIRUN PYTHON}
@@ -134,17 +135,23 @@ status=$?
 grep -q "loss is" "$work/nan.log" || fail "6: no message naming the loss: $(cat "$work/nan.log")"
 [ ! -e "$work/nan/weights.h5" ] || fail "6: weights written after a non-finite loss"
 
+# The pid of rank $2 of the job writing to output dir $1 (empty if none).
+rank_pid() {
+    local pid
+    for pid in $(pgrep -f -- "output.dir=$1"); do
+        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+            echo "$pid"
+            return
+        fi
+    done
+}
+
 # 7. SIGTERM to rank 1 alone
 mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/term" \
     > "$work/term.log" 2>&1 &
 job=$!
 for _ in $(seq 600); do [ -s "$work/term/metrics.csv" ] && break; sleep 0.1; done
-rank1=""
-for pid in $(pgrep -f -- "output.dir=$work/term"); do
-    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
-        rank1=$pid
-    fi
-done
+rank1=$(rank_pid "$work/term" 1)
 if [ -z "$rank1" ]; then
     fail "7: rank 1's process not found"
     kill -TERM $job
@@ -160,6 +167,22 @@ grep -q "interrupted by a signal to another rank at epoch" "$work/term.log" ||
 epoch=$(sed -n 's/.*interrupted by a signal to another rank at epoch \([0-9]*\),.*/\1/p' "$work/term.log")
 mpi 2 -- "$work/c.ini" --set train.epochs="${epoch:-1}" --set output.dir="$work/term" --resume \
     > "$work/term_resume.log" 2>&1 || fail "7: resuming failed: $(cat "$work/term_resume.log")"
+
+# 8. rank 1 killed
+mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/kill" \
+    > "$work/kill.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do [ -s "$work/kill/metrics.csv" ] && break; sleep 0.1; done
+rank1=$(rank_pid "$work/kill" 1)
+if [ -z "$rank1" ]; then
+    fail "8: rank 1's process not found"
+    kill -TERM $job
+else
+    kill -KILL "$rank1"
+fi
+wait $job
+status=$?
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "8: exit status $status (0: no failure; 124: hung)"
 
 if [ $failures -ne 0 ]; then
     echo "dist_train: $failures failure(s)"
