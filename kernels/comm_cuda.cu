@@ -111,10 +111,9 @@ static fn_status wait_async(fn_comm *c, const char *what)
         if (now() > deadline) {
             abort_comm(m);
             return fn_fail(FN_ERR_CUDA,
-                           "rank %d of %d: NCCL %s did not finish in %.0f s "
-                           "($FN_COMM_TIMEOUT_S): another rank stopped answering; communicator "
-                           "aborted",
-                           c->rank, c->size, what, c->timeout_s);
+                           "NCCL %s did not finish in %.0f s ($FN_COMM_TIMEOUT_S): another "
+                           "rank stopped answering; communicator aborted",
+                           what, c->timeout_s);
         }
         pause_briefly();
     }
@@ -255,10 +254,10 @@ static fn_status nccl_settle(fn_comm *c)
         if (now() > deadline) {
             abort_comm(m);
             return fn_fail(FN_ERR_CUDA,
-                           "rank %d of %d: the gradient sums (ncclAllReduce) did not finish in "
-                           "%.0f s ($FN_COMM_TIMEOUT_S): another rank stopped answering; "
-                           "communicator aborted",
-                           c->rank, c->size, c->timeout_s);
+                           "the gradient sums (ncclAllReduce) did not finish in %.0f s "
+                           "($FN_COMM_TIMEOUT_S): another rank stopped answering; communicator "
+                           "aborted",
+                           c->timeout_s);
         }
         pause_briefly();
     }

@@ -39,8 +39,7 @@ const fn_comm_backend fn_comm_single_backend = {
 
 /* --- creating ------------------------------------------------------------------- */
 
-/* $FN_COMM_TIMEOUT_S when it is a positive number, else the default. */
-static double timeout_from_env(void)
+double fn_comm_timeout_s(void)
 {
     const char *env = getenv("FN_COMM_TIMEOUT_S");
     double v = env ? strtod(env, NULL) : 0;
@@ -93,7 +92,7 @@ fn_status fn_comm_create(fn_comm **out, fn_context *ctx, fn_comm_scope scope)
     c->rank = world ? fn_world_rank() : 0;
     c->size = world ? fn_world_size() : 1;
     c->mpi = world;
-    c->timeout_s = timeout_from_env();
+    c->timeout_s = fn_comm_timeout_s();
     fn_status st = backend->create ? backend->create(c) : FN_OK;
     if (st != FN_OK) {
         fn_comm_destroy(c);

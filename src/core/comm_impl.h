@@ -38,9 +38,15 @@ extern const fn_comm_backend fn_comm_single_backend; /* core/comm.c */
 extern const fn_comm_backend fn_comm_mpi_backend;    /* core/comm_mpi.c; only with FN_HAVE_MPI */
 extern const fn_comm_backend fn_comm_nccl_backend;   /* kernels/comm_cuda.cu; only with FN_HAVE_NCCL */
 
-/* comm_mpi.c: rank 0's bytes to every rank of the world (MPI_Bcast). */
+/* comm.c: the bound of every wait for other ranks, in seconds:
+ * $FN_COMM_TIMEOUT_S when it is a positive number, else 600. */
+double fn_comm_timeout_s(void);
+
+/* comm_mpi.c, each a non-blocking MPI collective waited for within the
+ * timeout (a rank that stopped answering: an error naming the wait, never
+ * a hang). Rank 0's bytes to every rank of the world (MPI_Ibcast). */
 fn_status fn_comm_broadcast_bytes(void *bytes, int n);
-/* comm_mpi.c: every rank's values [n] gathered in rank order into all [size * n]. */
+/* Every rank's values [n] gathered in rank order into all [size * n]. */
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all);
 fn_status fn_comm_max_int(int *value);
 

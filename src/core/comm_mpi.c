@@ -2,12 +2,17 @@
  * build with MPI (FN_HAVE_MPI), the MPI backend of the communicator:
  * MPI_Iallreduce in place on host floats, one request per tensor, each
  * ticket's requests waited for by MPI_Waitall; and the host collectives
- * every backend uses (a gather, a maximum, the NCCL id's broadcast).
- * MPI's default error handler (MPI_ERRORS_ARE_FATAL) stays: a failing MPI
- * call ends every rank with MPI's own message. */
+ * every backend uses (a gather, a maximum, the NCCL id's broadcast). Every
+ * wait for other ranks is a poll (MPI_Testall, which also drives MPI's
+ * progress) against the deadline of fn_comm_timeout_s: a rank that stopped
+ * answering gives an error naming the wait, which the program turns into
+ * MPI_Abort, never a hang. MPI's default error handler
+ * (MPI_ERRORS_ARE_FATAL) stays: a failing MPI call ends every rank with
+ * MPI's own message. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/comm_impl.h"
 #include "core/context.h"
@@ -124,22 +129,54 @@ int fn_world_mpi(void) { return world.mpi; }
 /* --- host collectives ---------------------------------------------------------- */
 
 #ifdef FN_HAVE_MPI
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Polls n requests until done or the deadline; after the first thousand
+ * polls (the usual wait of a step's sums) with 50 us pauses. */
+static fn_status wait_requests(MPI_Request *requests, int n, const char *what)
+{
+    const double timeout = fn_comm_timeout_s(), deadline = now() + timeout;
+    for (long polls = 0;; polls++) {
+        int done = 0;
+        MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+        if (done)
+            return FN_OK;
+        if (now() > deadline)
+            return fn_fail(FN_ERR_IO,
+                           "%s did not finish in %.0f s ($FN_COMM_TIMEOUT_S): another rank "
+                           "stopped answering",
+                           what, timeout);
+        if (polls > 1000) {
+            const struct timespec pause = {0, 50000};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
 fn_status fn_comm_broadcast_bytes(void *bytes, int n)
 {
-    MPI_Bcast(bytes, n, MPI_BYTE, 0, MPI_COMM_WORLD);
-    return FN_OK;
+    MPI_Request r;
+    MPI_Ibcast(bytes, n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    return wait_requests(&r, 1, "a broadcast from rank 0 (MPI_Ibcast)");
 }
 
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)
 {
-    MPI_Allgather(values, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
-    return FN_OK;
+    MPI_Request r;
+    MPI_Iallgather(values, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD, &r);
+    return wait_requests(&r, 1, "the step's sums over the ranks (MPI_Iallgather)");
 }
 
 fn_status fn_comm_max_int(int *value)
 {
-    MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return FN_OK;
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
+    return wait_requests(&r, 1, "the ranks' agreement (MPI_Iallreduce)");
 }
 #else
 static fn_status no_mpi(void)
@@ -230,18 +267,17 @@ static fn_status mpi_wait(fn_comm *c, int ticket)
 {
     mpi_sums *m = c->impl;
     const int first = m->first[ticket];
-    MPI_Waitall(m->first[ticket + 1] - first, m->requests + first, MPI_STATUSES_IGNORE);
-    return FN_OK;
+    return wait_requests(m->requests + first, m->first[ticket + 1] - first,
+                         "a layer's gradient sums (MPI_Iallreduce)");
 }
 
-/* A waited request is MPI_REQUEST_NULL, which MPI_Waitall skips. MPI's
- * own progress has no timeout: a rank that died ends the job (mpirun). */
+/* A completed request is MPI_REQUEST_NULL, which MPI_Testall skips. */
 static fn_status mpi_settle(fn_comm *c)
 {
     mpi_sums *m = c->impl;
-    MPI_Waitall(m->n_requests, m->requests, MPI_STATUSES_IGNORE);
+    fn_status st = wait_requests(m->requests, m->n_requests, "the gradient sums (MPI_Iallreduce)");
     m->n_requests = 0;
-    return FN_OK;
+    return st;
 }
 
 const fn_comm_backend fn_comm_mpi_backend = {

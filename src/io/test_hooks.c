@@ -37,6 +37,15 @@ int fn_test_rank_fails(int rank, long long step)
 
 int fn_test_rank_perturbed(int rank) { return env_number("FN_TEST_PERTURB_RANK") == rank; }
 
+void fn_test_rank_stall(int rank, long long step)
+{
+    if (env_number("FN_TEST_STALL_RANK") != rank || env_number("FN_TEST_STALL_STEP") != step)
+        return;
+    struct timespec ts = {600, 0};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 #else
 
 int fn_test_hooks_enabled(void) { return 0; }
@@ -53,6 +62,11 @@ int fn_test_rank_perturbed(int rank)
 {
     (void)rank;
     return 0;
+}
+
+void fn_test_rank_stall(int rank, long long step)
+{
+    (void)rank, (void)step;
 }
 
 #endif

@@ -160,6 +160,7 @@ fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss)
         dy = fn_tensor_rows(&t->dpred, 0, b->rows);
         FN_TRY(share_loss(t, b, &y, &dy, &mine, &correct));
     }
+    fn_test_rank_stall(t->rank, t->state.global_step + 1);
     if (fn_test_rank_fails(t->rank, t->state.global_step + 1))
         return fn_fail(FN_ERR_IO, "test hook: rank %d fails at step %lld (FN_TEST_FAIL_RANK)",
                        t->rank, t->state.global_step + 1);

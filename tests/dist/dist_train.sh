@@ -16,7 +16,9 @@
 #   6. a non-finite loss stops every rank at the same step with the message;
 #   7. SIGTERM to one rank stops every rank at the same step: rank 0 writes
 #      the checkpoint, and --resume continues from it;
-#   8. a rank killed (SIGKILL) ends the job, non-zero, without a hang.
+#   8. a rank killed (SIGKILL) ends the job, non-zero, without a hang;
+#   9. a rank that stops answering (FN_TEST_STALL_RANK) fails the others'
+#      bounded wait ($FN_COMM_TIMEOUT_S) with a message, and ends the job.
 set -u
 MPIRUN=${1:?usage: dist_train.sh MPIRUN PYTHON}
 PYTHON=${2:?usage: dist_train.sh MPIRUN PYTHON}
@@ -183,6 +185,17 @@ fi
 wait $job
 status=$?
 [ $status -ne 0 ] && [ $status -ne 124 ] || fail "8: exit status $status (0: no failure; 124: hung)"
+
+# 9. rank 1 stalls at step 3; rank 0 gives up after 3 s
+start=$(date +%s)
+mpi 2 FN_COMM_TIMEOUT_S=3 FN_TEST_STALL_RANK=1 FN_TEST_STALL_STEP=3 -- "$work/c.ini" \
+    --set output.dir="$work/stall" > "$work/stall.log" 2>&1
+status=$?
+took=$(( $(date +%s) - start ))
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "9: exit status $status (0: no failure; 124: hung)"
+grep -q "rank 0 of 2: .*did not finish in 3 s" "$work/stall.log" ||
+    fail "9: no message about the bounded wait: $(cat "$work/stall.log")"
+[ $took -lt 60 ] || fail "9: took $took s"
 
 if [ $failures -ne 0 ]; then
     echo "dist_train: $failures failure(s)"
