@@ -28,12 +28,14 @@
  *                      communication stream);
  *   fn_comm_sum_wait   work queued next on the context (GPU: its stream;
  *                      CPU: the caller) sees those sums;
- *   fn_comm_settle     waits, at most the timeout ($FN_COMM_TIMEOUT_S
- *                      seconds, 600 by default), for every sum started, and
- *                      forgets the tickets; GPU: polls the communication
- *                      stream and ncclCommGetAsyncError, and on a timeout or
- *                      an NCCL error aborts the communicator
- *                      (ncclCommAbort) and fails with a message naming it.
+ *   fn_comm_settle     waits for every sum started and forgets the tickets.
+ * Every wait for other ranks, here and in the host collectives, is bounded
+ * by $FN_COMM_TIMEOUT_S seconds (600 by default): MPI's requests are polled
+ * (MPI_Testall); NCCL's stream and ncclCommGetAsyncError are polled, and on
+ * a timeout or an NCCL error the communicator is aborted (ncclCommAbort).
+ * Either fails with a message naming the wait: the caller ends the job
+ * (fn_world_abort), so a rank that stopped answering never hangs the
+ * others.
  * Every rank must start the same sums in the same order, of tensors of the
  * same sizes. For a fixed number of ranks the sums are deterministic (the
  * libraries pick their algorithm by size and rank count) and every rank
