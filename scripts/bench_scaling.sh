@@ -102,10 +102,12 @@ fusenet() {
     fi || { cat "$work/$name.log" >&2; exit 1; }
 }
 
-ddp() { # ddp <math> <N> -> samples/s
+ddp() { # ddp <math> <N> -> samples/s; empty (0 in the table) when it failed
+    echo "bench_scaling.sh: DDP ($2 GPU, $1)" >&2
     "$python" -m torch.distributed.run --standalone --nproc_per_node "$2" scripts/bench_ddp.py \
         --precision "$1" --batch $per_gpu --width $width --depth 4 --classes $classes \
-        --groups $groups 2>"$work/ddp_$1_$2.err" | awk '$1 == "ddp" { print $4 }'
+        --groups $groups 2>"$work/ddp_$1_$2.err" | awk '$1 == "ddp" { print $4 }' ||
+        { echo "bench_scaling.sh: DDP failed, see $work/ddp_$1_$2.err" >&2; tail -5 "$work/ddp_$1_$2.err" >&2; }
 }
 
 table="| math | GPUs | fusenet 1 GPU samples/s | fusenet N GPUs samples/s | efficiency | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
