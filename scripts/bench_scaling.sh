@@ -19,7 +19,8 @@
 # after the first (start-up). NCCL_NVLS_ENABLE=0 is set for every run (the
 # lent H200s need it). Variables: BUILD (build/gpu), PYTHON (python3, with
 # PyTorch), STEPS (steps an epoch at the largest N, default 16), EPOCHS (4),
-# WORK (a temporary directory), OUT (the table also to $OUT/bench_scaling.md).
+# WORK (a temporary directory), OUT (the table also to $OUT/bench_scaling.md),
+# and WIDTH, NGROUPS, PER_GPU, DEVICE, GPUS for a smoke test (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
@@ -28,17 +29,20 @@ build=${BUILD:-build/gpu}
 python=${PYTHON:-python3}
 steps=${STEPS:-16}
 epochs=${EPOCHS:-4}
-width=8192
+# Off the benchmark only for a smoke test of this script (WIDTH=32 NGROUPS=4
+# PER_GPU=16 DEVICE=cpu GPUS=2 on a machine without GPUs).
+width=${WIDTH:-8192}
+groups=${NGROUPS:-512}
+per_gpu=${PER_GPU:-1024}
+device=${DEVICE:-auto}
 classes=16
-groups=512
-per_gpu=1024
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 mpirun=(mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE)
 [ -x "$build/train" ] || { echo "bench_scaling.sh: no $build/train (set BUILD)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "bench_scaling.sh: no mpirun (Open MPI)" >&2; exit 1; }
 
-gpus=$(nvidia-smi -L | wc -l)
+gpus=${GPUS:-$(nvidia-smi -L | wc -l)}
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=("$gpus")
 max=1
@@ -75,7 +79,7 @@ lr = 0.001
 momentum = 0
 seed = 1
 [run]
-device = auto
+device = $device
 math = $2
 log_every = 0
 [output]
@@ -124,21 +128,21 @@ for math in fp32 tf32; do
         # The transports may pick other NCCL algorithms: the same run up to
         # summation order, so the last epoch's loss agrees to ~1e-4.
         agree=$(awk -v a="$(last_loss "n${n}_$math")" -v b="$(last_loss "n${n}_net_$math")" \
-            'BEGIN { d = a - b; if (d < 0) d = -d; printf "%s (%.5f vs %.5f)", \
-                     d <= 1e-4 * (a < 0 ? -a : a) + 1e-6 ? "same" : "DIFFERS", a, b }')
+            'BEGIN { d = a - b; if (d < 0) d = -d; same = d <= 1e-4 * (a < 0 ? -a : a) + 1e-6
+                     printf "%s (%.5f vs %.5f)", (same ? "same" : "DIFFERS"), a, b }')
         ddp_n=$(ddp "$math" "$n")
         table+=$'\n'$(awk -v m="$math" -v n="$n" -v o="$one" -v p="$many" -v q="$net" \
             -v g="$agree" -v d1="${ddp_one:-0}" -v dn="${ddp_n:-0}" 'BEGIN {
             printf "| %s | %d | %.0f | %.0f | %.1f %% | %.0f | %.1f %% | %s | %.0f | %.0f | %.1f %% | %.3f |",
                    m, n, o, p, 100 * p / (n * o), q, 100 * q / (n * o), g, d1, dn,
-                   d1 > 0 ? 100 * dn / (n * d1) : 0, dn > 0 ? p / dn : 0 }')
+                   (d1 > 0 ? 100 * dn / (n * d1) : 0), (dn > 0 ? p / dn : 0) }')
     done
 done
 echo "$table"
 echo
 echo "weak scaling: $per_gpu rows a GPU a step; block $width x4 + linear $classes, groups $groups," \
      "SGD momentum 0; $rows rows, $epochs epochs (mean samples/s after the first);" \
-     "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $gpus GPUs;" \
+     "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $gpus GPUs;" \
      "NCCL_NVLS_ENABLE=0"
 [ -n "${OUT:-}" ] && echo "$table" >"$OUT/bench_scaling.md"
 exit 0
