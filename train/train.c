@@ -42,7 +42,10 @@ static const char usage[] =
     "                           given here is relative to the current directory\n"
     "  --resume                 continue from <output dir>/checkpoint.h5\n"
     "  --overwrite              replace another run's files in the output dir\n"
-    "  --help                   this text\n";
+    "  --help                   this text\n"
+    "\n"
+    "Under mpirun or srun, the processes train one network together, each on its\n"
+    "share of every batch ([train] batch_size is the global batch; README \"Many GPUs\").\n";
 
 static double now(void)
 {
