@@ -3,7 +3,7 @@
  *
  * The world: a program calls fn_world_init first thing. When a launcher
  * started it (its environment says so: OMPI_COMM_WORLD_SIZE, PMI_SIZE,
- * PMIX_RANK, or SLURM_STEP_NUM_TASKS with SLURM_PROCID) and the library was
+ * PMIX_RANK, or SLURM_STEP_NUM_TASKS > 1 with SLURM_PROCID) and the library was
  * built with MPI (FN_HAVE_MPI), that is MPI_Init_thread; otherwise the world
  * is this process alone, rank 0 of 1, and nothing else happens, so a plain
  * `./train` is unchanged. A launcher's world of several processes in a build

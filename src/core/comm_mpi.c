@@ -52,7 +52,10 @@ static long launched_size(const char **var)
             return atol(v);
         }
     }
-    if (getenv("SLURM_PROCID") && getenv("SLURM_STEP_NUM_TASKS")) {
+    /* A Slurm step of one task (a batch script's own step) is one process:
+     * no MPI, as a plain run. */
+    if (getenv("SLURM_PROCID") && getenv("SLURM_STEP_NUM_TASKS") &&
+        atol(getenv("SLURM_STEP_NUM_TASKS")) > 1) {
         *var = "SLURM_STEP_NUM_TASKS";
         return atol(getenv("SLURM_STEP_NUM_TASKS"));
     }
