@@ -14,7 +14,9 @@
 # last train loss must match the NVLink run's (a different NCCL algorithm
 # changes only the summation order); and PyTorch DDP (scripts/bench_ddp.py
 # under torchrun) on the same network, batch and precision, on 1 and N
-# GPUs. Efficiency = samples/s on N GPUs / (N x samples/s on 1). fusenet's
+# GPUs. Efficiency = samples/s on N GPUs / (N x samples/s on 1), against
+# the plain 1-GPU run and against 1 GPU under `mpirun -np 1` (see below).
+# fusenet's
 # samples/s are the mean of metrics.csv's samples_per_s over the epochs
 # after the first (start-up). NCCL_NVLS_ENABLE=0 is set for every run (the
 # lent H200s need it). Variables: BUILD (build/gpu), PYTHON (python3, with
@@ -91,12 +93,15 @@ INI
 rate() { awk -F, 'NR > 2 { s += $7; n++ } END { printf "%.1f", s / n }' "$work/$1/metrics.csv"; }
 last_loss() { awk -F, 'END { print $2 }' "$work/$1/metrics.csv"; }
 
-# fusenet <name> <math> <N> [ENV=VALUE ...]: trains, 1 GPU without mpirun
+# fusenet <name> <math> <N> [ENV=VALUE ...]: trains, 1 GPU without mpirun;
+# n = 0: 1 GPU under `mpirun -np 1` (the data-parallel step, unfused)
 fusenet() {
     local name=$1 math=$2 n=$3; shift 3
-    config "$name" "$math" $(( n * per_gpu ))
+    config "$name" "$math" $(( (n > 0 ? n : 1) * per_gpu ))
     echo "bench_scaling.sh: $name ($n GPU, $math${*:+, $*})" >&2
-    if [ "$n" -eq 1 ]; then
+    if [ "$n" -eq 0 ]; then
+        "${mpirun[@]}" -np 1 "$build/train" "$work/$name.ini" --overwrite >"$work/$name.log" 2>&1
+    elif [ "$n" -eq 1 ]; then
         "$build/train" "$work/$name.ini" --overwrite >"$work/$name.log" 2>&1
     else
         local envs=()
@@ -114,11 +119,19 @@ ddp() { # ddp <math> <N> -> samples/s; empty (0 in the table) when it failed
         { echo "bench_scaling.sh: DDP failed, see $work/ddp_$1_$2.err" >&2; tail -5 "$work/ddp_$1_$2.err" >&2; }
 }
 
-table="| math | GPUs | fusenet 1 GPU samples/s | fusenet N GPUs samples/s | efficiency | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+# Efficiency is against the plain 1-GPU run, which with momentum 0 folds
+# the update into the dW product (the fused plain-SGD step); several ranks
+# cannot (the update waits for the sum), so the table also gives the 1-GPU
+# run under `mpirun -np 1` (the data-parallel step: sums of one rank, the
+# update a pass of its own) and the efficiency against it: what the sums
+# themselves cost.
+table="| math | GPUs | fusenet 1 GPU samples/s | 1 GPU, -np 1 | fusenet N GPUs samples/s | efficiency | vs -np 1 | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
 for math in fp32 tf32; do
     fusenet "one_$math" "$math" 1
     one=$(rate "one_$math")
+    fusenet "np1_$math" "$math" 0
+    np1=$(rate "np1_$math")
     ddp_one=$(ddp "$math" 1)
     for n in "${counts[@]}"; do
         fusenet "n${n}_$math" "$math" "$n"
@@ -131,11 +144,11 @@ for math in fp32 tf32; do
             'BEGIN { d = a - b; if (d < 0) d = -d; same = d <= 1e-4 * (a < 0 ? -a : a) + 1e-6
                      printf "%s (%.5f vs %.5f)", (same ? "same" : "DIFFERS"), a, b }')
         ddp_n=$(ddp "$math" "$n")
-        table+=$'\n'$(awk -v m="$math" -v n="$n" -v o="$one" -v p="$many" -v q="$net" \
-            -v g="$agree" -v d1="${ddp_one:-0}" -v dn="${ddp_n:-0}" 'BEGIN {
-            printf "| %s | %d | %.0f | %.0f | %.1f %% | %.0f | %.1f %% | %s | %.0f | %.0f | %.1f %% | %.3f |",
-                   m, n, o, p, 100 * p / (n * o), q, 100 * q / (n * o), g, d1, dn,
-                   (d1 > 0 ? 100 * dn / (n * d1) : 0), (dn > 0 ? p / dn : 0) }')
+        table+=$'\n'$(awk -v m="$math" -v n="$n" -v o="$one" -v o1="$np1" -v p="$many" \
+            -v q="$net" -v g="$agree" -v d1="${ddp_one:-0}" -v dn="${ddp_n:-0}" 'BEGIN {
+            printf "| %s | %d | %.0f | %.0f | %.0f | %.1f %% | %.1f %% | %.0f | %.1f %% | %s | %.0f | %.0f | %.1f %% | %.3f |",
+                   m, n, o, o1, p, 100 * p / (n * o), 100 * p / (n * o1), q, 100 * q / (n * o),
+                   g, d1, dn, (d1 > 0 ? 100 * dn / (n * d1) : 0), (dn > 0 ? p / dn : 0) }')
     done
 done
 echo "$table"
