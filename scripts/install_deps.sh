@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # install_deps.sh — installs the Debian packages fusenet's build, tests and
-# example need, only those missing. Used by test.sh and run_example.sh; the
+# example need, only those missing (Open MPI: data parallelism, whose
+# tests run `mpirun -np 2` on the CPU). Used by test.sh and run_example.sh; the
 # CUDA toolkit itself is expected in /usr/local/cuda.
 set -euo pipefail
 
 packages=(cmake pkg-config gcc g++ libhdf5-dev libcmocka-dev libinih-dev libopenblas-dev
-          hdf5-tools python3-numpy python3-h5py python3-torch python3-matplotlib)
+          hdf5-tools python3-numpy python3-h5py python3-torch python3-matplotlib
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
 
@@ -41,7 +42,10 @@ static const char usage[] =
     "                           given here is relative to the current directory\n"
     "  --resume                 continue from <output dir>/checkpoint.h5\n"
     "  --overwrite              replace another run's files in the output dir\n"
-    "  --help                   this text\n";
+    "  --help                   this text\n"
+    "\n"
+    "Under mpirun or srun, the processes train one network together, each on its\n"
+    "share of every batch ([train] batch_size is the global batch; README \"Many GPUs\").\n";
 
 static double now(void)
 {
@@ -53,7 +57,12 @@ static double now(void)
 static int fail(const char *what)
 {
     fflush(stdout); /* so a piped log shows the error after what came before */
-    fprintf(stderr, "train: %s%s\n", what ? what : "", fn_last_error());
+    if (fn_world_size() > 1)
+        fprintf(stderr, "train: rank %d of %d: %s%s\n", fn_world_rank(), fn_world_size(),
+                what ? what : "", fn_last_error());
+    else
+        fprintf(stderr, "train: %s%s\n", what ? what : "", fn_last_error());
+    fflush(stderr);
     return EXIT_ERROR;
 }
 
@@ -315,6 +324,10 @@ static void on_notice(void *user, const char *text)
     fflush(stdout);
 }
 
+/* Under mpirun or srun, rank 0 alone prints; every rank asks about stops
+ * (the trainer agrees on them over the ranks). */
+static const fn_trainer_callbacks quiet_callbacks = {.should_stop = should_stop};
+
 static const fn_trainer_callbacks callbacks = {
     .on_device = on_device,
     .on_resume = on_resume,
@@ -334,40 +347,49 @@ static const char *signal_name(int sig)
     return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT";
 }
 
-/* The exit status of a run that ended (status st) with this outcome. */
+/* The exit status of a run that ended (status st) with this outcome. A rank
+ * that stopped because another rank was interrupted exits as if by SIGTERM
+ * (the ranks of a job stop together). */
 static int conclude(const fn_trainer *t, fn_status st, const display *d)
 {
-    const int sig = (int)stop_signal;
+    const int sig = stop_signal ? (int)stop_signal : SIGTERM;
+    const char *by = stop_signal ? signal_name(sig) : "a signal to another rank";
+    const int speak = fn_world_rank() == 0;
     switch (fn_trainer_outcome(t)) {
     case FN_TRAIN_STOPPED_AT_START:
-        printf("interrupted by %s before the first step; no checkpoint written\n",
-               signal_name(sig));
+        if (speak)
+            printf("interrupted by %s before the first step; no checkpoint written\n", by);
         return 128 + sig;
     case FN_TRAIN_STOPPED:
-        if (d->tty)
+        if (d->tty && speak)
             printf("\n");
         if (st != FN_OK)
             return fail("interrupted, and the checkpoint failed: ");
-        printf("interrupted by %s at epoch %lld, step %lld; checkpoint written to %s "
-               "(continue with --resume)\n",
-               signal_name(sig), fn_trainer_state(t)->epoch + 1, fn_trainer_state(t)->step,
-               fn_trainer_checkpoint_path(t));
+        if (speak)
+            printf("interrupted by %s at epoch %lld, step %lld; checkpoint written to %s "
+                   "(continue with --resume)\n",
+                   by, fn_trainer_state(t)->epoch + 1, fn_trainer_state(t)->step,
+                   fn_trainer_checkpoint_path(t));
         return 128 + sig;
     default:
         return st == FN_OK ? 0 : fail(NULL);
     }
 }
 
-static int execute(const fn_config *cfg, const args *a)
+/* *together: the run failed on every rank at once (no rank need end the
+ * others). */
+static int execute(const fn_config *cfg, const args *a, int *together)
 {
     display d = {.tty = isatty(STDOUT_FILENO), .log_every = cfg->log_every, .last_bar = now()};
     const fn_trainer_options options = {
-        .resume = a->resume, .overwrite = a->overwrite, .callbacks = &callbacks, .user = &d};
+        .resume = a->resume, .overwrite = a->overwrite,
+        .callbacks = fn_world_rank() == 0 ? &callbacks : &quiet_callbacks, .user = &d};
     fn_trainer *t = NULL;
     if (fn_trainer_create(&t, cfg, &options) != FN_OK)
         return fail(NULL);
     fn_status st = fn_trainer_run(t);
     int status = conclude(t, st, &d);
+    *together = st != FN_OK && fn_trainer_failed_on_every_rank(t);
     fn_trainer_destroy(t);
     return status;
 }
@@ -396,19 +418,29 @@ static void install_handlers(void)
     sigaction(SIGPIPE, &sa, NULL);
 }
 
+/* Under mpirun or srun (README "Many GPUs") every rank runs this: a
+ * failure on one rank ends the others (fn_world_abort) after printing its
+ * message, unless every rank failed at the same step with it; a run that
+ * ends, or stops together, finalises MPI. */
 int main(int argc, char **argv)
 {
     install_handlers();
+    if (fn_world_init(&argc, &argv) != FN_OK)
+        return fail(NULL);
     args a = {0};
     int status = parse_args(argc, argv, &a);
-    if (status == 0 && a.help)
+    if (status == 0 && a.help && fn_world_rank() == 0)
         fputs(usage, stdout);
     fn_config *cfg = NULL;
     if (status == 0 && !a.help)
         status = load_config(&a, &cfg);
+    int together = 0;
     if (status == 0 && !a.help)
-        status = execute(cfg, &a);
+        status = execute(cfg, &a, &together);
     free(a.sets);
     fn_config_destroy(cfg);
+    if ((status == EXIT_ERROR || status == EXIT_USAGE) && !together)
+        fn_world_abort(status);
+    fn_world_finalize();
     return status;
 }

@@ -68,6 +68,7 @@ typedef struct fn_config {
     int device_auto; /* device = auto: CUDA when a GPU is present */
     fn_device device;
     int gpu; /* cuda:N */
+    int gpu_pinned; /* device = cuda:N named the GPU (not auto or cuda): every rank takes it */
     fn_math math;
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
 

@@ -54,6 +54,12 @@ typedef struct fn_loader_options {
      * background thread included, at most 64; 0: $FN_LOADER_THREADS when
      * set, else half the CPUs, at most 8. Unused in the synchronous mode. */
     int threads;
+    /* Data parallelism (comm.h): this process's share of every batch, part
+     * `part` of `parts` (0: the whole batch): the contiguous rows
+     * [rows * part / parts, rows * (part + 1) / parts) of the batch a single
+     * process would take, so shares differ by at most one row and may be
+     * empty (a short last batch). */
+    int part, parts;
 } fn_loader_options;
 
 /* What the loader did, since it was created. */
@@ -69,7 +75,8 @@ typedef struct fn_loader_stats {
 /* One mini-batch on the loader's device, valid until the next call of
  * fn_loader_next, fn_loader_halt or fn_loader_start. */
 typedef struct fn_batch {
-    int rows;                    /* 0: the epoch is over */
+    int rows;                    /* this process's rows (its share, loader options) */
+    int batch_rows;              /* the whole batch's, over every share; 0: the epoch is over */
     fn_tensor x;                 /* [rows, in] on the context's device */
     fn_tensor target;            /* mse: [rows, out] on the device; else empty */
     const int32_t *labels;       /* cross_entropy: [rows] on the device; else NULL */

@@ -31,6 +31,13 @@ typedef struct fn_optimizer_ops {
     /* Updates every parameter from its gradient; opt->steps counts the steps
      * before this one (0: the first, whose state starts afresh). */
     fn_status (*step)(fn_optimizer *opt);
+    /* Optional: the update of parameters [first, first + count) alone, as
+     * step would make it in the same step (the count not advanced); a
+     * step made of such calls covering every parameter once, then
+     * fn_optimizer_step_done, is the same step as `step`, bit for bit. For
+     * data parallelism: a layer is updated as soon as its gradient sum is
+     * in (trainer_dist.c). */
+    fn_status (*step_params)(fn_optimizer *opt, int first, int count);
     /* Optional: the backward of net's last forward from dy [batch, out],
      * with this step folded in; the same step as fn_net_zero_grad,
      * fn_net_backward and step (net.h says where rounding differs). net's
@@ -56,6 +63,10 @@ struct fn_optimizer {
 
 /* Checked entry points. A step that fails is not counted. */
 fn_status fn_optimizer_step(fn_optimizer *opt);
+/* The parts of a step (ops->step_params): FN_ERR_INVALID without them or
+ * for a range outside the parameters; step_done counts the step. */
+fn_status fn_optimizer_step_params(fn_optimizer *opt, int first, int count);
+void fn_optimizer_step_done(fn_optimizer *opt);
 /* FN_ERR_INVALID when the optimiser has no backward_step. */
 fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy);
 void fn_optimizer_set_lr(fn_optimizer *opt, float lr);

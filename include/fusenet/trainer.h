@@ -23,6 +23,7 @@
 #ifndef FUSENET_TRAINER_H
 #define FUSENET_TRAINER_H
 
+#include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/loader.h"
 #include "fusenet/net.h"
@@ -148,6 +149,14 @@ typedef struct fn_trainer_options {
     int overwrite;                         /* a fresh run may replace another run's files */
     const fn_trainer_callbacks *callbacks; /* NULL: none; copied */
     void *user;
+    /* Data parallelism (README "Many GPUs", comm.h): FN_COMM_WORLD (0), in
+     * an MPI world the trainer sums gradients over every rank (each takes
+     * its share of every global batch; rank 0 alone writes the output
+     * directory's files), else it trains alone; FN_COMM_SELF: alone even
+     * inside a world (tests' references); FN_COMM_SELF_DEVICE: alone, its
+     * step the data-parallel one through the device's backend (NCCL of one
+     * rank on a GPU; tests without MPI). */
+    fn_comm_scope comm;
 } fn_trainer_options;
 
 /* How fn_trainer_run ended. */
@@ -174,6 +183,11 @@ fn_status fn_trainer_create(fn_trainer **trainer, const fn_config *cfg,
  * metrics.csv is kept up to the checkpoint's epoch when resuming. FN_OK when
  * done or stopped (fn_trainer_outcome says which). Once only. */
 fn_status fn_trainer_run(fn_trainer *trainer);
+/* After fn_trainer_run failed: 1 when every rank of its world failed at the
+ * same step with it (a non-finite loss, weights that differ between ranks),
+ * so the program may end normally; 0 when the failure may be this rank's
+ * alone, which must end the others (fn_world_abort). */
+int fn_trainer_failed_on_every_rank(const fn_trainer *trainer);
 void fn_trainer_destroy(fn_trainer *trainer); /* NULL is fine */
 
 fn_train_outcome fn_trainer_outcome(const fn_trainer *trainer);

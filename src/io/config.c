@@ -267,6 +267,7 @@ static fn_status parse_device(const char *text, fn_config *cfg)
         cfg->device_auto = text[0] == 'a';
         cfg->device = FN_CPU;
         cfg->gpu = -1;
+        cfg->gpu_pinned = 0;
         return FN_OK;
     }
     if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
@@ -277,6 +278,7 @@ static fn_status parse_device(const char *text, fn_config *cfg)
         cfg->device_auto = 0;
         cfg->device = FN_CUDA;
         cfg->gpu = (int)gpu;
+        cfg->gpu_pinned = text[4] == ':';
         return FN_OK;
     }
     return fn_fail(FN_ERR_INVALID, "expected auto, cpu, cuda or cuda:N, got '%s'", text);

@@ -34,7 +34,8 @@ typedef struct slot {
     int64_t *hidx;    /* host [batch] file rows */
     fn_tensor dx, dt; /* on the GPU only */
     int32_t *dl;      /* on the GPU only */
-    int rows;         /* of the batch in it; 0: the epoch's end */
+    int rows;         /* of the batch in it: this process's share */
+    int batch_rows;   /* of the whole batch; 0: the epoch's end */
 } slot;
 
 struct fn_loader {
@@ -42,7 +43,8 @@ struct fn_loader {
     fn_data *data;   /* borrowed */
     const fn_input_norm *norm; /* borrowed; NULL: inputs as read */
     int cuda, background;
-    int batch, in, out;
+    int batch, in, out; /* batch: the rows a slot holds (a share's at most) */
+    int part, parts; /* the share of each batch (loader.h); parts 1: all */
     fn_data_targets targets;
     int n_slots; /* K in the background, 1 in the synchronous mode */
     slot slots[K];
@@ -114,6 +116,18 @@ static fn_status send_slot(fn_loader *l, int s)
     return fn_cuda_transfer_send(l->xfer, s, pieces, n);
 }
 
+/* Narrows a batch's rows to this process's share (loader.h); the slot
+ * keeps both counts. */
+static void take_share(const fn_loader *l, fn_batch_rows *r, slot *sl)
+{
+    sl->batch_rows = r->rows;
+    const long long begin = (long long)r->rows * l->part / l->parts,
+                    end = (long long)r->rows * (l->part + 1) / l->parts;
+    r->order += begin;
+    r->rows = (int)(end - begin);
+    sl->rows = r->rows;
+}
+
 /* Makes the next batch of the set in slot s (rows 0 at the epoch's end). */
 static fn_status prepare(fn_loader *l, int s)
 {
@@ -126,7 +140,7 @@ static fn_status prepare(fn_loader *l, int s)
         FN_TRY(fn_cuda_transfer_wait_sent(l->xfer, s));
     fn_batch_rows r;
     FN_TRY(fn_data_next_rows(l->data, &r));
-    sl->rows = r.rows;
+    take_share(l, &r, sl);
     if (!r.rows)
         return FN_OK;
     gather_job job = {&r, sl};
@@ -164,7 +178,7 @@ static void *producer_main(void *arg)
             l->ended = 1;
         } else {
             l->produced++;
-            l->ended = l->slots[s].rows == 0;
+            l->ended = l->slots[s].batch_rows == 0;
         }
         pthread_cond_broadcast(&l->cv);
     }
@@ -180,6 +194,9 @@ static void *producer_main(void *arg)
 static fn_status hand_out(fn_loader *l, const slot *sl, fn_batch *b)
 {
     b->rows = sl->rows;
+    b->batch_rows = sl->batch_rows;
+    if (!sl->rows)
+        return FN_OK; /* an empty share: nothing on the device */
     b->index = sl->hidx;
     b->host_labels = l->targets == FN_DATA_LABELS ? sl->hl : NULL;
     if (l->cuda) {
@@ -235,11 +252,11 @@ static fn_status next_now(fn_loader *l, fn_batch *b)
     double t0 = now();
     fn_batch_rows r;
     FN_TRY(fn_data_next_rows(l->data, &r));
-    sl->rows = r.rows;
-    if (!r.rows)
+    take_share(l, &r, sl);
+    if (!sl->batch_rows)
         return FN_OK;
     fn_batch_rows_gather(&r, 0, r.rows, sl->hx, sl->hl, sl->ht, sl->hidx);
-    if (l->cuda)
+    if (l->cuda && r.rows)
         FN_TRY(copy_slot(l, sl));
     l->stats.prepare_seconds += now() - t0;
     FN_TRY(hand_out(l, sl, b));
@@ -271,7 +288,7 @@ fn_status fn_loader_next(fn_loader *l, fn_batch *b)
         return fn_fail(error, "%s", message);
     int s = (int)(l->next % K);
     const slot *sl = &l->slots[s];
-    if (!sl->rows)
+    if (!sl->batch_rows)
         return FN_OK; /* the epoch's end; asked again, the same answer */
     if (l->cuda)
         FN_TRY(fn_cuda_transfer_acquire(l->xfer, s));
@@ -448,6 +465,8 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     fn_loader_mode mode = opt ? opt->mode : FN_LOADER_AUTO;
     if (mode != FN_LOADER_AUTO && mode != FN_LOADER_SYNC && mode != FN_LOADER_BACKGROUND)
         return fn_fail(FN_ERR_INVALID, "fn_loader_create: unknown mode %d", (int)mode);
+    if (opt && opt->parts > 0 && (opt->part < 0 || opt->part >= opt->parts))
+        return fn_fail(FN_ERR_INVALID, "fn_loader_create: share %d of %d", opt->part, opt->parts);
     fn_loader *l = calloc(1, sizeof *l);
     if (!l)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the loader");
@@ -460,6 +479,9 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     l->in = fn_data_in_features(data);
     l->out = fn_data_out_features(data);
     l->targets = fn_data_target_kind(data);
+    l->part = opt && opt->parts > 0 ? opt->part : 0;
+    l->parts = opt && opt->parts > 0 ? opt->parts : 1;
+    l->batch = (l->batch + l->parts - 1) / l->parts; /* a share's rows at most */
     fn_status st = build(l, opt);
     if (st != FN_OK) {
         fn_loader_destroy(l);

@@ -23,10 +23,50 @@ void fn_test_write_delay(void)
         ;
 }
 
+/* The variable's value as a number, or -1 when unset. */
+static long long env_number(const char *name)
+{
+    const char *env = getenv(name);
+    return env && *env ? strtoll(env, NULL, 10) : -1;
+}
+
+int fn_test_rank_fails(int rank, long long step)
+{
+    return env_number("FN_TEST_FAIL_RANK") == rank && env_number("FN_TEST_FAIL_STEP") == step;
+}
+
+int fn_test_rank_perturbed(int rank) { return env_number("FN_TEST_PERTURB_RANK") == rank; }
+
+void fn_test_rank_stall(int rank, long long step)
+{
+    if (env_number("FN_TEST_STALL_RANK") != rank || env_number("FN_TEST_STALL_STEP") != step)
+        return;
+    struct timespec ts = {600, 0};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 #else
 
 int fn_test_hooks_enabled(void) { return 0; }
 
 void fn_test_write_delay(void) {}
+
+int fn_test_rank_fails(int rank, long long step)
+{
+    (void)rank, (void)step;
+    return 0;
+}
+
+int fn_test_rank_perturbed(int rank)
+{
+    (void)rank;
+    return 0;
+}
+
+void fn_test_rank_stall(int rank, long long step)
+{
+    (void)rank, (void)step;
+}
 
 #endif

@@ -15,4 +15,16 @@ int fn_test_hooks_enabled(void);
  * length instead of hoping to hit a ~10 ms one. */
 void fn_test_write_delay(void);
 
+/* Data parallelism's failure tests (tests/dist_*.sh): with
+ * FN_TEST_FAIL_RANK=r and FN_TEST_FAIL_STEP=s, rank r's step s (the global
+ * step, from 1) fails with a message naming them: 1 there, else 0. */
+int fn_test_rank_fails(int rank, long long step);
+/* FN_TEST_STALL_RANK=r and FN_TEST_STALL_STEP=s: rank r's step s sleeps
+ * (at most 10 minutes) instead of answering the other ranks, which must
+ * fail their bounded waits ($FN_COMM_TIMEOUT_S). */
+void fn_test_rank_stall(int rank, long long step);
+/* FN_TEST_PERTURB_RANK=r: 1 on rank r, whose trainer then changes one bit
+ * of its first parameter at the start, so the ranks' weights differ. */
+int fn_test_rank_perturbed(int rank);
+
 #endif

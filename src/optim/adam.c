@@ -113,22 +113,22 @@ fn_status fn_adam_update(fn_context *ctx, fn_tensor *value, const fn_tensor *gra
 
 /* A first step (a new optimiser, or its count set back to 0) starts from
  * zero moments, as torch's lazily created state does. */
-static fn_status zero_state(fn_adam *opt)
+static fn_status zero_state(fn_adam *opt, int from, int count)
 {
-    for (int i = 0; i < opt->base.n_params; i++) {
+    for (int i = from; i < from + count; i++) {
         FN_TRY(fn_tensor_zero(&opt->exp_avg[i]));
         FN_TRY(fn_tensor_zero(&opt->exp_avg_sq[i]));
     }
     return FN_OK;
 }
 
-static fn_status adam_step(fn_optimizer *base)
+static fn_status adam_step_params(fn_optimizer *base, int from, int count)
 {
     fn_adam *opt = (fn_adam *)base;
     if (base->steps == 0)
-        FN_TRY(zero_state(opt));
+        FN_TRY(zero_state(opt, from, count));
     const long long t = base->steps + 1;
-    for (int i = 0; i < base->n_params; i++) {
+    for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
         fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad,
                                       &opt->exp_avg[i], &opt->exp_avg_sq[i], &opt->cfg, t);
@@ -139,6 +139,11 @@ static fn_status adam_step(fn_optimizer *base)
         }
     }
     return FN_OK;
+}
+
+static fn_status adam_step(fn_optimizer *base)
+{
+    return adam_step_params(base, 0, base->n_params);
 }
 
 /* An invalid lr is kept and reported by the next step. */
@@ -169,6 +174,7 @@ static void adam_destroy(fn_optimizer *base)
 static const fn_optimizer_ops adam_ops = {
     .name = "adam",
     .step = adam_step,
+    .step_params = adam_step_params,
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
@@ -179,6 +185,7 @@ static const fn_optimizer_ops adam_ops = {
 static const fn_optimizer_ops adamw_ops = {
     .name = "adamw",
     .step = adam_step,
+    .step_params = adam_step_params,
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
@@ -198,7 +205,7 @@ static fn_status alloc_moments(fn_adam *opt)
         FN_TRY(fn_tensor_alloc(&opt->exp_avg[i], v->rows, v->cols, v->device));
         FN_TRY(fn_tensor_alloc(&opt->exp_avg_sq[i], v->rows, v->cols, v->device));
     }
-    return zero_state(opt);
+    return zero_state(opt, 0, opt->base.n_params);
 }
 
 fn_status fn_adam_create(fn_optimizer **out, fn_context *ctx, fn_param *const *params,

@@ -28,6 +28,25 @@ fn_status fn_optimizer_step(fn_optimizer *opt)
     return FN_OK;
 }
 
+fn_status fn_optimizer_step_params(fn_optimizer *opt, int first, int count)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_step_params"));
+    if (!opt->ops->step_params)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_step_params: %s has no partial steps",
+                       name_of(opt));
+    if (first < 0 || count < 0 || first > opt->n_params - count)
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_optimizer_step_params: parameters [%d, %d) of %d", first,
+                       first + count, opt->n_params);
+    return opt->ops->step_params(opt, first, count);
+}
+
+void fn_optimizer_step_done(fn_optimizer *opt)
+{
+    if (opt)
+        opt->steps++;
+}
+
 fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_backward_step"));

@@ -91,11 +91,11 @@ fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad
 
 /* --- the optimiser ------------------------------------------------------------ */
 
-static fn_status sgd_step(fn_optimizer *base)
+static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
 {
     fn_sgd *opt = (fn_sgd *)base;
     const int first = base->steps == 0;
-    for (int i = 0; i < base->n_params; i++) {
+    for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
         fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
         fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
@@ -108,6 +108,8 @@ static fn_status sgd_step(fn_optimizer *base)
     }
     return FN_OK;
 }
+
+static fn_status sgd_step(fn_optimizer *base) { return sgd_step_params(base, 0, base->n_params); }
 
 /* The fused step updates net's parameters: they must be this optimiser's. */
 static fn_status check_net(const fn_optimizer *base, const fn_net *net)
@@ -150,6 +152,7 @@ static void sgd_destroy(fn_optimizer *base)
 static const fn_optimizer_ops sgd_ops = {
     .name = "sgd",
     .step = sgd_step,
+    .step_params = sgd_step_params,
     .set_lr = sgd_set_lr,
     .n_state = 1,
     .state_names = sgd_state_names,
@@ -161,6 +164,7 @@ static const fn_optimizer_ops sgd_ops = {
 static const fn_optimizer_ops sgd_fused_ops = {
     .name = "sgd",
     .step = sgd_step,
+    .step_params = sgd_step_params,
     .backward_step = sgd_backward_step,
     .set_lr = sgd_set_lr,
     .n_state = 1,

@@ -26,7 +26,7 @@ static fn_status open_context(fn_trainer *t)
     if (c->device_auto) {
         d.gpus_found = fn_cuda_device_count();
         d.device = d.gpus_found > 0 ? FN_CUDA : FN_CPU;
-        d.gpu = d.gpus_found > 0 ? 0 : -1;
+        d.gpu = d.gpus_found > 0 ? fn_trainer_dist_gpu(t, 0, d.gpus_found) : -1;
     } else if (c->device == FN_CUDA) {
         const int found = fn_cuda_device_count();
         if (c->gpu >= found)
@@ -35,6 +35,8 @@ static fn_status open_context(fn_trainer *t)
                            "there is one, else the CPU) or device = cpu",
                            c->path, c->gpu,
                            found > 0 ? "this machine has fewer GPUs" : "no usable GPU was found");
+        if (!c->gpu_pinned && found > 0)
+            d.gpu = fn_trainer_dist_gpu(t, c->gpu, found);
     }
     /* The CPU's products are always strict fp32: a notice, not an error,
      * so one config runs on a GPU machine and on a laptop alike. */
@@ -52,14 +54,17 @@ static fn_status open_sets(fn_trainer *t)
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
     FN_TRY(fn_data_open(&t->train, c->train, &opt));
-    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, NULL));
+    /* Over several ranks each takes its share of every batch (trainer_dist.c). */
+    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
+    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
     if (!c->valid)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
     opt.shuffle = 0;
     FN_TRY(fn_data_open(&t->valid, c->valid, &opt));
     /* Validation runs between epochs, with nothing to overlap. */
-    const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
+    const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
+                                    .parts = share.parts};
     return fn_loader_create(&t->valid_loader, t->ctx, t->valid, &sync);
 }
 
@@ -77,7 +82,10 @@ static fn_status make_schedule(fn_trainer *t)
 static fn_status build(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
-    FN_TRY(fn_model_build(&t->net, t->ctx, c, fn_data_in_features(t->train)));
+    /* Over several ranks, a rank's share of a batch at most (trainer_dist.c). */
+    fn_config sized = *c;
+    sized.batch_size = fn_trainer_dist_rows(t);
+    FN_TRY(fn_model_build(&t->net, t->ctx, &sized, fn_data_in_features(t->train)));
     if (c->init)
         FN_TRY(fn_weights_load(t->net, c->init));
     FN_TRY(fn_optimizer_from_config(&t->opt, c->optimizer, t->net, c));
@@ -87,7 +95,7 @@ static fn_status build(fn_trainer *t)
                               c->clip_grad_norm));
     fn_device d = fn_context_device(t->ctx);
     FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
-    return fn_tensor_alloc(&t->dpred, c->batch_size, fn_net_out_features(t->net), d);
+    return fn_tensor_alloc(&t->dpred, sized.batch_size, fn_net_out_features(t->net), d);
 }
 
 /* --- the output directory ------------------------------------------------------ */
@@ -253,12 +261,17 @@ static fn_status setup_norm(fn_trainer *t)
 /* Nothing is written here. The output directory is locked first, before
  * any file in it is read or written (made for it when missing: the lock
  * removes it again if the run writes nothing). */
-static fn_status setup(fn_trainer *t)
+static fn_status setup(fn_trainer *t, fn_comm_scope scope)
 {
+    t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
+    t->ranks = scope == FN_COMM_WORLD ? fn_world_size() : 1;
     FN_TRY(output_paths(t));
-    FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
-    FN_TRY(check_output(t));
+    if (fn_trainer_writes(t)) {
+        FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
+        FN_TRY(check_output(t));
+    }
     FN_TRY(open_context(t));
+    FN_TRY(fn_trainer_dist_setup(t, scope));
     FN_TRY(open_sets(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
@@ -285,7 +298,7 @@ fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
         if (options->callbacks)
             t->cb = *options->callbacks;
     }
-    fn_status st = setup(t);
+    fn_status st = setup(t, options ? options->comm : FN_COMM_WORLD);
     if (st != FN_OK) {
         /* Tearing down may leave messages of its own: the caller gets the
          * failure's. */
@@ -313,6 +326,7 @@ void fn_trainer_destroy(fn_trainer *t)
     fn_input_norm_destroy(t->norm);
     fn_data_close(t->train);
     fn_data_close(t->valid);
+    fn_comm_destroy(t->comm);
     fn_context_destroy(t->ctx);
     free(t->checkpoint_path);
     free(t->weights_path);

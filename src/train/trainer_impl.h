@@ -6,6 +6,7 @@
 #define FUSENET_TRAIN_TRAINER_IMPL_H
 
 #include "fusenet/clip.h"
+#include "fusenet/comm.h"
 #include "fusenet/data.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
@@ -42,6 +43,12 @@ struct fn_trainer {
     double epoch_rate;     /* samples/s of the last epoch's training */
     long long run_rows;    /* rows trained by this process ... */
     double run_seconds;    /* ... in this much training time (steps, not validation) */
+    /* Data parallelism (trainer_dist.c) */
+    int rank, ranks;       /* this process's rank in its world, and the world's size */
+    int dist;              /* steps sum gradients over comm (an MPI world, even of one rank) */
+    fn_comm *comm;         /* single-process unless dist */
+    int stop_agreed;       /* every rank agreed to stop */
+    int failed_together;   /* the last failure was every rank's at once */
 };
 
 /* trainer.c: makes the output directory and, overwriting, removes the
@@ -61,7 +68,40 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
 /* The state's grad_norm from the clipper's last step (NaN without
  * clipping; kept as it is when no step ran since the checkpoint). */
 fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
-/* Writes checkpoint.h5; a non-finite parameter is named in the message. */
+/* After a non-finite loss of the batch whose loss gradient dy is: the
+ * error naming the first non-finite value. */
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
+/* Writes checkpoint.h5 (rank 0; the others do nothing); a non-finite
+ * parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+/* trainer_dist.c: data parallelism over the ranks of an MPI world */
+
+/* The communicator for the context, and whether steps use it. */
+fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope);
+/* The GPU of a rank under device = auto or cuda (not cuda:K): its rank
+ * on its node modulo the node's GPUs; `configured` on one process. */
+int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found);
+/* The most rows a rank's share of a batch has: the batch size on one
+ * process, ceil(batch / ranks) on several (the net's buffers). */
+int fn_trainer_dist_rows(const fn_trainer *t);
+/* Rank 0 writes the run's files and holds the directory's lock. */
+int fn_trainer_writes(const fn_trainer *t);
+/* fn_trainer_step over the ranks: each takes its share of the batch, the
+ * gradients are summed layer by layer as the backward pass goes, then
+ * clipping and the optimiser's step; the loss and the correct count are
+ * the whole batch's on every rank. */
+fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The stop every rank agrees on (any rank asked for one). */
+int fn_trainer_dist_stop(fn_trainer *t);
+/* A validation's sums, over every rank's share. */
+fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long *correct,
+                                      long long *seen);
+/* After rank 0 wrote a file (its status st; the others' FN_OK): every rank
+ * waits for it and returns its failure, so no rank ends (and, exiting
+ * non-zero, has the launcher kill the job) while rank 0 still writes. */
+fn_status fn_trainer_dist_written(fn_trainer *t, fn_status st);
+/* Fails on every rank when the ranks' parameters differ in any bit. */
+fn_status fn_trainer_dist_check_same(fn_trainer *t, const char *when);
 
 #endif

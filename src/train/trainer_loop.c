@@ -23,7 +23,7 @@ static int stop_requested(fn_trainer *t)
 {
     if (!t->stop && t->cb.should_stop)
         t->stop = t->cb.should_stop(t->user) != 0;
-    return t->stop;
+    return fn_trainer_dist_stop(t); /* over the ranks, each stops at the same step */
 }
 
 /* --- reports ------------------------------------------------------------------ */
@@ -71,6 +71,8 @@ static fn_status report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_me
                               .since_best = watching ? s->since_best : 0};
     if (t->cb.on_epoch)
         t->cb.on_epoch(t->user, &e);
+    if (!fn_trainer_writes(t))
+        return FN_OK;
     if (!t->csv) {
         FN_TRY(fn_trainer_prepare_output(t));
         FN_TRY(fn_metrics_csv_open(&t->csv, t->csv_path, s->epoch));
@@ -114,7 +116,7 @@ static fn_status run_steps(fn_trainer *t)
     while (!stop_requested(t)) {
         fn_batch b;
         FN_TRY(next_train_batch(t, &b));
-        if (!b.rows)
+        if (!b.batch_rows)
             break;
         float loss = 0;
         FN_TRY(fn_trainer_step(t, &b, &loss));
@@ -157,7 +159,7 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved
         return FN_OK;
     const int mse = c->loss == FN_LOSS_MSE;
     *improved = fn_train_state_best(&t->state, mse ? valid.loss : valid.acc, mse);
-    if (!*improved || !c->keep_best)
+    if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
     return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
@@ -214,13 +216,17 @@ fn_status fn_trainer_run(fn_trainer *t)
     }
     fn_trainer_report_model(t);
     report_start(t);
+    FN_TRY(fn_trainer_dist_check_same(t, "at the start"));
     FN_TRY(train_loop(t));
+    FN_TRY(fn_trainer_dist_check_same(t, "at the end"));
     if (stop_requested(t)) {
         t->outcome = FN_TRAIN_STOPPED;
-        return fn_trainer_save_checkpoint(t);
+        return fn_trainer_dist_written(t, fn_trainer_save_checkpoint(t));
     }
-    FN_TRY(fn_trainer_prepare_output(t));
-    FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+    if (fn_trainer_writes(t)) {
+        FN_TRY(fn_trainer_prepare_output(t));
+        FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+    }
     t->outcome = FN_TRAIN_DONE;
     report_done(t);
     return FN_OK;

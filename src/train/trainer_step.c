@@ -54,7 +54,7 @@ static void describe_kept(const fn_trainer *t, char *buf, size_t n)
 
 /* After a non-finite training loss: a backward of the batch, then the first
  * non-finite value in the order the step computes them. */
-static fn_status stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss)
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss)
 {
     fn_nonfinite nf;
     fn_status st = fn_net_zero_grad(t->net);
@@ -92,13 +92,15 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
 
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
 {
+    if (t->dist)
+        return fn_trainer_dist_step(t, b, loss);
     fn_tensor y;
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     int correct = 0;
     FN_TRY(batch_loss(t, b, &y, &dy, loss, &correct));
     if (!isfinite(*loss))
-        return stop_nonfinite(t, &dy, *loss);
+        return fn_trainer_stop_nonfinite(t, &dy, *loss);
     FN_TRY(backward_and_update(t, &dy));
     fn_train_state_add_step(&t->state, (double)*loss, b->rows, correct);
     return FN_OK;
@@ -124,8 +126,10 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
     for (;;) {
         fn_batch b;
         FN_TRY(fn_loader_next(set, &b));
-        if (!b.rows)
+        if (!b.batch_rows)
             break;
+        if (!b.rows)
+            continue; /* this rank's share of a short batch is empty */
         fn_tensor y;
         FN_TRY(fn_net_forward(t->net, &b.x, &y));
         float loss = 0;
@@ -137,6 +141,7 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
         correct += ok;
         seen += b.rows;
     }
+    FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &correct, &seen));
     m->loss = loss_sum / (double)seen;
     m->acc = t->cfg->loss == FN_LOSS_CROSS_ENTROPY ? (double)correct / (double)seen : NAN;
     return FN_OK;
@@ -156,6 +161,10 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
     FN_TRY(fn_trainer_sync_grad_norm(t));
+    if (!fn_trainer_writes(t)) {
+        t->checkpoint_ours = 1; /* rank 0's */
+        return FN_OK;
+    }
     FN_TRY(fn_trainer_prepare_output(t));
     fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
                                           t->cfg->text);

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# dist_gpu_check.sh — data parallelism on a GPU machine with Open MPI and
+# NCCL (nvidia-h200-x2: two H200s), in one call after scripts/gpu_check.sh
+# built build/gpu (with -DFN_TEST_HOOKS=ON):
+#   1. the dist tests of ctest (label dist): one step on 1 rank (NCCL at
+#      -np 1, bit for bit the plain run) and on 2 ranks (the summation-order
+#      bound, tests/dist/dist_check.c), the CPU runs of tests/dist/;
+#   2. the 2-rank one-step check again with NCCL on its network transport
+#      (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1);
+#   3. a 2-rank training run of the digits on the GPUs under
+#      compute-sanitizer memcheck (each rank under its own sanitizer);
+#   4. the same run without the sanitizer, its weights against the 1-GPU
+#      run's (close: summation order only) and a second 2-rank run's (the
+#      same bits).
+# NCCL_NVLS_ENABLE=0 is set (the lent H200s need it). Logs go to
+# ${OUT:-/tmp/out}; exits non-zero when a step failed, after running all.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 PATH=/usr/local/cuda/bin:$PATH
+out=${OUT:-/tmp/out}
+build=${BUILD:-build/gpu}
+python=${PYTHON:-python3}
+mkdir -p "$out"
+failed=()
+note_failure() { echo "dist_gpu_check.sh: FAILED: $1"; failed+=("$1"); }
+mpirun=(mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE)
+gpus=$(nvidia-smi -L | wc -l)
+command -v mpirun >/dev/null || { echo "dist_gpu_check.sh: no mpirun here" >&2; exit 1; }
+grep -q "^NCCL_LIBRARY:FILEPATH=/" "$build/CMakeCache.txt" ||
+    note_failure "$build was configured without NCCL"
+
+ctest --test-dir "$build" -L dist --output-on-failure 2>&1 | tee "$out/dist_ctest.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "ctest -L dist"
+
+if [ "$gpus" -lt 2 ]; then
+    echo "dist_gpu_check.sh: $gpus GPU: the 2-rank steps need two"
+else
+    NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${mpirun[@]}" -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
+        -np 2 "$build/dist_check" cuda 32 2>&1 | tee "$out/dist_net_transport.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "dist_check over NCCL's network transport"
+
+    work=$(mktemp -d)
+    cat >"$work/c.ini" <<INI
+[data]
+train = $PWD/data/digits_train.h5
+valid = $PWD/data/digits_valid.h5
+[model]
+layers = block 256, block 128, linear 10
+groups = 8
+[train]
+batch_size = 64
+epochs = 3
+lr = 0.05
+momentum = 0.9
+seed = 7
+[run]
+device = auto
+math = fp32
+log_every = 0
+INI
+    # memcheck over both ranks, NCCL as it runs (P2P over NVLink); should
+    # the tool refuse memory another process mapped (CUDA IPC), the run is
+    # repeated with NCCL's P2P transport off and both results are printed.
+    for variant in default no_p2p; do
+        envs=()
+        [ $variant = no_p2p ] && envs=(-x NCCL_P2P_DISABLE=1)
+        "${mpirun[@]}" "${envs[@]}" -np 2 compute-sanitizer --tool memcheck --error-exitcode 99 \
+            "$build/train" "$work/c.ini" --set train.epochs=1 --set output.dir="$work/san" \
+            --overwrite >"$out/dist_memcheck_$variant.log" 2>&1
+        rc=$?
+        echo "2-rank train under memcheck ($variant): rc $rc;" \
+             "$(grep -E "ERROR SUMMARY" "$out/dist_memcheck_$variant.log" | tr '\n' ' ')"
+        [ $rc -eq 0 ] && break
+        tail -30 "$out/dist_memcheck_$variant.log"
+        [ $variant = no_p2p ] && note_failure "2-rank train under memcheck"
+    done
+
+    "$build/train" "$work/c.ini" --set output.dir="$work/one" >"$out/dist_one.log" 2>&1 ||
+        note_failure "1-GPU train"
+    for k in a b; do
+        "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set output.dir="$work/two_$k" \
+            >"$out/dist_two_$k.log" 2>&1 || note_failure "2-rank train ($k)"
+    done
+    "$python" - "$work" <<'PY' 2>&1 | tee "$out/dist_compare.log"
+import sys, h5py, numpy as np
+w = sys.argv[1]
+def sets(path):
+    out = {}
+    h5py.File(path, "r").visititems(
+        lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
+    return out
+one, a, b = (sets(f"{w}/{d}/weights.h5") for d in ("one", "two_a", "two_b"))
+same = all(a[k].tobytes() == b[k].tobytes() for k in a)
+rel = max(float(np.abs(a[k] - one[k]).max() / max(np.abs(one[k]).max(), 1e-30)) for k in a)
+print(f"2-rank runs bit for bit: {same}; largest difference from the 1-GPU run, relative to "
+      f"the dataset's largest value: {rel:.3g}")
+# 3 epochs of 23 steps apart in summation order: rounding-level differences
+# grow with the steps but stay far below 1e-2 (a wrong share or scale
+# changes the weights at the 1e-1 level).
+sys.exit(0 if same and rel < 1e-2 else 1)
+PY
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU)"
+    rm -rf "$work"
+fi
+
+if [ ${#failed[@]} -ne 0 ]; then
+    echo "dist_gpu_check.sh: ${#failed[@]} failure(s): ${failed[*]}"
+    exit 1
+fi
+echo "dist_gpu_check.sh: all passed"

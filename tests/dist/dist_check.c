@@ -1,0 +1,312 @@
+/* dist_check.c — data-parallel training against one process, run under
+ * `mpirun -np N dist_check DEVICE B` (tests/CMakeLists.txt, with MPI).
+ *
+ * Every rank writes the same set of B rows and trains one step of it (one
+ * global batch of B rows, SGD with momentum and weight decay) twice:
+ *   A: over the world's N ranks (rank 0 writes the output directory),
+ *   R: alone (fn_trainer_options.comm = FN_COMM_SELF), the one-process reference.
+ * Then it checks, for every parameter element:
+ *   N = 1: A equals R bit for bit (one rank takes the whole batch, its loss
+ *          gradient is not scaled, and the sums of one rank change nothing:
+ *          the run under mpirun is the plain run);
+ *   N > 1: |A - R| <= tol, the bound of a different summation order below;
+ * and that A holds the same bits on every rank (the trainer checks it too).
+ *
+ * The bound. The step is w1 = w0 - lr * (g + wd * w0) (momentum's first
+ * step is the gradient), g = sum over the B rows r of t_r, t_r the row's
+ * contribution (the loss is the batch mean, rows are independent: a block
+ * normalises within a row). A sums each rank's rows, then MPI or NCCL adds
+ * the N partial sums; R adds all B in one order. Any float32 order of a sum
+ * of B terms is within gamma_B * S of the exact sum (gamma_B = B u / (1 - B
+ * u), u = 2^-24, S = sum |t_r|: Higham, Accuracy and Stability, 4.2), so
+ * the two differ by at most 2 gamma_B S. A rank's loss gradient is its
+ * mean's times rows / B: exact when B / rows is a power of two (B = 32, N =
+ * 2), else off by a relative 2u, which the backward of the row (linear in
+ * its gradient) carries into t_r with a few roundings more: 16 u S covers
+ * that and the update's own rounding of lr * g. The update's rounding of w
+ * itself differs by at most 2u |w1| in each run: 4u |w1|. So
+ *   tol = lr * (2 gamma_B + k u) * S * 1.01 + 4 u |w1|,   k = 16 on the CPU,
+ * with S computed here by the same net, one row at a time (each row's
+ * backward alone gives its t_r), from the same initial weights. On the GPU
+ * cuBLAS may pick other kernels for a share's rows than for the batch's,
+ * whose sums over the features (8 and 16 here) may round in another
+ * order, so each row's own terms may differ by a few roundings more,
+ * scaled by the group normalisation: k = 64 there. A wrong share or scale
+ * moves the weights by lr |g|, orders of magnitude above either bound. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fusenet/comm.h"
+#include "fusenet/config.h"
+#include "fusenet/loss.h"
+#include "fusenet/model.h"
+#include "fusenet/trainer.h"
+
+enum { IN = 8, CLASSES = 4, PATH_CAP = 512, SKIP = 77 };
+static const double LR = 0.1;
+
+static int rank_, size_;
+
+/* A failed check ends every rank. */
+static void check(int ok, const char *fmt, ...)
+{
+    if (ok)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dist_check: rank %d of %d: FAILED: ", rank_, size_);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void check_ok(fn_status st, const char *what)
+{
+    check(st == FN_OK, "%s: %s", what, fn_last_error());
+}
+
+/* The same B rows on every rank (a fixed generator): inputs in [-1, 1),
+ * labels 0..CLASSES-1. */
+static void write_set(const char *path, int rows, float *x, int32_t *y)
+{
+    uint64_t s = 12345;
+    for (int i = 0; i < rows * IN; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        x[i] = (float)((double)(s >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+    }
+    for (int r = 0; r < rows; r++)
+        y[r] = (int32_t)(r % CLASSES);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    check(f >= 0, "cannot create %s", path);
+    hsize_t dx[2] = {(hsize_t)rows, IN}, dy[1] = {(hsize_t)rows};
+    hid_t sx = H5Screate_simple(2, dx, NULL), sy = H5Screate_simple(1, dy, NULL);
+    hid_t ds = H5Dcreate2(f, "x", H5T_NATIVE_FLOAT, sx, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    check(ds >= 0 && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0,
+          "writing %s", path);
+    H5Dclose(ds);
+    ds = H5Dcreate2(f, "y", H5T_NATIVE_INT32, sy, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    check(ds >= 0 && H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0,
+          "writing %s", path);
+    H5Dclose(ds);
+    H5Sclose(sx);
+    H5Sclose(sy);
+    H5Fclose(f);
+}
+
+/* The run's config, writing into out. */
+static fn_config *config(const char *dir, const char *device, int batch, const char *out_dir)
+{
+    char ini[PATH_CAP + 32];
+    snprintf(ini, sizeof ini, "%s/rank%d.ini", dir, rank_);
+    FILE *out = fopen(ini, "w");
+    check(out != NULL, "cannot write %s", ini);
+    fprintf(out,
+            "[data]\ntrain = %s/rank%d.h5\ninputs = x\ntargets = y\n"
+            "[model]\nlayers = block 16, block 16, linear %d\ngroups = 4\n"
+            "[train]\nbatch_size = %d\nepochs = 1\nlr = %g\nmomentum = 0.9\n"
+            "weight_decay = 0.001\nseed = 3\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
+            "[output]\ndir = %s\n",
+            dir, rank_, CLASSES, batch, LR, device, out_dir);
+    fclose(out);
+    fn_config *cfg = NULL;
+    check_ok(fn_config_load(&cfg, ini), "fn_config_load");
+    check_ok(fn_config_finish(cfg), "fn_config_finish");
+    return cfg;
+}
+
+/* Every parameter value of a net, in order, on the host. */
+static float *params_of(fn_net *net, size_t *n)
+{
+    *n = 0;
+    for (int i = 0; i < fn_net_n_params(net); i++) {
+        const fn_tensor *v = &fn_net_param(net, i)->value;
+        *n += (size_t)v->rows * (size_t)v->cols;
+    }
+    float *out = malloc(sizeof *out * *n), *p = out;
+    check(out != NULL, "out of memory");
+    for (int i = 0; i < fn_net_n_params(net); i++) {
+        const fn_tensor *v = &fn_net_param(net, i)->value;
+        const size_t k = (size_t)v->rows * (size_t)v->cols;
+        check_ok(fn_tensor_download(v, p, k), "download");
+        p += k;
+    }
+    return out;
+}
+
+/* One step of the config's run; the weights after it. */
+static float *train_once(const fn_config *cfg, int single, size_t *n)
+{
+    const fn_trainer_options opt = {.overwrite = 1, .comm = single ? FN_COMM_SELF : FN_COMM_WORLD};
+    fn_trainer *t = NULL;
+    check_ok(fn_trainer_create(&t, cfg, &opt), single ? "reference trainer" : "world trainer");
+    check_ok(fn_trainer_run(t), single ? "reference run" : "world run");
+    check(fn_trainer_state(t)->global_step == 1, "expected one step, took %lld",
+          fn_trainer_state(t)->global_step);
+    float *w = params_of(fn_trainer_net(t), n);
+    fn_trainer_destroy(t);
+    return w;
+}
+
+/* S = sum over rows of |t_r|, each row's gradient alone (see the top). */
+static double *row_sums(const fn_config *cfg, fn_device device, int rows, const float *x,
+                        const int32_t *y, size_t n)
+{
+    fn_context *ctx = NULL;
+    check_ok(fn_context_create(&ctx, device, device == FN_CUDA ? 0 : -1, FN_MATH_FP32), "context");
+    fn_net *net = NULL;
+    check_ok(fn_model_build(&net, ctx, cfg, IN), "fn_model_build");
+    fn_tensor xr, loss, dy;
+    int32_t *label = NULL;
+    check_ok(fn_tensor_alloc(&xr, 1, IN, device), "alloc");
+    check_ok(fn_tensor_alloc(&loss, 1, 1, device), "alloc");
+    check_ok(fn_tensor_alloc(&dy, 1, CLASSES, device), "alloc");
+    fn_tensor lab; /* one float's room on the device, for one int32 label's bits */
+    check_ok(fn_tensor_alloc(&lab, 1, 1, device), "alloc");
+    label = (int32_t *)lab.data;
+    double *s = calloc(n, sizeof *s);
+    float *g = malloc(sizeof *g * n);
+    check(s && g, "out of memory");
+    for (int r = 0; r < rows; r++) {
+        check_ok(fn_tensor_upload(&xr, x + (size_t)r * IN, IN), "upload");
+        float yr;
+        memcpy(&yr, &y[r], sizeof yr);
+        check_ok(fn_tensor_upload(&lab, &yr, 1), "upload label");
+        fn_tensor out;
+        check_ok(fn_net_forward(net, &xr, &out), "forward");
+        check_ok(fn_cross_entropy_loss(ctx, &out, label, &loss, &dy), "loss");
+        check_ok(fn_comm_scale(ctx, &dy, (float)(1.0 / rows)), "scale");
+        check_ok(fn_net_zero_grad(net), "zero_grad");
+        check_ok(fn_net_backward(net, &dy), "backward");
+        float *p = g;
+        for (int i = 0; i < fn_net_n_params(net); i++) {
+            const fn_tensor *gr = &fn_net_param(net, i)->grad;
+            const size_t k = (size_t)gr->rows * (size_t)gr->cols;
+            check_ok(fn_tensor_download(gr, p, k), "download");
+            p += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            s[i] += fabs((double)g[i]);
+    }
+    free(g);
+    fn_tensor_free(&lab);
+    fn_tensor_free(&dy);
+    fn_tensor_free(&loss);
+    fn_tensor_free(&xr);
+    fn_net_destroy(net);
+    fn_context_destroy(ctx);
+    return s;
+}
+
+static uint64_t hash(const float *w, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof *w; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static void compare(const float *a, const float *ref, const double *s, size_t n, int rows,
+                    fn_device device)
+{
+    const double k = device == FN_CUDA ? 64 : 16; /* see the top */
+    const double u = ldexp(1.0, -24), gamma = rows * u / (1 - rows * u);
+    double worst = 0;
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)ref[i]);
+        differ += a[i] != ref[i];
+        if (size_ == 1) {
+            check(memcmp(&a[i], &ref[i], sizeof *a) == 0,
+                  "one rank under MPI differs from the plain run at parameter element %zu: "
+                  "%.9g against %.9g",
+                  i, a[i], ref[i]);
+            continue;
+        }
+        const double tol = LR * (2 * gamma + k * u) * s[i] * 1.01 + 4 * u * fabs((double)ref[i]);
+        check(d <= tol, "parameter element %zu: %.9g on %d ranks, %.9g on one: difference %.3g "
+              "above the bound %.3g (S %.3g)", i, a[i], size_, ref[i], d, tol, s[i]);
+        if (tol > 0 && d / tol > worst)
+            worst = d / tol;
+    }
+    if (rank_ == 0)
+        printf("dist_check: %d rank%s, batch %d: %zu of %zu parameter elements differ from the "
+               "one-process run, the largest at %.3f of its bound\n",
+               size_, size_ == 1 ? "" : "s", rows, differ, n, worst);
+}
+
+int main(int argc, char **argv)
+{
+    check_ok(fn_world_init(&argc, &argv), "fn_world_init");
+    check(fn_world_mpi(), "not started by mpirun (%s)", fn_world_build());
+    rank_ = fn_world_rank();
+    size_ = fn_world_size();
+    check(argc == 3, "usage: mpirun -np N dist_check cpu|cuda BATCH");
+    const fn_device device = strcmp(argv[1], "cuda") == 0 ? FN_CUDA : FN_CPU;
+    const int rows = atoi(argv[2]);
+    check(rows > 0 && rows <= 4096, "batch %s", argv[2]);
+    if (device == FN_CUDA && fn_cuda_device_count() < size_) {
+        if (rank_ == 0)
+            printf("dist_check: skipped, %d GPU(s) for %d ranks\n", fn_cuda_device_count(),
+                   size_);
+        fn_world_finalize();
+        return SKIP;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    char dir[PATH_CAP] = "";
+    if (rank_ == 0) {
+        snprintf(dir, sizeof dir, "/tmp/fn_dist_check_XXXXXX");
+        check(mkdtemp(dir) != NULL, "mkdtemp");
+    }
+    MPI_Bcast(dir, PATH_CAP, MPI_CHAR, 0, MPI_COMM_WORLD);
+
+    float *x = malloc(sizeof *x * (size_t)rows * IN);
+    int32_t *y = malloc(sizeof *y * (size_t)rows);
+    check(x && y, "out of memory");
+    char path[PATH_CAP + 32];
+    snprintf(path, sizeof path, "%s/rank%d.h5", dir, rank_);
+    write_set(path, rows, x, y);
+    char out[PATH_CAP + 32];
+    snprintf(out, sizeof out, "%s/world", dir);
+    fn_config *cfg = config(dir, argv[1], rows, out);
+    snprintf(out, sizeof out, "%s/alone%d", dir, rank_);
+    fn_config *cfg_alone = config(dir, argv[1], rows, out);
+    size_t n = 0, n_ref = 0;
+    float *a = train_once(cfg, 0, &n);
+    float *ref = train_once(cfg_alone, 1, &n_ref);
+    check(n == n_ref, "parameter counts differ");
+    double *s = row_sums(cfg, device, rows, x, y, n);
+    compare(a, ref, s, n, rows, device);
+
+    /* The same bits on every rank. */
+    uint64_t mine = hash(a, n), first = mine;
+    MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    check(mine == first, "weights differ from rank 0's after the step");
+
+    free(s);
+    free(ref);
+    free(a);
+    free(x);
+    free(y);
+    fn_config_destroy(cfg);
+    fn_config_destroy(cfg_alone);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank_ == 0) {
+        char cmd[PATH_CAP + 16];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "dist_check: could not remove %s\n", dir);
+    }
+    fn_world_finalize();
+    return 0;
+}

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# dist_train.sh MPIRUN PYTHON — ./train under mpirun on the CPU, as a user
+# runs it (README "Many GPUs"); ctest's dist_train (tests/CMakeLists.txt)
+# sets FN_BUILD_DIR and FN_SOURCE_DIR. Each case is bounded by `timeout`,
+# so a hang fails instead of stalling the suite:
+#   1. run-to-run: two runs on 2 ranks write the same weights, bit for bit;
+#   2. uneven shares: a global batch of 49 on 2 and on 3 ranks trains, and
+#      rank 0 alone wrote the output directory's files;
+#   3. resume with another N: a checkpoint of 2 ranks resumed on 3 and on 1
+#      continues at epoch 2 (the data order does not depend on N), and the
+#      two resumed runs agree to the summation-order level;
+#   4. a failing rank (the test hook FN_TEST_FAIL_RANK) ends the job with
+#      that rank's message and a non-zero exit;
+#   5. weights that differ between ranks (FN_TEST_PERTURB_RANK) are caught
+#      at the start, on every rank;
+#   6. a non-finite loss stops every rank at the same step with the message;
+#   7. SIGTERM to one rank stops every rank at the same step: rank 0 writes
+#      the checkpoint, and --resume continues from it;
+#   8. a rank killed (SIGKILL) ends the job, non-zero, without a hang;
+#   9. a rank that stops answering (FN_TEST_STALL_RANK) fails the others'
+#      bounded wait ($FN_COMM_TIMEOUT_S) with a message, and ends the job.
+set -u
+MPIRUN=${1:?usage: dist_train.sh MPIRUN PYTHON}
+PYTHON=${2:?usage: dist_train.sh MPIRUN PYTHON}
+TRAIN=${FN_BUILD_DIR:?}/train
+DATA=${FN_SOURCE_DIR:?}/data
+work=$(mktemp -d /tmp/fn_dist_train_XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+mpi() { # mpi N [ENV=VALUE ...] -- train arguments...
+    local n=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+    shift
+    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" "${envs[@]}" "$TRAIN" "$@"
+}
+
+cat > "$work/c.ini" <<EOF
+[data]
+train = $DATA/digits_train.h5
+valid = $DATA/digits_valid.h5
+[model]
+layers = block 32, block 16, linear 10
+groups = 4
+[train]
+batch_size = 50
+epochs = 2
+lr = 0.05
+momentum = 0.9
+weight_decay = 1e-4
+seed = 7
+[run]
+device = cpu
+log_every = 0
+EOF
+
+# Exit 0 when every dataset of two weights files is equal bit for bit
+# (same_bits) or within rtol of the larger magnitude (close).
+compare() {
+    "$PYTHON" - "$@" <<'EOF'
+import sys, h5py, numpy as np
+mode, a, b = sys.argv[1], h5py.File(sys.argv[2], "r"), h5py.File(sys.argv[3], "r")
+names = []
+a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+worst = 0.0
+for n in names:
+    x, y = a[n][()], b[n][()]
+    if mode == "same_bits":
+        if x.shape != y.shape or x.tobytes() != y.tobytes():
+            sys.exit(f"{n} differs")
+    else:
+        scale = max(np.abs(x).max(), 1e-30)
+        worst = max(worst, float(np.abs(x - y).max() / scale))
+if mode != "same_bits" and worst > float(sys.argv[4]):
+    sys.exit(f"largest relative difference {worst:.3g} above {sys.argv[4]}")
+print(f"{len(names)} datasets compared ({mode})")
+EOF
+}
+
+# 1. run to run
+for k in a b; do
+    mpi 2 -- "$work/c.ini" --set output.dir="$work/run_$k" > "$work/run_$k.log" 2>&1 ||
+        fail "1: the 2-rank run $k failed: $(cat "$work/run_$k.log")"
+done
+compare same_bits "$work/run_a/weights.h5" "$work/run_b/weights.h5" ||
+    fail "1: two 2-rank runs wrote different weights"
+grep -q "epoch 2/2" "$work/run_a.log" || fail "1: rank 0 did not print the epochs"
+[ "$(grep -c "epoch 2/2" "$work/run_a.log")" = 1 ] || fail "1: more than one rank printed"
+
+# 2. uneven shares
+for n in 2 3; do
+    mpi $n -- "$work/c.ini" --set train.batch_size=49 --set output.dir="$work/odd$n" \
+        > "$work/odd$n.log" 2>&1 || fail "2: batch 49 on $n ranks failed: $(cat "$work/odd$n.log")"
+    [ "$(ls "$work/odd$n" | tr '\n' ' ')" = "metrics.csv weights.h5 " ] ||
+        fail "2: unexpected files in the output directory: $(ls "$work/odd$n")"
+done
+
+# 3. resume with another N: 2 ranks write the checkpoint of epoch 1
+mpi 2 -- "$work/c.ini" --set train.epochs=1 --set train.checkpoint_every=1 \
+    --set output.dir="$work/res" > "$work/res.log" 2>&1 || fail "3: first epoch failed"
+cp -r "$work/res" "$work/res1"
+mpi 3 -- "$work/c.ini" --set train.checkpoint_every=1 --set output.dir="$work/res" --resume \
+    > "$work/res3.log" 2>&1 || fail "3: resuming on 3 ranks failed: $(cat "$work/res3.log")"
+mpi 1 -- "$work/c.ini" --set train.checkpoint_every=1 --set output.dir="$work/res1" --resume \
+    > "$work/res1.log" 2>&1 || fail "3: resuming on 1 rank failed: $(cat "$work/res1.log")"
+grep -q "epoch 2/2" "$work/res3.log" || fail "3: the resumed run did not train epoch 2"
+[ "$(wc -l < "$work/res/metrics.csv")" = 3 ] || fail "3: metrics.csv lacks a line per epoch"
+# One epoch of 29 steps at lr 0.05 apart in summation order only: rounding
+# differences (~1e-7 relative a step) grow with the steps, but stay far
+# below 1e-3 of the weights' size; a different data order or a missing
+# share would change them at the 1e-2 level.
+compare close "$work/res/weights.h5" "$work/res1/weights.h5" 1e-3 ||
+    fail "3: the run resumed on 3 ranks departs from the one resumed on 1"
+
+# 4. a failing rank
+mpi 2 FN_TEST_FAIL_RANK=1 FN_TEST_FAIL_STEP=3 -- "$work/c.ini" --set output.dir="$work/fail" \
+    > "$work/fail.log" 2>&1
+status=$?
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "4: exit status $status (0: no failure; 124: hung)"
+grep -q "rank 1 of 2: test hook: rank 1 fails at step 3" "$work/fail.log" ||
+    fail "4: the failing rank's message is missing: $(cat "$work/fail.log")"
+
+# 5. weights that differ between ranks
+mpi 2 FN_TEST_PERTURB_RANK=1 -- "$work/c.ini" --set output.dir="$work/perturb" \
+    > "$work/perturb.log" 2>&1
+status=$?
+[ $status -eq 1 ] || fail "5: exit status $status, expected 1"
+grep -q "the parameters differ between the 2 ranks" "$work/perturb.log" ||
+    fail "5: no message about differing weights: $(cat "$work/perturb.log")"
+
+# 6. a non-finite loss: every rank stops at the same step
+mpi 2 -- "$work/c.ini" --set train.lr=1e6 --set output.dir="$work/nan" > "$work/nan.log" 2>&1
+status=$?
+[ $status -eq 1 ] || fail "6: exit status $status, expected 1: $(cat "$work/nan.log")"
+grep -q "loss is" "$work/nan.log" || fail "6: no message naming the loss: $(cat "$work/nan.log")"
+[ ! -e "$work/nan/weights.h5" ] || fail "6: weights written after a non-finite loss"
+
+# The pid of rank $2 of the job writing to output dir $1 (empty if none).
+rank_pid() {
+    local pid
+    for pid in $(pgrep -f -- "output.dir=$1"); do
+        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+            echo "$pid"
+            return
+        fi
+    done
+}
+
+# 7. SIGTERM to rank 1 alone
+mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/term" \
+    > "$work/term.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do [ -s "$work/term/metrics.csv" ] && break; sleep 0.1; done
+rank1=$(rank_pid "$work/term" 1)
+if [ -z "$rank1" ]; then
+    fail "7: rank 1's process not found"
+    kill -TERM $job
+else
+    kill -TERM "$rank1"
+fi
+wait $job
+status=$?
+[ $status -eq 143 ] || fail "7: exit status $status, expected 143: $(cat "$work/term.log")"
+grep -q "interrupted by a signal to another rank at epoch" "$work/term.log" ||
+    fail "7: rank 0 did not report the stop: $(cat "$work/term.log")"
+[ -s "$work/term/checkpoint.h5" ] || fail "7: no checkpoint written"
+epoch=$(sed -n 's/.*interrupted by a signal to another rank at epoch \([0-9]*\),.*/\1/p' "$work/term.log")
+mpi 2 -- "$work/c.ini" --set train.epochs="${epoch:-1}" --set output.dir="$work/term" --resume \
+    > "$work/term_resume.log" 2>&1 || fail "7: resuming failed: $(cat "$work/term_resume.log")"
+
+# 8. rank 1 killed
+mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/kill" \
+    > "$work/kill.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do [ -s "$work/kill/metrics.csv" ] && break; sleep 0.1; done
+rank1=$(rank_pid "$work/kill" 1)
+if [ -z "$rank1" ]; then
+    fail "8: rank 1's process not found"
+    kill -TERM $job
+else
+    kill -KILL "$rank1"
+fi
+wait $job
+status=$?
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "8: exit status $status (0: no failure; 124: hung)"
+
+# 9. rank 1 stalls at step 3; rank 0 gives up after 3 s
+start=$(date +%s)
+mpi 2 FN_COMM_TIMEOUT_S=3 FN_TEST_STALL_RANK=1 FN_TEST_STALL_STEP=3 -- "$work/c.ini" \
+    --set output.dir="$work/stall" > "$work/stall.log" 2>&1
+status=$?
+took=$(( $(date +%s) - start ))
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "9: exit status $status (0: no failure; 124: hung)"
+grep -q "rank 0 of 2: .*did not finish in 3 s" "$work/stall.log" ||
+    fail "9: no message about the bounded wait: $(cat "$work/stall.log")"
+[ $took -lt 60 ] || fail "9: took $took s"
+
+if [ $failures -ne 0 ]; then
+    echo "dist_train: $failures failure(s)"
+    exit 1
+fi
+echo "dist_train: all cases passed"
