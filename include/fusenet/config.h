@@ -70,6 +70,7 @@ typedef struct fn_config {
     int gpu; /* cuda:N */
     fn_math math;
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
+    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/train/step_graph.c) */
 
     /* [output] */
     char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */

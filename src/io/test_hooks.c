@@ -23,10 +23,21 @@ void fn_test_write_delay(void)
         ;
 }
 
+int fn_test_defer_lag(void)
+{
+    const char *env = getenv("FN_TEST_DEFER_LAG");
+    if (!env || !*env)
+        return -1;
+    long lag = strtol(env, NULL, 10);
+    return lag < 0 ? 0 : lag > 8 ? 8 : (int)lag;
+}
+
 #else
 
 int fn_test_hooks_enabled(void) { return 0; }
 
 void fn_test_write_delay(void) {}
+
+int fn_test_defer_lag(void) { return -1; }
 
 #endif

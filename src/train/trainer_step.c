@@ -92,6 +92,8 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
 
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
 {
+    if (t->tally)
+        return fn_trainer_defer_step(t, b, loss);
     fn_tensor y;
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
@@ -102,6 +104,24 @@ fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
     FN_TRY(backward_and_update(t, &dy));
     fn_train_state_add_step(&t->state, (double)*loss, b->rows, correct);
     return FN_OK;
+}
+
+fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss)
+{
+    fn_tensor y;
+    FN_TRY(fn_net_forward(t->net, &b->x, &y));
+    fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
+    float loss = 0;
+    int correct = 0;
+    FN_TRY(batch_loss(t, b, &y, &dy, &loss, &correct));
+    if (!isfinite(loss))
+        return stop_nonfinite(t, &dy, loss);
+    const fn_train_state *s = &t->state;
+    return fn_fail(FN_ERR_NUMERIC,
+                   "step %lld (epoch %lld, batch %lld): loss was %s on the device, but %g when "
+                   "taken again (not reproducible)",
+                   s->global_step + 1, s->epoch + 1, s->step + 1, number_name(device_loss),
+                   (double)loss);
 }
 
 /* --- evaluation ---------------------------------------------------------------- */
