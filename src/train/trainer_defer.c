@@ -17,12 +17,12 @@
  * usual diagnosis (trainer_step.c) names the step and the first
  * non-finite value, as an eager run would have.
  *
- * What differs from the eager step: the loss handed to the progress
- * callback is the newest the host has seen (a few steps old; the run's
- * first step waits for its own), and plain
- * SGD on the GPU runs the backward and then the update instead of the
- * update folded into the backward (sgd_fused.h: that one changes the
- * weights before the loss is known). Everything else, the sums included,
+ * Not deferred: plain SGD on the GPU without clipping (momentum and weight
+ * decay 0), whose update is folded into the backward pass (sgd_fused.h):
+ * it changes the weights before the loss is known, with its lr as a launch
+ * argument. What differs from the eager step: the loss handed to the
+ * progress callback is the newest the host has seen (a few steps old; the
+ * run's first step waits for its own). Everything else, the sums included,
  * is bit for bit the eager step's. Test builds can defer on the CPU too,
  * with copies that arrive late on purpose (FN_TEST_DEFER_LAG). */
 #include <math.h>
@@ -40,6 +40,12 @@ static fn_status decide(fn_trainer *t)
     t->defer_decided = 1;
     t->last_loss = NAN;
     if (!fn_optimizer_can_split(t->opt))
+        return FN_OK;
+    /* Plain SGD on the GPU folds its update into the backward pass
+     * (sgd_fused.h), the fastest step at large sizes: the weights change
+     * before the loss is known and the update's lr is a launch argument,
+     * so that step stays eager. */
+    if (t->opt->ops->backward_step && !t->clip)
         return FN_OK;
     const int hook = fn_test_defer_lag();
     const int gpu = fn_context_device(t->ctx) == FN_CUDA;

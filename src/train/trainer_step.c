@@ -83,7 +83,7 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
     fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     if (t->opt->ops->backward_step && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
-    FN_TRY(fn_net_zero_grad(t->net));
+    FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
     FN_TRY(fn_net_backward(t->net, dy));
     if (t->clip)
         FN_TRY(fn_clip_apply(t->clip));
