@@ -4,6 +4,7 @@
  * fn_tensor_zero's cudaMemset is one call a tensor on the legacy stream,
  * which a CUDA graph cannot capture). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "optim/multi_tensor_cuda.cuh"
 #include "core/cuda_check.h"
@@ -57,6 +58,9 @@ extern "C" fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx
     mt->n = n;
     mt->scalar_bytes = scalar_bytes;
     FN_TRY(build(mt, params, n, state1, state2));
+    mt->sent = calloc(1, scalar_bytes);
+    if (!mt->sent)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a multi-tensor table");
     FN_CUDA_CHECK(cudaMalloc(&mt->scalars, scalar_bytes));
     FN_CUDA_CHECK(cudaMemset(mt->scalars, 0, scalar_bytes));
     return FN_OK;
@@ -64,18 +68,24 @@ extern "C" fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx
 
 extern "C" void fn_multi_tensor_release(fn_multi_tensor *mt)
 {
-    if (!mt->table && !mt->scalars)
+    if (!mt->table && !mt->scalars && !mt->sent)
         return; /* never built: not even the CUDA runtime is touched */
     cudaFree(mt->table);
     cudaFree(mt->scalars);
+    free(mt->sent);
     *mt = fn_multi_tensor{};
 }
 
 extern "C" fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars)
 {
+    if (mt->sent_valid && memcmp(mt->sent, scalars, mt->scalar_bytes) == 0)
+        return FN_OK; /* the device holds them: nothing else writes there */
     /* Pageable source: staged by the runtime before the call returns. */
+    mt->sent_valid = 0;
     FN_CUDA_CHECK(cudaMemcpyAsync(mt->scalars, scalars, mt->scalar_bytes, cudaMemcpyHostToDevice,
                                   fn_ctx_stream(mt->ctx)));
+    memcpy(mt->sent, scalars, mt->scalar_bytes);
+    mt->sent_valid = 1;
     return FN_OK;
 }
 

@@ -22,6 +22,8 @@ typedef struct fn_multi_tensor {
     fn_context *ctx;     /* borrowed */
     void *table;         /* device: [n] fn_mt_entry (multi_tensor_cuda.cuh) */
     void *scalars;       /* device: the step's scalars, scalar_bytes */
+    void *sent;          /* host: the scalars last queued to the device */
+    int sent_valid;      /* sent holds them (a step with the same ones sends nothing) */
     size_t scalar_bytes;
     int n;
     long long chunks;    /* kMtChunk-element pieces of all the tensors together */
@@ -35,7 +37,8 @@ fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx, fn_param 
                                  size_t scalar_bytes);
 void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
 /* Queues the copy of the step's scalars (scalar_bytes; pageable host
- * memory, reusable at once) on the context's stream. */
+ * memory, reusable at once) on the context's stream; nothing when they are
+ * the ones queued last (SGD at a constant lr: one copy a run). */
 fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars);
 /* Zeroes every gradient in the table: one launch on the context's stream. */
 fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt);
