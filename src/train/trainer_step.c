@@ -1,7 +1,8 @@
 /* trainer_step.c — one training step (forward, loss, backward and the
- * optimiser's update), the evaluation of a set, checkpoints, and the
- * diagnosis that names the first non-finite value when a loss, or a
- * parameter about to be saved, is not finite. */
+ * optimiser's update; a deferred one goes to trainer_defer.c), the
+ * evaluation of a set, checkpoints, and the diagnosis that names the first
+ * non-finite value when a loss, or a parameter about to be saved, is not
+ * finite. */
 #include <math.h>
 #include <stdio.h>
 
@@ -13,9 +14,11 @@
 static fn_status batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                             float *loss, int *correct)
 {
-    /* Read every step, also on the GPU (one copy of the loss, with the
-     * correct count beside it, that waits for the step's kernels), so a
-     * non-finite loss stops the run at its step, before the update. */
+    /* Read every step of an eager step (the CPU; plain SGD's fused step on
+     * the GPU: one copy of the loss, with the correct count beside it, that
+     * waits for the step's kernels), so a non-finite loss stops the run at
+     * its step, before the update; and for evaluation. Deferred steps
+     * (trainer_defer.c) count the loss on the device instead. */
     *correct = 0;
     if (t->cfg->loss == FN_LOSS_CROSS_ENTROPY)
         return fn_cross_entropy_loss_read(t->ctx, y, b->labels, &t->loss, dy, loss, correct);
