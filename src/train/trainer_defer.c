@@ -5,9 +5,9 @@
  * update reads its learning rate from the device and is skipped there once
  * a loss went non-finite, so the parameters and the optimiser's state stay
  * those of the last good step. The host reads the tally late: a copy after
- * every step, taken when it has arrived (never waiting; at most
- * FN_LOSS_TALLY_RING steps ahead), and a synchronous read at the end of an
- * epoch's steps, before validation and before any checkpoint or weights
+ * every 4th step, taken when it has arrived (never waiting; at most
+ * 4 * FN_LOSS_TALLY_RING steps ahead), and a synchronous read at the end of
+ * an epoch's steps, before validation and before any checkpoint or weights
  * are written.
  *
  * A non-finite loss found late rolls the run back to the step where it
@@ -30,6 +30,11 @@
 #include "fusenet/loss.h"
 #include "io/test_hooks.h"
 #include "train/trainer_impl.h"
+
+/* A copy of the sums after every 4th step (by global step): each copy is
+ * a transfer the stream waits for between two steps, and a late one is
+ * as good. So the host runs at most 4 * FN_LOSS_TALLY_RING steps ahead. */
+enum { POST_EVERY = 4 };
 
 /* --- deciding ------------------------------------------------------------ */
 
@@ -116,7 +121,8 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss)
     fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     FN_TRY(fn_optimizer_prepare(t->opt));
     FN_TRY(fn_step_graph_run(t, b));
-    FN_TRY(fn_loss_tally_post(t->tally));
+    if (t->state.global_step % POST_EVERY == POST_EVERY - 1)
+        FN_TRY(fn_loss_tally_post(t->tally));
     /* The sums come from the tally when it is read; the rows are known. */
     fn_train_state_add_step(&t->state, 0.0, b->rows, 0);
     fn_loss_tally_value v;
