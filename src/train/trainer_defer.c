@@ -87,10 +87,7 @@ fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
         FN_TRY(fn_loss_tally_cross_entropy(t->tally, &y, b->labels, &t->loss, &dy));
     else
         FN_TRY(fn_loss_tally_mse(t->tally, &y, &b->target, &t->loss, &dy));
-    FN_TRY(fn_optimizer_zero_grad(t->opt));
-    FN_TRY(fn_net_backward(t->net, &dy));
-    if (t->clip)
-        FN_TRY(fn_clip_apply(t->clip));
+    FN_TRY(fn_trainer_gradients(t, &dy));
     return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
 }
 

@@ -76,6 +76,9 @@ int fn_trainer_graph_count(const fn_trainer *t); /* tests: graphs captured so fa
 /* Forward, loss, and backward with the optimiser's update, for one batch;
  * the state counts it. A non-finite loss: FN_ERR_NUMERIC, nothing updated. */
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The step's gradients from dy: zeroed, the backward, clipping; the one
+ * place both the eager and the deferred step (and its graph) take them. */
+fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
 /* The batch's forward and loss read back: FN_ERR_NUMERIC with the
  * diagnosis of a non-finite loss (the step's own); FN_ERR_NUMERIC too,
  * saying so, when the loss the device found non-finite comes out finite. */

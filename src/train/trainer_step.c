@@ -86,11 +86,15 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
     fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     if (t->opt->ops->backward_step && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
+    FN_TRY(fn_trainer_gradients(t, dy));
+    return fn_optimizer_step(t->opt);
+}
+
+fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
+{
     FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
     FN_TRY(fn_net_backward(t->net, dy));
-    if (t->clip)
-        FN_TRY(fn_clip_apply(t->clip));
-    return fn_optimizer_step(t->opt);
+    return t->clip ? fn_clip_apply(t->clip) : FN_OK;
 }
 
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
