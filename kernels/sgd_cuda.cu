@@ -3,11 +3,13 @@
  * backward with the plain step fused in (fn_sgd_fused_backward, sgd_fused.h). Every
  * multiply and add is rounded on its own (__fmul_rn, __fadd_rn: never fused
  * into an FMA), in the order torch.optim.SGD and optim/sgd_cpu.c write
- * them. */
+ * them. sgd_all_kernel does the same arithmetic for every tensor of a
+ * multi-tensor table in one launch, its lr read on the device. */
 #include "optim/sgd_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/launch_cuda.cuh"
+#include "optim/multi_tensor_cuda.cuh"
 
 static constexpr int kThreads = 256;
 
@@ -35,6 +37,40 @@ sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when mome
     }
 }
 
+/* sgd_kernel over every tensor of the table; lr and first_step from the
+ * device, so a replayed launch takes each step's. */
+__global__ void __launch_bounds__(kMtThreads)
+sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long long chunks,
+               const fn_sgd_scalars *scalars, const int *skip /* or NULL */, float momentum,
+               float one_minus_dampening, float weight_decay, int nesterov)
+{
+    if (skip && *skip)
+        return;
+    const float lr = scalars->lr;
+    const int first_step = scalars->first_step;
+    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+        const fn_mt_entry e = table[mt_entry_of(table, n_tensors, c)];
+        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
+        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
+        float *value = e.value, *momentum_buf = e.state1;
+        const float *grad = e.grad;
+        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            const float p = value[i];
+            float g = grad[i];
+            if (weight_decay != 0.0f)
+                g = __fadd_rn(g, __fmul_rn(weight_decay, p));
+            if (momentum != 0.0f) {
+                const float b = first_step ? g
+                                           : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]),
+                                                       __fmul_rn(one_minus_dampening, g));
+                momentum_buf[i] = b;
+                g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, b)) : b;
+            }
+            value[i] = __fsub_rn(p, __fmul_rn(lr, g));
+        }
+    }
+}
+
 /* ---- launchers and the backend ---- */
 
 static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
@@ -52,8 +88,19 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
     return FN_OK;
 }
 
+static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_sgd_config *cfg,
+                                 const int *skip)
+{
+    sgd_all_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
+        (const fn_mt_entry *)mt->table, mt->n, mt->chunks, (const fn_sgd_scalars *)mt->scalars,
+        skip, cfg->momentum, 1.0f - cfg->dampening, cfg->weight_decay, cfg->nesterov);
+    FN_CUDA_CHECK_LAUNCH(sgd_all_kernel);
+    return FN_OK;
+}
+
 extern "C" const fn_sgd_backend fn_sgd_cuda_backend = {
     .device = FN_CUDA,
     .update = cuda_update,
     .backward_plain = fn_sgd_fused_backward,
+    .update_all = cuda_update_all,
 };

@@ -71,6 +71,7 @@ typedef struct fn_config {
     int gpu_pinned; /* device = cuda:N named the GPU (not auto or cuda): every rank takes it */
     fn_math math;
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
+    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/train/step_graph.c) */
 
     /* [output] */
     char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */

@@ -51,6 +51,22 @@ typedef struct fn_optimizer_ops {
      * NULL when this configuration keeps none. */
     fn_tensor *(*state)(fn_optimizer *opt, int kind, int param);
     void (*destroy)(fn_optimizer *opt);
+    /* Optional, both or neither (SGD and Adam have them): the step in two
+     * halves, for a step queued ahead of the host (the trainer's deferred
+     * step, its CUDA graph). prepare is the host's half, once a step
+     * before apply's work runs: it checks the options and writes the
+     * step's scalars (lr, the step count's) where apply reads them,
+     * queued on the context's stream. apply queues the update itself:
+     * launches only, reading those scalars on the device, so a CUDA graph
+     * can capture it once and replay it every step; skip: an int where
+     * the kernels read it (device memory on the GPU, host memory on the
+     * CPU) or NULL: while it is non-zero the update does nothing. prepare
+     * followed by apply(NULL) is step, bit for bit. */
+    fn_status (*prepare)(fn_optimizer *opt);
+    fn_status (*apply)(fn_optimizer *opt, const int *skip);
+    /* Optional: zeroes every parameter's gradient (on the GPU in one
+     * launch on the context's stream, which a graph can capture). */
+    fn_status (*zero_grad)(fn_optimizer *opt);
 } fn_optimizer_ops;
 
 struct fn_optimizer {
@@ -70,6 +86,15 @@ void fn_optimizer_step_done(fn_optimizer *opt);
 /* FN_ERR_INVALID when the optimiser has no backward_step. */
 fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy);
 void fn_optimizer_set_lr(fn_optimizer *opt, float lr);
+/* The two halves of a step (see prepare and apply above): prepare counts
+ * the step; apply may run again for the same prepared step only where the
+ * caller replays it. FN_ERR_INVALID when the optimiser has no halves. */
+int fn_optimizer_can_split(const fn_optimizer *opt);
+fn_status fn_optimizer_prepare(fn_optimizer *opt);
+fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip);
+/* Zeroes the gradients of every parameter, through the zero_grad hook
+ * where there is one, else one fn_tensor_zero a parameter. */
+fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
 void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
 const char *fn_optimizer_name(const fn_optimizer *opt);
 

@@ -90,7 +90,8 @@ typedef struct fn_train_progress {
     int epochs;
     long long step;       /* batches of this epoch taken */
     long long steps;      /* batches per epoch */
-    double loss;          /* of this step's batch */
+    double loss;          /* of this step's batch; on the GPU (deferred steps, README) the
+                           * newest the host has read, a few steps older */
     double samples_per_s; /* since this epoch, or its resumed part, began */
     long long rows_left;  /* rows still to train before the last epoch ends */
 } fn_train_progress;

@@ -46,6 +46,12 @@ void fn_test_rank_stall(int rank, long long step)
         ;
 }
 
+int fn_test_defer_lag(void)
+{
+    long long lag = env_number("FN_TEST_DEFER_LAG");
+    return lag < 0 ? -1 : lag > 8 ? 8 : (int)lag;
+}
+
 #else
 
 int fn_test_hooks_enabled(void) { return 0; }
@@ -68,5 +74,7 @@ void fn_test_rank_stall(int rank, long long step)
 {
     (void)rank, (void)step;
 }
+
+int fn_test_defer_lag(void) { return -1; }
 
 #endif

@@ -27,4 +27,12 @@ void fn_test_rank_stall(int rank, long long step);
  * of its first parameter at the start, so the ranks' weights differ. */
 int fn_test_rank_perturbed(int rank);
 
+/* FN_TEST_DEFER_LAG=N (1..8) makes the trainer defer its steps on the CPU
+ * too (src/train/trainer_defer.c), each copy of the loss's sums arriving N
+ * - 1 steps late, so a CPU test exercises the late non-finite stop and its
+ * roll-back; FN_TEST_DEFER_LAG=0 keeps the GPU's steps eager (the loss
+ * read every step), for a GPU test to compare the two. -1: not set (and
+ * without the hooks). */
+int fn_test_defer_lag(void);
+
 #endif

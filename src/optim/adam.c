@@ -2,7 +2,9 @@
  * torch's rules, the scalars of a step (in double, as PyTorch's Python
  * code computes them), the checked one-tensor update, and the optimiser
  * that owns the exp_avg and exp_avg_sq tensors. The backend
- * (optim/adam_cpu.c, kernels/adam_cuda.cu) is picked once by device. */
+ * (optim/adam_cpu.c, kernels/adam_cuda.cu) is picked once by device; on
+ * the GPU a step is the split step (optimizer.h): its scalars written to
+ * the device, then one launch for every parameter (multi_tensor.h). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,6 +16,8 @@ typedef struct fn_adam {
     fn_tensor *exp_avg;             /* [n_params], each the parameter's shape */
     fn_tensor *exp_avg_sq;          /* [n_params] */
     fn_adam_config cfg;
+    fn_multi_tensor all;            /* GPU: every parameter in one launch; else zeroed */
+    fn_adam_step prepared;          /* the step prepare wrote (split step) */
 } fn_adam;
 
 static const char *const adam_state_names[] = {"exp_avg", "exp_avg_sq"};
@@ -122,6 +126,23 @@ static fn_status zero_state(fn_adam *opt, int from, int count)
     return FN_OK;
 }
 
+/* Every parameter's one-tensor update with step t's scalars s. */
+static fn_status update_each(fn_adam *opt, const fn_adam_step *s, long long t)
+{
+    fn_optimizer *base = &opt->base;
+    for (int i = 0; i < base->n_params; i++) {
+        fn_param *p = base->params[i];
+        fn_status st = opt->backend->update(base->ctx, &p->value, &p->grad, &opt->exp_avg[i],
+                                            &opt->exp_avg_sq[i], s);
+        if (st != FN_OK) {
+            fn_error_prefix("%s step %lld, parameter %d (%s): ", adam_name(&opt->cfg), t, i,
+                            p->name ? p->name : "(unnamed)");
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
 static fn_status adam_step_params(fn_optimizer *base, int from, int count)
 {
     fn_adam *opt = (fn_adam *)base;
@@ -146,6 +167,55 @@ static fn_status adam_step(fn_optimizer *base)
     return adam_step_params(base, 0, base->n_params);
 }
 
+/* The split step's host half: a first step's zero moments, the options
+ * checked, step t's scalars kept (and, on the GPU, queued to the device). */
+static fn_status adam_prepare(fn_optimizer *base)
+{
+    fn_adam *opt = (fn_adam *)base;
+    const long long t = base->steps + 1;
+    fn_status st = fn_adam_config_check(&opt->cfg);
+    if (st != FN_OK) {
+        fn_error_prefix("%s step %lld: ", adam_name(&opt->cfg), t);
+        return st;
+    }
+    if (base->steps == 0)
+        FN_TRY(zero_state(opt, 0, base->n_params));
+    opt->prepared = step_scalars(&opt->cfg, t);
+    return opt->all.table ? fn_multi_tensor_set_scalars(&opt->all, &opt->prepared) : FN_OK;
+}
+
+/* The split step's device half; on the CPU the one-tensor updates with the
+ * prepared scalars, unless *skip. */
+static fn_status adam_apply(fn_optimizer *base, const int *skip)
+{
+    fn_adam *opt = (fn_adam *)base;
+    if (opt->all.table)
+        return opt->backend->update_all(&opt->all, skip);
+    if (skip && *skip)
+        return FN_OK;
+    return update_each(opt, &opt->prepared, base->steps);
+}
+
+/* On the GPU the split step; on the CPU the checked one-tensor updates. */
+static fn_status adam_step_any(fn_optimizer *base)
+{
+    fn_adam *opt = (fn_adam *)base;
+    if (!opt->all.table)
+        return adam_step(base);
+    FN_TRY(adam_prepare(base));
+    return adam_apply(base, NULL);
+}
+
+static fn_status adam_zero_grad(fn_optimizer *base)
+{
+    fn_adam *opt = (fn_adam *)base;
+    if (opt->all.table)
+        return fn_multi_tensor_zero_grad(&opt->all);
+    for (int i = 0; i < base->n_params; i++)
+        FN_TRY(fn_tensor_zero(&base->params[i]->grad));
+    return FN_OK;
+}
+
 /* An invalid lr is kept and reported by the next step. */
 static void adam_set_lr(fn_optimizer *base, float lr) { ((fn_adam *)base)->cfg.lr = lr; }
 
@@ -167,30 +237,37 @@ static void adam_destroy(fn_optimizer *base)
     fn_adam *opt = (fn_adam *)base;
     free_moments(opt->exp_avg, base->n_params);
     free_moments(opt->exp_avg_sq, base->n_params);
+    fn_multi_tensor_release(&opt->all);
     fn_optimizer_release(base);
     free(opt);
 }
 
 static const fn_optimizer_ops adam_ops = {
     .name = "adam",
-    .step = adam_step,
+    .step = adam_step_any,
     .step_params = adam_step_params,
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
     .state = adam_state,
     .destroy = adam_destroy,
+    .prepare = adam_prepare,
+    .apply = adam_apply,
+    .zero_grad = adam_zero_grad,
 };
 
 static const fn_optimizer_ops adamw_ops = {
     .name = "adamw",
-    .step = adam_step,
+    .step = adam_step_any,
     .step_params = adam_step_params,
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
     .state = adam_state,
     .destroy = adam_destroy,
+    .prepare = adam_prepare,
+    .apply = adam_apply,
+    .zero_grad = adam_zero_grad,
 };
 
 static fn_status alloc_moments(fn_adam *opt)
@@ -224,6 +301,9 @@ fn_status fn_adam_create(fn_optimizer **out, fn_context *ctx, fn_param *const *p
                                      params, n_params, "fn_adam_create");
     if (st == FN_OK)
         st = alloc_moments(opt);
+    if (st == FN_OK && opt->backend->update_all)
+        st = fn_multi_tensor_create(&opt->all, ctx, opt->base.params, n_params, opt->exp_avg,
+                                    opt->exp_avg_sq, sizeof(fn_adam_step));
     if (st != FN_OK) {
         adam_destroy(&opt->base);
         return st;

@@ -6,6 +6,7 @@
 #define FUSENET_OPTIM_ADAM_BACKENDS_H
 
 #include "fusenet/adam.h"
+#include "optim/multi_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,12 @@ typedef struct fn_adam_backend {
     /* One tensor's update in one pass; optim/adam.c validated the arguments. */
     fn_status (*update)(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                         fn_tensor *exp_avg, fn_tensor *exp_avg_sq, const fn_adam_step *s);
+    /* Optional (the GPU's): every parameter of the table (value, grad,
+     * exp_avg as state1, exp_avg_sq as state2) in one launch, the step's
+     * fn_adam_step read from the table's scalars on the device, nothing
+     * done while *skip (device; NULL: never) is non-zero; each element's
+     * arithmetic is update's. */
+    fn_status (*update_all)(const fn_multi_tensor *mt, const int *skip);
 } fn_adam_backend;
 
 extern const fn_adam_backend fn_adam_cpu_backend;  /* optim/adam_cpu.c */

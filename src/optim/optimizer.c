@@ -65,6 +65,39 @@ void fn_optimizer_set_lr(fn_optimizer *opt, float lr)
         opt->ops->set_lr(opt, lr);
 }
 
+int fn_optimizer_can_split(const fn_optimizer *opt)
+{
+    return opt && opt->ops && opt->ops->prepare && opt->ops->apply;
+}
+
+fn_status fn_optimizer_prepare(fn_optimizer *opt)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_prepare"));
+    if (!fn_optimizer_can_split(opt))
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_prepare: %s has no split step", name_of(opt));
+    FN_TRY(opt->ops->prepare(opt));
+    opt->steps++;
+    return FN_OK;
+}
+
+fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_apply"));
+    if (!fn_optimizer_can_split(opt))
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_apply: %s has no split step", name_of(opt));
+    return opt->ops->apply(opt, skip);
+}
+
+fn_status fn_optimizer_zero_grad(fn_optimizer *opt)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_zero_grad"));
+    if (opt->ops->zero_grad)
+        return opt->ops->zero_grad(opt);
+    for (int i = 0; i < opt->n_params; i++)
+        FN_TRY(fn_tensor_zero(&opt->params[i]->grad));
+    return FN_OK;
+}
+
 void fn_optimizer_destroy(fn_optimizer *opt)
 {
     if (opt && opt->ops && opt->ops->destroy)

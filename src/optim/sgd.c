@@ -2,7 +2,9 @@
  * checked one-tensor update, and the optimiser (optimizer.h) that owns the
  * momentum buffers. The backend (optim/sgd_cpu.c, kernels/sgd_cuda.cu) is
  * picked by the context's device; the optimiser picks it once, with the
- * ops table: the fused one only where the backend fuses the plain step. */
+ * ops table: the fused one only where the backend fuses the plain step.
+ * On the GPU a step is the split step (optimizer.h): its scalars written to
+ * the device, then one launch for every parameter (multi_tensor.h). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,6 +16,8 @@ struct fn_sgd {
     const fn_sgd_backend *backend; /* of the context's device */
     fn_tensor *buffers;            /* [n_params] momentum buffers; NULL when momentum is 0 */
     fn_sgd_config cfg;
+    fn_multi_tensor all;           /* GPU: every parameter in one launch; else zeroed */
+    fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
 };
 
 static const char *const sgd_state_names[] = {"momentum"};
@@ -91,17 +95,19 @@ fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad
 
 /* --- the optimiser ------------------------------------------------------------ */
 
-static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
+/* The one-tensor updates of parameters [from, from + count) with cfg;
+ * first: the run's first step; step: the step's number in messages. */
+static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, long long step,
+                              int from, int count)
 {
-    fn_sgd *opt = (fn_sgd *)base;
-    const int first = base->steps == 0;
+    fn_optimizer *base = &opt->base;
     for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
         fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
-        fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
-                                      &opt->cfg, first);
+        fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf, cfg,
+                                      first);
         if (st != FN_OK) {
-            fn_error_prefix("sgd step %lld, parameter %d (%s): ", base->steps + 1, i,
+            fn_error_prefix("sgd step %lld, parameter %d (%s): ", step, i,
                             p->name ? p->name : "(unnamed)");
             return st;
         }
@@ -109,7 +115,60 @@ static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
     return FN_OK;
 }
 
-static fn_status sgd_step(fn_optimizer *base) { return sgd_step_params(base, 0, base->n_params); }
+static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    return update_range(opt, &opt->cfg, base->steps == 0, base->steps + 1, from, count);
+}
+
+/* The split step's host half: the options checked as the one-tensor
+ * update checks them, and the step's scalars kept (and, on the GPU,
+ * queued to the device). */
+static fn_status sgd_prepare(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    fn_status st = fn_sgd_config_check(&opt->cfg);
+    if (st != FN_OK) {
+        fn_error_prefix("sgd step %lld: ", base->steps + 1);
+        return st;
+    }
+    opt->prepared = (fn_sgd_scalars){.lr = opt->cfg.lr, .first_step = base->steps == 0};
+    return opt->all.table ? fn_multi_tensor_set_scalars(&opt->all, &opt->prepared) : FN_OK;
+}
+
+/* The split step's device half; on the CPU the one-tensor updates with the
+ * prepared scalars, unless *skip. */
+static fn_status sgd_apply(fn_optimizer *base, const int *skip)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    if (opt->all.table)
+        return opt->backend->update_all(&opt->all, &opt->cfg, skip);
+    if (skip && *skip)
+        return FN_OK;
+    fn_sgd_config cfg = opt->cfg;
+    cfg.lr = opt->prepared.lr;
+    return update_range(opt, &cfg, opt->prepared.first_step, base->steps, 0, base->n_params);
+}
+
+static fn_status sgd_step(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    if (opt->all.table) {
+        FN_TRY(sgd_prepare(base));
+        return sgd_apply(base, NULL);
+    }
+    return sgd_step_params(base, 0, base->n_params);
+}
+
+static fn_status sgd_zero_grad(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    if (opt->all.table)
+        return fn_multi_tensor_zero_grad(&opt->all);
+    for (int i = 0; i < base->n_params; i++)
+        FN_TRY(fn_tensor_zero(&base->params[i]->grad));
+    return FN_OK;
+}
 
 /* The fused step updates net's parameters: they must be this optimiser's. */
 static fn_status check_net(const fn_optimizer *base, const fn_net *net)
@@ -145,6 +204,7 @@ static void sgd_destroy(fn_optimizer *base)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->buffers[i]);
     free(opt->buffers);
+    fn_multi_tensor_release(&opt->all);
     fn_optimizer_release(base);
     free(opt);
 }
@@ -158,6 +218,9 @@ static const fn_optimizer_ops sgd_ops = {
     .state_names = sgd_state_names,
     .state = sgd_state,
     .destroy = sgd_destroy,
+    .prepare = sgd_prepare,
+    .apply = sgd_apply,
+    .zero_grad = sgd_zero_grad,
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */
@@ -171,6 +234,9 @@ static const fn_optimizer_ops sgd_fused_ops = {
     .state_names = sgd_state_names,
     .state = sgd_state,
     .destroy = sgd_destroy,
+    .prepare = sgd_prepare,
+    .apply = sgd_apply,
+    .zero_grad = sgd_zero_grad,
 };
 
 static fn_status alloc_buffers(fn_sgd *opt)
@@ -208,6 +274,9 @@ fn_status fn_sgd_create(fn_sgd **out, fn_context *ctx, fn_param *const *params, 
                                      n_params, "fn_sgd_create");
     if (st == FN_OK && cfg->momentum != 0.0f)
         st = alloc_buffers(opt);
+    if (st == FN_OK && opt->backend->update_all)
+        st = fn_multi_tensor_create(&opt->all, ctx, opt->base.params, n_params, opt->buffers,
+                                    NULL, sizeof(fn_sgd_scalars));
     if (st != FN_OK) {
         sgd_destroy(&opt->base);
         return st;

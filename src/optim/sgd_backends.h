@@ -7,10 +7,17 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
+#include "optim/multi_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A step's scalars as the multi-tensor update reads them on the device. */
+typedef struct fn_sgd_scalars {
+    float lr;
+    int first_step; /* the momentum buffers start as the gradients */
+} fn_sgd_scalars;
 
 typedef struct fn_sgd_backend {
     fn_device device;
@@ -21,6 +28,11 @@ typedef struct fn_sgd_backend {
      * folded in, where that saves work: fn_sgd_fused_backward on the GPU.
      * NULL on the CPU, where the separate update costs no more. */
     fn_status (*backward_plain)(fn_net *net, const fn_tensor *dy, float lr);
+    /* Optional: every parameter of the table (value, grad, momentum buffer
+     * as state1) in one launch, lr and first_step read from the table's
+     * fn_sgd_scalars on the device, nothing done while *skip (device; NULL:
+     * never) is non-zero; each element's arithmetic is update's. The GPU's. */
+    fn_status (*update_all)(const fn_multi_tensor *mt, const fn_sgd_config *cfg, const int *skip);
 } fn_sgd_backend;
 
 extern const fn_sgd_backend fn_sgd_cpu_backend;  /* optim/sgd_cpu.c */

@@ -316,6 +316,7 @@ void fn_trainer_destroy(fn_trainer *t)
     if (!t)
         return;
     fn_metrics_csv_close(t->csv);
+    fn_trainer_defer_release(t);
     fn_tensor_free(&t->loss);
     fn_tensor_free(&t->dpred);
     fn_clip_destroy(t->clip);

@@ -8,6 +8,7 @@
 #include "fusenet/clip.h"
 #include "fusenet/comm.h"
 #include "fusenet/data.h"
+#include "fusenet/loss_tally.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "io/dir_lock.h"
@@ -49,6 +50,13 @@ struct fn_trainer {
     fn_comm *comm;         /* single-process unless dist */
     int stop_agreed;       /* every rank agreed to stop */
     int failed_together;   /* the last failure was every rank's at once */
+
+    /* trainer_defer.c: deferred steps, the loss's sums on the device (NULL:
+     * the loss read every step); step_graph.c: the step's CUDA graphs. */
+    fn_loss_tally *tally;
+    int defer_decided;
+    float last_loss;       /* the newest loss the host has seen */
+    struct fn_step_graphs *graphs;
 };
 
 /* trainer.c: makes the output directory and, overwriting, removes the
@@ -58,11 +66,31 @@ fn_status fn_trainer_prepare_output(fn_trainer *t);
 /* trainer_summary.c: on_model, when the caller has it. */
 void fn_trainer_report_model(fn_trainer *t);
 
+/* trainer_defer.c: the step queued without reading its loss (the GPU's,
+ * when the optimiser has a split step); see the file. */
+fn_status fn_trainer_defer_begin(fn_trainer *t); /* an epoch's (or its resumed part's) start */
+fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss);
+fn_status fn_trainer_defer_drain(fn_trainer *t); /* the sums read; a late non-finite stop */
+fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b); /* the step's device work */
+void fn_trainer_defer_release(fn_trainer *t);
+
+/* step_graph.c: fn_trainer_queue_step through a CUDA graph where it can. */
+fn_status fn_step_graph_run(fn_trainer *t, const fn_batch *b);
+void fn_step_graph_release(fn_trainer *t);
+int fn_trainer_graph_count(const fn_trainer *t); /* tests: graphs captured so far */
+
 /* trainer_step.c */
 
 /* Forward, loss, and backward with the optimiser's update, for one batch;
  * the state counts it. A non-finite loss: FN_ERR_NUMERIC, nothing updated. */
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The step's gradients from dy: zeroed, the backward, clipping; the one
+ * place both the eager and the deferred step (and its graph) take them. */
+fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
+/* The batch's forward and loss read back: FN_ERR_NUMERIC with the
+ * diagnosis of a non-finite loss (the step's own); FN_ERR_NUMERIC too,
+ * saying so, when the loss the device found non-finite comes out finite. */
+fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss);
 /* Mean loss (and accuracy) of the net over every batch of a set. */
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
 /* The state's grad_norm from the clipper's last step (NaN without

@@ -122,7 +122,7 @@ static fn_status run_steps(fn_trainer *t)
         FN_TRY(fn_trainer_step(t, &b, &loss));
         report_step(t, loss);
     }
-    return FN_OK;
+    return fn_trainer_defer_drain(t); /* deferred steps: the sums, a late stop */
 }
 
 /* One epoch from the state's step; returns early, with FN_OK, on a stop.
@@ -134,7 +134,9 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     t->epoch_started = now();
     t->seen_before = s->seen;
     FN_TRY(fn_loader_start(t->loader, s->epoch, s->step));
-    fn_status st = run_steps(t);
+    fn_status st = fn_trainer_defer_begin(t);
+    if (st == FN_OK)
+        st = run_steps(t);
     fn_status halted = fn_loader_halt(t->loader);
     FN_TRY(st);
     FN_TRY(halted);

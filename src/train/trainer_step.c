@@ -1,7 +1,8 @@
 /* trainer_step.c — one training step (forward, loss, backward and the
- * optimiser's update), the evaluation of a set, checkpoints, and the
- * diagnosis that names the first non-finite value when a loss, or a
- * parameter about to be saved, is not finite. */
+ * optimiser's update; a deferred one goes to trainer_defer.c), the
+ * evaluation of a set, checkpoints, and the diagnosis that names the first
+ * non-finite value when a loss, or a parameter about to be saved, is not
+ * finite. */
 #include <math.h>
 #include <stdio.h>
 
@@ -13,9 +14,11 @@
 static fn_status batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                             float *loss, int *correct)
 {
-    /* Read every step, also on the GPU (one copy of the loss, with the
-     * correct count beside it, that waits for the step's kernels), so a
-     * non-finite loss stops the run at its step, before the update. */
+    /* Read every step of an eager step (the CPU; plain SGD's fused step on
+     * the GPU: one copy of the loss, with the correct count beside it, that
+     * waits for the step's kernels), so a non-finite loss stops the run at
+     * its step, before the update; and for evaluation. Deferred steps
+     * (trainer_defer.c) count the loss on the device instead. */
     *correct = 0;
     if (t->cfg->loss == FN_LOSS_CROSS_ENTROPY)
         return fn_cross_entropy_loss_read(t->ctx, y, b->labels, &t->loss, dy, loss, correct);
@@ -83,17 +86,23 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
     fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     if (t->opt->ops->backward_step && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
-    FN_TRY(fn_net_zero_grad(t->net));
-    FN_TRY(fn_net_backward(t->net, dy));
-    if (t->clip)
-        FN_TRY(fn_clip_apply(t->clip));
+    FN_TRY(fn_trainer_gradients(t, dy));
     return fn_optimizer_step(t->opt);
+}
+
+fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
+{
+    FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
+    FN_TRY(fn_net_backward(t->net, dy));
+    return t->clip ? fn_clip_apply(t->clip) : FN_OK;
 }
 
 fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
 {
     if (t->dist)
         return fn_trainer_dist_step(t, b, loss);
+    if (t->tally)
+        return fn_trainer_defer_step(t, b, loss);
     fn_tensor y;
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
@@ -104,6 +113,24 @@ fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
     FN_TRY(backward_and_update(t, &dy));
     fn_train_state_add_step(&t->state, (double)*loss, b->rows, correct);
     return FN_OK;
+}
+
+fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss)
+{
+    fn_tensor y;
+    FN_TRY(fn_net_forward(t->net, &b->x, &y));
+    fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
+    float loss = 0;
+    int correct = 0;
+    FN_TRY(batch_loss(t, b, &y, &dy, &loss, &correct));
+    if (!isfinite(loss))
+        return stop_nonfinite(t, &dy, loss);
+    const fn_train_state *s = &t->state;
+    return fn_fail(FN_ERR_NUMERIC,
+                   "step %lld (epoch %lld, batch %lld): loss was %s on the device, but %g when "
+                   "taken again (not reproducible)",
+                   s->global_step + 1, s->epoch + 1, s->step + 1, number_name(device_loss),
+                   (double)loss);
 }
 
 /* --- evaluation ---------------------------------------------------------------- */

@@ -1,0 +1,98 @@
+/* multi_tensor_cuda.cu — multi-tensor tables (multi_tensor.h): building
+ * one on the device, the step's scalars beside it, and the one-launch
+ * zeroing of every gradient in it (a kernel on the context's stream, where
+ * fn_tensor_zero's cudaMemset is one call a tensor on the legacy stream,
+ * which a CUDA graph cannot capture). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim/multi_tensor_cuda.cuh"
+#include "core/cuda_check.h"
+
+/* ---- kernels ---- */
+
+__global__ void __launch_bounds__(kMtThreads)
+mt_zero_grad_kernel(const fn_mt_entry *table /* [n] */, int n, long long chunks)
+{
+    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+        const fn_mt_entry e = table[mt_entry_of(table, n, c)];
+        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
+        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
+        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+            e.grad[i] = 0.0f;
+    }
+}
+
+/* ---- launchers ---- */
+
+static fn_status build(fn_multi_tensor *mt, fn_param *const *params, int n,
+                       const fn_tensor *state1, const fn_tensor *state2)
+{
+    fn_mt_entry *host = (fn_mt_entry *)calloc((size_t)n, sizeof *host);
+    if (!host)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a multi-tensor table");
+    long long chunks = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t count = fn_tensor_count(&params[i]->value);
+        host[i] = fn_mt_entry{params[i]->value.data, params[i]->grad.data,
+                              state1 ? state1[i].data : NULL, state2 ? state2[i].data : NULL,
+                              count, chunks};
+        chunks += (long long)((count + kMtChunk - 1) / kMtChunk);
+    }
+    mt->chunks = chunks;
+    cudaError_t e = cudaMalloc(&mt->table, (size_t)n * sizeof *host);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(mt->table, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+    free(host);
+    FN_CUDA_CHECK_NAMED(e, "a multi-tensor table");
+    return FN_OK;
+}
+
+extern "C" fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx,
+                                            fn_param *const *params, int n,
+                                            const fn_tensor *state1, const fn_tensor *state2,
+                                            size_t scalar_bytes)
+{
+    *mt = fn_multi_tensor{};
+    mt->ctx = ctx;
+    mt->n = n;
+    mt->scalar_bytes = scalar_bytes;
+    FN_TRY(build(mt, params, n, state1, state2));
+    mt->sent = calloc(1, scalar_bytes);
+    if (!mt->sent)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a multi-tensor table");
+    FN_CUDA_CHECK(cudaMalloc(&mt->scalars, scalar_bytes));
+    FN_CUDA_CHECK(cudaMemset(mt->scalars, 0, scalar_bytes));
+    return FN_OK;
+}
+
+extern "C" void fn_multi_tensor_release(fn_multi_tensor *mt)
+{
+    if (!mt->table && !mt->scalars && !mt->sent)
+        return; /* never built: not even the CUDA runtime is touched */
+    cudaFree(mt->table);
+    cudaFree(mt->scalars);
+    free(mt->sent);
+    *mt = fn_multi_tensor{};
+}
+
+extern "C" fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars)
+{
+    if (mt->sent_valid && memcmp(mt->sent, scalars, mt->scalar_bytes) == 0)
+        return FN_OK; /* the device holds them: nothing else writes there */
+    /* Pageable source: staged by the runtime before the call returns. */
+    mt->sent_valid = 0;
+    FN_CUDA_CHECK(cudaMemcpyAsync(mt->scalars, scalars, mt->scalar_bytes, cudaMemcpyHostToDevice,
+                                  fn_ctx_stream(mt->ctx)));
+    memcpy(mt->sent, scalars, mt->scalar_bytes);
+    mt->sent_valid = 1;
+    return FN_OK;
+}
+
+extern "C" fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt)
+{
+    mt_zero_grad_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
+        (const fn_mt_entry *)mt->table, mt->n, mt->chunks);
+    FN_CUDA_CHECK_LAUNCH(mt_zero_grad_kernel);
+    return FN_OK;
+}

@@ -1,0 +1,49 @@
+/* multi_tensor.h (private) — every parameter of an optimiser in one table
+ * on the device, so that one launch updates (or zeroes the gradients of)
+ * all of them instead of one launch a tensor, and a small buffer of the
+ * step's scalars (learning rate, step count's) the update reads on the
+ * device: the host writes them before each step, so the launch itself
+ * never changes and a CUDA graph can replay it. GPU only
+ * (kernels/multi_tensor_cuda.cu); the kernels that use the table are
+ * SGD's and Adam's (multi_tensor_cuda.cuh). */
+#ifndef FUSENET_OPTIM_MULTI_TENSOR_H
+#define FUSENET_OPTIM_MULTI_TENSOR_H
+
+#include <stddef.h>
+
+#include "fusenet/param.h"
+#include "fusenet/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fn_multi_tensor {
+    fn_context *ctx;     /* borrowed */
+    void *table;         /* device: [n] fn_mt_entry (multi_tensor_cuda.cuh) */
+    void *scalars;       /* device: the step's scalars, scalar_bytes */
+    void *sent;          /* host: the scalars last queued to the device */
+    int sent_valid;      /* sent holds them (a step with the same ones sends nothing) */
+    size_t scalar_bytes;
+    int n;
+    long long chunks;    /* kMtChunk-element pieces of all the tensors together */
+} fn_multi_tensor;
+
+/* The table of params' values and gradients and, per parameter, up to two
+ * state tensors (state1, state2: [n] arrays shaped like the values, or
+ * NULL), all on ctx's GPU. */
+fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx, fn_param *const *params,
+                                 int n, const fn_tensor *state1, const fn_tensor *state2,
+                                 size_t scalar_bytes);
+void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
+/* Queues the copy of the step's scalars (scalar_bytes; pageable host
+ * memory, reusable at once) on the context's stream; nothing when they are
+ * the ones queued last (SGD at a constant lr: one copy a run). */
+fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars);
+/* Zeroes every gradient in the table: one launch on the context's stream. */
+fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

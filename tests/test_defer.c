@@ -1,0 +1,537 @@
+/* test_defer.c — the deferred training step (src/train/trainer_defer.c) on
+ * the CPU, where the test hook FN_TEST_DEFER_LAG makes the trainer defer
+ * as the GPU does, with copies of the loss's sums that arrive late on
+ * purpose:
+ *  - the loss tally counts a step's loss as the trainer's host sums do,
+ *    records the first non-finite step and counts nothing after it, and
+ *    its late copies arrive as its lag says;
+ *  - an optimiser's split step (prepare, apply) is its step bit for bit,
+ *    and a raised skip flag leaves parameters and state untouched (SGD
+ *    with momentum, Adam);
+ *  - a deferred run (a last short batch, a warm-up schedule, validation)
+ *    ends with the eager run's weights bit for bit and the same
+ *    metrics.csv (but its times);
+ *  - a run that diverges stops with the eager run's message, word for word
+ *    (the step where the loss first went non-finite, the first non-finite
+ *    value), with the eager run's parameters: the roll-back undoes the
+ *    steps queued after the bad one;
+ *  - a deferred run stopped mid-epoch and resumed ends as the eager run.
+ * The same comparisons on the GPU, with CUDA graphs: test_step_graph_cuda.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "h5_write.h"
+#include "check.h"
+#include "expect.h"
+#include "fusenet/adam.h"
+#include "fusenet/config.h"
+#include "fusenet/loss.h"
+#include "fusenet/loss_tally.h"
+#include "fusenet/sgd.h"
+#include "fusenet/trainer.h"
+#include "io/test_hooks.h"
+#include "program.h"
+
+enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048 };
+
+typedef struct fixture {
+    char dir[64];
+    char ini[PATH_CAP];
+} fixture;
+
+/* --- the loss tally ------------------------------------------------------------ */
+
+static void test_tally_counts(void **state)
+{
+    fn_context *ctx = *state;
+    fn_loss_tally *t = NULL;
+    EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
+    EXPECT_OK(fn_loss_tally_set(t, 1.5, 4, 10, 20));
+    float logits[6] = {1, 2, 3, 0.5f, -1, 0.25f};
+    int32_t labels[2] = {2, 1};
+    fn_tensor x = fn_tensor_view(logits, 2, 3, FN_CPU), loss, d;
+    EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
+    EXPECT_OK(fn_tensor_alloc(&d, 2, 3, FN_CPU));
+    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d));
+    float value = 0;
+    int correct = 0;
+    EXPECT_OK(fn_cross_entropy_loss_read(ctx, &x, labels, &loss, NULL, &value, &correct));
+    fn_loss_tally_value v;
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    /* The trainer's sum: loss_sum += (double)loss * rows, from 1.5. */
+    const double expected = 1.5 + (double)value * 2;
+    assert_memory_equal(&v.loss_sum, &expected, sizeof expected);
+    assert_int_equal(v.correct, 4 + correct);
+    assert_int_equal(v.seen, 12);
+    assert_int_equal(v.steps, 1);
+    assert_int_equal(v.bad, 0);
+    assert_int_equal(v.bad_step, -1);
+    assert_true(v.last_loss == value);
+    assert_int_equal(*fn_loss_tally_bad_flag(t), 0);
+
+    /* A non-finite loss: recorded as step 20 + 1, nothing counted. */
+    logits[0] = NAN;
+    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d));
+    logits[0] = 1;
+    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d)); /* finite, after it */
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    assert_int_equal(v.bad, 1);
+    assert_int_equal(v.bad_step, 21);
+    assert_true(isnan(v.bad_loss));
+    assert_int_equal(v.steps, 1);
+    assert_int_equal(v.seen, 12);
+    assert_memory_equal(&v.loss_sum, &expected, sizeof expected);
+    assert_int_not_equal(*fn_loss_tally_bad_flag(t), 0);
+
+    /* set clears it. */
+    EXPECT_OK(fn_loss_tally_set(t, 0, 0, 0, 30));
+    assert_int_equal(*fn_loss_tally_bad_flag(t), 0);
+    fn_tensor_free(&loss);
+    fn_tensor_free(&d);
+    fn_loss_tally_destroy(t);
+}
+
+static void test_tally_mse_overflow(void **state)
+{
+    fn_context *ctx = *state;
+    fn_loss_tally *t = NULL;
+    EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
+    EXPECT_OK(fn_loss_tally_set(t, 0, 0, 0, 0));
+    float p[2] = {3e30f, 0}, q[2] = {-3e30f, 0};
+    fn_tensor pred = fn_tensor_view(p, 1, 2, FN_CPU), target = fn_tensor_view(q, 1, 2, FN_CPU);
+    fn_tensor loss;
+    EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
+    EXPECT_OK(fn_loss_tally_mse(t, &pred, &target, &loss, NULL));
+    fn_loss_tally_value v;
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    assert_int_equal(v.bad, 1);
+    assert_int_equal(v.bad_step, 0);
+    assert_true(isinf(v.bad_loss));
+    fn_tensor_free(&loss);
+    fn_loss_tally_destroy(t);
+}
+
+/* With lag 3, copy i arrives once i + 3 copies were posted; a poll takes
+ * the newest that has, once. */
+static void test_tally_lag(void **state)
+{
+    fn_context *ctx = *state;
+    fn_loss_tally *t = NULL;
+    assert_int_not_equal(fn_loss_tally_create(&t, ctx, FN_LOSS_TALLY_RING + 1), FN_OK);
+    EXPECT_OK(fn_loss_tally_create(&t, ctx, 3));
+    float logits[2] = {0, 0};
+    int32_t label = 0;
+    fn_tensor x = fn_tensor_view(logits, 1, 2, FN_CPU), loss;
+    EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
+    fn_loss_tally_value v;
+    int fresh = 1;
+    for (int step = 0; step < 6; step++) {
+        EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, &label, &loss, NULL));
+        EXPECT_OK(fn_loss_tally_post(t));
+        EXPECT_OK(fn_loss_tally_poll(t, &v, &fresh));
+        /* After post p (1-based) copies 0 .. p - 3 have arrived. */
+        if (step < 2) {
+            assert_int_equal(fresh, 0);
+        } else {
+            assert_int_equal(fresh, 1);
+            assert_int_equal(v.steps, step - 1); /* copy step - 2 saw step - 1 steps */
+        }
+        EXPECT_OK(fn_loss_tally_poll(t, &v, &fresh));
+        assert_int_equal(fresh, 0); /* taken already */
+    }
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    assert_int_equal(v.steps, 6);
+    fn_tensor_free(&loss);
+    fn_loss_tally_destroy(t);
+}
+
+/* --- the split step ---------------------------------------------------------------- */
+
+typedef struct params {
+    fn_param p[2];
+    fn_param *list[2];
+} params;
+
+static void make_params(params *ps, uint64_t seed)
+{
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < 2; i++) {
+        fn_param *p = &ps->p[i];
+        p->name = i ? "bias" : "weight";
+        EXPECT_OK(fn_tensor_alloc(&p->value, 3 + i, 5 - 2 * i, FN_CPU));
+        EXPECT_OK(fn_tensor_alloc(&p->grad, 3 + i, 5 - 2 * i, FN_CPU));
+        for (size_t k = 0; k < fn_tensor_count(&p->value); k++) {
+            p->value.data[k] = (float)chk_uniform(&rng, -1, 1);
+            p->grad.data[k] = (float)chk_uniform(&rng, -1, 1);
+        }
+        ps->list[i] = p;
+    }
+}
+
+static void free_params(params *ps)
+{
+    for (int i = 0; i < 2; i++) {
+        fn_tensor_free(&ps->p[i].value);
+        fn_tensor_free(&ps->p[i].grad);
+    }
+}
+
+static void expect_same_values(const params *a, const params *b)
+{
+    for (int i = 0; i < 2; i++)
+        assert_memory_equal(a->p[i].value.data, b->p[i].value.data,
+                            fn_tensor_count(&a->p[i].value) * sizeof(float));
+}
+
+/* Three steps of a and b, a by step, b by prepare and apply, with a
+ * learning rate that changes; then a skipped step of b changes nothing. */
+static void check_split(fn_optimizer *a, fn_optimizer *b, params *pa, params *pb)
+{
+    assert_true(fn_optimizer_can_split(b));
+    for (int s = 0; s < 3; s++) {
+        fn_optimizer_set_lr(a, 0.1f / (float)(s + 1));
+        fn_optimizer_set_lr(b, 0.1f / (float)(s + 1));
+        EXPECT_OK(fn_optimizer_step(a));
+        EXPECT_OK(fn_optimizer_prepare(b));
+        EXPECT_OK(fn_optimizer_apply(b, NULL));
+        expect_same_values(pa, pb);
+        assert_int_equal(fn_optimizer_steps(a), fn_optimizer_steps(b));
+    }
+    params before;
+    make_params(&before, 1);
+    for (int i = 0; i < 2; i++)
+        memcpy(before.p[i].value.data, pb->p[i].value.data,
+               fn_tensor_count(&pb->p[i].value) * sizeof(float));
+    const int skip = 1;
+    EXPECT_OK(fn_optimizer_prepare(b));
+    EXPECT_OK(fn_optimizer_apply(b, &skip));
+    expect_same_values(&before, pb);
+    free_params(&before);
+    /* The gradients zeroed through the optimiser. */
+    EXPECT_OK(fn_optimizer_zero_grad(b));
+    for (int i = 0; i < 2; i++)
+        for (size_t k = 0; k < fn_tensor_count(&pb->p[i].grad); k++)
+            assert_true(pb->p[i].grad.data[k] == 0.0f);
+}
+
+static void test_split_sgd(void **state)
+{
+    fn_context *ctx = *state;
+    params pa, pb;
+    make_params(&pa, 4);
+    make_params(&pb, 4);
+    fn_sgd_config cfg = fn_sgd_config_default(0.1f);
+    cfg.momentum = 0.9f;
+    cfg.weight_decay = 0.01f;
+    fn_sgd *a = NULL, *b = NULL;
+    EXPECT_OK(fn_sgd_create(&a, ctx, pa.list, 2, &cfg));
+    EXPECT_OK(fn_sgd_create(&b, ctx, pb.list, 2, &cfg));
+    check_split(fn_sgd_optimizer(a), fn_sgd_optimizer(b), &pa, &pb);
+    fn_sgd_destroy(a);
+    fn_sgd_destroy(b);
+    free_params(&pa);
+    free_params(&pb);
+}
+
+static void test_split_adam(void **state)
+{
+    fn_context *ctx = *state;
+    params pa, pb;
+    make_params(&pa, 5);
+    make_params(&pb, 5);
+    const fn_adam_config cfg = fn_adam_config_default(0.1f, 1);
+    fn_optimizer *a = NULL, *b = NULL;
+    EXPECT_OK(fn_adam_create(&a, ctx, pa.list, 2, &cfg));
+    EXPECT_OK(fn_adam_create(&b, ctx, pb.list, 2, &cfg));
+    check_split(a, b, &pa, &pb);
+    fn_optimizer_destroy(a);
+    fn_optimizer_destroy(b);
+    free_params(&pa);
+    free_params(&pb);
+}
+
+/* --- runs ------------------------------------------------------------------------ */
+
+static void write_set(const char *path, int rows, uint64_t seed)
+{
+    float *x = chk_alloc_float(4 * (size_t)rows);
+    int32_t *y = calloc((size_t)rows, sizeof *y);
+    assert_non_null(y);
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < 4; j++)
+            x[4 * i + j] = (float)chk_uniform(&rng, -1, 1);
+        y[i] = (x[4 * i] > 0) + (x[4 * i + 1] > x[4 * i + 2]);
+    }
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    h5_put(file, "X", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 4, x);
+    h5_put(file, "y", H5T_NATIVE_INT32, H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
+    H5Fclose(file);
+    free(x);
+    free(y);
+}
+
+static int setup_runs(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    program_temp_dir(f->dir, sizeof f->dir, "fn_defer_");
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/train.h5", f->dir);
+    write_set(path, ROWS, 11);
+    snprintf(path, sizeof path, "%s/valid.h5", f->dir);
+    write_set(path, 64, 12);
+    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    /* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
+    fprintf(out, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+                 "[model]\nlayers = block 16, block 16, linear 3\ngroups = 4\n"
+                 "[train]\nbatch_size = %d\nepochs = %d\nseed = 5\nlr = 0.05\nmomentum = 0.9\n"
+                 "schedule = cosine\nwarmup_steps = 9\n[run]\ndevice = cpu\nlog_every = 0\n",
+            BATCH, EPOCHS);
+    fclose(out);
+    *state = f;
+    return 0;
+}
+
+static int teardown_runs(void **state)
+{
+    fixture *f = *state;
+    if (f) {
+        program_remove_dir(f->dir);
+        free(f);
+    }
+    unsetenv("FN_TEST_DEFER_LAG");
+    return 0;
+}
+
+typedef struct stopper {
+    long long steps, stop_after; /* -1: never */
+} stopper;
+
+static void on_step(void *user, const fn_train_progress *p)
+{
+    assert_true(isfinite(p->loss));
+    ((stopper *)user)->steps++;
+}
+
+static int should_stop(void *user)
+{
+    const stopper *s = user;
+    return s->stop_after >= 0 && s->steps >= s->stop_after;
+}
+
+static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
+
+/* A run of run.ini with the --set overrides `sets` (";"-separated, may be
+ * NULL) into <dir>/<out>, deferred with `lag` (0: eager); *st its status,
+ * msg its message. The caller destroys the trainer, then cfg. */
+static fn_trainer *run(const fixture *f, const char *out, int lag, const char *sets, int resume,
+                       long long stop_after, fn_config **cfg, fn_status *st, char *msg)
+{
+    char set[PATH_CAP + 16], lag_text[8];
+    snprintf(lag_text, sizeof lag_text, "%d", lag);
+    if (lag > 0)
+        setenv("FN_TEST_DEFER_LAG", lag_text, 1);
+    else
+        unsetenv("FN_TEST_DEFER_LAG");
+    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
+    EXPECT_OK(fn_config_load(cfg, f->ini));
+    EXPECT_OK(fn_config_set(*cfg, set));
+    char more[512];
+    snprintf(more, sizeof more, "%s", sets ? sets : "");
+    for (char *item = strtok(more, ";"); item; item = strtok(NULL, ";"))
+        EXPECT_OK(fn_config_set(*cfg, item));
+    EXPECT_OK(fn_config_finish(*cfg));
+    stopper s = {.stop_after = stop_after};
+    const fn_trainer_options options = {.resume = resume, .overwrite = 1,
+                                        .callbacks = &callbacks, .user = &s};
+    fn_trainer *t = NULL;
+    EXPECT_OK(fn_trainer_create(&t, *cfg, &options));
+    *st = fn_trainer_run(t);
+    snprintf(msg, MSG_CAP, "%s", *st == FN_OK ? "" : fn_last_error());
+    unsetenv("FN_TEST_DEFER_LAG");
+    return t;
+}
+
+static void expect_same_weights(const fn_net *a, const fn_net *b)
+{
+    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
+    for (int i = 0; i < fn_net_n_params(a); i++) {
+        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
+        const size_t n = fn_tensor_count(p);
+        float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
+        must(fn_tensor_download(p, x, n));
+        must(fn_tensor_download(q, y, n));
+        if (memcmp(x, y, n * sizeof *x) != 0)
+            fail_msg("parameter %d (%s) differs", i, fn_net_param(a, i)->name);
+        free(x);
+        free(y);
+    }
+}
+
+/* metrics.csv of <dir>/<out> without the columns of times (seconds,
+ * samples_per_s: the 6th and 7th). */
+static char *metrics_without_times(const fixture *f, const char *out)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/metrics.csv", f->dir, out);
+    char *text = program_slurp(path);
+    char *kept = calloc(strlen(text) + 1, 1);
+    assert_non_null(kept);
+    int column = 0;
+    char *w = kept;
+    for (const char *c = text; *c; c++) {
+        if (*c == '\n')
+            column = 0;
+        const int drop = column == 5 || column == 6;
+        if (*c == ',')
+            column++;
+        if (!drop || *c == '\n')
+            *w++ = *c;
+    }
+    free(text);
+    return kept;
+}
+
+static void test_deferred_run_is_eager_run(void **state)
+{
+    if (!fn_test_hooks_enabled())
+        skip();
+    fixture *f = *state;
+    char msg[MSG_CAP];
+    fn_status st;
+    fn_config *ce = NULL, *cd = NULL, *ca = NULL, *cb = NULL;
+    fn_trainer *e = run(f, "eager", 0, NULL, 0, -1, &ce, &st, msg);
+    EXPECT_OK(st);
+    fn_trainer *d = run(f, "deferred", 3, NULL, 0, -1, &cd, &st, msg);
+    EXPECT_OK(st);
+    expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
+    char *me = metrics_without_times(f, "eager"), *md = metrics_without_times(f, "deferred");
+    assert_true(strlen(me) > 40);
+    assert_string_equal(me, md);
+    free(me);
+    free(md);
+    /* Adam with clipping, mse-free: the split step with its own scalars. */
+    const char *adam = "train.optimizer=adam;train.momentum=0;train.clip_grad_norm=0.5";
+    fn_trainer *a = run(f, "adam_eager", 0, adam, 0, -1, &ca, &st, msg);
+    EXPECT_OK(st);
+    fn_trainer *b = run(f, "adam_deferred", 8, adam, 0, -1, &cb, &st, msg);
+    EXPECT_OK(st);
+    expect_same_weights(fn_trainer_net(a), fn_trainer_net(b));
+    fn_trainer_destroy(e);
+    fn_trainer_destroy(d);
+    fn_trainer_destroy(a);
+    fn_trainer_destroy(b);
+    fn_config_destroy(ce);
+    fn_config_destroy(cd);
+    fn_config_destroy(ca);
+    fn_config_destroy(cb);
+}
+
+/* lr 30 with momentum: the run diverges after an epoch or two, past a
+ * checkpoint. The deferred runs, whose copies of the sums arrive up to 7
+ * steps late (more than an epoch's 7 steps), stop with the eager run's
+ * message and parameters, naming their own checkpoint of the last good
+ * state. */
+static void test_deferred_nonfinite_stop(void **state)
+{
+    if (!fn_test_hooks_enabled())
+        skip();
+    fixture *f = *state;
+    const char *diverge = "data.valid=;train.lr=30;train.epochs=20;train.checkpoint_every=1;"
+                          "train.schedule=constant;train.warmup_steps=0";
+    char eager_msg[MSG_CAP], msg[MSG_CAP];
+    fn_status st;
+    fn_config *ce = NULL;
+    fn_trainer *e = run(f, "nan_eager", 0, diverge, 0, -1, &ce, &st, eager_msg);
+    assert_int_equal(st, FN_ERR_NUMERIC);
+    assert_non_null(strstr(eager_msg, "loss is"));
+    assert_non_null(strstr(eager_msg, "first non-finite: layer"));
+    if (!strstr(eager_msg, "nan_eager/checkpoint.h5 (the last good state) is kept"))
+        fail_msg("the run diverged before its first checkpoint: %s", eager_msg);
+    const int lags[] = {1, 2, 8};
+    for (int i = 0; i < 3; i++) {
+        char out[32];
+        snprintf(out, sizeof out, "nan_lag%d", lags[i]);
+        fn_config *cd = NULL;
+        fn_trainer *d = run(f, out, lags[i], diverge, 0, -1, &cd, &st, msg);
+        assert_int_equal(st, FN_ERR_NUMERIC);
+        /* The messages differ only in the output folder's name. */
+        char expected[MSG_CAP + 64];
+        snprintf(expected, sizeof expected, "%s", eager_msg);
+        char *at = strstr(expected, "nan_eager");
+        if (at) {
+            char tail[MSG_CAP];
+            snprintf(tail, sizeof tail, "%s", at + strlen("nan_eager"));
+            snprintf(at, sizeof expected - (size_t)(at - expected), "%s%s", out, tail);
+        }
+        assert_string_equal(msg, expected);
+        expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
+        assert_int_equal(fn_trainer_state(d)->global_step, fn_trainer_state(e)->global_step);
+        assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(d)),
+                         fn_optimizer_steps(fn_trainer_optimizer(e)));
+        fn_trainer_destroy(d);
+        fn_config_destroy(cd);
+    }
+    fn_trainer_destroy(e);
+    fn_config_destroy(ce);
+}
+
+static void test_deferred_resume(void **state)
+{
+    if (!fn_test_hooks_enabled())
+        skip();
+    fixture *f = *state;
+    char msg[MSG_CAP];
+    fn_status st;
+    fn_config *cw = NULL, *cr = NULL;
+    fn_trainer *whole = run(f, "whole", 0, NULL, 0, -1, &cw, &st, msg);
+    EXPECT_OK(st);
+    fn_trainer *t = run(f, "parts", 3, NULL, 0, 10, &cr, &st, msg); /* mid second epoch */
+    EXPECT_OK(st);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    assert_int_equal(fn_trainer_state(t)->global_step, 10);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    t = run(f, "parts", 3, NULL, 1, -1, &cr, &st, msg);
+    EXPECT_OK(st);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    char *mw = metrics_without_times(f, "whole"), *mp = metrics_without_times(f, "parts");
+    assert_string_equal(mw, mp);
+    free(mw);
+    free(mp);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(cw);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tally_counts),
+        cmocka_unit_test(test_tally_mse_overflow),
+        cmocka_unit_test(test_tally_lag),
+        cmocka_unit_test(test_split_sgd),
+        cmocka_unit_test(test_split_adam),
+        cmocka_unit_test_setup_teardown(test_deferred_run_is_eager_run, setup_runs,
+                                        teardown_runs),
+        cmocka_unit_test_setup_teardown(test_deferred_nonfinite_stop, setup_runs, teardown_runs),
+        cmocka_unit_test_setup_teardown(test_deferred_resume, setup_runs, teardown_runs),
+    };
+    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
+}

@@ -1,0 +1,449 @@
+/* test_step_graph_cuda.c — the GPU's deferred step (src/train/trainer_defer.c)
+ * and its CUDA graphs (src/train/step_graph.c), in process:
+ *  - the multi-tensor updates (one launch for every parameter, lr from the
+ *    device) equal the one-tensor kernels bit for bit, for SGD with
+ *    momentum and for AdamW, on tensors that span several pieces;
+ *  - a run replayed as graphs, the same run without graphs ([run]
+ *    cuda_graphs = false) and the eager run (the loss read every step:
+ *    FN_TEST_DEFER_LAG=0) end with the same weights bit for bit and the same
+ *    metrics.csv but its times, with a last short batch (uncaptured) and a
+ *    warm-up schedule (its lr written before each replay); for SGD with
+ *    momentum, AdamW with clipping, and the mse loss; the graph run holds
+ *    one graph a loader slot;
+ *  - a graph run stopped mid-epoch and resumed ends as the uninterrupted one;
+ *  - a diverging graph run stops with the eager run's message (the step
+ *    where the loss first went non-finite, the first non-finite value) and
+ *    its parameters.
+ * Skips without a GPU (the CPU half of these checks: test_defer.c). */
+#define _POSIX_C_SOURCE 200809L
+#include <hdf5.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "h5_write.h"
+#include "check.h"
+#include "expect.h"
+#include "fusenet/adam.h"
+#include "fusenet/config.h"
+#include "fusenet/loader.h"
+#include "fusenet/sgd.h"
+#include "fusenet/trainer.h"
+#include "io/test_hooks.h"
+#include "program.h"
+#include "train/trainer_impl.h"
+
+enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
+
+typedef struct fixture {
+    char dir[64];
+    char ini[PATH_CAP];
+} fixture;
+
+/* --- the multi-tensor updates ------------------------------------------------------ */
+
+static const int shapes[N_PARAMS][2] = {{70, 100}, {3, 1}, {130, 70}}; /* 2, 1 and 3 pieces */
+
+typedef struct gpu_params {
+    fn_param p[N_PARAMS];
+    fn_param *list[N_PARAMS];
+} gpu_params;
+
+static void make_params(gpu_params *ps, uint64_t seed)
+{
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < N_PARAMS; i++) {
+        fn_param *p = &ps->p[i];
+        p->name = "p";
+        const int r = shapes[i][0], c = shapes[i][1];
+        const size_t n = (size_t)r * (size_t)c;
+        float *v = chk_alloc_float(n), *g = chk_alloc_float(n);
+        for (size_t k = 0; k < n; k++) {
+            v[k] = (float)chk_uniform(&rng, -1, 1);
+            g[k] = (float)chk_uniform(&rng, -1, 1);
+        }
+        must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
+        must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
+        must(fn_tensor_upload(&p->value, v, n));
+        must(fn_tensor_upload(&p->grad, g, n));
+        free(v);
+        free(g);
+        ps->list[i] = p;
+    }
+}
+
+static void free_params(gpu_params *ps)
+{
+    for (int i = 0; i < N_PARAMS; i++) {
+        fn_tensor_free(&ps->p[i].value);
+        fn_tensor_free(&ps->p[i].grad);
+    }
+}
+
+static void expect_same_tensor(const fn_tensor *a, const fn_tensor *b, const char *what)
+{
+    const size_t n = fn_tensor_count(a);
+    float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
+    must(fn_tensor_download(a, x, n));
+    must(fn_tensor_download(b, y, n));
+    if (memcmp(x, y, n * sizeof *x) != 0)
+        fail_msg("%s differs", what);
+    free(x);
+    free(y);
+}
+
+static void test_multi_tensor_sgd(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    gpu_params a, b;
+    make_params(&a, 3);
+    make_params(&b, 3);
+    fn_sgd_config cfg = fn_sgd_config_default(0.05f);
+    cfg.momentum = 0.9f;
+    cfg.weight_decay = 1e-3f;
+    cfg.nesterov = 1;
+    fn_sgd *opt = NULL;
+    must(fn_sgd_create(&opt, ctx, b.list, N_PARAMS, &cfg));
+    fn_tensor bufs[N_PARAMS];
+    for (int i = 0; i < N_PARAMS; i++)
+        must(fn_tensor_alloc(&bufs[i], shapes[i][0], shapes[i][1], FN_CUDA));
+    for (int s = 0; s < 3; s++) {
+        cfg.lr = 0.05f * (float)(s + 1); /* a changing lr: read on the device */
+        fn_sgd_set_lr(opt, cfg.lr);
+        for (int i = 0; i < N_PARAMS; i++)
+            must(fn_sgd_update(ctx, &a.p[i].value, &a.p[i].grad, &bufs[i], &cfg, s == 0));
+        must(fn_sgd_step(opt));
+        for (int i = 0; i < N_PARAMS; i++) {
+            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an SGD value");
+            expect_same_tensor(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
+        }
+    }
+    /* The one-launch zeroing. */
+    must(fn_optimizer_zero_grad(fn_sgd_optimizer(opt)));
+    for (int i = 0; i < N_PARAMS; i++) {
+        must(fn_tensor_zero(&a.p[i].grad));
+        expect_same_tensor(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
+    }
+    for (int i = 0; i < N_PARAMS; i++)
+        fn_tensor_free(&bufs[i]);
+    fn_sgd_destroy(opt);
+    free_params(&a);
+    free_params(&b);
+    fn_context_destroy(ctx);
+}
+
+static void test_multi_tensor_adam(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    gpu_params a, b;
+    make_params(&a, 4);
+    make_params(&b, 4);
+    fn_adam_config cfg = fn_adam_config_default(0.01f, 1);
+    fn_optimizer *opt = NULL;
+    must(fn_adam_create(&opt, ctx, b.list, N_PARAMS, &cfg));
+    fn_tensor m[N_PARAMS], v[N_PARAMS];
+    for (int i = 0; i < N_PARAMS; i++) {
+        must(fn_tensor_alloc(&m[i], shapes[i][0], shapes[i][1], FN_CUDA));
+        must(fn_tensor_alloc(&v[i], shapes[i][0], shapes[i][1], FN_CUDA));
+    }
+    for (int s = 1; s <= 3; s++) {
+        cfg.lr = 0.01f / (float)s;
+        fn_optimizer_set_lr(opt, cfg.lr);
+        for (int i = 0; i < N_PARAMS; i++)
+            must(fn_adam_update(ctx, &a.p[i].value, &a.p[i].grad, &m[i], &v[i], &cfg, s));
+        must(fn_optimizer_step(opt));
+        for (int i = 0; i < N_PARAMS; i++) {
+            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an Adam value");
+            expect_same_tensor(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
+            expect_same_tensor(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
+        }
+    }
+    for (int i = 0; i < N_PARAMS; i++) {
+        fn_tensor_free(&m[i]);
+        fn_tensor_free(&v[i]);
+    }
+    fn_optimizer_destroy(opt);
+    free_params(&a);
+    free_params(&b);
+    fn_context_destroy(ctx);
+}
+
+/* --- runs ---------------------------------------------------------------------------- */
+
+/* Eight inputs; labels: three classes by two signs; t: three float
+ * targets (the mse runs). */
+static void write_set(const char *path, int rows, uint64_t seed)
+{
+    float *x = chk_alloc_float(8 * (size_t)rows), *t = chk_alloc_float(3 * (size_t)rows);
+    int32_t *y = calloc((size_t)rows, sizeof *y);
+    assert_non_null(y);
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < 8; j++)
+            x[8 * i + j] = (float)chk_uniform(&rng, -1, 1);
+        y[i] = (x[8 * i] > 0) + (x[8 * i + 1] > 0);
+        for (int j = 0; j < 3; j++)
+            t[3 * i + j] = x[8 * i + j] * x[8 * i + j + 1];
+    }
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    h5_put(file, "X", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 8, x);
+    h5_put(file, "y", H5T_NATIVE_INT32, H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
+    h5_put(file, "t", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 3, t);
+    H5Fclose(file);
+    free(x);
+    free(t);
+    free(y);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    program_temp_dir(f->dir, sizeof f->dir, "fn_graph_cuda_");
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/train.h5", f->dir);
+    write_set(path, ROWS, 21);
+    snprintf(path, sizeof path, "%s/valid.h5", f->dir);
+    write_set(path, 64, 22);
+    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    /* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
+    fprintf(out, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+                 "[model]\nlayers = block 32, block 32, linear 3\ngroups = 4\n"
+                 "[train]\nbatch_size = %d\nepochs = %d\nseed = 5\nlr = 0.05\nmomentum = 0.9\n"
+                 "schedule = cosine\nwarmup_steps = 9\n[run]\ndevice = cuda\nlog_every = 0\n",
+            BATCH, EPOCHS);
+    fclose(out);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    if (f) {
+        program_remove_dir(f->dir);
+        free(f);
+    }
+    unsetenv("FN_TEST_DEFER_LAG");
+    return 0;
+}
+
+typedef struct stopper {
+    long long steps, stop_after; /* -1: never */
+} stopper;
+
+static void on_step(void *user, const fn_train_progress *p)
+{
+    assert_true(isfinite(p->loss));
+    ((stopper *)user)->steps++;
+}
+
+static int should_stop(void *user)
+{
+    const stopper *s = user;
+    return s->stop_after >= 0 && s->steps >= s->stop_after;
+}
+
+static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
+
+/* A run of run.ini with the --set overrides `sets` (";"-separated, may be
+ * NULL) into <dir>/<out>; eager: the loss read every step. */
+static fn_trainer *run(const fixture *f, const char *out, int eager, const char *sets, int resume,
+                       long long stop_after, fn_config **cfg, fn_status *st, char *msg)
+{
+    if (eager)
+        setenv("FN_TEST_DEFER_LAG", "0", 1);
+    else
+        unsetenv("FN_TEST_DEFER_LAG");
+    char set[PATH_CAP + 16], more[512];
+    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
+    must(fn_config_load(cfg, f->ini));
+    must(fn_config_set(*cfg, set));
+    snprintf(more, sizeof more, "%s", sets ? sets : "");
+    for (char *item = strtok(more, ";"); item; item = strtok(NULL, ";"))
+        must(fn_config_set(*cfg, item));
+    must(fn_config_finish(*cfg));
+    stopper s = {.stop_after = stop_after};
+    const fn_trainer_options options = {.resume = resume, .overwrite = 1,
+                                        .callbacks = &callbacks, .user = &s};
+    fn_trainer *t = NULL;
+    must(fn_trainer_create(&t, *cfg, &options));
+    *st = fn_trainer_run(t);
+    snprintf(msg, MSG_CAP, "%s", *st == FN_OK ? "" : fn_last_error());
+    unsetenv("FN_TEST_DEFER_LAG");
+    return t;
+}
+
+static void expect_same_weights(const fn_net *a, const fn_net *b)
+{
+    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
+    for (int i = 0; i < fn_net_n_params(a); i++)
+        expect_same_tensor(&fn_net_param(a, i)->value, &fn_net_param(b, i)->value,
+                           fn_net_param(a, i)->name);
+}
+
+/* metrics.csv of <dir>/<out> without its 6th and 7th columns (times). */
+static char *metrics_without_times(const fixture *f, const char *out)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/metrics.csv", f->dir, out);
+    char *text = program_slurp(path);
+    char *kept = calloc(strlen(text) + 1, 1);
+    assert_non_null(kept);
+    int column = 0;
+    char *w = kept;
+    for (const char *c = text; *c; c++) {
+        if (*c == '\n')
+            column = 0;
+        const int drop = column == 5 || column == 6;
+        if (*c == ',')
+            column++;
+        if (!drop || *c == '\n')
+            *w++ = *c;
+    }
+    free(text);
+    return kept;
+}
+
+/* The graph run, the run without graphs and the eager run of `sets`. */
+static void expect_three_same(const fixture *f, const char *name, const char *sets)
+{
+    char msg[MSG_CAP], out[3][64], with_off[600];
+    snprintf(with_off, sizeof with_off, "%s%srun.cuda_graphs=false", sets ? sets : "",
+             sets ? ";" : "");
+    const char *how[3] = {sets, with_off, sets};
+    fn_config *cfg[3] = {NULL, NULL, NULL};
+    fn_trainer *t[3];
+    fn_status st;
+    for (int i = 0; i < 3; i++) {
+        snprintf(out[i], sizeof out[i], "%s_%s", name, i == 0 ? "graph" : i == 1 ? "plain" : "eager");
+        t[i] = run(f, out[i], i == 2, how[i], 0, -1, &cfg[i], &st, msg);
+        if (st != FN_OK)
+            fail_msg("%s: %s", out[i], msg);
+    }
+    assert_int_equal(fn_trainer_graph_count(t[0]), FN_LOADER_SLOTS);
+    assert_int_equal(fn_trainer_graph_count(t[1]), 0);
+    assert_int_equal(fn_trainer_graph_count(t[2]), 0);
+    char *m0 = metrics_without_times(f, out[0]);
+    assert_true(strlen(m0) > 40);
+    for (int i = 1; i < 3; i++) {
+        expect_same_weights(fn_trainer_net(t[0]), fn_trainer_net(t[i]));
+        char *mi = metrics_without_times(f, out[i]);
+        assert_string_equal(m0, mi);
+        free(mi);
+    }
+    free(m0);
+    for (int i = 0; i < 3; i++) {
+        fn_trainer_destroy(t[i]);
+        fn_config_destroy(cfg[i]);
+    }
+}
+
+static void test_graph_sgd(void **state)
+{
+    skip_without_gpu();
+    expect_three_same(*state, "sgd", NULL);
+}
+
+static void test_graph_adamw_clip(void **state)
+{
+    skip_without_gpu();
+    expect_three_same(*state, "adamw",
+                      "train.optimizer=adamw;train.momentum=0;train.clip_grad_norm=0.5");
+}
+
+static void test_graph_mse(void **state)
+{
+    skip_without_gpu();
+    expect_three_same(*state, "mse", "data.targets=t;train.loss=mse");
+}
+
+static void test_graph_resume(void **state)
+{
+    skip_without_gpu();
+    fixture *f = *state;
+    char msg[MSG_CAP];
+    fn_status st;
+    fn_config *cw = NULL, *cr = NULL;
+    fn_trainer *whole = run(f, "whole", 0, NULL, 0, -1, &cw, &st, msg);
+    must(st);
+    fn_trainer *t = run(f, "parts", 0, NULL, 0, 10, &cr, &st, msg); /* mid second epoch */
+    must(st);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    assert_int_equal(fn_trainer_state(t)->global_step, 10);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    t = run(f, "parts", 0, NULL, 1, -1, &cr, &st, msg);
+    must(st);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    assert_true(fn_trainer_graph_count(t) > 0);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    char *mw = metrics_without_times(f, "whole"), *mp = metrics_without_times(f, "parts");
+    assert_string_equal(mw, mp);
+    free(mw);
+    free(mp);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(cw);
+}
+
+static void test_graph_nonfinite_stop(void **state)
+{
+    skip_without_gpu();
+    if (!fn_test_hooks_enabled())
+        skip();
+    fixture *f = *state;
+    const char *diverge = "data.valid=;train.lr=30;train.epochs=20;train.checkpoint_every=1;"
+                          "train.schedule=constant;train.warmup_steps=0";
+    char eager_msg[MSG_CAP], msg[MSG_CAP];
+    fn_status st;
+    fn_config *ce = NULL, *cg = NULL;
+    fn_trainer *e = run(f, "nan_eager", 1, diverge, 0, -1, &ce, &st, eager_msg);
+    if (st != FN_ERR_NUMERIC || !strstr(eager_msg, "loss is"))
+        fail_msg("the eager run did not stop at a non-finite loss: %s", eager_msg);
+    fn_trainer *g = run(f, "nan_graph", 0, diverge, 0, -1, &cg, &st, msg);
+    assert_int_equal(st, FN_ERR_NUMERIC);
+    /* The same message but the folder's name. */
+    char expected[MSG_CAP + 64];
+    snprintf(expected, sizeof expected, "%s", eager_msg);
+    char *at = strstr(expected, "nan_eager");
+    if (at) {
+        char tail[MSG_CAP];
+        snprintf(tail, sizeof tail, "%s", at + strlen("nan_eager"));
+        snprintf(at, sizeof expected - (size_t)(at - expected), "nan_graph%s", tail);
+    }
+    assert_string_equal(msg, expected);
+    expect_same_weights(fn_trainer_net(e), fn_trainer_net(g));
+    assert_int_equal(fn_trainer_state(g)->global_step, fn_trainer_state(e)->global_step);
+    fn_trainer_destroy(e);
+    fn_trainer_destroy(g);
+    fn_config_destroy(ce);
+    fn_config_destroy(cg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_multi_tensor_sgd),
+        cmocka_unit_test(test_multi_tensor_adam),
+        cmocka_unit_test_setup_teardown(test_graph_sgd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_mse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, teardown),
+    };
+    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
