@@ -124,7 +124,7 @@ fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss
     int correct = 0;
     FN_TRY(batch_loss(t, b, &y, &dy, &loss, &correct));
     if (!isfinite(loss))
-        return stop_nonfinite(t, &dy, loss);
+        return fn_trainer_stop_nonfinite(t, &dy, loss);
     const fn_train_state *s = &t->state;
     return fn_fail(FN_ERR_NUMERIC,
                    "step %lld (epoch %lld, batch %lld): loss was %s on the device, but %g when "
