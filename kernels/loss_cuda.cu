@@ -286,19 +286,32 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
     return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
 }
 
+/* The cross-entropy's per-block partial sums (and, with counts, the
+ * correct rows) of the context's reduce buffer, and dlogits; the number of
+ * blocks, for the kernel that finishes the sums. */
+static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                        const int32_t *labels, fn_tensor *dlogits, int with_counts,
+                                        int *blocks)
+{
+    const int N = logits->rows, C = logits->cols;
+    int rows_per_block;
+    *blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
+    double *partials = (double *)ctx->cuda->reduce;
+    int *counts = with_counts ? (int *)(partials + kCrossEntropySlots) : NULL;
+    cross_entropy_partial_kernel<<<(unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
+        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
+        rows_per_block, 1.0 / (double)N);
+    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
+    return FN_OK;
+}
+
 extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
                                                 const int32_t *labels, fn_tensor *loss,
                                                 fn_tensor *dlogits)
 {
-    const int N = logits->rows, C = logits->cols;
-    int rows_per_block;
-    const int blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
-    double *partials = (double *)ctx->cuda->reduce;
-    cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, NULL, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-        rows_per_block, 1.0 / (double)N);
-    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
-    return finish_loss(ctx, loss, partials, blocks, 1.0 / (double)N);
+    int blocks;
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 0, &blocks));
+    return finish_loss(ctx, loss, (double *)ctx->cuda->reduce, blocks, 1.0 / (double)logits->rows);
 }
 
 extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
@@ -306,18 +319,13 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_t
                                                      fn_tensor *dlogits, float *value,
                                                      int *correct)
 {
-    const int N = logits->rows, C = logits->cols;
     cudaStream_t s = fn_ctx_stream(ctx);
-    int rows_per_block;
-    const int blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
+    int blocks;
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kCrossEntropySlots);
     loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
-    const double scale = 1.0 / (double)N;
-    cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(
-        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-        rows_per_block, scale);
-    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
+    const double scale = 1.0 / (double)logits->rows;
     loss_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, result, partials, counts, blocks, scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     loss_result host;
@@ -373,17 +381,13 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_tally(fn_context *ctx, const fn_
                                                       fn_tensor *dlogits,
                                                       fn_loss_tally_value *tally)
 {
-    const int N = logits->rows, C = logits->cols;
+    const int N = logits->rows;
     cudaStream_t s = fn_ctx_stream(ctx);
-    int rows_per_block;
-    const int blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
+    int blocks;
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kCrossEntropySlots);
     const double scale = 1.0 / (double)N;
-    cross_entropy_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(
-        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-        rows_per_block, scale);
-    FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     tally_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, tally, partials, counts, blocks, scale,
                                                N);
     FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);

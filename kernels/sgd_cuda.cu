@@ -15,26 +15,36 @@ static constexpr int kThreads = 256;
 
 /* ---- kernels ---- */
 
+/* Element i's update: both kernels' arithmetic, so a table's launch gives
+ * the bits of one launch per tensor. */
+__device__ __forceinline__ void sgd_element(float *value, float *momentum_buf, const float *grad,
+                                            size_t i, float lr, float momentum,
+                                            float one_minus_dampening, float weight_decay,
+                                            int nesterov, int first_step)
+{
+    const float p = value[i];
+    float g = grad[i];
+    if (weight_decay != 0.0f)
+        g = __fadd_rn(g, __fmul_rn(weight_decay, p));
+    if (momentum != 0.0f) {
+        const float b = first_step ? g
+                                   : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]),
+                                               __fmul_rn(one_minus_dampening, g));
+        momentum_buf[i] = b;
+        g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, b)) : b;
+    }
+    value[i] = __fsub_rn(p, __fmul_rn(lr, g));
+}
+
 __global__ void __launch_bounds__(kThreads)
 sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when momentum == 0 */,
            const float *grad /* [n] */, float lr, float momentum, float one_minus_dampening,
            float weight_decay, int nesterov, int first_step, size_t n)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float p = value[i];
-        float g = grad[i];
-        if (weight_decay != 0.0f)
-            g = __fadd_rn(g, __fmul_rn(weight_decay, p));
-        if (momentum != 0.0f) {
-            const float b = first_step ? g
-                                       : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]),
-                                                   __fmul_rn(one_minus_dampening, g));
-            momentum_buf[i] = b;
-            g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, b)) : b;
-        }
-        value[i] = __fsub_rn(p, __fmul_rn(lr, g));
-    }
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        sgd_element(value, momentum_buf, grad, i, lr, momentum, one_minus_dampening,
+                    weight_decay, nesterov, first_step);
 }
 
 /* sgd_kernel over every tensor of the table; lr and first_step from the
@@ -54,20 +64,9 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
         const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
         float *value = e.value, *momentum_buf = e.state1;
         const float *grad = e.grad;
-        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-            const float p = value[i];
-            float g = grad[i];
-            if (weight_decay != 0.0f)
-                g = __fadd_rn(g, __fmul_rn(weight_decay, p));
-            if (momentum != 0.0f) {
-                const float b = first_step ? g
-                                           : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]),
-                                                       __fmul_rn(one_minus_dampening, g));
-                momentum_buf[i] = b;
-                g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, b)) : b;
-            }
-            value[i] = __fsub_rn(p, __fmul_rn(lr, g));
-        }
+        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+            sgd_element(value, momentum_buf, grad, i, lr, momentum, one_minus_dampening,
+                        weight_decay, nesterov, first_step);
     }
 }
 
