@@ -163,13 +163,25 @@ static int may_prepare(const fn_loader *l)
 static void *producer_main(void *arg)
 {
     fn_loader *l = arg;
-    fn_h5_quiet(); /* HDF5's error printing is per thread */
+    int quiet = 0;
     pthread_mutex_lock(&l->mu);
     for (;;) {
         while (!l->quit && !may_prepare(l))
             pthread_cond_wait(&l->cv, &l->mu);
         if (l->quit)
             break;
+        /* HDF5's error printing is per thread. Silenced here, after
+         * fn_loader_start, not when the thread starts: this thread calls
+         * HDF5 only while the loader runs, so it is never inside HDF5 (or
+         * holding a thread-safe HDF5's lock) while the caller forks the
+         * probe of another file (h5_probe.c), whose child would then wait
+         * for that lock forever: seen once on the H200, a 60 s probe
+         * timeout on the validation set opened right after this loader
+         * was created. */
+        if (!quiet) {
+            fn_h5_quiet();
+            quiet = 1;
+        }
         int s = (int)(l->produced % K);
         l->busy = 1;
         pthread_mutex_unlock(&l->mu);
