@@ -19,17 +19,7 @@ import time
 import torch
 import torch.nn as nn
 
-
-class Block(nn.Module):
-    def __init__(self, n_in, n_out, groups):
-        super().__init__()
-        self.linear = nn.Linear(n_in, n_out)
-        self.norm = nn.GroupNorm(groups, n_out)
-        self.act = nn.LeakyReLU(0.01)
-
-    def forward(self, x):
-        a = self.act(self.norm(self.linear(x)))
-        return a + a
+from bench_torch import Block  # the block as bench_side_by_side.sh times it
 
 
 def net(n_in, hidden, classes, groups):

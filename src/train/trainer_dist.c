@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusenet/loss.h"
 #include "io/test_hooks.h"
 #include "train/trainer_impl.h"
 
@@ -55,17 +54,6 @@ int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found)
 int fn_trainer_failed_on_every_rank(const fn_trainer *t) { return t && t->failed_together; }
 
 /* --- a step ------------------------------------------------------------------- */
-
-/* The rank's mean loss and correct count, as trainer_step.c's batch_loss. */
-static fn_status share_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
-                            float *loss, int *correct)
-{
-    *correct = 0;
-    if (t->cfg->loss == FN_LOSS_CROSS_ENTROPY)
-        return fn_cross_entropy_loss_read(t->ctx, y, b->labels, &t->loss, dy, loss, correct);
-    FN_TRY(fn_mse_loss(t->ctx, y, &b->target, &t->loss, dy));
-    return fn_tensor_download(&t->loss, loss, 1);
-}
 
 /* Starts the sum of one layer's parameter gradients. */
 static fn_status sum_layer(fn_trainer *t, fn_layer *l)
@@ -158,7 +146,7 @@ fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss)
         fn_tensor y;
         FN_TRY(fn_net_forward(t->net, &b->x, &y));
         dy = fn_tensor_rows(&t->dpred, 0, b->rows);
-        FN_TRY(share_loss(t, b, &y, &dy, &mine, &correct));
+        FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, &mine, &correct)); /* the rank's rows */
     }
     fn_test_rank_stall(t->rank, t->state.global_step + 1);
     if (fn_test_rank_fails(t->rank, t->state.global_step + 1))

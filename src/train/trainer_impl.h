@@ -98,6 +98,10 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
 fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
 /* After a non-finite loss of the batch whose loss gradient dy is: the
  * error naming the first non-finite value. */
+/* The batch's mean loss in *loss, and *correct rows classified right (0
+ * for mse), read back now; dy (NULL: none) the loss's gradient. */
+fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
+                                float *loss, int *correct);
 fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
 /* Writes checkpoint.h5 (rank 0; the others do nothing); a non-finite
  * parameter is named in the message. */

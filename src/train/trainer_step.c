@@ -10,14 +10,14 @@
 #include "fusenet/loss.h"
 #include "train/trainer_impl.h"
 
-/* The batch's mean loss in *loss, and *correct rows classified right. */
-static fn_status batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
-                            float *loss, int *correct)
+fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
+                                float *loss, int *correct)
 {
-    /* Read every step of an eager step (the CPU; plain SGD's fused step on
-     * the GPU: one copy of the loss, with the correct count beside it, that
-     * waits for the step's kernels), so a non-finite loss stops the run at
-     * its step, before the update; and for evaluation. Deferred steps
+    /* Read at once: every step of an eager step (the CPU; plain SGD's
+     * fused step on the GPU; data-parallel steps, trainer_dist.c), with one
+     * copy of the loss and the correct count beside it that waits for the
+     * step's kernels, so a non-finite loss stops the run at its step,
+     * before the update; and in evaluation. Deferred steps
      * (trainer_defer.c) count the loss on the device instead. */
     *correct = 0;
     if (t->cfg->loss == FN_LOSS_CROSS_ENTROPY)
@@ -107,7 +107,7 @@ fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     int correct = 0;
-    FN_TRY(batch_loss(t, b, &y, &dy, loss, &correct));
+    FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, loss, &correct));
     if (!isfinite(*loss))
         return fn_trainer_stop_nonfinite(t, &dy, *loss);
     FN_TRY(backward_and_update(t, &dy));
@@ -122,7 +122,7 @@ fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     float loss = 0;
     int correct = 0;
-    FN_TRY(batch_loss(t, b, &y, &dy, &loss, &correct));
+    FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, &loss, &correct));
     if (!isfinite(loss))
         return fn_trainer_stop_nonfinite(t, &dy, loss);
     const fn_train_state *s = &t->state;
@@ -161,7 +161,7 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
         FN_TRY(fn_net_forward(t->net, &b.x, &y));
         float loss = 0;
         int ok = 0;
-        FN_TRY(batch_loss(t, &b, &y, NULL, &loss, &ok));
+        FN_TRY(fn_trainer_batch_loss(t, &b, &y, NULL, &loss, &ok));
         if (!isfinite(loss))
             return nonfinite_eval(t, &b, loss);
         loss_sum += (double)loss * b.rows;
