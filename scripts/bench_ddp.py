@@ -3,7 +3,8 @@
 scripts/bench_scaling.sh, for its table: `layers = block W x DEPTH, linear
 CLASSES`, groups G (each block y = 2 * leaky_relu(group_norm(x W^T + b))),
 SGD with momentum 0, cross-entropy, BATCH rows per GPU (a weak-scaling
-step), in fp32 ('ieee') or tf32 (torch.backends.cuda.matmul.fp32_precision).
+step), in fp32 ('ieee'), tf32 (torch.backends.cuda.matmul.fp32_precision) or
+bf16 (autocast).
 The inputs and labels are random tensors made on each GPU once (no loader:
 this favours PyTorch, whose step then waits for no data). DDP sums the
 gradients with NCCL in buckets during backward, as fusenet sums its layers.
@@ -25,7 +26,7 @@ from bench_torch import Block  # the block as bench_side_by_side.sh times it
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     p.add_argument("--batch", type=int, default=1024, help="rows per GPU")
     p.add_argument("--width", type=int, default=8192)
     p.add_argument("--depth", type=int, default=4)
@@ -51,9 +52,14 @@ def main():
     x = torch.rand(a.batch, a.width, device="cuda", generator=gen) * 2 - 1
     y = torch.randint(0, a.classes, (a.batch,), device="cuda", generator=gen)
 
+    # bf16: autocast, as PyTorch users train (fp32 parameters, gradients and
+    # optimiser state; the products on bf16 operands), like fusenet's bf16.
+    amp = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16")
+
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = loss_fn(model(x), y)
+        with amp:
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss

@@ -5,7 +5,8 @@
 #   BUILD=build/gpu scripts/bench_scaling.sh [N ...]
 #
 # For each GPU count N given (default: every GPU of the machine) and each
-# math (fp32, tf32): `train` on 1 GPU at global batch 1024 (the plain run,
+# math of MATHS (default "fp32 tf32"; bf16 too with MATHS="fp32 tf32 bf16",
+# DDP then under autocast bf16): `train` on 1 GPU at global batch 1024 (the plain run,
 # no mpirun) against `mpirun -np N train` at global batch N x 1024 (1024
 # rows a GPU), the network `block 8192` x4, `linear 16`, groups 512, SGD
 # momentum 0, on a synthetic HDF5 set (scripts/make_synthetic.c); the same
@@ -127,7 +128,7 @@ ddp() { # ddp <math> <N> -> samples/s; empty (0 in the table) when it failed
 # themselves cost.
 table="| math | GPUs | fusenet 1 GPU samples/s | 1 GPU, -np 1 | fusenet N GPUs samples/s | efficiency | vs -np 1 | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
-for math in fp32 tf32; do
+for math in ${MATHS:-fp32 tf32}; do
     fusenet "one_$math" "$math" 1
     one=$(rate "one_$math")
     fusenet "np1_$math" "$math" 0
