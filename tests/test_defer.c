@@ -41,6 +41,7 @@
 #include "fusenet/trainer.h"
 #include "io/test_hooks.h"
 #include "program.h"
+#include "trainer_run.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048 };
 
@@ -317,93 +318,15 @@ static int teardown_runs(void **state)
     return 0;
 }
 
-typedef struct stopper {
-    long long steps, stop_after; /* -1: never */
-} stopper;
-
-static void on_step(void *user, const fn_train_progress *p)
-{
-    assert_true(isfinite(p->loss));
-    ((stopper *)user)->steps++;
-}
-
-static int should_stop(void *user)
-{
-    const stopper *s = user;
-    return s->stop_after >= 0 && s->steps >= s->stop_after;
-}
-
-static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
-
-/* A run of run.ini with the --set overrides `sets` (";"-separated, may be
- * NULL) into <dir>/<out>, deferred with `lag` (0: eager); *st its status,
- * msg its message. The caller destroys the trainer, then cfg. */
+/* A run of run.ini (trainer_run.h) into <dir>/<out>, deferred with `lag`
+ * (0: eager). */
 static fn_trainer *run(const fixture *f, const char *out, int lag, const char *sets, int resume,
                        long long stop_after, fn_config **cfg, fn_status *st, char *msg)
 {
-    char set[PATH_CAP + 16], lag_text[8];
+    char lag_text[8];
     snprintf(lag_text, sizeof lag_text, "%d", lag);
-    if (lag > 0)
-        setenv("FN_TEST_DEFER_LAG", lag_text, 1);
-    else
-        unsetenv("FN_TEST_DEFER_LAG");
-    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
-    EXPECT_OK(fn_config_load(cfg, f->ini));
-    EXPECT_OK(fn_config_set(*cfg, set));
-    char more[512];
-    snprintf(more, sizeof more, "%s", sets ? sets : "");
-    for (char *item = strtok(more, ";"); item; item = strtok(NULL, ";"))
-        EXPECT_OK(fn_config_set(*cfg, item));
-    EXPECT_OK(fn_config_finish(*cfg));
-    stopper s = {.stop_after = stop_after};
-    const fn_trainer_options options = {.resume = resume, .overwrite = 1,
-                                        .callbacks = &callbacks, .user = &s};
-    fn_trainer *t = NULL;
-    EXPECT_OK(fn_trainer_create(&t, *cfg, &options));
-    *st = fn_trainer_run(t);
-    snprintf(msg, MSG_CAP, "%s", *st == FN_OK ? "" : fn_last_error());
-    unsetenv("FN_TEST_DEFER_LAG");
-    return t;
-}
-
-static void expect_same_weights(const fn_net *a, const fn_net *b)
-{
-    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
-        const size_t n = fn_tensor_count(p);
-        float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
-        must(fn_tensor_download(p, x, n));
-        must(fn_tensor_download(q, y, n));
-        if (memcmp(x, y, n * sizeof *x) != 0)
-            fail_msg("parameter %d (%s) differs", i, fn_net_param(a, i)->name);
-        free(x);
-        free(y);
-    }
-}
-
-/* metrics.csv of <dir>/<out> without the columns of times (seconds,
- * samples_per_s: the 6th and 7th). */
-static char *metrics_without_times(const fixture *f, const char *out)
-{
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", f->dir, out);
-    char *text = program_slurp(path);
-    char *kept = calloc(strlen(text) + 1, 1);
-    assert_non_null(kept);
-    int column = 0;
-    char *w = kept;
-    for (const char *c = text; *c; c++) {
-        if (*c == '\n')
-            column = 0;
-        const int drop = column == 5 || column == 6;
-        if (*c == ',')
-            column++;
-        if (!drop || *c == '\n')
-            *w++ = *c;
-    }
-    free(text);
-    return kept;
+    return trainer_run(f->dir, f->ini, out, lag > 0 ? lag_text : NULL, sets, resume, stop_after,
+                       cfg, st, msg, MSG_CAP);
 }
 
 static void test_deferred_run_is_eager_run(void **state)
@@ -419,7 +342,7 @@ static void test_deferred_run_is_eager_run(void **state)
     fn_trainer *d = run(f, "deferred", 3, NULL, 0, -1, &cd, &st, msg);
     EXPECT_OK(st);
     expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
-    char *me = metrics_without_times(f, "eager"), *md = metrics_without_times(f, "deferred");
+    char *me = metrics_without_times(f->dir, "eager"), *md = metrics_without_times(f->dir, "deferred");
     assert_true(strlen(me) > 40);
     assert_string_equal(me, md);
     free(me);
@@ -510,7 +433,7 @@ static void test_deferred_resume(void **state)
     EXPECT_OK(st);
     assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
     expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
-    char *mw = metrics_without_times(f, "whole"), *mp = metrics_without_times(f, "parts");
+    char *mw = metrics_without_times(f->dir, "whole"), *mp = metrics_without_times(f->dir, "parts");
     assert_string_equal(mw, mp);
     free(mw);
     free(mp);

@@ -38,6 +38,7 @@
 #include "fusenet/trainer.h"
 #include "io/test_hooks.h"
 #include "program.h"
+#include "trainer_run.h"
 #include "train/trainer_impl.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
@@ -240,81 +241,13 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct stopper {
-    long long steps, stop_after; /* -1: never */
-} stopper;
-
-static void on_step(void *user, const fn_train_progress *p)
-{
-    assert_true(isfinite(p->loss));
-    ((stopper *)user)->steps++;
-}
-
-static int should_stop(void *user)
-{
-    const stopper *s = user;
-    return s->stop_after >= 0 && s->steps >= s->stop_after;
-}
-
-static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
-
-/* A run of run.ini with the --set overrides `sets` (";"-separated, may be
- * NULL) into <dir>/<out>; eager: the loss read every step. */
+/* A run of run.ini (trainer_run.h) into <dir>/<out>; eager: the loss read
+ * every step. */
 static fn_trainer *run(const fixture *f, const char *out, int eager, const char *sets, int resume,
                        long long stop_after, fn_config **cfg, fn_status *st, char *msg)
 {
-    if (eager)
-        setenv("FN_TEST_DEFER_LAG", "0", 1);
-    else
-        unsetenv("FN_TEST_DEFER_LAG");
-    char set[PATH_CAP + 16], more[512];
-    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
-    must(fn_config_load(cfg, f->ini));
-    must(fn_config_set(*cfg, set));
-    snprintf(more, sizeof more, "%s", sets ? sets : "");
-    for (char *item = strtok(more, ";"); item; item = strtok(NULL, ";"))
-        must(fn_config_set(*cfg, item));
-    must(fn_config_finish(*cfg));
-    stopper s = {.stop_after = stop_after};
-    const fn_trainer_options options = {.resume = resume, .overwrite = 1,
-                                        .callbacks = &callbacks, .user = &s};
-    fn_trainer *t = NULL;
-    must(fn_trainer_create(&t, *cfg, &options));
-    *st = fn_trainer_run(t);
-    snprintf(msg, MSG_CAP, "%s", *st == FN_OK ? "" : fn_last_error());
-    unsetenv("FN_TEST_DEFER_LAG");
-    return t;
-}
-
-static void expect_same_weights(const fn_net *a, const fn_net *b)
-{
-    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
-    for (int i = 0; i < fn_net_n_params(a); i++)
-        expect_same_tensor(&fn_net_param(a, i)->value, &fn_net_param(b, i)->value,
-                           fn_net_param(a, i)->name);
-}
-
-/* metrics.csv of <dir>/<out> without its 6th and 7th columns (times). */
-static char *metrics_without_times(const fixture *f, const char *out)
-{
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", f->dir, out);
-    char *text = program_slurp(path);
-    char *kept = calloc(strlen(text) + 1, 1);
-    assert_non_null(kept);
-    int column = 0;
-    char *w = kept;
-    for (const char *c = text; *c; c++) {
-        if (*c == '\n')
-            column = 0;
-        const int drop = column == 5 || column == 6;
-        if (*c == ',')
-            column++;
-        if (!drop || *c == '\n')
-            *w++ = *c;
-    }
-    free(text);
-    return kept;
+    return trainer_run(f->dir, f->ini, out, eager ? "0" : NULL, sets, resume, stop_after, cfg,
+                       st, msg, MSG_CAP);
 }
 
 /* The graph run, the run without graphs and the eager run of `sets`. */
@@ -336,11 +269,11 @@ static void expect_three_same(const fixture *f, const char *name, const char *se
     assert_int_equal(fn_trainer_graph_count(t[0]), FN_LOADER_SLOTS);
     assert_int_equal(fn_trainer_graph_count(t[1]), 0);
     assert_int_equal(fn_trainer_graph_count(t[2]), 0);
-    char *m0 = metrics_without_times(f, out[0]);
+    char *m0 = metrics_without_times(f->dir, out[0]);
     assert_true(strlen(m0) > 40);
     for (int i = 1; i < 3; i++) {
         expect_same_weights(fn_trainer_net(t[0]), fn_trainer_net(t[i]));
-        char *mi = metrics_without_times(f, out[i]);
+        char *mi = metrics_without_times(f->dir, out[i]);
         assert_string_equal(m0, mi);
         free(mi);
     }
@@ -390,7 +323,7 @@ static void test_graph_resume(void **state)
     assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
     assert_true(fn_trainer_graph_count(t) > 0);
     expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
-    char *mw = metrics_without_times(f, "whole"), *mp = metrics_without_times(f, "parts");
+    char *mw = metrics_without_times(f->dir, "whole"), *mp = metrics_without_times(f->dir, "parts");
     assert_string_equal(mw, mp);
     free(mw);
     free(mp);

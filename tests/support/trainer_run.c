@@ -1,0 +1,110 @@
+/* trainer_run.c — a test's run of fn_trainer and its comparisons
+ * (trainer_run.h). */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "expect.h"
+#include "program.h"
+#include "trainer_run.h"
+
+enum { PATH_CAP = 1024 };
+
+typedef struct stopper {
+    long long steps, stop_after; /* -1: never */
+} stopper;
+
+static void on_step(void *user, const fn_train_progress *p)
+{
+    assert_true(isfinite(p->loss));
+    ((stopper *)user)->steps++;
+}
+
+static int should_stop(void *user)
+{
+    const stopper *s = user;
+    return s->stop_after >= 0 && s->steps >= s->stop_after;
+}
+
+static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
+
+static void set_lag(const char *defer_lag)
+{
+    if (defer_lag)
+        setenv("FN_TEST_DEFER_LAG", defer_lag, 1);
+    else
+        unsetenv("FN_TEST_DEFER_LAG");
+}
+
+fn_trainer *trainer_run(const char *dir, const char *ini, const char *out, const char *defer_lag,
+                        const char *sets, int resume, long long stop_after, fn_config **cfg,
+                        fn_status *st, char *msg, size_t msg_cap)
+{
+    char set[PATH_CAP + 16], more[512];
+    set_lag(defer_lag);
+    snprintf(set, sizeof set, "output.dir=%s/%s", dir, out);
+    must(fn_config_load(cfg, ini));
+    must(fn_config_set(*cfg, set));
+    snprintf(more, sizeof more, "%s", sets ? sets : "");
+    for (char *item = strtok(more, ";"); item; item = strtok(NULL, ";"))
+        must(fn_config_set(*cfg, item));
+    must(fn_config_finish(*cfg));
+    stopper s = {.stop_after = stop_after};
+    const fn_trainer_options options = {.resume = resume, .overwrite = 1,
+                                        .callbacks = &callbacks, .user = &s};
+    fn_trainer *t = NULL;
+    must(fn_trainer_create(&t, *cfg, &options));
+    *st = fn_trainer_run(t);
+    snprintf(msg, msg_cap, "%s", *st == FN_OK ? "" : fn_last_error());
+    set_lag(NULL);
+    return t;
+}
+
+void expect_same_weights(const fn_net *a, const fn_net *b)
+{
+    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
+    for (int i = 0; i < fn_net_n_params(a); i++) {
+        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
+        const size_t n = fn_tensor_count(p);
+        assert_int_equal(n, fn_tensor_count(q));
+        float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
+        must(fn_tensor_download(p, x, n));
+        must(fn_tensor_download(q, y, n));
+        if (memcmp(x, y, n * sizeof *x) != 0)
+            fail_msg("parameter %d (%s) differs", i, fn_net_param(a, i)->name);
+        free(x);
+        free(y);
+    }
+}
+
+char *metrics_without_times(const char *dir, const char *out)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/metrics.csv", dir, out);
+    char *text = program_slurp(path);
+    char *kept = calloc(strlen(text) + 1, 1);
+    assert_non_null(kept);
+    int column = 0;
+    char *w = kept;
+    for (const char *c = text; *c; c++) {
+        if (*c == '\n')
+            column = 0;
+        const int drop = column == 5 || column == 6;
+        if (*c == ',')
+            column++;
+        if (!drop || *c == '\n')
+            *w++ = *c;
+    }
+    free(text);
+    return kept;
+}

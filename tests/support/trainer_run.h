@@ -1,0 +1,32 @@
+/* trainer_run.h — a test's run of fn_trainer on a config file, with --set
+ * style overrides, an optional stop after N steps and an optional deferral
+ * lag (the test hook FN_TEST_DEFER_LAG), and what tests compare between two
+ * runs: the weights bit for bit, metrics.csv without its times. Shared by
+ * test_defer (the CPU's deferred steps) and test_step_graph_cuda. */
+#ifndef FN_TEST_TRAINER_RUN_H
+#define FN_TEST_TRAINER_RUN_H
+
+#include <stddef.h>
+
+#include "fusenet/config.h"
+#include "fusenet/net.h"
+#include "fusenet/trainer.h"
+
+/* A run of the config file `ini` with output.dir = <dir>/<out> and the
+ * overrides `sets` (";"-separated, may be NULL), --overwrite, resumed when
+ * `resume`, stopped after `stop_after` steps (-1: never), with
+ * FN_TEST_DEFER_LAG set to `defer_lag` during it (NULL: unset). *st is its
+ * status, msg (msg_cap bytes) its message ("" when it succeeded). The
+ * caller destroys the trainer, then *cfg. */
+fn_trainer *trainer_run(const char *dir, const char *ini, const char *out, const char *defer_lag,
+                        const char *sets, int resume, long long stop_after, fn_config **cfg,
+                        fn_status *st, char *msg, size_t msg_cap);
+
+/* Fails the test unless the two nets' parameters hold the same bits. */
+void expect_same_weights(const fn_net *a, const fn_net *b);
+
+/* <dir>/<out>/metrics.csv without the columns of times (seconds,
+ * samples_per_s: the 6th and 7th); free it. */
+char *metrics_without_times(const char *dir, const char *out);
+
+#endif
