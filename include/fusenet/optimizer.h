@@ -116,6 +116,10 @@ fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_c
                             fn_param *const *params, int n_params, const char *who);
 /* Frees what fn_optimizer_init allocated (not opt itself). */
 void fn_optimizer_release(fn_optimizer *opt);
+/* Zeroes every parameter's gradient one tensor at a time: what
+ * fn_optimizer_zero_grad does without a zero_grad hook, and what a hook
+ * falls back to where it has no faster way. */
+fn_status fn_optimizer_zero_each(fn_optimizer *opt);
 
 #ifdef __cplusplus
 }

@@ -206,14 +206,11 @@ static fn_status adam_step_any(fn_optimizer *base)
     return adam_apply(base, NULL);
 }
 
+/* One launch on the GPU (the multi-tensor table), else tensor by tensor. */
 static fn_status adam_zero_grad(fn_optimizer *base)
 {
     fn_adam *opt = (fn_adam *)base;
-    if (opt->all.table)
-        return fn_multi_tensor_zero_grad(&opt->all);
-    for (int i = 0; i < base->n_params; i++)
-        FN_TRY(fn_tensor_zero(&base->params[i]->grad));
-    return FN_OK;
+    return opt->all.table ? fn_multi_tensor_zero_grad(&opt->all) : fn_optimizer_zero_each(base);
 }
 
 /* An invalid lr is kept and reported by the next step. */

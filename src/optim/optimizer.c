@@ -91,8 +91,11 @@ fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip)
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_zero_grad"));
-    if (opt->ops->zero_grad)
-        return opt->ops->zero_grad(opt);
+    return opt->ops->zero_grad ? opt->ops->zero_grad(opt) : fn_optimizer_zero_each(opt);
+}
+
+fn_status fn_optimizer_zero_each(fn_optimizer *opt)
+{
     for (int i = 0; i < opt->n_params; i++)
         FN_TRY(fn_tensor_zero(&opt->params[i]->grad));
     return FN_OK;

@@ -160,14 +160,11 @@ static fn_status sgd_step(fn_optimizer *base)
     return sgd_step_params(base, 0, base->n_params);
 }
 
+/* One launch on the GPU (the multi-tensor table), else tensor by tensor. */
 static fn_status sgd_zero_grad(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    if (opt->all.table)
-        return fn_multi_tensor_zero_grad(&opt->all);
-    for (int i = 0; i < base->n_params; i++)
-        FN_TRY(fn_tensor_zero(&base->params[i]->grad));
-    return FN_OK;
+    return opt->all.table ? fn_multi_tensor_zero_grad(&opt->all) : fn_optimizer_zero_each(base);
 }
 
 /* The fused step updates net's parameters: they must be this optimiser's. */
