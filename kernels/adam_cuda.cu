@@ -23,23 +23,19 @@ __device__ __forceinline__ float lerp_rn(float start, float end, float w)
                     : __fsub_rn(end, __fmul_rn(__fsub_rn(end, start), __fsub_rn(1.0f, w)));
 }
 
-/* One element's update. */
-__device__ __forceinline__ void adam_element(float *value, float *exp_avg, float *exp_avg_sq,
-                                             const float *grad, const fn_adam_step &s,
-                                             float neg_step, size_t i)
+/* One element's update from its value p, gradient g and moments *m, *v:
+ * returns the new value, the new moments in *m and *v. */
+__device__ __forceinline__ float adam_math(float p, float g, float *m, float *v,
+                                           const fn_adam_step &s, float neg_step)
 {
-    float p = value[i], g = grad[i];
     if (s.decay != 1.0f)
         p = __fmul_rn(p, s.decay);
     if (s.l2 != 0.0f)
         g = __fadd_rn(g, __fmul_rn(s.l2, p));
-    const float m = lerp_rn(exp_avg[i], g, s.lerp_weight);
-    const float v = __fadd_rn(__fmul_rn(exp_avg_sq[i], s.beta2),
-                              __fmul_rn(__fmul_rn(s.one_minus_beta2, g), g));
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.bc2_sqrt), s.eps);
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    value[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(neg_step, m), denom));
+    *m = lerp_rn(*m, g, s.lerp_weight);
+    *v = __fadd_rn(__fmul_rn(*v, s.beta2), __fmul_rn(__fmul_rn(s.one_minus_beta2, g), g));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(*v), s.bc2_sqrt), s.eps);
+    return __fadd_rn(p, __fdiv_rn(__fmul_rn(neg_step, *m), denom));
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -48,10 +44,16 @@ adam_kernel(float *value /* [n] */, float *exp_avg /* [n] */, float *exp_avg_sq 
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const float neg_step = -s.step_size;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        adam_element(value, exp_avg, exp_avg_sq, grad, s, neg_step, i);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float m = exp_avg[i], v = exp_avg_sq[i];
+        value[i] = adam_math(value[i], grad[i], &m, &v, s, neg_step);
+        exp_avg[i] = m;
+        exp_avg_sq[i] = v;
+    }
 }
 
+/* adam_kernel over every tensor of the table; the step's scalars from the
+ * device, so a replayed launch takes each step's. */
 __global__ void __launch_bounds__(kMtThreads)
 adam_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long long chunks,
                 const fn_adam_step *scalars, const int *skip /* or NULL */)
@@ -60,13 +62,29 @@ adam_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long 
         return;
     const fn_adam_step s = *scalars;
     const float neg_step = -s.step_size;
-    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
-        const fn_mt_entry e = table[mt_entry_of(table, n_tensors, c)];
-        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
-        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
-        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-            adam_element(e.value, e.state1, e.state2, e.grad, s, neg_step, i);
-    }
+    mt_for_each_piece(table, n_tensors, chunks, [&](const fn_mt_entry &e, size_t first,
+                                                     size_t end) {
+        float p[kMtPerThread], g[kMtPerThread], m[kMtPerThread], v[kMtPerThread];
+#pragma unroll
+        for (int k = 0; k < kMtPerThread; k++) {
+            const size_t i = first + (size_t)k * kMtThreads;
+            if (i < end) {
+                p[k] = e.value[i];
+                g[k] = e.grad[i];
+                m[k] = e.state1[i];
+                v[k] = e.state2[i];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kMtPerThread; k++) {
+            const size_t i = first + (size_t)k * kMtThreads;
+            if (i < end) {
+                e.value[i] = adam_math(p[k], g[k], &m[k], &v[k], s, neg_step);
+                e.state1[i] = m[k];
+                e.state2[i] = v[k];
+            }
+        }
+    });
 }
 
 /* ---- launchers and the backend ---- */

@@ -14,13 +14,14 @@
 __global__ void __launch_bounds__(kMtThreads)
 mt_zero_grad_kernel(const fn_mt_entry *table /* [n] */, int n, long long chunks)
 {
-    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
-        const fn_mt_entry e = table[mt_entry_of(table, n, c)];
-        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
-        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
-        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-            e.grad[i] = 0.0f;
-    }
+    mt_for_each_piece(table, n, chunks, [](const fn_mt_entry &e, size_t first, size_t end) {
+#pragma unroll
+        for (int k = 0; k < kMtPerThread; k++) {
+            const size_t i = first + (size_t)k * kMtThreads;
+            if (i < end)
+                e.grad[i] = 0.0f;
+        }
+    });
 }
 
 /* ---- launchers ---- */

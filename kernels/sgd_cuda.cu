@@ -15,25 +15,22 @@ static constexpr int kThreads = 256;
 
 /* ---- kernels ---- */
 
-/* Element i's update: both kernels' arithmetic, so a table's launch gives
- * the bits of one launch per tensor. */
-__device__ __forceinline__ void sgd_element(float *value, float *momentum_buf, const float *grad,
-                                            size_t i, float lr, float momentum,
-                                            float one_minus_dampening, float weight_decay,
-                                            int nesterov, int first_step)
+/* One element's update from its value p, gradient g and momentum buffer b
+ * (unread on the first step or without momentum): returns the new value,
+ * and the new buffer in *b. Both kernels' arithmetic, so a table's launch
+ * gives the bits of one launch per tensor. */
+__device__ __forceinline__ float sgd_math(float p, float g, float *b, float lr, float momentum,
+                                          float one_minus_dampening, float weight_decay,
+                                          int nesterov, int first_step)
 {
-    const float p = value[i];
-    float g = grad[i];
     if (weight_decay != 0.0f)
         g = __fadd_rn(g, __fmul_rn(weight_decay, p));
     if (momentum != 0.0f) {
-        const float b = first_step ? g
-                                   : __fadd_rn(__fmul_rn(momentum, momentum_buf[i]),
-                                               __fmul_rn(one_minus_dampening, g));
-        momentum_buf[i] = b;
-        g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, b)) : b;
+        *b = first_step ? g
+                        : __fadd_rn(__fmul_rn(momentum, *b), __fmul_rn(one_minus_dampening, g));
+        g = nesterov ? __fadd_rn(g, __fmul_rn(momentum, *b)) : *b;
     }
-    value[i] = __fsub_rn(p, __fmul_rn(lr, g));
+    return __fsub_rn(p, __fmul_rn(lr, g));
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -42,9 +39,14 @@ sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when mome
            float weight_decay, int nesterov, int first_step, size_t n)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        sgd_element(value, momentum_buf, grad, i, lr, momentum, one_minus_dampening,
-                    weight_decay, nesterov, first_step);
+    const int reads_buf = momentum != 0.0f && !first_step;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float b = reads_buf ? momentum_buf[i] : 0.0f;
+        value[i] = sgd_math(value[i], grad[i], &b, lr, momentum, one_minus_dampening,
+                            weight_decay, nesterov, first_step);
+        if (momentum != 0.0f)
+            momentum_buf[i] = b;
+    }
 }
 
 /* sgd_kernel over every tensor of the table; lr and first_step from the
@@ -58,16 +60,30 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
         return;
     const float lr = scalars->lr;
     const int first_step = scalars->first_step;
-    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
-        const fn_mt_entry e = table[mt_entry_of(table, n_tensors, c)];
-        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
-        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
-        float *value = e.value, *momentum_buf = e.state1;
-        const float *grad = e.grad;
-        for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-            sgd_element(value, momentum_buf, grad, i, lr, momentum, one_minus_dampening,
-                        weight_decay, nesterov, first_step);
-    }
+    const int reads_buf = momentum != 0.0f && !first_step;
+    mt_for_each_piece(table, n_tensors, chunks, [&](const fn_mt_entry &e, size_t first,
+                                                     size_t end) {
+        float p[kMtPerThread], g[kMtPerThread], b[kMtPerThread];
+#pragma unroll
+        for (int k = 0; k < kMtPerThread; k++) {
+            const size_t i = first + (size_t)k * kMtThreads;
+            if (i < end) {
+                p[k] = e.value[i];
+                g[k] = e.grad[i];
+                b[k] = reads_buf ? e.state1[i] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kMtPerThread; k++) {
+            const size_t i = first + (size_t)k * kMtThreads;
+            if (i < end) {
+                e.value[i] = sgd_math(p[k], g[k], &b[k], lr, momentum, one_minus_dampening,
+                                      weight_decay, nesterov, first_step);
+                if (momentum != 0.0f)
+                    e.state1[i] = b[k];
+            }
+        }
+    });
 }
 
 /* ---- launchers and the backend ---- */

@@ -21,9 +21,12 @@
 #         M: in 256, block 512 x3, linear 10, batch 256;
 #         L: in 1024, block 2048 x3, linear 10, batch 1024.
 # ROWS (65536), EPOCHS (S 4, M 6, L 6 by default: EPOCHS overrides all),
-# WORK (a temporary directory), PYTHON (python3), SHAPES ("S M L"), DEVICE
-# (cuda; cpu for a smoke test) may be
-# set; with OUT set, the table also goes to $OUT/bench_small.md.
+# WORK (a temporary directory), PYTHON (python3), SHAPES ("S M L"), MODES
+# ("graphs plain eager"), TORCH (1; 0 leaves PyTorch out), DEVICE (cuda; cpu
+# for a smoke test) may be set; with OUT set, the table also goes to
+# $OUT/bench_small.md. The configs and sets stay in WORK, for a profiler:
+#   WORK=/tmp/bs SHAPES=M MODES=graphs TORCH=0 scripts/bench_small.sh
+#   ncu --clock-control none build/gpu/train /tmp/bs/M_graphs.ini --overwrite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +35,7 @@ rows=${ROWS:-65536}
 work=${WORK:-$(mktemp -d)}
 python=${PYTHON:-python3}
 shapes=${SHAPES:-S M L}
+modes=${MODES:-graphs plain eager}
 classes=10
 device=${DEVICE:-cuda}
 mkdir -p "$work"
@@ -102,7 +106,7 @@ done
 
 declare -A target=([S]=">= 15000" [M]=">= 10000" [L]=">= 587 (not slower)")
 declare -A torch
-if "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if [ "${TORCH:-1}" = 1 ] && "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     while read -r _ name rate; do torch[$name]=$rate; done \
         < <("$python" scripts/bench_small_torch.py --rows "$rows" "${torch_args[@]}")
 fi
@@ -111,9 +115,9 @@ table="| shape | net | batch | train, graphs | train, no graphs | train, eager (
 | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
 for s in $shapes; do
     IFS='|' read -r in layers batch epochs hidden <<<"$(spec "$s")"
-    g=$(run "$s" graphs)
-    p=$(run "$s" plain)
-    e=$(run "$s" eager)
+    declare -A rate=([graphs]=- [plain]=- [eager]=-)
+    for m in $modes; do rate[$m]=$(run "$s" "$m"); done
+    g=${rate[graphs]} p=${rate[plain]} e=${rate[eager]}
     table+=$'\n'"| $s | in $in, $layers | $batch | $g | $p | $e | ${torch[$s]:--} | ${target[$s]} |"
 done
 echo "$table"

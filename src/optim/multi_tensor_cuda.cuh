@@ -2,7 +2,11 @@
  * table (multi_tensor.h): its entries and how a kernel's block finds the
  * piece of a tensor it owns. The tensors are cut into kMtChunk-element
  * pieces, numbered across the table; a block takes pieces blockIdx.x,
- * blockIdx.x + gridDim.x, ... Each element's arithmetic is the one-tensor
+ * blockIdx.x + gridDim.x, ... and each of its threads kMtPerThread elements
+ * of a piece, which a kernel loads together before it writes any: one
+ * memory round trip a piece, where a loop of loads and stores through
+ * pointers that may alias waits for each in turn (a 4096-element piece
+ * took 11 us that way). Each element's arithmetic is the one-tensor
  * kernel's, so the results do not depend on how the work is cut. */
 #ifndef FUSENET_OPTIM_MULTI_TENSOR_CUDA_CUH
 #define FUSENET_OPTIM_MULTI_TENSOR_CUDA_CUH
@@ -12,8 +16,9 @@
 #include "core/cuda_state.h"
 #include "optim/multi_tensor.h"
 
-inline constexpr int kMtChunk = 4096;  /* elements a piece */
-inline constexpr int kMtThreads = 256; /* threads a block */
+inline constexpr int kMtThreads = 256;  /* threads a block */
+inline constexpr int kMtPerThread = 4;  /* elements a thread of a piece */
+inline constexpr int kMtChunk = kMtThreads * kMtPerThread; /* elements a piece */
 
 struct fn_mt_entry {
     float *value;    /* [n] */
@@ -24,13 +29,35 @@ struct fn_mt_entry {
     long long chunk0; /* the first piece of this tensor */
 };
 
-/* The entry that holds piece `chunk` (entries in chunk0 order; few). */
+/* The entry that holds piece `chunk`: the last whose chunk0 <= chunk
+ * (entries in chunk0 order, the first's 0), by bisection. */
 __device__ __forceinline__ int mt_entry_of(const fn_mt_entry *table, int n, long long chunk)
 {
-    int k = 0;
-    while (k + 1 < n && table[k + 1].chunk0 <= chunk)
-        k++;
-    return k;
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (table[mid].chunk0 <= chunk)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Calls piece(e, first, end) for each piece this block takes: the
+ * thread's elements of it are first + k * kMtThreads, k < kMtPerThread,
+ * those below end. */
+template <class Piece>
+__device__ __forceinline__ void mt_for_each_piece(const fn_mt_entry *table, int n, long long chunks,
+                                                  Piece piece)
+{
+    for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+        /* a copy: the piece's stores may alias the table */
+        const fn_mt_entry e = table[mt_entry_of(table, n, c)];
+        const size_t begin = (size_t)(c - e.chunk0) * kMtChunk;
+        const size_t end = begin + kMtChunk < e.n ? begin + kMtChunk : e.n;
+        piece(e, begin + threadIdx.x, end);
+    }
 }
 
 /* The blocks of a multi-tensor launch: a piece each, at most 16 a
