@@ -1,11 +1,13 @@
 /* context_cuda.cu — the GPU half of fn_context: device selection with a clear
  * error when there is no GPU, one stream, one cuBLAS handle on that stream in
- * deterministic mode, its workspace, and the device's multiprocessor count. */
+ * deterministic mode, a cuBLASLt handle and the table of its chosen
+ * algorithms, their workspace, and the device's multiprocessor count. */
 #include <stdlib.h>
 
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/gemm_lt_cuda.h"
 
 /* cuBLAS's recommended workspace for Hopper; set explicitly so cuBLAS never
  * allocates inside a step. */
@@ -32,7 +34,10 @@ static fn_status create_state(fn_cuda_state *s, int gpu)
     /* Bit-identical runs: no atomics-based reductions inside cuBLAS. */
     FN_CUBLAS_CHECK(cublasSetAtomicsMode(s->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
     FN_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
+    s->cublas_workspace_bytes = kCublasWorkspaceBytes;
     FN_CUBLAS_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
+    FN_CUBLAS_CHECK(cublasLtCreate(&s->lt));
+    FN_TRY(fn_gemm_lt_cache_create(&s->gemm_algos));
     FN_CUDA_CHECK(cudaMalloc(&s->reduce, (FN_CUDA_REDUCE_SLOTS + 1) * sizeof(double)));
     return FN_OK;
 }
@@ -68,6 +73,9 @@ extern "C" void fn_cuda_context_release(fn_context *ctx)
         cudaStreamSynchronize(s->stream);
     if (s->cublas)
         cublasDestroy(s->cublas);
+    if (s->lt)
+        cublasLtDestroy(s->lt);
+    fn_gemm_lt_cache_destroy(s->gemm_algos);
     cudaFree(s->cublas_workspace);
     cudaFree(s->reduce);
     if (s->stream)

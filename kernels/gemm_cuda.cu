@@ -1,13 +1,14 @@
-/* gemm_cuda.cu — the row-major products of gemm_cuda.h through cublasGemmEx,
+/* gemm_cuda.cu — the row-major products of gemm_cuda.h through cuBLASLt
+ * (gemm_lt_cuda.h: the algorithm chosen once a shape, by a rule),
  * in the context's math mode: strict fp32, TF32 tensor cores, bf16 (both
  * operands rounded to bfloat16 by to_bf16_kernel, fp32 accumulation), or tf32x3 (each
  * operand split into a TF32-exact part and its remainder, and three TF32
  * GEMMs chained into one output, the second and third with beta = 1, so each
  * product is rounded to fp32 in C before the next adds to it: near-fp32
  * accuracy at tensor-core speed); the split and transpose kernels layers use to prepare operands
- * once and reuse them (fn_cuda_gemm_split). cuBLAS's default algorithm is
- * used for every shape: a given algorithm is deterministic, and a choice by
- * timing could differ between runs and so change the bits.
+ * once and reuse them (fn_cuda_gemm_split). A given algorithm is
+ * deterministic, and no choice is made by timing, which could differ between
+ * runs and so change the bits.
  *
  * cuBLAS is column-major: a row-major [r, c] matrix is a column-major [c, r]
  * one, so each row-major product is computed as its transpose, C^T = B^T A^T,
@@ -20,6 +21,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
+#include "core/gemm_lt_cuda.h"
 #include "core/launch_cuda.cuh"
 
 static constexpr int kTile = 32;     /* transpose: tile side */
@@ -173,13 +175,13 @@ extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int
     return 0;
 }
 
-static fn_status gemm_ex(cublasHandle_t h, cublasComputeType_t compute, cublasOperation_t ta,
-                         cublasOperation_t tb, int m, int n, int k, float alpha, const float *a,
-                         int lda, const float *b, int ldb, float beta, float *c, int ldc)
+/* A product of fp32 operands into fp32, computed as `compute` says. */
+static fn_status gemm_f32(fn_context *ctx, cublasComputeType_t compute, cublasOperation_t ta,
+                          cublasOperation_t tb, int m, int n, int k, float alpha, const float *a,
+                          int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    FN_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F,
-                                 ldb, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
-    return FN_OK;
+    return fn_gemm_lt(ctx, compute, CUDA_R_32F, CUDA_R_32F, ta, tb, m, n, k, alpha, a, lda, b,
+                      ldb, beta, c, ldc);
 }
 
 static bool quad_ok(const void *dst, const float *src, size_t n)
@@ -221,11 +223,8 @@ extern "C" fn_status fn_cuda_gemm_bf16(fn_context *ctx, int trans_a, int trans_b
                        fn_math_name(fn_context_math(ctx)));
     const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    FN_CUBLAS_CHECK(cublasGemmEx(fn_ctx_cublas(ctx), ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda,
-                                 b, CUDA_R_16BF, ldb, &beta, c,
-                                 c_bf16 ? CUDA_R_16BF : CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
-    return FN_OK;
+    return fn_gemm_lt(ctx, CUBLAS_COMPUTE_32F, CUDA_R_16BF, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, ta,
+                      tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 extern "C" fn_status fn_cuda_split_tf32(fn_context *ctx, float *a_big, float *a_small,
@@ -258,17 +257,16 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
                                         int lda, const float *b, const float *b_small, int ldb,
                                         float beta, float *c, int ldc)
 {
-    cublasHandle_t h = fn_ctx_cublas(ctx);
     const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     switch (fn_context_math(ctx)) {
     case FN_MATH_FP32:
-        /* The handle keeps CUBLAS_DEFAULT_MATH, so COMPUTE_32F is plain fp32 FMA. */
-        return gemm_ex(h, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                       ldc);
+        /* cuBLASLt's COMPUTE_32F is plain fp32 FMA: no tensor cores. */
+        return gemm_f32(ctx, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                        ldc);
     case FN_MATH_TF32:
-        return gemm_ex(h, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, alpha, a, lda, b, ldb,
-                       beta, c, ldc);
+        return gemm_f32(ctx, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, alpha, a, lda, b, ldb,
+                        beta, c, ldc);
     case FN_MATH_TF32X3:
         break;
     case FN_MATH_BF16:
@@ -282,9 +280,9 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
     const cublasComputeType_t tf32 = CUBLAS_COMPUTE_32F_FAST_TF32;
     /* The small cross terms first, the dominant big product last, so the
      * small terms are added together in C before the big one swamps them. */
-    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a_small, lda, b, ldb, beta, c, ldc));
-    FN_TRY(gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b_small, ldb, 1.0f, c, ldc));
-    return gemm_ex(h, tf32, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
+    FN_TRY(gemm_f32(ctx, tf32, ta, tb, m, n, k, alpha, a_small, lda, b, ldb, beta, c, ldc));
+    FN_TRY(gemm_f32(ctx, tf32, ta, tb, m, n, k, alpha, a, lda, b_small, ldb, 1.0f, c, ldc));
+    return gemm_f32(ctx, tf32, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
 /* bf16 mode's gemm: both operands rounded into ws, then one bf16 product. */

@@ -1,11 +1,12 @@
 /* cuda_state.h — the GPU half of a fn_context: the stream every kernel and
- * product of a network runs on, the cuBLAS handle bound to it, cuBLAS's
- * workspace, a small buffer for the losses' reductions and the device's
+ * product of a network runs on, the cuBLAS and cuBLASLt handles and their
+ * workspace, the products' chosen algorithms (gemm_lt_cuda.h), a small buffer for the losses' reductions and the device's
  * multiprocessor count (grid sizes, launch_cuda.cuh). Allocated once when
  * the context is created. */
 #ifndef FUSENET_KERNELS_CUDA_STATE_H
 #define FUSENET_KERNELS_CUDA_STATE_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -16,7 +17,10 @@ enum { FN_CUDA_REDUCE_SLOTS = 1024 };
 struct fn_cuda_state {
     cudaStream_t stream;
     cublasHandle_t cublas;
-    void *cublas_workspace; /* [kCublasWorkspaceBytes], context_cuda.cu */
+    cublasLtHandle_t lt;
+    void *cublas_workspace; /* [cublas_workspace_bytes], both handles' */
+    size_t cublas_workspace_bytes;
+    struct fn_gemm_lt_cache *gemm_algos;
     /* Per-block partial sums of the losses and the correct-count
      * (loss_cuda.cu): FN_CUDA_REDUCE_SLOTS + 1 doubles, the last one for a
      * result, so a loss never allocates. */

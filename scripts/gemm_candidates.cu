@@ -1,0 +1,143 @@
+/* gemm_candidates.cu — the measurement behind kernels/gemm_lt_cuda.cu's
+ * rule: for the fp32 products of bench_small.sh's S and M networks, the time
+ * of cublasGemmEx (cuBLAS's own pick) and of each of cuBLASLt's first eight
+ * heuristic candidates, with its split of k (splitK) and the kernels it
+ * launches, each timed as 200 products captured in a CUDA graph (median of
+ * 7 replays: the way `train` replays a step). Column-major m, n, k as
+ * gemm_cuda.cu passes them. A tool, not part of the build:
+ *
+ *   nvcc -O2 -arch=sm_90 -o /tmp/gemm_candidates scripts/gemm_candidates.cu -lcublasLt -lcublas
+ *   /tmp/gemm_candidates
+ */
+#include <algorithm>
+#include <cstdio>
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <vector>
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        auto e_ = (x);                                                                             \
+        if ((int)e_) {                                                                             \
+            printf("err %d at %d\n", (int)e_, __LINE__);                                           \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+struct Shape {
+    const char *name;
+    cublasOperation_t ta, tb;
+    int m, n, k;
+};
+static float time_graph(cudaStream_t s, cudaGraphExec_t ge) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 3; i++)
+        cudaGraphLaunch(ge, s);
+    std::vector<float> t;
+    for (int r = 0; r < 7; r++) {
+        cudaEventRecord(a, s);
+        cudaGraphLaunch(ge, s);
+        cudaEventRecord(b, s);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    return t[3];
+}
+int main() {
+    Shape shapes[] = {
+        {"S fwd 32x64->128", CUBLAS_OP_T, CUBLAS_OP_N, 128, 32, 64},
+        {"S fwd 32x128->128", CUBLAS_OP_T, CUBLAS_OP_N, 128, 32, 128},
+        {"S fwd 32x128->10", CUBLAS_OP_T, CUBLAS_OP_N, 10, 32, 128},
+        {"S dW 128x128 k32", CUBLAS_OP_N, CUBLAS_OP_T, 128, 128, 32},
+        {"S dx 32x128 <-128", CUBLAS_OP_N, CUBLAS_OP_N, 128, 32, 128},
+        {"S dx 32x128 <-10", CUBLAS_OP_N, CUBLAS_OP_N, 128, 32, 10},
+        {"M fwd 256x256->512", CUBLAS_OP_T, CUBLAS_OP_N, 512, 256, 256},
+        {"M fwd 256x512->512", CUBLAS_OP_T, CUBLAS_OP_N, 512, 256, 512},
+        {"M fwd 256x512->10", CUBLAS_OP_T, CUBLAS_OP_N, 10, 256, 512},
+        {"M dW 512x512 k256", CUBLAS_OP_N, CUBLAS_OP_T, 512, 512, 256},
+        {"M dx 256x512 <-512", CUBLAS_OP_N, CUBLAS_OP_N, 512, 256, 512},
+        {"M dx 256x512 <-10", CUBLAS_OP_N, CUBLAS_OP_N, 512, 256, 10},
+    };
+    float *A, *B, *C;
+    void *ws;
+    size_t wsb = 32 << 20;
+    CK(cudaMalloc(&A, 4 << 20));
+    CK(cudaMalloc(&B, 4 << 20));
+    CK(cudaMalloc(&C, 4 << 20));
+    CK(cudaMalloc(&ws, wsb));
+    cudaMemset(A, 0, 4 << 20);
+    cudaMemset(B, 0, 4 << 20);
+    cudaMemset(C, 0, 4 << 20);
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cublasHandle_t h;
+    CK(cublasCreate(&h));
+    CK(cublasSetStream(h, s));
+    CK(cublasSetWorkspace(h, ws, wsb));
+    cublasLtHandle_t lt;
+    CK(cublasLtCreate(&lt));
+    const int reps = 200;
+    float one = 1, zero = 0;
+    for (auto &sh : shapes) {
+        int lda = sh.ta == CUBLAS_OP_N ? sh.m : sh.k, ldb = sh.tb == CUBLAS_OP_N ? sh.k : sh.n;
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < reps; i++)
+            CK(cublasGemmEx(h, sh.ta, sh.tb, sh.m, sh.n, sh.k, &one, A, CUDA_R_32F, lda, B,
+                            CUDA_R_32F, ldb, &zero, C, CUDA_R_32F, sh.m, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+        CK(cudaStreamEndCapture(s, &g));
+        size_t nodes;
+        cudaGraphGetNodes(g, NULL, &nodes);
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        printf("%-22s gemmEx: %6.2f us/op (%zu kernels/op)\n", sh.name,
+               time_graph(s, ge) * 1000 / reps, nodes / reps);
+        cudaGraphExecDestroy(ge);
+        cudaGraphDestroy(g);
+        cublasLtMatmulDesc_t op;
+        CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &sh.ta, sizeof sh.ta));
+        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &sh.tb, sizeof sh.tb));
+        cublasLtMatrixLayout_t la, lb, lc;
+        CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, sh.ta == CUBLAS_OP_N ? sh.m : sh.k,
+                                      sh.ta == CUBLAS_OP_N ? sh.k : sh.m, lda));
+        CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, sh.tb == CUBLAS_OP_N ? sh.k : sh.n,
+                                      sh.tb == CUBLAS_OP_N ? sh.n : sh.k, ldb));
+        CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, sh.m, sh.n, sh.m));
+        cublasLtMatmulPreference_t pref;
+        CK(cublasLtMatmulPreferenceCreate(&pref));
+        CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &wsb, sizeof wsb));
+        cublasLtMatmulHeuristicResult_t res[16];
+        int nres = 0;
+        CK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 16, res, &nres));
+        for (int r = 0; r < nres && r < 8; r++) {
+            int splitk = 0, tile = 0, algo = 0;
+            size_t w;
+            cublasLtMatmulAlgoConfigGetAttribute(&res[r].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                 &splitk, sizeof splitk, &w);
+            cublasLtMatmulAlgoConfigGetAttribute(&res[r].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                 sizeof tile, &w);
+            cublasLtMatmulAlgoConfigGetAttribute(&res[r].algo, CUBLASLT_ALGO_CONFIG_ID, &algo,
+                                                 sizeof algo, &w);
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            for (int i = 0; i < reps; i++)
+                CK(cublasLtMatmul(lt, op, &one, A, la, B, lb, &zero, C, lc, C, lc, &res[r].algo, ws,
+                                  wsb, s));
+            CK(cudaStreamEndCapture(s, &g));
+            cudaGraphGetNodes(g, NULL, &nodes);
+            CK(cudaGraphInstantiate(&ge, g, 0));
+            printf(
+                "%-22s   lt[%d] algo %d tile %d splitK %d ws %zu: %6.2f us/op (%zu kernels/op)\n",
+                "", r, algo, tile, splitk, res[r].workspaceSize, time_graph(s, ge) * 1000 / reps,
+                nodes / reps);
+            cudaGraphExecDestroy(ge);
+            cudaGraphDestroy(g);
+        }
+    }
+    return 0;
+}
