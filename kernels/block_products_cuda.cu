@@ -80,52 +80,84 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
                               C);
 }
 
-/* bf16 mode: dx = dz W from the forward's w_h and dW = dz^T x from its x_h,
- * with dz_h as the normalisation's backward wrote it, both accumulated in
- * fp32 into fp32 outputs; the operands as stored (column-major dW^T [in, C]
- * = x^T dz: x_h op N, dz_h op T), as in fp32. */
-static fn_status bf16_backward_products(fn_block *b, const fn_block_ws *ws, fn_tensor *dx,
-                                        float *dw_out, float alpha)
+/* bf16 mode's dW = dz^T x from the forward's x_h, with dz_h as the
+ * normalisation's backward wrote it, accumulated in fp32 into the fp32
+ * dw_out; the operands as stored (column-major dW^T [in, C] = x^T dz: x_h
+ * op N, dz_h op T), as in fp32. */
+static fn_status bf16_dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, float alpha)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
-    if (dx)
-        FN_TRY(fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, 0.0f,
-                                 dx->data, 0, in));
     return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, 1.0f,
                              dw_out, 0, in);
 }
 
+/* dW (scaled by alpha, added to dw_out) in the context's math mode: in
+ * fp32 with x and dz as stored (column-major dW^T [in, C] = x^T dz: x^T
+ * op N, dz op T), in the TF32 modes with their transposes (op T, op N),
+ * made here. */
+static fn_status dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, float alpha)
+{
+    fn_layer *l = &b->base;
+    const int N = l->batch, in = l->in_features, C = l->out_features;
+    switch (fn_context_math(l->ctx)) {
+    case FN_MATH_BF16:
+        return bf16_dweight(b, ws, dw_out, alpha);
+    case FN_MATH_FP32:
+        return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in,
+                                  b->dz.data, NULL, C, 1.0f, dw_out, in);
+    case FN_MATH_TF32:
+    case FN_MATH_TF32X3:
+        break;
+    }
+    FN_TRY(fn_cuda_transpose(l->ctx, ws->dzt, ws->dzt_small, b->dz.data, N, C));
+    FN_TRY(fn_cuda_transpose(l->ctx, ws->xt, ws->xt_small, b->x.data, N, in));
+    return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws->xt, ws->xt_small, N, ws->dzt,
+                              ws->dzt_small, N, 1.0f, dw_out, in);
+}
+
+/* dx = dz W: column-major dx^T = w^T dz^T, both as stored; W as the
+ * forward left it (bf16 mode: its w_h; tf32x3: its split). */
+static fn_status dinput(fn_block *b, const fn_block_ws *ws, fn_tensor *dx)
+{
+    fn_layer *l = &b->base;
+    const int N = l->batch, in = l->in_features, C = l->out_features;
+    if (ws->w_h)
+        return fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, 0.0f,
+                                 dx->data, 0, in);
+    const float *w = ws->w_big ? ws->w_big : b->params[FN_BLOCK_WEIGHT].value.data;
+    return fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws->w_small, in,
+                              ws->dz_big ? ws->dz_big : b->dz.data, ws->dz_small, C, 0.0f,
+                              dx->data, in);
+}
+
+/* dW on the context's side stream, beside dx on the main one: the two
+ * read the same dz and write different outputs, so neither waits for the
+ * other (at a batch of 256 and 512 features, each product leaves most of
+ * the GPU idle). Not when dW is added into the W that dx reads (plain SGD
+ * folded into the product, with dx reading W itself): then dx first. */
 extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx, float *dw_out,
                                                      float alpha)
 {
     fn_layer *l = &b->base;
-    const int N = l->batch, in = l->in_features, C = l->out_features;
-    const fn_math math = fn_context_math(l->ctx);
-    const float *dz = b->dz.data;
+    const int N = l->batch, C = l->out_features;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
-    if (math == FN_MATH_BF16)
-        return bf16_backward_products(b, &ws, dx, dw_out, alpha);
-    if (math == FN_MATH_TF32X3)
-        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, dz, (size_t)N * C, NULL, NULL,
-                                  NULL, 0));
-    if (math != FN_MATH_FP32) {
-        FN_TRY(fn_cuda_transpose(l->ctx, ws.dzt, ws.dzt_small, dz, N, C));
-        FN_TRY(fn_cuda_transpose(l->ctx, ws.xt, ws.xt_small, b->x.data, N, in));
+    if (fn_context_math(l->ctx) == FN_MATH_TF32X3) /* dz's split, which both products read */
+        FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, b->dz.data, (size_t)N * C, NULL,
+                                  NULL, NULL, 0));
+    const bool dx_reads_dw_out =
+        !ws.w_h && !ws.w_big && dw_out == b->params[FN_BLOCK_WEIGHT].value.data;
+    if (!dx)
+        return dweight(b, &ws, dw_out, alpha);
+    if (dx_reads_dw_out) {
+        FN_TRY(dinput(b, &ws, dx));
+        return dweight(b, &ws, dw_out, alpha);
     }
-    const float *w = ws.w_big ? ws.w_big : b->params[FN_BLOCK_WEIGHT].value.data;
-    const float *dz_a = ws.dz_big ? ws.dz_big : dz;
-    /* Row-major dx [N, in] = dz w is column-major dx^T = w^T dz^T, both as stored. */
-    if (dx)
-        FN_TRY(fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws.w_small, in, dz_a,
-                                  ws.dz_small, C, 0.0f, dx->data, in));
-    /* Row-major dW [C, in] = dz^T x is column-major dW^T [in, C] = x^T dz:
-     * in fp32 with x and dz as stored (x^T, op N; dz, op T), in the TF32
-     * modes with x^T and dz^T as stored (op T, op N). */
-    if (math == FN_MATH_FP32)
-        return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in, dz, NULL, C,
-                                  1.0f, dw_out, in);
-    return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws.xt, ws.xt_small, N, ws.dzt,
-                              ws.dzt_small, N, 1.0f, dw_out, in);
+    FN_TRY(fn_cuda_side_begin(l->ctx));
+    const fn_status st = dweight(b, &ws, dw_out, alpha);
+    fn_cuda_side_end(l->ctx);
+    FN_TRY(st);
+    FN_TRY(dinput(b, &ws, dx));
+    return fn_cuda_join(l->ctx);
 }

@@ -1,7 +1,9 @@
 /* context_cuda.cu — the GPU half of fn_context: device selection with a clear
  * error when there is no GPU, one stream, one cuBLAS handle on that stream in
  * deterministic mode, a cuBLASLt handle and the table of its chosen
- * algorithms, their workspace, and the device's multiprocessor count. */
+ * algorithms, a side stream with the events that fork work onto it and join
+ * it back, each stream's cuBLAS workspace, and the device's multiprocessor
+ * count. */
 #include <stdlib.h>
 
 #include "core/cuda_runtime.h"
@@ -33,7 +35,12 @@ static fn_status create_state(fn_cuda_state *s, int gpu)
     FN_CUBLAS_CHECK(cublasSetStream(s->cublas, s->stream));
     /* Bit-identical runs: no atomics-based reductions inside cuBLAS. */
     FN_CUBLAS_CHECK(cublasSetAtomicsMode(s->cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
+    /* Blocking too, for the same reason. */
+    FN_CUDA_CHECK(cudaStreamCreate(&s->side_stream));
+    FN_CUDA_CHECK(cudaEventCreateWithFlags(&s->fork_event, cudaEventDisableTiming));
+    FN_CUDA_CHECK(cudaEventCreateWithFlags(&s->join_event, cudaEventDisableTiming));
     FN_CUDA_CHECK(cudaMalloc(&s->cublas_workspace, kCublasWorkspaceBytes));
+    FN_CUDA_CHECK(cudaMalloc(&s->side_workspace, kCublasWorkspaceBytes));
     s->cublas_workspace_bytes = kCublasWorkspaceBytes;
     FN_CUBLAS_CHECK(cublasSetWorkspace(s->cublas, s->cublas_workspace, kCublasWorkspaceBytes));
     FN_CUBLAS_CHECK(cublasLtCreate(&s->lt));
@@ -71,17 +78,45 @@ extern "C" void fn_cuda_context_release(fn_context *ctx)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
+    if (s->side_stream)
+        cudaStreamSynchronize(s->side_stream);
     if (s->cublas)
         cublasDestroy(s->cublas);
     if (s->lt)
         cublasLtDestroy(s->lt);
     fn_gemm_lt_cache_destroy(s->gemm_algos);
     cudaFree(s->cublas_workspace);
+    cudaFree(s->side_workspace);
+    if (s->fork_event)
+        cudaEventDestroy(s->fork_event);
+    if (s->join_event)
+        cudaEventDestroy(s->join_event);
+    if (s->side_stream)
+        cudaStreamDestroy(s->side_stream);
     cudaFree(s->reduce);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     free(s);
     ctx->cuda = NULL;
+}
+
+extern "C" fn_status fn_cuda_side_begin(fn_context *ctx)
+{
+    fn_cuda_state *s = ctx->cuda;
+    FN_CUDA_CHECK(cudaEventRecord(s->fork_event, s->stream));
+    FN_CUDA_CHECK(cudaStreamWaitEvent(s->side_stream, s->fork_event, 0));
+    s->on_side = 1;
+    return FN_OK;
+}
+
+extern "C" void fn_cuda_side_end(fn_context *ctx) { ctx->cuda->on_side = 0; }
+
+extern "C" fn_status fn_cuda_join(fn_context *ctx)
+{
+    fn_cuda_state *s = ctx->cuda;
+    FN_CUDA_CHECK(cudaEventRecord(s->join_event, s->side_stream));
+    FN_CUDA_CHECK(cudaStreamWaitEvent(s->stream, s->join_event, 0));
+    return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_context_sync(fn_context *ctx)

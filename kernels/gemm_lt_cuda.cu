@@ -151,6 +151,7 @@ fn_status fn_gemm_lt(fn_context *ctx, cublasComputeType_t compute, cudaDataType_
         algo = &chosen;
     }
     FN_CUBLAS_CHECK(cublasLtMatmul(s->lt, op, &alpha, a, la, b, lb, &beta, c, lc, c, lc, algo,
-                                   s->cublas_workspace, s->cublas_workspace_bytes, s->stream));
+                                   fn_ctx_cublas_workspace(ctx), s->cublas_workspace_bytes,
+                                   fn_ctx_stream(ctx)));
     return FN_OK;
 }

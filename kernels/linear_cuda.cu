@@ -1,6 +1,6 @@
 /* linear_cuda.cu — the affine output layer y = x W^T + b on the GPU: the
  * products through gemm_cuda.h, a bias-add kernel, and db as a deterministic
- * column sum of dy (reduce_cuda.cuh). */
+ * column sum of dy (reduce_cuda.cuh), beside dx on the side stream. */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
@@ -67,9 +67,12 @@ static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_ten
     return FN_OK;
 }
 
-static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_tensor *dx)
+/* db, then dW where its product needs no workspace (fp32, tf32: the
+ * bf16 and tf32x3 products round or split their operands into the one
+ * workspace dx's product uses too). */
+static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, bool with_dweight)
 {
-    fn_linear *l = (fn_linear *)layer;
+    fn_layer *layer = &l->base;
     const int N = layer->batch, C = layer->out_features;
     cudaStream_t s = fn_ctx_stream(layer->ctx);
     float *partials = l->scratch.data;
@@ -77,16 +80,35 @@ static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_t
     FN_TRY(fn_column_partials<1>(s, partials, dy_column_op{dy->data, C}, N, C, chunks));
     FN_TRY(fn_column_finish<1>(s, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
                                partials, 0.0f, chunks, C));
+    if (!with_dweight)
+        return FN_OK;
+    return fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
+                                l->x.data, N, layer->in_features, C, NULL, 0);
+}
+
+/* db (and dW, where it can) on the context's side stream, beside dx on the
+ * main one: all read dy and write different outputs. */
+static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_tensor *dx)
+{
+    fn_linear *l = (fn_linear *)layer;
+    const int N = layer->batch, C = layer->out_features;
+    const fn_math math = fn_context_math(layer->ctx);
+    const bool dweight_beside = math == FN_MATH_FP32 || math == FN_MATH_TF32;
+    FN_TRY(fn_cuda_side_begin(layer->ctx));
+    const fn_status st = linear_cuda_side_gradients(l, dy, dweight_beside);
+    fn_cuda_side_end(layer->ctx);
+    FN_TRY(st);
 
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
-    FN_TRY(fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                l->x.data, N, layer->in_features, C, ws, ws_floats));
+    if (!dweight_beside)
+        FN_TRY(fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
+                                    l->x.data, N, layer->in_features, C, ws, ws_floats));
     if (dx)
         FN_TRY(fn_cuda_gemm_dinput(layer->ctx, dx->data, dy->data,
                                    l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features,
                                    C, ws, ws_floats));
-    return FN_OK;
+    return fn_cuda_join(layer->ctx);
 }
 
 static void linear_cuda_destroy(fn_layer *layer)

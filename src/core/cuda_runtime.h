@@ -18,6 +18,20 @@ int fn_cuda_count_devices(void);
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu);
 void fn_cuda_context_release(fn_context *ctx);
 fn_status fn_cuda_context_sync(fn_context *ctx);
+/* The context's side stream, for work independent of what the main stream
+ * does meanwhile (a layer's weight gradient beside its input gradient):
+ *   fn_cuda_side_begin  what is queued next on the context (kernels,
+ *                       products: fn_ctx_stream) goes to the side stream,
+ *                       after everything queued on the main one so far;
+ *   fn_cuda_side_end    back to the main stream;
+ *   fn_cuda_join        what the main stream queues next waits for
+ *                       everything queued on the side stream so far.
+ * A layer joins before its call returns, so the rest of the library sees
+ * one stream. The side stream's products have a cuBLAS workspace of their
+ * own. CUDA graph capture follows the fork and the join. */
+fn_status fn_cuda_side_begin(fn_context *ctx);
+void fn_cuda_side_end(fn_context *ctx);
+fn_status fn_cuda_join(fn_context *ctx);
 
 /* kernels/memory_cuda.cu: plain device memory (cudaMalloc), synchronous copies */
 fn_status fn_cuda_alloc(void **ptr, size_t bytes);

@@ -22,7 +22,8 @@ void fn_gemm_lt_cache_destroy(fn_gemm_lt_cache *cache); /* NULL is fine */
 
 /* A and B of ab_type, C of c_type, scaled and accumulated in fp32 by
  * `compute` (CUBLAS_COMPUTE_32F or _32F_FAST_TF32), on the context's
- * stream with its cuBLAS workspace. */
+ * current stream (fn_ctx_stream: the side one between fn_cuda_side_begin
+ * and _end) with that stream's cuBLAS workspace. */
 fn_status fn_gemm_lt(fn_context *ctx, cublasComputeType_t compute, cudaDataType_t ab_type,
                      cudaDataType_t c_type, cublasOperation_t ta, cublasOperation_t tb, int m,
                      int n, int k, float alpha, const void *a, int lda, const void *b, int ldb,
