@@ -80,29 +80,19 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
                               C);
 }
 
-/* bf16 mode's dW = dz^T x from the forward's x_h, with dz_h as the
- * normalisation's backward wrote it, accumulated in fp32 into the fp32
- * dw_out; the operands as stored (column-major dW^T [in, C] = x^T dz: x_h
- * op N, dz_h op T), as in fp32. */
-static fn_status bf16_dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, float alpha)
-{
-    fn_layer *l = &b->base;
-    const int N = l->batch, in = l->in_features, C = l->out_features;
-    return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, 1.0f,
-                             dw_out, 0, in);
-}
-
-/* dW (scaled by alpha, added to dw_out) in the context's math mode: in
- * fp32 with x and dz as stored (column-major dW^T [in, C] = x^T dz: x^T
- * op N, dz op T), in the TF32 modes with their transposes (op T, op N),
- * made here. */
+/* dW (scaled by alpha, added to dw_out) in the context's math mode, as
+ * column-major dW^T [in, C] = x^T dz: in fp32 with x and dz as stored (x^T
+ * op N, dz op T); in bf16 the same with the forward's x_h and dz_h as the
+ * normalisation's backward wrote it, accumulated in fp32; in the TF32 modes
+ * with their transposes (op T, op N), made here. */
 static fn_status dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, float alpha)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
     switch (fn_context_math(l->ctx)) {
     case FN_MATH_BF16:
-        return bf16_dweight(b, ws, dw_out, alpha);
+        return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, 1.0f,
+                                 dw_out, 0, in);
     case FN_MATH_FP32:
         return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in,
                                   b->dz.data, NULL, C, 1.0f, dw_out, in);
