@@ -145,9 +145,12 @@ extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx,
         return dweight(b, &ws, dw_out, alpha);
     }
     FN_TRY(fn_cuda_side_begin(l->ctx));
-    const fn_status st = dweight(b, &ws, dw_out, alpha);
+    fn_status st = dweight(b, &ws, dw_out, alpha);
     fn_cuda_side_end(l->ctx);
-    FN_TRY(st);
-    FN_TRY(dinput(b, &ws, dx));
-    return fn_cuda_join(l->ctx);
+    if (st == FN_OK)
+        st = dinput(b, &ws, dx);
+    /* Joined on failure too: a capture must not end with the side stream
+     * forked, and the main stream must not run ahead of it. */
+    const fn_status joined = fn_cuda_join(l->ctx);
+    return st != FN_OK ? st : joined;
 }

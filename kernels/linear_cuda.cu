@@ -95,20 +95,21 @@ static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_t
     const fn_math math = fn_context_math(layer->ctx);
     const bool dweight_beside = math == FN_MATH_FP32 || math == FN_MATH_TF32;
     FN_TRY(fn_cuda_side_begin(layer->ctx));
-    const fn_status st = linear_cuda_side_gradients(l, dy, dweight_beside);
+    fn_status st = linear_cuda_side_gradients(l, dy, dweight_beside);
     fn_cuda_side_end(layer->ctx);
-    FN_TRY(st);
 
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
-    if (!dweight_beside)
-        FN_TRY(fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                    l->x.data, N, layer->in_features, C, ws, ws_floats));
-    if (dx)
-        FN_TRY(fn_cuda_gemm_dinput(layer->ctx, dx->data, dy->data,
-                                   l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features,
-                                   C, ws, ws_floats));
-    return fn_cuda_join(layer->ctx);
+    if (st == FN_OK && !dweight_beside)
+        st = fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
+                                  l->x.data, N, layer->in_features, C, ws, ws_floats);
+    if (st == FN_OK && dx)
+        st = fn_cuda_gemm_dinput(layer->ctx, dx->data, dy->data,
+                                 l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,
+                                 ws, ws_floats);
+    /* Joined on failure too (block_products_cuda.cu says why). */
+    const fn_status joined = fn_cuda_join(layer->ctx);
+    return st != FN_OK ? st : joined;
 }
 
 static void linear_cuda_destroy(fn_layer *layer)
