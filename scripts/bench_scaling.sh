@@ -58,13 +58,7 @@ done
 # One set for every run: `steps` steps an epoch at the largest N.
 rows=$(( max * per_gpu * steps ))
 echo "bench_scaling.sh: writing $rows x $width rows to $work/train.h5" >&2
-if command -v h5cc >/dev/null; then
-    (src=$PWD/scripts/make_synthetic.c && cd "$work" && h5cc -O2 -o make_synthetic "$src")
-else # Debian's serial HDF5 where h5cc is missing
-    cc -O2 -I/usr/include/hdf5/serial -o "$work/make_synthetic" scripts/make_synthetic.c \
-        -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5
-fi
-"$work/make_synthetic" "$work/train.h5" "$rows" "$width" "$classes"
+scripts/synthetic_set.sh "$work/train.h5" "$rows" "$width" "$classes"
 
 # config <name> <math> <global batch>: writes $work/<name>.ini
 config() {

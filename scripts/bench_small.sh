@@ -41,13 +41,6 @@ device=${DEVICE:-cuda}
 mkdir -p "$work"
 [ -x "$build/train" ] || { echo "bench_small.sh: no $build/train (build it, or set BUILD)" >&2; exit 1; }
 
-if command -v h5cc >/dev/null; then
-    (src=$PWD/scripts/make_synthetic.c && cd "$work" && h5cc -O2 -o make_synthetic "$src")
-else # Debian's serial HDF5 where h5cc is missing
-    cc -O2 -I/usr/include/hdf5/serial -o "$work/make_synthetic" scripts/make_synthetic.c \
-        -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5
-fi
-
 # shape -> "in|layers|batch|epochs|torch hidden"
 spec() {
     case $1 in
@@ -100,7 +93,7 @@ INI
 torch_args=()
 for s in $shapes; do
     IFS='|' read -r in layers batch epochs hidden <<<"$(spec "$s")"
-    [ -f "$work/train_$in.h5" ] || "$work/make_synthetic" "$work/train_$in.h5" "$rows" "$in" "$classes"
+    [ -f "$work/train_$in.h5" ] || scripts/synthetic_set.sh "$work/train_$in.h5" "$rows" "$in" "$classes"
     torch_args+=(--shape "$s:$in:$hidden:$batch")
 done
 

@@ -38,13 +38,7 @@ for p in train bench; do
 done
 
 echo "bench_train.sh: writing $rows x $in rows to $work/train.h5" >&2
-if command -v h5cc >/dev/null; then
-    (src=$PWD/scripts/make_synthetic.c && cd "$work" && h5cc -O2 -o make_synthetic "$src")
-else # Debian's serial HDF5 where h5cc is missing
-    cc -O2 -I/usr/include/hdf5/serial -o "$work/make_synthetic" scripts/make_synthetic.c \
-        -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5
-fi
-"$work/make_synthetic" "$work/train.h5" "$rows" "$in" "$classes"
+scripts/synthetic_set.sh "$work/train.h5" "$rows" "$in" "$classes"
 
 # train <math> <epochs> <threads or ''> -> the run's directory
 train() {

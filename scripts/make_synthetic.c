@@ -1,7 +1,7 @@
-/* make_synthetic.c — writes a synthetic training set for scripts/bench_train.sh:
+/* make_synthetic.c — writes a synthetic training set for the benchmark scripts:
  * X float32 [rows, cols] uniform in [-1, 1) and y int32 [rows] uniform in
  * [0, classes), from a fixed xorshift seed, written 1024 rows at a time.
- * Built by the script with HDF5's h5cc; not part of the library.
+ * Built and run by scripts/synthetic_set.sh; not part of the library.
  *
  *   make_synthetic out.h5 rows cols classes */
 #include <hdf5.h>

@@ -26,13 +26,7 @@ trap 'rm -rf "$work"' EXIT
 
 cmake -S "$base_src" -B build/train_base -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/train_base --target train -j"$(nproc)" >/dev/null
-if command -v h5cc >/dev/null; then
-    (src=$PWD/scripts/make_synthetic.c && cd "$work" && h5cc -O2 -o make_synthetic "$src")
-else # Debian's serial HDF5 where h5cc is missing
-    cc -O2 -I/usr/include/hdf5/serial -o "$work/make_synthetic" scripts/make_synthetic.c \
-        -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5
-fi
-"$work/make_synthetic" "$work/train.h5" "$rows" 64 10 >/dev/null
+scripts/synthetic_set.sh "$work/train.h5" "$rows" 64 10 >/dev/null
 
 # run <train program> <name>: prints the run's steps/s
 run() {

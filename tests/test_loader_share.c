@@ -16,13 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "expect.h"
 #include "fusenet/loader.h"
 #include "h5_write.h"
+#include "program.h"
 
 enum { N = 203, IN = 5, CLASSES = 7, BATCH = 8, MAX_PARTS = 5 };
 
@@ -36,8 +36,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fn_share_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    program_temp_dir(f->dir, sizeof f->dir, "fn_share_");
     snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     static float x[N * IN];
@@ -59,8 +58,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    remove(f->path);
-    rmdir(f->dir);
+    program_remove_dir(f->dir);
     free(f);
     return 0;
 }

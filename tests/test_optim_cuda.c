@@ -23,6 +23,7 @@
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
 #include "program.h"
+#include "trainer_run.h"
 
 enum { ROWS = 256, BATCH = 32, EPOCHS = 3, STOP_AFTER = 13, PATH_CAP = 512 };
 
@@ -81,55 +82,18 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct stopper {
-    long long steps, stop_after; /* -1: never */
-} stopper;
-
-static void on_step(void *user, const fn_train_progress *p)
-{
-    (void)p;
-    ((stopper *)user)->steps++;
-}
-
-static int should_stop(void *user)
-{
-    const stopper *s = user;
-    return s->stop_after >= 0 && s->steps >= s->stop_after;
-}
-
-static const fn_trainer_callbacks callbacks = {.on_step = on_step, .should_stop = should_stop};
-
-/* Runs run.ini into <dir>/<out>; the caller destroys the trainer, then cfg. */
+/* Runs run.ini into <dir>/<out> (trainer_run.h), which must succeed; the
+ * caller destroys the trainer, then cfg. */
 static fn_trainer *run(const fixture *f, const char *out, int resume, long long stop_after,
                        fn_config **cfg)
 {
-    char set[PATH_CAP + 16];
-    snprintf(set, sizeof set, "output.dir=%s/%s", f->dir, out);
-    EXPECT_OK(fn_config_load(cfg, f->ini));
-    EXPECT_OK(fn_config_set(*cfg, set));
-    EXPECT_OK(fn_config_finish(*cfg));
-    stopper s = {.stop_after = stop_after};
-    const fn_trainer_options options = {.resume = resume, .callbacks = &callbacks, .user = &s};
-    fn_trainer *t = NULL;
-    EXPECT_OK(fn_trainer_create(&t, *cfg, &options));
-    EXPECT_OK(fn_trainer_run(t));
+    fn_status st;
+    char msg[512];
+    fn_trainer *t = trainer_run(f->dir, f->ini, out, NULL, NULL, resume, stop_after, cfg, &st,
+                                msg, sizeof msg);
+    if (st != FN_OK)
+        fail_msg("train %s: %s", out, msg);
     return t;
-}
-
-static void expect_same_weights(const fn_net *a, const fn_net *b)
-{
-    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
-        const size_t n = fn_tensor_count(p);
-        float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
-        must(fn_tensor_download(p, x, n));
-        must(fn_tensor_download(q, y, n));
-        if (memcmp(x, y, n * sizeof *x) != 0)
-            fail_msg("parameter %d (%s) differs", i, fn_net_param(a, i)->name);
-        free(x);
-        free(y);
-    }
 }
 
 static void test_two_runs_bit_identical(void **state)

@@ -148,20 +148,28 @@ rank_pid() {
     done
 }
 
+# signal_rank1 <case> <name> <signal>: starts a long 2-rank run into
+# $work/<name> (log $work/<name>.log), sends <signal> to rank 1 alone once
+# the run has written its first epoch, and sets status to the job's exit
+# status.
+signal_rank1() {
+    mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/$2" \
+        > "$work/$2.log" 2>&1 &
+    local job=$! rank1
+    for _ in $(seq 600); do [ -s "$work/$2/metrics.csv" ] && break; sleep 0.1; done
+    rank1=$(rank_pid "$work/$2" 1)
+    if [ -z "$rank1" ]; then
+        fail "$1: rank 1's process not found"
+        kill -TERM $job
+    else
+        kill "-$3" "$rank1"
+    fi
+    wait $job
+    status=$?
+}
+
 # 7. SIGTERM to rank 1 alone
-mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/term" \
-    > "$work/term.log" 2>&1 &
-job=$!
-for _ in $(seq 600); do [ -s "$work/term/metrics.csv" ] && break; sleep 0.1; done
-rank1=$(rank_pid "$work/term" 1)
-if [ -z "$rank1" ]; then
-    fail "7: rank 1's process not found"
-    kill -TERM $job
-else
-    kill -TERM "$rank1"
-fi
-wait $job
-status=$?
+signal_rank1 7 term TERM
 [ $status -eq 143 ] || fail "7: exit status $status, expected 143: $(cat "$work/term.log")"
 grep -q "interrupted by a signal to another rank at epoch" "$work/term.log" ||
     fail "7: rank 0 did not report the stop: $(cat "$work/term.log")"
@@ -171,19 +179,7 @@ mpi 2 -- "$work/c.ini" --set train.epochs="${epoch:-1}" --set output.dir="$work/
     > "$work/term_resume.log" 2>&1 || fail "7: resuming failed: $(cat "$work/term_resume.log")"
 
 # 8. rank 1 killed
-mpi 2 -- "$work/c.ini" --set train.epochs=100000 --set output.dir="$work/kill" \
-    > "$work/kill.log" 2>&1 &
-job=$!
-for _ in $(seq 600); do [ -s "$work/kill/metrics.csv" ] && break; sleep 0.1; done
-rank1=$(rank_pid "$work/kill" 1)
-if [ -z "$rank1" ]; then
-    fail "8: rank 1's process not found"
-    kill -TERM $job
-else
-    kill -KILL "$rank1"
-fi
-wait $job
-status=$?
+signal_rank1 8 kill KILL
 [ $status -ne 0 ] && [ $status -ne 124 ] || fail "8: exit status $status (0: no failure; 124: hung)"
 
 # 9. rank 1 stalls at step 3; rank 0 gives up after 3 s

@@ -2,7 +2,8 @@
  * style overrides, an optional stop after N steps and an optional deferral
  * lag (the test hook FN_TEST_DEFER_LAG), and what tests compare between two
  * runs: the weights bit for bit, metrics.csv without its times. Shared by
- * test_defer (the CPU's deferred steps) and test_step_graph_cuda. */
+ * test_defer (the CPU's deferred steps), test_step_graph_cuda and
+ * test_optim_cuda. */
 #ifndef FN_TEST_TRAINER_RUN_H
 #define FN_TEST_TRAINER_RUN_H
 
