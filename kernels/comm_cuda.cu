@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/comm_impl.h"
+#include "dist/comm_impl.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/launch_cuda.cuh"

@@ -2,11 +2,11 @@
  * x = (x - mean[j]) / std[j], elementwise over a batch in place. The
  * subtraction and the division are each rounded on their own (__fsub_rn,
  * __fdiv_rn: IEEE, never fused or approximated), as the CPU path of
- * io/input_norm.c and PyTorch compute them, so all three give the same
+ * data/input_norm.c and PyTorch compute them, so all three give the same
  * bits. */
 #include "core/cuda_check.h"
 #include "core/launch_cuda.cuh"
-#include "io/input_norm_impl.h"
+#include "data/input_norm_impl.h"
 
 static constexpr int kThreads = 256;
 

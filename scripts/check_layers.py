@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """check_layers.py — fails when an #include crosses the architecture's rules.
 
-The layers, lowest first (DEVELOPERS.md, "Architecture"):
+The rooms (layers), lowest floor first (DEVELOPERS.md, "Architecture"):
 
-    core < nn < optim < io < train < programs
+    core < dist < store < data < nn < optim < run < trainer < programs
 
 A file may include headers of its own layer or lower ones. Where a file
 sits says its layer:
@@ -11,7 +11,9 @@ sits says its layer:
                              included as "nn/block_impl.h")
   include/fusenet/<x>.h      the layer of the src/ file with stem <x>
                              (block.h: src/nn/block.c), else FALLBACK
-  kernels/<x>_cuda.cu        likewise by <x> (block_cuda.cu: nn)
+  kernels/<room>/*.cu        that room
+  kernels/<x>_cuda.cu        the room of the src/ file with stem <x>
+                             (block_cuda.cu: nn)
   train/*.c                  programs
 Further rules: public headers include only public headers; programs include
 only public headers, except the white-box ones in WHITE_BOX (bench times
@@ -24,7 +26,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["core", "nn", "optim", "io", "train", "programs"]
+LAYERS = ["core", "dist", "store", "data", "nn", "optim", "run", "trainer", "programs"]
 # Headers and kernels without a same-stem source in src/.
 FALLBACK = {"device": "core", "param": "core", "memory": "core", "transfer": "core"}
 WHITE_BOX = {"bench.c"}
@@ -55,6 +57,8 @@ def layer_of_file(path, root, stems):
         return rel.parts[1]
     if top == "include":
         return layer_of_stem(path.stem, stems)
+    if top == "kernels" and len(rel.parts) > 2:
+        return rel.parts[1] if rel.parts[1] in LAYERS else None
     if top == "kernels":
         return layer_of_stem(re.sub(r"_cuda$", "", path.stem), stems)
     if top == "train":
@@ -99,7 +103,8 @@ def check_file(path, root, stems):
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     stems = stem_layers(root)
-    files = [f for pattern in ("src/*/*", "include/fusenet/*.h", "kernels/*", "train/*.c")
+    files = [f for pattern in ("src/*/*", "include/fusenet/*.h", "kernels/*", "kernels/*/*",
+                                         "train/*.c")
              for f in sorted(root.glob(pattern)) if f.is_file()]
     problems = [p for f in files for p in check_file(f, root, stems)]
     for p in problems:

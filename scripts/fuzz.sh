@@ -15,7 +15,7 @@
 # inputs in tests/fuzz/regressions/<harness>/, and writes what it finds
 # interesting to build/fuzz/corpus/<harness>/. The harnesses run the loaders
 # in one process, without the probe that reads each file in a child first
-# (src/io/h5_probe.h; tests/fuzz/fuzz_entry.h says why), so a crash or hang
+# (src/store/h5_probe.h; tests/fuzz/fuzz_entry.h says why), so a crash or hang
 # inside HDF5 itself is a finding too: once it is confirmed to be HDF5's,
 # keep it as regressions/<harness>/hdf5_crash_*, hdf5_hang_* or hdf5_asan_*
 # (ASan-only), where the replay test checks that the probe stops it, or as

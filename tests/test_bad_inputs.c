@@ -164,7 +164,7 @@ static const bad_input cases[] = {
           "data.valid=x_nan.h5"),
     /* Fuzz findings (tests/fuzz/regressions/): a 4 GiB "integer" label type,
      * 72 bytes declaring 2^47 rows, and a file on which HDF5 itself crashes
-     * (stopped by the probe of src/io/h5_probe.h; "(signal 11)", or "(exit
+     * (stopped by the probe of src/store/h5_probe.h; "(signal 11)", or "(exit
      * status 1)" where ASan reports it in the child). */
     DATA("../fuzz/regressions/data/fusenet_label_type_4gib_oom.h5",
          "fusenet_label_type_4gib_oom.h5: dataset 'y' is an integer of 4294967295 bytes, expected "

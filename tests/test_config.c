@@ -108,7 +108,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->groups, 8);
     assert_float_equal(cfg->eps, 1e-5f, 0);
     assert_float_equal(cfg->negative_slope, 0.01f, 0);
-    assert_int_equal(cfg->loss, FN_LOSS_CROSS_ENTROPY);
+    assert_ptr_equal(cfg->loss, &fn_cross_entropy_kind);
     assert_int_equal(cfg->batch_size, 64);
     assert_int_equal(cfg->epochs, 10);
     assert_float_equal(cfg->sgd.lr, 0.01f, 0);
@@ -150,7 +150,7 @@ static void test_values_and_overrides(void **state)
     assert_int_equal(cfg->layers[2].width, 3);
     assert_int_equal(cfg->groups, 4);
     assert_float_equal(cfg->negative_slope, 0.2f, 0);
-    assert_int_equal(cfg->loss, FN_LOSS_MSE);
+    assert_ptr_equal(cfg->loss, &fn_mse_kind);
     assert_int_equal(cfg->batch_size, 7);
     assert_int_equal(cfg->epochs, 5);
     assert_float_equal(cfg->sgd.lr, 0.25f, 0);

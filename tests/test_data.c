@@ -78,7 +78,7 @@ static void write_good(const fixture *f, int n, int in, int classes)
 
 static fn_data_options options(int classes, int batch)
 {
-    return (fn_data_options){.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+    return (fn_data_options){.inputs = "X", .targets = "y", .target_kind = FN_DATA_LABELS,
                              .out_features = classes, .batch_size = batch,
                              .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 7};
 }
@@ -182,7 +182,7 @@ static void test_wrong_rank(void **state)
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' has rank 1, expected 2");
     opt.inputs = "X2";
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has rank 2, expected 1");
-    opt.loss = FN_LOSS_MSE;
+    opt.target_kind = FN_DATA_FLOATS;
     opt.targets = "t";
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has rank 1, expected 2");
 }
@@ -197,7 +197,7 @@ static void test_row_mismatch(void **state)
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has 5 rows but 'X' has 6");
-    opt.loss = FN_LOSS_MSE;
+    opt.target_kind = FN_DATA_FLOATS;
     opt.targets = "t";
     opt.out_features = 3;
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has 2 columns, expected 3");
@@ -236,7 +236,7 @@ static void test_non_finite(void **state)
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' row 2 column 1 is NaN");
     opt.inputs = "X2";
-    opt.loss = FN_LOSS_MSE;
+    opt.target_kind = FN_DATA_FLOATS;
     opt.targets = "t";
     opt.out_features = 2;
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' row 5 column 1 is infinite");
@@ -436,7 +436,7 @@ static void test_mse_targets(void **state)
     h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(2, 4);
-    opt.loss = FN_LOSS_MSE;
+    opt.target_kind = FN_DATA_FLOATS;
     opt.targets = "t";
     fn_data *d = NULL;
     assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);

@@ -68,7 +68,7 @@ static hid_t half_type(void)
 
 static fn_data_options options(const char *inputs, const char *targets, int out)
 {
-    return (fn_data_options){.inputs = inputs, .targets = targets, .loss = FN_LOSS_MSE,
+    return (fn_data_options){.inputs = inputs, .targets = targets, .target_kind = FN_DATA_FLOATS,
                              .out_features = out, .batch_size = 6,
                              .memory_budget = (size_t)1 << 30, .shuffle = 0, .seed = 1};
 }
@@ -235,7 +235,7 @@ static void test_targets_by_rank(void **state)
     assert_int_equal(fn_data_target_kind(d), FN_DATA_LABELS);
     fn_data_close(d);
     opt.targets = "values";
-    opt.loss = FN_LOSS_CROSS_ENTROPY;
+    opt.target_kind = FN_DATA_LABELS;
     assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     assert_int_equal(fn_data_target_kind(d), FN_DATA_FLOATS);
     fn_data_close(d);

@@ -1,4 +1,4 @@
-/* test_defer.c — the deferred training step (src/train/trainer_defer.c) on
+/* test_defer.c — the deferred training step (src/trainer/trainer_defer.c) on
  * the CPU, where the test hook FN_TEST_DEFER_LAG makes the trainer defer
  * as the GPU does, with copies of the loss's sums that arrive late on
  * purpose:
@@ -39,7 +39,7 @@
 #include "fusenet/loss_tally.h"
 #include "fusenet/sgd.h"
 #include "fusenet/trainer.h"
-#include "io/test_hooks.h"
+#include "core/test_hooks.h"
 #include "program.h"
 #include "trainer_run.h"
 

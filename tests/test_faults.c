@@ -3,7 +3,7 @@
  * SIGKILL: a run of a wide network that writes a checkpoint every epoch is
  * killed again and again: at random times, and inside a write of a
  * checkpoint (a random epoch's) or of the weights. For the latter the run
- * gets the test-only FN_TEST_WRITE_DELAY_MS (src/io/test_hooks.h, compiled
+ * gets the test-only FN_TEST_WRITE_DELAY_MS (src/core/test_hooks.h, compiled
  * in by FN_TEST_HOOKS builds only: the test skips without it), which holds
  * every write open for WRITE_DELAY_MS between the temporary's fsync and
  * its rename, and the kill comes at most KILL_WITHIN_MS after the .tmp
@@ -58,8 +58,8 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
-#include "io/dir_lock.h"
-#include "io/test_hooks.h"
+#include "store/dir_lock.h"
+#include "core/test_hooks.h"
 #include "program.h"
 
 enum { PATH_CAP = 1024, IN_FEATURES = 6 /* of tests/bad_inputs/good.h5 */ };

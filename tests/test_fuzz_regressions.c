@@ -6,7 +6,7 @@
  * adds ASan and UBSan) and end in success or a clean error: a known status
  * whose message names the file, with no HDF5 object left open. The inputs
  * on which HDF5 itself crashes or hangs must end in the loaders' probe
- * (src/io/h5_probe.h): a clean "corrupt HDF5 file" error, from a child process
+ * (src/store/h5_probe.h): a clean "corrupt HDF5 file" error, from a child process
  * whose crash was inside HDF5. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>

@@ -140,7 +140,7 @@ static void write_set(const fixture *f, double *x)
 
 static fn_data *open_set(const fixture *f, int batch)
 {
-    fn_data_options opt = {.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+    fn_data_options opt = {.inputs = "X", .targets = "y", .target_kind = FN_DATA_LABELS,
                            .out_features = OUT, .batch_size = batch,
                            .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 5};
     fn_data *d = NULL;

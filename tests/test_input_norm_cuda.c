@@ -113,7 +113,7 @@ static void write_set(const char *path)
 /* Every batch of epoch 2, as host values, through a loader on ctx. */
 static void epoch_batches(fn_context *ctx, const char *path, fn_loader_mode mode, float *out)
 {
-    fn_data_options opt = {.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+    fn_data_options opt = {.inputs = "X", .targets = "y", .target_kind = FN_DATA_LABELS,
                            .out_features = 4, .batch_size = 32,
                            .memory_budget = 64 * IN * 8, .shuffle = 1, .seed = 3};
     fn_data *d = NULL;

@@ -84,7 +84,7 @@ static void write_set(const fixture *f)
 static fn_data *open_set(const fixture *f, int mse, int slabs)
 {
     fn_data_options opt = {.inputs = "X", .targets = mse ? "t" : "y",
-                           .loss = mse ? FN_LOSS_MSE : FN_LOSS_CROSS_ENTROPY,
+                           .target_kind = mse ? FN_DATA_FLOATS : FN_DATA_LABELS,
                            .out_features = mse ? OUT : CLASSES, .batch_size = BATCH,
                            .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 11};
     size_t row_bytes = IN * sizeof(float) + (mse ? OUT * sizeof(float) : sizeof(int32_t));
@@ -299,7 +299,7 @@ static void check_bad_slab(const fixture *f, fn_loader_mode mode)
     H5Sclose(space);
     H5Fclose(file);
 
-    fn_data_options dopt = {.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+    fn_data_options dopt = {.inputs = "X", .targets = "y", .target_kind = FN_DATA_LABELS,
                             .out_features = 2, .batch_size = 16,
                             .memory_budget = 256 * (COLS * sizeof(float) + sizeof(int32_t)),
                             .shuffle = 1, .seed = 3};

@@ -65,7 +65,7 @@ static int teardown(void **state)
 
 static fn_data *open_set(const fixture *f)
 {
-    const fn_data_options opt = {.inputs = "X", .targets = "y", .loss = FN_LOSS_CROSS_ENTROPY,
+    const fn_data_options opt = {.inputs = "X", .targets = "y", .target_kind = FN_DATA_LABELS,
                                  .out_features = CLASSES, .batch_size = BATCH,
                                  .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 5};
     fn_data *d = NULL;

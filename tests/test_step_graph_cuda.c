@@ -1,5 +1,5 @@
-/* test_step_graph_cuda.c — the GPU's deferred step (src/train/trainer_defer.c)
- * and its CUDA graphs (src/train/step_graph.c), in process:
+/* test_step_graph_cuda.c — the GPU's deferred step (src/trainer/trainer_defer.c)
+ * and its CUDA graphs (src/trainer/step_graph.c), in process:
  *  - the multi-tensor updates (one launch for every parameter, lr from the
  *    device) equal the one-tensor kernels bit for bit, for SGD with
  *    momentum and for AdamW, on tensors that span several pieces;
@@ -36,10 +36,10 @@
 #include "fusenet/loader.h"
 #include "fusenet/sgd.h"
 #include "fusenet/trainer.h"
-#include "io/test_hooks.h"
+#include "core/test_hooks.h"
 #include "program.h"
 #include "trainer_run.h"
-#include "train/trainer_impl.h"
+#include "trainer/trainer_impl.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
 

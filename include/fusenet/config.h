@@ -15,7 +15,7 @@
 
 #include "fusenet/device.h"
 #include "fusenet/layer_kind.h"
-#include "fusenet/loss.h"
+#include "fusenet/loss_kind.h"
 #include "fusenet/model.h"
 #include "fusenet/schedule.h"
 #include "fusenet/sgd.h"
@@ -46,7 +46,7 @@ typedef struct fn_config {
     char *init;           /* NULL, or weights.h5 to start from (resolved) */
 
     /* [train] */
-    fn_loss_kind loss; /* cross_entropy */
+    const fn_loss_kind *loss; /* cross_entropy (loss_kind.h) */
     int batch_size;    /* 64 */
     int epochs;        /* 10 */
     fn_sgd_config sgd; /* lr 0.01, momentum 0, dampening 0, weight_decay 0, nesterov off */
@@ -71,7 +71,7 @@ typedef struct fn_config {
     int gpu_pinned; /* device = cuda:N named the GPU (not auto or cuda): every rank takes it */
     fn_math math;
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
-    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/train/step_graph.c) */
+    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/trainer/step_graph.c) */
 
     /* [output] */
     char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */

@@ -12,7 +12,7 @@
  * Types, ranks, the matching N, that each dataset stores what it declares,
  * label range and finite values are checked when the set is opened (first
  * in a child process, since HDF5 itself may crash or hang on a corrupt
- * file: src/io/h5_probe.h); errors name the file and the dataset.
+ * file: src/store/h5_probe.h); errors name the file and the dataset.
  *
  * Shuffling: rows are split into slabs of `slab_rows` consecutive rows (one
  * slab holding every row when the set fits in the memory budget). Each epoch
@@ -30,18 +30,25 @@
 #include <stdint.h>
 
 #include "fusenet/device.h"
-#include "fusenet/loss.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* What a batch's targets are. */
+typedef enum fn_data_targets {
+    FN_DATA_NO_TARGETS = 0, /* inputs only (predict) */
+    FN_DATA_LABELS,         /* int32 [rows] (cross_entropy) */
+    FN_DATA_FLOATS          /* float32 [rows, out] (mse) */
+} fn_data_targets;
+
 typedef struct fn_data_options {
     const char *inputs;  /* dataset name of the inputs */
     const char *targets; /* dataset name of the targets; NULL: inputs only (predict) */
-    fn_loss_kind loss;   /* cross_entropy: labels [N]; mse: values [N, out] */
+    fn_data_targets target_kind; /* what the loss takes (fn_loss_targets): labels [N]
+                                  * or values [N, out] */
     int targets_by_rank; /* predict --targets: labels when the targets have rank 1,
-                          * values when rank 2, whatever `loss` says */
+                          * values when rank 2, whatever `target_kind` says */
     int in_features;     /* required input columns; 0: any */
     int out_features;    /* classes (labels in [0, out)) or target columns */
     int batch_size;      /* >= 1 */
@@ -69,12 +76,7 @@ int fn_data_out_features(const fn_data *data); /* classes, or target columns (ms
  * (the whole set when it fits the budget) and its shuffle orders. */
 size_t fn_data_host_bytes(const fn_data *data);
 
-/* What a batch's targets are. */
-typedef enum fn_data_targets {
-    FN_DATA_NO_TARGETS = 0, /* inputs only (predict) */
-    FN_DATA_LABELS,         /* int32 [rows] (cross_entropy) */
-    FN_DATA_FLOATS          /* float32 [rows, out] (mse) */
-} fn_data_targets;
+/* What a batch's targets are: target_kind, or by rank (targets_by_rank). */
 fn_data_targets fn_data_target_kind(const fn_data *data);
 
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */

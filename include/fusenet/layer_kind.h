@@ -2,7 +2,7 @@
  * one descriptor: how an item of [model] layers names and sizes it, how a
  * layer of it is created, and which attributes its group in a weights file
  * carries beyond kind, in_features and out_features, described without
- * HDF5 (io/weights.c writes and reads them). The one table of every kind
+ * HDF5 (run/weights.c writes and reads them). The one table of every kind
  * is in src/nn/layer_kind.c; config and weights files find them there. */
 #ifndef FUSENET_LAYER_KIND_H
 #define FUSENET_LAYER_KIND_H

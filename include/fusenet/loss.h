@@ -4,7 +4,8 @@
  * The value is written to a [1, 1] tensor on the inputs' device, so a GPU step
  * needs no host round trip; read it when logging. The gradient is ASSIGNED
  * (dpred = d loss / d pred) and may be NULL when only the value is wanted.
- * CPU code: src/loss_cpu.c; CUDA code: kernels/loss_cuda.cu. */
+ * CPU code: src/nn/loss_cpu.c; CUDA code: kernels/loss_cuda.cu. Each is a
+ * registered loss (loss_kind.h) for the trainer. */
 #ifndef FUSENET_LOSS_H
 #define FUSENET_LOSS_H
 
@@ -15,8 +16,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum fn_loss_kind { FN_LOSS_MSE = 0, FN_LOSS_CROSS_ENTROPY } fn_loss_kind;
 
 /* Mean squared error, averaged over every element as torch.nn.MSELoss:
  * loss = sum (pred - target)^2 / (rows * cols). */
@@ -44,8 +43,6 @@ fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32
 fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
                                      const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits,
                                      float *value, int *correct);
-
-const char *fn_loss_name(fn_loss_kind kind); /* "mse", "cross_entropy" */
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@
  * A concrete optimiser embeds fn_optimizer as its first member, sets it up
  * with fn_optimizer_init and frees it with fn_optimizer_release in its
  * destroy. Adding one: its own header and files, and a line in the trainer's
- * registry (src/train/optimizers.c). */
+ * registry (src/trainer/optimizers.c). */
 #ifndef FUSENET_OPTIMIZER_H
 #define FUSENET_OPTIMIZER_H
 

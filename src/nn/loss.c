@@ -102,12 +102,3 @@ fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
     *value = loss->data[0];
     return FN_OK;
 }
-
-const char *fn_loss_name(fn_loss_kind kind)
-{
-    switch (kind) {
-    case FN_LOSS_MSE: return "mse";
-    case FN_LOSS_CROSS_ENTROPY: return "cross_entropy";
-    }
-    return "unknown";
-}

@@ -10,7 +10,7 @@
  *   - a failure is a known fn_status with a message that names the file (or,
  *     for config overrides, the --set argument);
  *   - no HDF5 file, group, dataset, attribute or dataspace is left open;
- *   - with the loaders' probe on (src/io/h5_probe.h: each file is read in a
+ *   - with the loaders' probe on (src/store/h5_probe.h: each file is read in a
  *     forked child first), a crash it contained happened inside HDF5, by the
  *     child's sanitizer report: one in fusenet's code is still a finding.
  * Crashes, leaks and undefined behaviour are the sanitizers' to report.
@@ -58,7 +58,7 @@
 #include "fusenet/model.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
-#include "io/h5_probe.h"
+#include "store/h5_probe.h"
 
 /* Batches taken per epoch at most, so a huge declared set stays quick. */
 enum { FUZZ_MAX_BATCHES = 16 };
@@ -276,11 +276,11 @@ static inline fn_data_options fuzz_data_options(int which)
                          .shuffle = 1, .seed = 7};
     if (which == 0) {
         o.targets = "y";
-        o.loss = FN_LOSS_CROSS_ENTROPY;
+        o.target_kind = FN_DATA_LABELS;
         o.out_features = 4;
     } else if (which == 1) {
         o.targets = "t";
-        o.loss = FN_LOSS_MSE;
+        o.target_kind = FN_DATA_FLOATS;
         o.out_features = 2;
         o.batch_size = 2;
         o.memory_budget = 64;

@@ -1,0 +1,80 @@
+/* test_hooks.c — the test-only hooks of test_hooks.h, compiled in with
+ * FN_TEST_HOOKS and no-ops without it. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/test_hooks.h"
+
+#ifdef FN_TEST_HOOKS
+
+int fn_test_hooks_enabled(void) { return 1; }
+
+void fn_test_write_delay(void)
+{
+    const char *env = getenv("FN_TEST_WRITE_DELAY_MS");
+    long ms = env ? strtol(env, NULL, 10) : 0;
+    if (ms <= 0)
+        return;
+    ms = ms > 10000 ? 10000 : ms;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The variable's value as a number, or -1 when unset. */
+static long long env_number(const char *name)
+{
+    const char *env = getenv(name);
+    return env && *env ? strtoll(env, NULL, 10) : -1;
+}
+
+int fn_test_rank_fails(int rank, long long step)
+{
+    return env_number("FN_TEST_FAIL_RANK") == rank && env_number("FN_TEST_FAIL_STEP") == step;
+}
+
+int fn_test_rank_perturbed(int rank) { return env_number("FN_TEST_PERTURB_RANK") == rank; }
+
+void fn_test_rank_stall(int rank, long long step)
+{
+    if (env_number("FN_TEST_STALL_RANK") != rank || env_number("FN_TEST_STALL_STEP") != step)
+        return;
+    struct timespec ts = {600, 0};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int fn_test_defer_lag(void)
+{
+    long long lag = env_number("FN_TEST_DEFER_LAG");
+    return lag < 0 ? -1 : lag > 8 ? 8 : (int)lag;
+}
+
+#else
+
+int fn_test_hooks_enabled(void) { return 0; }
+
+void fn_test_write_delay(void) {}
+
+int fn_test_rank_fails(int rank, long long step)
+{
+    (void)rank, (void)step;
+    return 0;
+}
+
+int fn_test_rank_perturbed(int rank)
+{
+    (void)rank;
+    return 0;
+}
+
+void fn_test_rank_stall(int rank, long long step)
+{
+    (void)rank, (void)step;
+}
+
+int fn_test_defer_lag(void) { return -1; }
+
+#endif

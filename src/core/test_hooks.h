@@ -1,0 +1,38 @@
+/* test_hooks.h (private) — hooks that only test builds compile in
+ * (cmake -DFN_TEST_HOOKS=ON; scripts/test.sh and scripts/gpu_check.sh turn
+ * it on): elsewhere each hook is a no-op, so no environment variable of the
+ * tests can change what a user's run does. */
+#ifndef FUSENET_SRC_TEST_HOOKS_H
+#define FUSENET_SRC_TEST_HOOKS_H
+
+/* 1 when the library was built with the hooks: a test that needs one skips
+ * without them. */
+int fn_test_hooks_enabled(void);
+
+/* FN_TEST_WRITE_DELAY_MS=N makes every atomic commit wait N ms (at most
+ * 10 s) between the temporary's fsync and its rename, so
+ * tests/test_faults.c can SIGKILL a run inside a write window of known
+ * length instead of hoping to hit a ~10 ms one. */
+void fn_test_write_delay(void);
+
+/* Data parallelism's failure tests (tests/dist_*.sh): with
+ * FN_TEST_FAIL_RANK=r and FN_TEST_FAIL_STEP=s, rank r's step s (the global
+ * step, from 1) fails with a message naming them: 1 there, else 0. */
+int fn_test_rank_fails(int rank, long long step);
+/* FN_TEST_STALL_RANK=r and FN_TEST_STALL_STEP=s: rank r's step s sleeps
+ * (at most 10 minutes) instead of answering the other ranks, which must
+ * fail their bounded waits ($FN_COMM_TIMEOUT_S). */
+void fn_test_rank_stall(int rank, long long step);
+/* FN_TEST_PERTURB_RANK=r: 1 on rank r, whose trainer then changes one bit
+ * of its first parameter at the start, so the ranks' weights differ. */
+int fn_test_rank_perturbed(int rank);
+
+/* FN_TEST_DEFER_LAG=N (1..8) makes the trainer defer its steps on the CPU
+ * too (src/trainer/trainer_defer.c), each copy of the loss's sums arriving N
+ * - 1 steps late, so a CPU test exercises the late non-finite stop and its
+ * roll-back; FN_TEST_DEFER_LAG=0 keeps the GPU's steps eager (the loss
+ * read every step), for a GPU test to compare the two. -1: not set (and
+ * without the hooks). */
+int fn_test_defer_lag(void);
+
+#endif

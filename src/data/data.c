@@ -1,0 +1,638 @@
+/* data.c — HDF5 data sets in host memory: opening and checking (first in a
+ * probe's child process, h5_probe.h), slabs read by hyperslab, the seeded
+ * two-level shuffle (slab order, then rows within a slab; shuffle.h) and
+ * each batch's rows, which fn_loader gathers and puts on the device. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusenet/data.h"
+#include "store/h5_storage.h"
+#include "store/h5util.h"
+#include "data/shuffle.h"
+
+struct fn_data {
+    char *path;
+    char *inputs, *targets; /* dataset names; targets NULL: none */
+    hid_t file, xset, tset;
+    int labels;         /* targets are integer labels */
+    int by_rank;        /* labels decided by the targets' rank (predict) */
+    int64_t n;          /* rows */
+    int in, out;        /* input columns; classes or target columns */
+    int batch_size, shuffle;
+    uint64_t seed;
+    int64_t slab_rows, n_slabs;
+
+    float *slab_x;      /* [slab_rows, in] */
+    float *slab_t;      /* [slab_rows, out] when !labels */
+    int32_t *slab_l;    /* [slab_rows] when labels */
+    int64_t loaded;     /* the slab in slab_x, -1: none */
+
+    long long epoch;
+    int64_t *slab_order; /* [n_slabs] */
+    int64_t *row_order;  /* [slab_rows]: the current slab's local rows, shuffled */
+    int64_t pos_slab;    /* index into slab_order; n_slabs: epoch over */
+    int64_t pos_row;     /* next position in row_order */
+    int64_t ordered;     /* the slab row_order belongs to, -1: none */
+};
+
+/* --- opening and checking ----------------------------------------------- */
+
+static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, hsize_t *dims,
+                          hid_t *type)
+{
+    if (H5Lexists(d->file, name, H5P_DEFAULT) <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s'", d->path, name);
+    FN_TRY(fn_h5_open_dataset(d->file, d->path, name, set));
+    /* Any rank is read here; the callers say which one they expect. */
+    hsize_t all[H5S_MAX_RANK] = {0};
+    hid_t space = H5Dget_space(*set);
+    *rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, all, NULL);
+    fn_status st = *rank < 0 ? fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its shape",
+                                          d->path, name)
+                             : FN_OK;
+    if (space >= 0)
+        H5Sclose(space);
+    FN_TRY(st);
+    dims[0] = all[0];
+    dims[1] = all[1];
+    *type = H5Dget_type(*set);
+    if (*type < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: dataset '%s': cannot read its type", d->path, name);
+    return FN_OK;
+}
+
+/* A float type HDF5 converts to float32 as IEEE arithmetic would: IEEE
+ * half, single or double in either byte order (h5py's float16 is such a
+ * type of its own). Other float layouts (custom exponent or mantissa
+ * fields, as a damaged or fuzzed file may declare) are refused rather than
+ * handed to HDF5's soft conversion. */
+static int ieee_float(hid_t type)
+{
+    static const struct { size_t size, esize, msize, ebias; } ieee[] = {
+        {2, 5, 10, 15}, {4, 8, 23, 127}, {8, 11, 52, 1023}};
+    size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0)
+        return 0;
+    size_t size = H5Tget_size(type), prec = H5Tget_precision(type);
+    for (size_t i = 0; i < sizeof ieee / sizeof ieee[0]; i++)
+        if (size == ieee[i].size && prec == 8 * size && H5Tget_offset(type) == 0 &&
+            spos == prec - 1 && epos == ieee[i].msize && esize == ieee[i].esize && mpos == 0 &&
+            msize == ieee[i].msize && H5Tget_ebias(type) == ieee[i].ebias &&
+            H5Tget_norm(type) == H5T_NORM_IMPLIED)
+            return 1;
+    return 0;
+}
+
+/* Inputs and mse targets (numeric): any IEEE float or integer of up to 8
+ * bytes, which HDF5 converts to float32 as it reads (integers round to the
+ * nearest float32; a float64 beyond float32's range becomes infinite and
+ * is reported by check_finite). Labels: any integer of up to 8 bytes. */
+static fn_status check_type(const fn_data *d, const char *name, hid_t type, int numeric)
+{
+    char tname[32];
+    fn_h5_type_name(type, tname, sizeof tname);
+    H5T_class_t cls = H5Tget_class(type);
+    size_t size = H5Tget_size(type);
+    if (numeric && cls == H5T_FLOAT && !ieee_float(type))
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is a float of %zu bytes that is not IEEE half, single "
+                       "or double precision", d->path, name, size);
+    if (numeric && cls != H5T_FLOAT && cls != H5T_INTEGER)
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is %s, expected numbers (a float or integer type)",
+                       d->path, name, tname);
+    if (!numeric && cls != H5T_INTEGER)
+        return fn_fail(FN_ERR_FORMAT,
+                       "%s: dataset '%s' is %s, expected integer class labels for cross_entropy",
+                       d->path, name, tname);
+    /* HDF5 allows integers of any size; converting a wider one needs a
+     * buffer of that size per value (a 4 GiB "integer" in a fuzzed file),
+     * and no real integer type is wider than int64. */
+    if (cls == H5T_INTEGER && size > 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is an integer of %zu bytes, expected %s",
+                       d->path, name, size,
+                       numeric ? "at most 8 bytes"
+                               : "integer class labels of at most 8 bytes for cross_entropy");
+    return FN_OK;
+}
+
+static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
+{
+    int rank = 0;
+    hsize_t dims[2] = {0, 0};
+    hid_t type = -1;
+    fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
+    if (st == FN_OK)
+        st = check_type(d, d->inputs, type, 1);
+    if (type >= 0)
+        H5Tclose(type);
+    FN_TRY(st);
+    if (rank != 2)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected 2 ([N, in])",
+                       d->path, d->inputs, rank);
+    if (dims[0] == 0 || dims[1] == 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is empty", d->path, d->inputs);
+    if (dims[1] > (1u << 24))
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, too many", d->path,
+                       d->inputs, (unsigned long long)dims[1]);
+    if (opt->in_features && (int)dims[1] != opt->in_features)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
+                       d->inputs, (unsigned long long)dims[1], opt->in_features);
+    FN_TRY(fn_h5_check_storage(d->xset, d->path, d->inputs));
+    d->n = (int64_t)dims[0];
+    d->in = (int)dims[1];
+    return FN_OK;
+}
+
+static fn_status check_target_shape(const fn_data *d, int rank, const hsize_t *dims)
+{
+    const char *name = d->targets;
+    int want_rank = d->labels ? 1 : 2;
+    if (rank != want_rank)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected %s", d->path, name,
+                       rank, d->labels ? "1 ([N] labels for cross_entropy)" : "2 ([N, out] for mse)");
+    if ((int64_t)dims[0] != d->n)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu rows but '%s' has %lld", d->path,
+                       name, (unsigned long long)dims[0], d->inputs, (long long)d->n);
+    if (!d->labels && (int64_t)dims[1] != d->out)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d (the model's outputs)",
+                       d->path, name, (unsigned long long)dims[1], d->out);
+    return FN_OK;
+}
+
+static fn_status open_targets(fn_data *d)
+{
+    int rank = 0;
+    hsize_t dims[2] = {0, 0};
+    hid_t type = -1;
+    fn_status st = open_set(d, d->targets, &d->tset, &rank, dims, &type);
+    if (st == FN_OK && d->by_rank)
+        d->labels = rank == 1;
+    if (st == FN_OK)
+        st = check_type(d, d->targets, type, !d->labels);
+    if (type >= 0)
+        H5Tclose(type);
+    FN_TRY(st);
+    FN_TRY(check_target_shape(d, rank, dims));
+    return fn_h5_check_storage(d->tset, d->path, d->targets);
+}
+
+/* --- slabs --------------------------------------------------------------- */
+
+static int64_t slab_length(const fn_data *d, int64_t slab)
+{
+    int64_t start = slab * d->slab_rows;
+    return d->n - start < d->slab_rows ? d->n - start : d->slab_rows;
+}
+
+static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
+                           void *buf, int64_t row0, int64_t rows, int cols)
+{
+    int rank = cols > 0 ? 2 : 1;
+    hsize_t start[2] = {(hsize_t)row0, 0};
+    hsize_t count[2] = {(hsize_t)rows, (hsize_t)(cols > 0 ? cols : 1)};
+    hid_t file_space = H5Dget_space(set);
+    hid_t mem_space = H5Screate_simple(rank, count, NULL);
+    herr_t r = -1;
+    if (file_space >= 0 && mem_space >= 0 &&
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+        r = H5Dread(set, mem_type, mem_space, file_space, H5P_DEFAULT, buf);
+    /* Before the closes, which would clear HDF5's reason (a corrupt chunk). */
+    fn_status st = r < 0 ? fn_h5_read_fail(set, FN_ERR_IO, "%s: dataset '%s': cannot read rows %lld to %lld",
+                                           d->path, name, (long long)row0, (long long)(row0 + rows - 1))
+                         : FN_OK;
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    return st;
+}
+
+/* The value at (row, col) as the file holds it, read as a double (HDF5
+ * converts); NaN when it cannot be read. */
+static double file_value(hid_t set, int64_t row, int64_t col)
+{
+    hsize_t start[2] = {(hsize_t)row, (hsize_t)col}, one[2] = {1, 1};
+    hid_t file_space = H5Dget_space(set), mem_space = H5Screate_simple(2, one, NULL);
+    double v = NAN;
+    if (file_space < 0 || mem_space < 0 ||
+        H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, one, NULL) < 0 ||
+        H5Dread(set, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, &v) < 0)
+        v = NAN;
+    if (file_space >= 0)
+        H5Sclose(file_space);
+    if (mem_space >= 0)
+        H5Sclose(mem_space);
+    H5Eclear2(H5E_DEFAULT);
+    return v;
+}
+
+/* Every value read as float32 must be finite. HDF5 turns a float64 beyond
+ * float32's range into an infinity, so an infinity is looked up again in
+ * the file to say which it was. */
+static fn_status check_finite(const fn_data *d, hid_t set, const char *name, const float *v,
+                              int64_t rows, int cols, int64_t row0)
+{
+    for (int64_t i = 0; i < rows * cols; i++) {
+        if (isfinite(v[i]))
+            continue;
+        long long row = (long long)(row0 + i / cols), col = (long long)(i % cols);
+        double in_file = isnan(v[i]) ? NAN : file_value(set, row, col);
+        if (isfinite(in_file))
+            return fn_fail(FN_ERR_FORMAT,
+                           "%s: dataset '%s' row %lld column %lld is %g, beyond float32's range "
+                           "(magnitude at most 3.4e38)", d->path, name, row, col, in_file);
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' row %lld column %lld is %s", d->path,
+                       name, row, col, isnan(v[i]) ? "NaN" : "infinite");
+    }
+    return FN_OK;
+}
+
+/* The label of row `row` as the file holds it, as text: labels are read
+ * as int32, and HDF5's conversion clips what an int32 cannot hold (2^32 + 1
+ * would read as 2147483647), so the row is read again in 64 bits of the
+ * file's signedness (labels are at most 8 bytes, check_type). */
+static void label_text(const fn_data *d, int64_t row, int32_t read, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d", read);
+    hid_t type = H5Dget_type(d->tset);
+    int is_unsigned = type >= 0 && H5Tget_sign(type) == H5T_SGN_NONE;
+    if (type >= 0)
+        H5Tclose(type);
+    unsigned long long u = 0;
+    long long v = 0;
+    if (is_unsigned && read_rows(d, d->tset, d->targets, H5T_NATIVE_ULLONG, &u, row, 1, 0) == FN_OK)
+        snprintf(buf, n, "%llu", u);
+    else if (!is_unsigned &&
+             read_rows(d, d->tset, d->targets, H5T_NATIVE_LLONG, &v, row, 1, 0) == FN_OK)
+        snprintf(buf, n, "%lld", v);
+}
+
+static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, int64_t row0)
+{
+    for (int64_t i = 0; i < rows; i++)
+        if (l[i] < 0 || l[i] >= d->out) {
+            char label[32];
+            label_text(d, row0 + i, l[i], label, sizeof label);
+            return fn_fail(FN_ERR_FORMAT,
+                           "%s: dataset '%s' row %lld holds label %s, expected 0 to %d (the model has %d outputs)",
+                           d->path, d->targets, (long long)(row0 + i), label, d->out - 1, d->out);
+        }
+    return FN_OK;
+}
+
+/* Reads slab k into the slab buffers and checks its values. */
+static fn_status load_slab(fn_data *d, int64_t k)
+{
+    if (d->loaded == k)
+        return FN_OK;
+    d->loaded = -1;
+    int64_t row0 = k * d->slab_rows, rows = slab_length(d, k);
+    FN_TRY(read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
+    FN_TRY(check_finite(d, d->xset, d->inputs, d->slab_x, rows, d->in, row0));
+    if (d->targets && d->labels) {
+        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_INT32, d->slab_l, row0, rows, 0));
+        FN_TRY(check_labels(d, d->slab_l, rows, row0));
+    } else if (d->targets) {
+        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
+        FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
+    }
+    d->loaded = k;
+    return FN_OK;
+}
+
+/* Host bytes of one row: inputs and targets. */
+static size_t row_bytes(const fn_data *d)
+{
+    size_t bytes = (size_t)d->in * sizeof(float);
+    if (d->targets)
+        bytes += d->labels ? sizeof(int32_t) : (size_t)d->out * sizeof(float);
+    return bytes;
+}
+
+/* Slab size from the budget: a multiple of the batch size, at least one batch. */
+static void plan_slabs(fn_data *d, size_t budget)
+{
+    int64_t fit = (int64_t)(budget / row_bytes(d));
+    if (fit >= d->n) {
+        d->slab_rows = d->n;
+    } else {
+        int64_t b = d->batch_size;
+        d->slab_rows = fit < b ? b : fit / b * b;
+    }
+    d->n_slabs = (d->n + d->slab_rows - 1) / d->slab_rows;
+}
+
+/* What alloc_buffers allocates: the slab's rows and the two orders. */
+size_t fn_data_host_bytes(const fn_data *d)
+{
+    if (!d)
+        return 0;
+    const size_t s = (size_t)d->slab_rows, out = (size_t)(d->out > 0 ? d->out : 1);
+    size_t n = s * (size_t)d->in * sizeof(float) + (size_t)d->n_slabs * sizeof(int64_t) +
+               s * sizeof(int64_t);
+    if (d->targets)
+        n += d->labels ? s * sizeof(int32_t) : s * out * sizeof(float);
+    return n;
+}
+
+static fn_status alloc_buffers(fn_data *d)
+{
+    size_t s = (size_t)d->slab_rows;
+    size_t out = (size_t)(d->out > 0 ? d->out : 1);
+    d->slab_x = malloc(s * (size_t)d->in * sizeof(float));
+    d->slab_t = d->targets && !d->labels ? malloc(s * out * sizeof(float)) : NULL;
+    d->slab_l = d->targets && d->labels ? malloc(s * sizeof(int32_t)) : NULL;
+    d->slab_order = malloc((size_t)d->n_slabs * sizeof(int64_t));
+    d->row_order = malloc(s * sizeof(int64_t));
+    if (!d->slab_x || (d->targets && !d->slab_t && !d->slab_l) || !d->slab_order ||
+        !d->row_order)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for %lld rows", d->path,
+                       (long long)d->slab_rows);
+    return FN_OK;
+}
+
+/* The probe's allowance for reading one slab: a minute, plus a minute per
+ * GiB (only a disk or share slower than 17 MB/s would need more). */
+static double slab_seconds(const fn_data *d)
+{
+    double gib = (double)d->slab_rows * (double)row_bytes(d) / (1024.0 * 1024.0 * 1024.0);
+    return FN_H5_PROBE_SECONDS + 60.0 * gib;
+}
+
+/* Every slab is read once at open, so bad values fail before training; in
+ * a probe's child, each slab tells the parent the child is still going. */
+static fn_status check_all_slabs(fn_data *d, fn_h5_child *probe)
+{
+    double step = slab_seconds(d);
+    for (int64_t k = 0; k < d->n_slabs; k++) {
+        fn_h5_probe_alive(probe, step);
+        FN_TRY(load_slab(d, k));
+    }
+    return FN_OK;
+}
+
+static fn_status copy_name(char **dst, const char *src)
+{
+    *dst = strdup(src);
+    return *dst ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
+}
+
+/* checked: the probe's child has read and checked every slab already. */
+static fn_status open_data(fn_data *d, const char *path, const fn_data_options *opt, int checked,
+                           fn_h5_child *probe)
+{
+    if (!opt->inputs || opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
+        return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
+    FN_TRY(copy_name(&d->path, path));
+    FN_TRY(copy_name(&d->inputs, opt->inputs));
+    if (opt->targets)
+        FN_TRY(copy_name(&d->targets, opt->targets));
+    d->labels = opt->target_kind == FN_DATA_LABELS;
+    d->by_rank = opt->targets_by_rank;
+    d->out = opt->out_features;
+    d->batch_size = opt->batch_size;
+    d->shuffle = opt->shuffle;
+    d->seed = opt->seed;
+    FN_TRY(fn_h5_open_read(&d->file, path));
+    FN_TRY(open_inputs(d, opt));
+    if (d->targets)
+        FN_TRY(open_targets(d));
+    plan_slabs(d, opt->memory_budget);
+    FN_TRY(alloc_buffers(d));
+    if (!checked)
+        FN_TRY(check_all_slabs(d, probe));
+    return fn_data_seek(d, 0, 0);
+}
+
+static fn_status open_new(fn_data **data, const char *path, const fn_data_options *opt,
+                          int checked, fn_h5_child *probe)
+{
+    *data = NULL;
+    fn_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    d->file = d->xset = d->tset = -1;
+    d->loaded = d->ordered = -1;
+    fn_status st = open_data(d, path, opt, checked, probe);
+    if (st != FN_OK) {
+        fn_data_close(d);
+        return st;
+    }
+    *data = d;
+    return FN_OK;
+}
+
+typedef struct open_job {
+    const char *path;
+    const fn_data_options *opt;
+} open_job;
+
+/* The probe's child: the whole open, every slab read and checked. */
+static fn_status probe_open(fn_h5_child *probe, void *arg)
+{
+    const open_job *job = arg;
+    fn_data *d = NULL;
+    fn_status st = open_new(&d, job->path, job->opt, 0, probe);
+    fn_data_close(d);
+    return st;
+}
+
+/* The child opens and checks the set first (HDF5 may crash or hang on a
+ * corrupt file, h5_probe.h); when it found the set good, the real open skips
+ * the pass over every slab, so a large set is not read twice. When it
+ * failed, its message is the open's. */
+fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt)
+{
+    *data = NULL;
+    open_job job = {path, opt};
+    int checked = 0;
+    FN_TRY(fn_h5_probe(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked));
+    return open_new(data, path, opt, checked, NULL);
+}
+
+void fn_data_close(fn_data *d)
+{
+    if (!d)
+        return;
+    if (d->xset >= 0)
+        H5Dclose(d->xset);
+    if (d->tset >= 0)
+        H5Dclose(d->tset);
+    if (d->file >= 0)
+        H5Fclose(d->file);
+    free(d->slab_x);
+    free(d->slab_t);
+    free(d->slab_l);
+    free(d->slab_order);
+    free(d->row_order);
+    free(d->path);
+    free(d->inputs);
+    free(d->targets);
+    free(d);
+}
+
+int64_t fn_data_rows(const fn_data *d) { return d->n; }
+int fn_data_in_features(const fn_data *d) { return d->in; }
+int64_t fn_data_slab_rows(const fn_data *d) { return d->slab_rows; }
+int fn_data_batch_size(const fn_data *d) { return d->batch_size; }
+int fn_data_out_features(const fn_data *d) { return d->out; }
+
+fn_data_targets fn_data_target_kind(const fn_data *d)
+{
+    return !d->targets ? FN_DATA_NO_TARGETS : d->labels ? FN_DATA_LABELS : FN_DATA_FLOATS;
+}
+
+static long long slab_batches(const fn_data *d, int64_t k)
+{
+    return (slab_length(d, k) + d->batch_size - 1) / d->batch_size;
+}
+
+long long fn_data_batches(const fn_data *d)
+{
+    long long total = 0;
+    for (int64_t k = 0; k < d->n_slabs; k++)
+        total += slab_batches(d, k);
+    return total;
+}
+
+/* --- column statistics (standardisation) --------------------------------- */
+
+/* One slab's columns merged into the running (count n, mean, m2, min, max)
+ * by Chan et al.'s pairwise update: each slab's mean and squared deviations
+ * are taken about its own mean, two passes in float64, so a column with a
+ * large offset (1e6 + small changes) loses nothing to cancellation. */
+static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, double *mean,
+                       double *m2, float *lo, float *hi, double *slab_mean)
+{
+    for (int j = 0; j < in; j++)
+        slab_mean[j] = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int j = 0; j < in; j++) {
+            float v = x[i * in + j];
+            slab_mean[j] += v;
+            lo[j] = n_before == 0 && i == 0 ? v : fminf(lo[j], v);
+            hi[j] = n_before == 0 && i == 0 ? v : fmaxf(hi[j], v);
+        }
+    double nb = (double)rows, na = (double)n_before, n = na + nb;
+    for (int j = 0; j < in; j++) {
+        slab_mean[j] /= nb;
+        double dev = 0;
+        for (int64_t i = 0; i < rows; i++) {
+            double e = (double)x[i * in + j] - slab_mean[j];
+            dev += e * e;
+        }
+        if (n_before == 0) {
+            mean[j] = slab_mean[j];
+            m2[j] = dev;
+            continue;
+        }
+        double delta = slab_mean[j] - mean[j];
+        mean[j] += delta * nb / n;
+        m2[j] += dev + delta * delta * na * nb / n;
+    }
+}
+
+fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    const int in = d->in;
+    double *m2 = calloc((size_t)in, sizeof(double)), *slab_mean = malloc((size_t)in * sizeof(double));
+    float *lo = malloc((size_t)in * sizeof(float)), *hi = malloc((size_t)in * sizeof(float));
+    fn_status st = m2 && slab_mean && lo && hi ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < in; j++)
+        mean[j] = 0;
+    int64_t seen = 0;
+    for (int64_t k = 0; st == FN_OK && k < d->n_slabs; k++) {
+        st = load_slab(d, k);
+        if (st != FN_OK)
+            break;
+        int64_t rows = slab_length(d, k);
+        merge_slab(d->slab_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        seen += rows;
+    }
+    for (int j = 0; st == FN_OK && j < in; j++) {
+        std[j] = sqrt(m2[j] / (double)seen);
+        constant[j] = lo[j] == hi[j];
+    }
+    free(m2);
+    free(slab_mean);
+    free(lo);
+    free(hi);
+    return st;
+}
+
+/* --- iteration ----------------------------------------------------------- */
+
+fn_status fn_data_seek(fn_data *d, long long epoch, long long step)
+{
+    if (epoch < 0 || step < 0)
+        return fn_fail(FN_ERR_INVALID, "fn_data_seek: epoch %lld, step %lld", epoch, step);
+    d->epoch = epoch;
+    d->ordered = -1;
+    fn_shuffle_permutation(d->slab_order, d->n_slabs, d->shuffle,
+                           fn_shuffle_stream(d->seed, epoch, 0));
+    d->pos_slab = 0;
+    d->pos_row = 0;
+    while (d->pos_slab < d->n_slabs) {
+        long long nb = slab_batches(d, d->slab_order[d->pos_slab]);
+        if (step < nb) {
+            d->pos_row = step * d->batch_size;
+            break;
+        }
+        step -= nb;
+        d->pos_slab++;
+    }
+    return FN_OK;
+}
+
+/* Loads the current slab and its row order if they are not there yet. */
+static fn_status enter_slab(fn_data *d)
+{
+    int64_t k = d->slab_order[d->pos_slab];
+    FN_TRY(load_slab(d, k));
+    if (d->ordered != k) {
+        fn_shuffle_permutation(d->row_order, slab_length(d, k), d->shuffle,
+                               fn_shuffle_stream(d->seed, d->epoch, k + 1));
+        d->ordered = k;
+    }
+    return FN_OK;
+}
+
+void fn_batch_rows_gather(const fn_batch_rows *r, int begin, int end, float *x,
+                          int32_t *labels, float *target, int64_t *index)
+{
+    size_t in = (size_t)r->in, out = (size_t)r->out;
+    for (int i = begin; i < end; i++) {
+        int64_t local = r->order[i];
+        index[i] = r->first + local;
+        memcpy(x + (size_t)i * in, r->x + (size_t)local * in, in * sizeof(float));
+        if (r->labels)
+            labels[i] = r->labels[local];
+        if (r->target)
+            memcpy(target + (size_t)i * out, r->target + (size_t)local * out, out * sizeof(float));
+    }
+}
+
+fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
+{
+    *r = (fn_batch_rows){.in = d->in, .out = d->out};
+    if (d->pos_slab >= d->n_slabs)
+        return FN_OK;
+    FN_TRY(enter_slab(d));
+    int64_t k = d->slab_order[d->pos_slab];
+    int64_t left = slab_length(d, k) - d->pos_row;
+    r->rows = left < d->batch_size ? (int)left : d->batch_size;
+    r->x = d->slab_x;
+    r->labels = d->slab_l;
+    r->target = d->slab_t;
+    r->order = d->row_order + d->pos_row;
+    r->first = k * d->slab_rows;
+    d->pos_row += r->rows;
+    if (d->pos_row >= slab_length(d, k)) {
+        d->pos_slab++;
+        d->pos_row = 0;
+    }
+    return FN_OK;
+}

@@ -1,0 +1,34 @@
+/* loss_kind.c — the registry of losses (loss_kind.h): the one table that
+ * lists them, and lookup by name. A new loss adds its line to the table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fusenet/loss_kind.h"
+
+static const fn_loss_kind *const kinds[] = {
+    &fn_cross_entropy_kind,
+    &fn_mse_kind,
+};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+
+fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind)
+{
+    for (int i = 0; name && i < N_KINDS; i++)
+        if (strcmp(kinds[i]->name, name) == 0)
+            return *kind = kinds[i], FN_OK;
+    char known[256];
+    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'", fn_loss_kind_list(known, sizeof known),
+                   name ? name : "");
+}
+
+const char *fn_loss_kind_list(char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_KINDS && len < cap; i++) {
+        const char *sep = i == 0 ? "" : i == N_KINDS - 1 ? " or " : ", ";
+        int n = snprintf(buf + len, cap - len, "%s%s", sep, kinds[i]->name);
+        len += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}

@@ -1,0 +1,801 @@
+/* config.c — the run configuration: a table of every key with its type, range
+ * and default; the INI file (read by ini_reader.h) and `--set` overrides go
+ * through the same setters, so both are checked alike and errors say where
+ * the value came from. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "fusenet/config.h"
+#include "run/ini_reader.h"
+#include "store/regular_file.h"
+
+typedef enum key_type {
+    T_NAME,   /* a non-empty string (dataset names) */
+    T_PATH,   /* a path, resolved against the config's directory at finish */
+    T_OPTPATH, /* a path that may be empty: not set */
+    T_INT,
+    T_FLOAT,
+    T_DOUBLE,
+    T_BOOL,
+    T_SEED,
+    T_LAYERS,
+    T_LOSS,
+    T_DEVICE,
+    T_MATH,
+    T_OPTIMIZER,
+    T_BETAS,
+    T_SCHEDULE
+} key_type;
+
+typedef struct key_spec {
+    const char *section, *name;
+    key_type type;
+    size_t offset;     /* into fn_config */
+    double min, max;   /* numbers: the allowed range */
+    int min_exclusive; /* min itself is not allowed (lr > 0) */
+    const char *fallback; /* the default as text; NULL: required */
+} key_spec;
+
+#define AT(field) offsetof(fn_config, field)
+
+/* Every key. The README's table of keys is written from this one. */
+static const key_spec keys[] = {
+    {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
+    {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},
+    {"data", "inputs", T_NAME, AT(inputs), 0, 0, 0, "X"},
+    {"data", "targets", T_NAME, AT(targets), 0, 0, 0, "y"},
+    {"data", "memory_budget_mb", T_DOUBLE, AT(memory_budget_mb), 0, 1 << 24, 1, "1024"},
+    {"data", "standardize", T_BOOL, AT(standardize), 0, 0, 0, "false"},
+    {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
+    {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
+    {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},
+    {"model", "negative_slope", T_FLOAT, AT(negative_slope), 0, 1e6, 0, "0.01"},
+    {"model", "init", T_OPTPATH, AT(init), 0, 0, 0, ""},
+    {"train", "loss", T_LOSS, AT(loss), 0, 0, 0, "cross_entropy"},
+    {"train", "batch_size", T_INT, AT(batch_size), 1, 1 << 20, 0, "64"},
+    {"train", "epochs", T_INT, AT(epochs), 1, 1e6, 0, "10"},
+    {"train", "lr", T_FLOAT, AT(sgd.lr), 0, 1e6, 1, "0.01"},
+    {"train", "momentum", T_FLOAT, AT(sgd.momentum), 0, 1e6, 0, "0"},
+    {"train", "dampening", T_FLOAT, AT(sgd.dampening), 0, 1, 0, "0"},
+    {"train", "weight_decay", T_FLOAT, AT(sgd.weight_decay), 0, 1e6, 0, "0"},
+    {"train", "nesterov", T_BOOL, AT(sgd.nesterov), 0, 0, 0, "false"},
+    {"train", "seed", T_SEED, AT(seed), 0, 0, 0, "1"},
+    {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
+    {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
+    {"train", "betas", T_BETAS, AT(betas), 0, 0, 0, "0.9, 0.999"},
+    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 0, "1e-8"},
+    {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
+    {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
+    {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
+    {"train", "gamma", T_FLOAT, AT(gamma), 0, 1e6, 1, "0.1"},
+    {"train", "min_lr", T_FLOAT, AT(min_lr), 0, 1e6, 0, "0"},
+    {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
+    {"train", "keep_best", T_BOOL, AT(keep_best), 0, 0, 0, "false"},
+    {"train", "patience", T_INT, AT(patience), 0, 1e6, 0, "0"},
+    {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
+    {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
+    {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
+    {"run", "cuda_graphs", T_BOOL, AT(cuda_graphs), 0, 0, 0, "true"},
+    /* Empty: runs/<the config file's stem>, beside the file (finish). */
+    {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, ""},
+};
+enum { N_KEYS = sizeof keys / sizeof keys[0] };
+
+/* Where each key's value came from: a file line, an override, or the default. */
+struct fn_config_keys {
+    int line[N_KEYS];        /* > 0: set on this line of the file */
+    char *assignment[N_KEYS]; /* non-NULL: set by this --set argument */
+};
+
+static const char *const sections[] = {"data", "model", "train", "run", "output"};
+
+/* --- helpers ------------------------------------------------------------ */
+
+static char *copy_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c)
+        memcpy(c, s, n);
+    return c;
+}
+
+/* Drops "." components, empty ones and each "name/.." pair, as Python's
+ * os.path.normpath does: "data/../runs/x" reads "runs/x". Lexical: ".."
+ * after a symbolic link is taken as going up the link's name. Writes into
+ * out, which has room for strlen(path) + 2 bytes. */
+static void normalize_path(const char *path, char *out)
+{
+    const int absolute = path[0] == '/';
+    char *base = out + absolute, *end = base; /* end: after the last kept "name/" */
+    int kept = 0; /* components in out that a ".." may remove */
+    if (absolute)
+        out[0] = '/';
+    for (const char *in = path; *in;) {
+        while (*in == '/')
+            in++;
+        size_t len = strcspn(in, "/");
+        const int dot = len == 1 && in[0] == '.', dotdot = len == 2 && !strncmp(in, "..", 2);
+        if (dotdot && kept > 0) {
+            end--; /* the slash after the last component, then the component */
+            while (end > base && end[-1] != '/')
+                end--;
+            kept--;
+        } else if (len > 0 && !dot && !(dotdot && absolute)) {
+            memcpy(end, in, len);
+            end += len;
+            *end++ = '/';
+            kept += !dotdot;
+        }
+        in += len;
+    }
+    if (end > base)
+        end--; /* the last slash */
+    *end = '\0';
+    if (!out[0])
+        strcpy(out, ".");
+}
+
+char *fn_path_join(const char *dir, const char *name)
+{
+    if (name[0] == '/' || !dir || !dir[0] || strcmp(dir, ".") == 0)
+        dir = NULL;
+    size_t n = (dir ? strlen(dir) : 0) + strlen(name) + 2;
+    char *joined = malloc(n), *p = malloc(n + 1);
+    if (joined && p) {
+        snprintf(joined, n, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+        normalize_path(joined, p);
+    } else {
+        free(p);
+        p = NULL;
+    }
+    free(joined);
+    return p;
+}
+
+static char *directory_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return copy_string(".");
+    if (slash == path)
+        return copy_string("/");
+    size_t n = (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static int find_key(const char *section, const char *name)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int known_section(const char *section)
+{
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (strcmp(sections[i], section) == 0)
+            return 1;
+    return 0;
+}
+
+/* --- value parsers: each fails with a problem text, no location ---------- */
+
+static fn_status parse_long(const char *text, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected an integer, got '%s'", text);
+    if (errno == ERANGE)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range", text);
+    *out = v;
+    return FN_OK;
+}
+
+static fn_status parse_double(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected a number, got '%s'", text);
+    if (errno == ERANGE || !isfinite(v))
+        return fn_fail(FN_ERR_INVALID, "%s is not a finite number", text);
+    *out = v;
+    return FN_OK;
+}
+
+static fn_status check_range(const key_spec *k, double v, const char *text)
+{
+    int low = k->min_exclusive ? !(v > k->min) : !(v >= k->min);
+    if (!low && v <= k->max)
+        return FN_OK;
+    const char *op = k->min_exclusive ? ">" : ">=";
+    /* An integer key's limits read as integers: "<= 1048576", not "1.04858e+06". */
+    if (k->type == T_INT)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %lld and <= %lld", text,
+                       op, (long long)k->min, (long long)k->max);
+    /* Ten digits: whole limits read whole ("<= 16777216"), not "1.67772e+07". */
+    return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %.10g and <= %.10g", text, op,
+                   k->min, k->max);
+}
+
+static fn_status parse_bool(const char *text, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0)
+            return *out = 1, FN_OK;
+        if (strcasecmp(text, no[i]) == 0)
+            return *out = 0, FN_OK;
+    }
+    return fn_fail(FN_ERR_INVALID, "expected true or false, got '%s'", text);
+}
+
+static fn_status parse_seed(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0')
+        return fn_fail(FN_ERR_INVALID, "expected an integer, got '%s'", text);
+    if (errno == ERANGE || v < 0)
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: expected 0 to 2^63 - 1", text);
+    *out = (uint64_t)v;
+    return FN_OK;
+}
+
+static fn_status parse_device(const char *text, fn_config *cfg)
+{
+    if (strcmp(text, "auto") == 0 || strcmp(text, "cpu") == 0) {
+        cfg->device_auto = text[0] == 'a';
+        cfg->device = FN_CPU;
+        cfg->gpu = -1;
+        cfg->gpu_pinned = 0;
+        return FN_OK;
+    }
+    if (strncmp(text, "cuda", 4) == 0 && (text[4] == '\0' || text[4] == ':')) {
+        long gpu = 0;
+        if (text[4] == ':' && (parse_long(text + 5, &gpu) != FN_OK || gpu < 0 || gpu > 1023))
+            return fn_fail(FN_ERR_INVALID, "expected cuda:N with N a device number, got '%s'",
+                           text);
+        cfg->device_auto = 0;
+        cfg->device = FN_CUDA;
+        cfg->gpu = (int)gpu;
+        cfg->gpu_pinned = text[4] == ':';
+        return FN_OK;
+    }
+    return fn_fail(FN_ERR_INVALID, "expected auto, cpu, cuda or cuda:N, got '%s'", text);
+}
+
+/* "beta1, beta2", each in [0, 1) as float32 (torch.optim.Adam's check). */
+static fn_status parse_betas(const char *text, float betas[2])
+{
+    const char *comma = strchr(text, ',');
+    char first[64];
+    if (!comma || (size_t)(comma - text) >= sizeof first)
+        return fn_fail(FN_ERR_INVALID, "expected two numbers 'beta1, beta2', got '%s'", text);
+    memcpy(first, text, (size_t)(comma - text));
+    first[comma - text] = '\0';
+    size_t len = strlen(first);
+    while (len > 0 && (first[len - 1] == ' ' || first[len - 1] == '\t'))
+        first[--len] = '\0';
+    const char *parts[2] = {first, comma + 1};
+    float got[2];
+    for (int i = 0; i < 2; i++) {
+        while (*parts[i] == ' ' || *parts[i] == '\t')
+            parts[i]++;
+        double v = 0;
+        FN_TRY(parse_double(parts[i], &v));
+        got[i] = (float)v;
+        if (!(got[i] >= 0.0f && got[i] < 1.0f))
+            return fn_fail(FN_ERR_INVALID, "beta%d %s is out of range: expected >= 0 and < 1",
+                           i + 1, parts[i]);
+    }
+    betas[0] = got[0];
+    betas[1] = got[1];
+    return FN_OK;
+}
+
+/* One "kind arguments" item of a layer list; `item` is its 1-based
+ * position. The kind (layer_kind.h) parses its arguments. */
+static fn_status parse_layer_item(const char *start, size_t len, int item, fn_layer_spec *spec)
+{
+    char buf[64], usages[256];
+    while (len > 0 && (*start == ' ' || *start == '\t'))
+        start++, len--;
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return fn_fail(FN_ERR_INVALID, "item %d is empty (expected %s)", item,
+                       fn_layer_kind_list(usages, sizeof usages, 1));
+    if (len >= sizeof buf)
+        return fn_fail(FN_ERR_INVALID, "item %d is too long", item);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
+    char *space = strpbrk(buf, " \t");
+    if (!space)
+        return fn_fail(FN_ERR_INVALID, "item %d '%s': expected %s", item, buf,
+                       fn_layer_kind_list(usages, sizeof usages, 1));
+    *space = '\0';
+    const char *args = space + 1;
+    while (*args == ' ' || *args == '\t')
+        args++;
+    fn_status st = fn_layer_kind_find(buf, &spec->kind);
+    if (st == FN_OK)
+        st = spec->kind->parse(args, spec);
+    if (st != FN_OK)
+        fn_error_prefix("item %d: ", item);
+    return st;
+}
+
+fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers)
+{
+    int n = 1;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
+    fn_layer_spec *specs = calloc((size_t)n, sizeof *specs);
+    if (!specs)
+        return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", n);
+    const char *start = text;
+    for (int i = 0; i < n; i++) {
+        const char *comma = strchr(start, ',');
+        size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        fn_status st = parse_layer_item(start, len, i + 1, &specs[i]);
+        if (st != FN_OK) {
+            free(specs);
+            return st;
+        }
+        start = comma ? comma + 1 : start + len;
+    }
+    *layers = specs;
+    *n_layers = n;
+    return FN_OK;
+}
+
+static fn_status set_string(char **slot, const char *text, int may_be_empty)
+{
+    if (!text[0] && !may_be_empty)
+        return fn_fail(FN_ERR_INVALID, "expected a value, got nothing");
+    char *c = NULL;
+    if (text[0] && !(c = copy_string(text)))
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(*slot);
+    *slot = c;
+    return FN_OK;
+}
+
+static fn_status parse_optimizer(const char *text, char **slot)
+{
+    static const char *const names[] = {"sgd", "adam", "adamw"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0)
+            return set_string(slot, text, 0);
+    return fn_fail(FN_ERR_INVALID, "expected sgd, adam or adamw, got '%s'", text);
+}
+
+static fn_status set_number(fn_config *cfg, const key_spec *k, const char *text)
+{
+    char *field = (char *)cfg + k->offset;
+    if (k->type == T_INT) {
+        long v = 0;
+        FN_TRY(parse_long(text, &v));
+        FN_TRY(check_range(k, (double)v, text));
+        *(int *)field = (int)v;
+        return FN_OK;
+    }
+    double v = 0;
+    FN_TRY(parse_double(text, &v));
+    if (k->type == T_DOUBLE) {
+        FN_TRY(check_range(k, v, text));
+        *(double *)field = v;
+        return FN_OK;
+    }
+    /* The range is checked on the float the run will use: 1e-50 passes
+     * "> 0" as a double but is 0 as a float, and 1e39 is infinity. */
+    const float f = (float)v;
+    if (!isfinite(f))
+        return fn_fail(FN_ERR_INVALID, "%s is out of range: not a finite float32 number", text);
+    FN_TRY(check_range(k, (double)f, text));
+    *(float *)field = f;
+    return FN_OK;
+}
+
+static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
+{
+    char *field = (char *)cfg + k->offset;
+    switch (k->type) {
+    case T_NAME:
+    case T_PATH:
+    case T_OPTPATH:
+        return set_string((char **)field, text, k->type == T_OPTPATH);
+    case T_INT:
+    case T_FLOAT:
+    case T_DOUBLE:
+        return set_number(cfg, k, text);
+    case T_BOOL:
+        return parse_bool(text, (int *)field);
+    case T_SEED:
+        return parse_seed(text, (uint64_t *)field);
+    case T_LOSS:
+        return fn_loss_kind_find(text, (const fn_loss_kind **)field);
+    case T_MATH:
+        if (fn_math_parse(text, (fn_math *)field) != FN_OK)
+            return fn_fail(FN_ERR_INVALID, "expected fp32, tf32, tf32x3 or bf16, got '%s'", text);
+        return FN_OK;
+    case T_DEVICE:
+        return parse_device(text, cfg);
+    case T_OPTIMIZER:
+        return parse_optimizer(text, (char **)field);
+    case T_BETAS:
+        return parse_betas(text, (float *)field);
+    case T_SCHEDULE:
+        return fn_schedule_parse(text, (fn_schedule_kind *)field);
+    case T_LAYERS: {
+        fn_layer_spec *layers = NULL;
+        int n = 0;
+        FN_TRY(fn_config_parse_layers(text, &layers, &n));
+        free(cfg->layers);
+        cfg->layers = layers;
+        cfg->n_layers = n;
+        return FN_OK;
+    }
+    }
+    return fn_fail(FN_ERR_INVALID, "unhandled key type");
+}
+
+/* --- the INI file ------------------------------------------------------- */
+
+/* One key of the file; ini_reader.h puts "<path>:<line>: " in front of a
+ * failure's message. */
+static fn_status on_key(void *arg, const char *section, const char *name, const char *value,
+                        int line)
+{
+    fn_config *cfg = arg;
+    if (!section[0])
+        return fn_fail(FN_ERR_INVALID, "%s: key outside any [section]", name);
+    if (!known_section(section))
+        return fn_fail(FN_ERR_INVALID,
+                       "unknown section [%s] (expected data, model, train, run or output)",
+                       section);
+    int i = find_key(section, name);
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name);
+    if (cfg->keys->line[i] > 0)
+        return fn_fail(FN_ERR_INVALID, "%s.%s: duplicate key (first set on line %d)", section,
+                       name, cfg->keys->line[i]);
+    cfg->keys->line[i] = line;
+    fn_status st = set_value(cfg, &keys[i], value);
+    if (st != FN_OK)
+        fn_error_prefix("%s.%s: ", section, name);
+    return st;
+}
+
+static fn_status apply_defaults(fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        if (!keys[i].fallback)
+            continue;
+        fn_status st = set_value(cfg, &keys[i], keys[i].fallback);
+        if (st != FN_OK) {
+            fn_error_prefix("default of %s.%s: ", keys[i].section, keys[i].name);
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
+fn_status fn_config_load(fn_config **out, const char *path)
+{
+    *out = NULL;
+    fn_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg || !(cfg->keys = calloc(1, sizeof *cfg->keys)) || !(cfg->path = copy_string(path)) ||
+        !(cfg->dir = directory_of(path))) {
+        fn_config_destroy(cfg);
+        return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+    }
+    fn_status st = apply_defaults(cfg);
+    if (st == FN_OK)
+        st = fn_ini_read_text(path, &cfg->text);
+    if (st == FN_OK)
+        st = fn_ini_parse(cfg->path, cfg->text, on_key, cfg);
+    if (st != FN_OK) {
+        fn_config_destroy(cfg);
+        return st;
+    }
+    *out = cfg;
+    return FN_OK;
+}
+
+/* --- overrides ---------------------------------------------------------- */
+
+static char *trimmed_copy(const char *start, size_t len)
+{
+    while (len > 0 && (*start == ' ' || *start == '\t'))
+        start++, len--;
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+        len--;
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, start, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+/* Adds "; --set a.b=c" to the kept text, so exported files say how the run
+ * differed from its file. */
+static fn_status note_override(fn_config *cfg, const char *assignment)
+{
+    size_t n = strlen(cfg->text) + strlen(assignment) + 16;
+    char *text = malloc(n);
+    if (!text)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    size_t len = strlen(cfg->text);
+    const char *sep = len && cfg->text[len - 1] != '\n' ? "\n" : "";
+    snprintf(text, n, "%s%s; --set %s\n", cfg->text, sep, assignment);
+    free(cfg->text);
+    cfg->text = text;
+    return FN_OK;
+}
+
+static fn_status apply_override(fn_config *cfg, const char *assignment, const char *section,
+                                const char *name, const char *value)
+{
+    if (!known_section(section))
+        return fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section);
+    int i = find_key(section, name);
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name);
+    fn_status st = set_value(cfg, &keys[i], value);
+    if (st != FN_OK) {
+        fn_error_prefix("--set %s: ", assignment);
+        return st;
+    }
+    char *copy = copy_string(assignment);
+    if (!copy)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(cfg->keys->assignment[i]);
+    cfg->keys->assignment[i] = copy;
+    return note_override(cfg, assignment);
+}
+
+fn_status fn_config_set(fn_config *cfg, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    const char *dot = eq ? memchr(assignment, '.', (size_t)(eq - assignment)) : NULL;
+    if (!eq || !dot)
+        return fn_fail(FN_ERR_INVALID, "--set %s: expected section.key=value", assignment);
+    char *section = trimmed_copy(assignment, (size_t)(dot - assignment));
+    char *name = trimmed_copy(dot + 1, (size_t)(eq - dot - 1));
+    char *value = trimmed_copy(eq + 1, strlen(eq + 1));
+    fn_status st = section && name && value
+                       ? apply_override(cfg, assignment, section, name, value)
+                       : fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(section);
+    free(name);
+    free(value);
+    return st;
+}
+
+/* --- checks across keys, required keys, paths --------------------------- */
+
+/* Fails with "where: problem" for key i, where is its last source. */
+static fn_status key_fail(const fn_config *cfg, fn_status status, int i, const char *problem)
+{
+    if (cfg->keys->assignment[i])
+        return fn_fail(status, "--set %s: %s", cfg->keys->assignment[i], problem);
+    if (cfg->keys->line[i] > 0)
+        return fn_fail(status, "%s:%d: %s.%s: %s", cfg->path, cfg->keys->line[i],
+                       keys[i].section, keys[i].name, problem);
+    return fn_fail(status, "%s: %s.%s: %s", cfg->path, keys[i].section, keys[i].name, problem);
+}
+
+static int key_given(const fn_config *cfg, int i)
+{
+    return cfg->keys->line[i] > 0 || cfg->keys->assignment[i] != NULL;
+}
+
+static fn_status check_required(const fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!keys[i].fallback && !key_given(cfg, i))
+            return fn_fail(FN_ERR_INVALID, "%s: [%s] %s is required", cfg->path, keys[i].section,
+                           keys[i].name);
+    return FN_OK;
+}
+
+static fn_status check_groups(const fn_config *cfg)
+{
+    int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
+    const fn_layer_hparams hp = {cfg->groups, cfg->eps, cfg->negative_slope};
+    char problem[512];
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const fn_layer_spec *s = &cfg->layers[l];
+        if (s->kind->check && s->kind->check(s, &hp) != FN_OK) {
+            snprintf(problem, sizeof problem, "%s of layer %d (%s %d)", fn_last_error(), l + 1,
+                     s->kind->name, s->width);
+            return key_fail(cfg, FN_ERR_INVALID, where, problem);
+        }
+    }
+    return FN_OK;
+}
+
+static fn_status check_sgd(const fn_config *cfg)
+{
+    const fn_sgd_config *s = &cfg->sgd;
+    if (s->nesterov && (s->momentum <= 0 || s->dampening != 0))
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "nesterov"),
+                        "nesterov needs momentum > 0 and dampening = 0");
+    return FN_OK;
+}
+
+/* Key `name` of [train], given with a value other than its default, does
+ * not apply to the settings chosen: an error naming it. */
+static fn_status not_applicable(const fn_config *cfg, const char *name, int differs,
+                                const char *why)
+{
+    const int i = find_key("train", name);
+    if (!key_given(cfg, i) || !differs)
+        return FN_OK;
+    return key_fail(cfg, FN_ERR_INVALID, i, why);
+}
+
+/* momentum, dampening and nesterov are SGD's; betas and adam_eps Adam's.
+ * AdamW's weight_decay defaults to torch.optim.AdamW's 1e-2. */
+static fn_status check_optimizer(fn_config *cfg)
+{
+    const int sgd = strcmp(cfg->optimizer, "sgd") == 0;
+    char why[128];
+    snprintf(why, sizeof why, "applies to optimizer = sgd only, not %s (its betas and adam_eps "
+             "set the moments)", cfg->optimizer);
+    if (!sgd) {
+        FN_TRY(not_applicable(cfg, "momentum", cfg->sgd.momentum != 0, why));
+        FN_TRY(not_applicable(cfg, "dampening", cfg->sgd.dampening != 0, why));
+        FN_TRY(not_applicable(cfg, "nesterov", cfg->sgd.nesterov != 0, why));
+    } else {
+        const char *adam_only = "applies to optimizer = adam or adamw only, not sgd";
+        FN_TRY(not_applicable(cfg, "betas", cfg->betas[0] != 0.9f || cfg->betas[1] != 0.999f,
+                              adam_only));
+        FN_TRY(not_applicable(cfg, "adam_eps", cfg->adam_eps != 1e-8f, adam_only));
+    }
+    if (strcmp(cfg->optimizer, "adamw") == 0 && !key_given(cfg, find_key("train", "weight_decay")))
+        cfg->sgd.weight_decay = 1e-2f;
+    return FN_OK;
+}
+
+static fn_status check_schedule(const fn_config *cfg)
+{
+    const fn_schedule_kind k = cfg->schedule;
+    if (k == FN_SCHEDULE_STEP && !key_given(cfg, find_key("train", "step_size")))
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "schedule"),
+                        "schedule = step needs step_size (steps between decays)");
+    const char *step_only = "applies to schedule = step only";
+    FN_TRY(not_applicable(cfg, "step_size", k != FN_SCHEDULE_STEP, step_only));
+    FN_TRY(not_applicable(cfg, "gamma", k != FN_SCHEDULE_STEP && cfg->gamma != 0.1f, step_only));
+    FN_TRY(not_applicable(cfg, "min_lr", k != FN_SCHEDULE_COSINE && cfg->min_lr != 0,
+                          "applies to schedule = cosine only"));
+    if (k == FN_SCHEDULE_COSINE && cfg->min_lr > cfg->sgd.lr) {
+        char why[128];
+        snprintf(why, sizeof why, "min_lr %g is above lr %g", (double)cfg->min_lr,
+                 (double)cfg->sgd.lr);
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "min_lr"), why);
+    }
+    return FN_OK;
+}
+
+/* A path from the file is relative to the file's directory; one from --set
+ * to the current directory, as on every command line. */
+static fn_status resolve_path(fn_config *cfg, int i)
+{
+    char **slot = (char **)((char *)cfg + keys[i].offset);
+    if (!*slot)
+        return FN_OK;
+    char *full = fn_path_join(cfg->keys->assignment[i] ? "." : cfg->dir, *slot);
+    if (!full)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    free(*slot);
+    *slot = full;
+    /* Input files are checked now, so a typo fails before anything is built. */
+    if (keys[i].offset != AT(out_dir) && access(full, R_OK) != 0) {
+        char problem[512];
+        snprintf(problem, sizeof problem, "cannot read '%s': %s", full, strerror(errno));
+        return key_fail(cfg, FN_ERR_IO, i, problem);
+    }
+    struct stat st;
+    if (keys[i].offset != AT(out_dir) && stat(full, &st) == 0 && !S_ISREG(st.st_mode)) {
+        char problem[512];
+        snprintf(problem, sizeof problem, "'%s' is %s, not a regular file", full,
+                 fn_file_kind(st.st_mode));
+        return key_fail(cfg, FN_ERR_IO, i, problem);
+    }
+    return FN_OK;
+}
+
+/* keep_best and patience watch the validation metric. */
+static fn_status check_best(const fn_config *cfg)
+{
+    if (cfg->valid)
+        return FN_OK;
+    const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
+    if (!name)
+        return FN_OK;
+    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name),
+                    "needs a validation set ([data] valid) to watch");
+}
+
+/* [output] dir left unset: runs/<stem of the config file>, so two configs
+ * never share a folder by default. */
+static fn_status default_out_dir(fn_config *cfg)
+{
+    if (cfg->out_dir)
+        return FN_OK;
+    const char *base = strrchr(cfg->path, '/');
+    base = base ? base + 1 : cfg->path;
+    size_t len = strlen(base);
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        len = (size_t)(dot - base);
+    cfg->out_dir = malloc(len + 6);
+    if (!cfg->out_dir)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    snprintf(cfg->out_dir, len + 6, "runs/%.*s", (int)len, base);
+    return FN_OK;
+}
+
+fn_status fn_config_finish(fn_config *cfg)
+{
+    FN_TRY(check_required(cfg));
+    FN_TRY(check_groups(cfg));
+    FN_TRY(check_optimizer(cfg));
+    FN_TRY(check_sgd(cfg));
+    FN_TRY(check_schedule(cfg));
+    FN_TRY(check_best(cfg));
+    FN_TRY(default_out_dir(cfg));
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
+            FN_TRY(resolve_path(cfg, i));
+    return FN_OK;
+}
+
+int fn_config_given(const fn_config *cfg, const char *section, const char *name)
+{
+    const int i = cfg && section && name ? find_key(section, name) : -1;
+    return i >= 0 && key_given(cfg, i);
+}
+
+void fn_config_destroy(fn_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (int i = 0; i < N_KEYS; i++) {
+        key_type t = keys[i].type;
+        if (t == T_NAME || t == T_PATH || t == T_OPTPATH || t == T_OPTIMIZER)
+            free(*(char **)((char *)cfg + keys[i].offset));
+        if (cfg->keys)
+            free(cfg->keys->assignment[i]);
+    }
+    free(cfg->layers);
+    free(cfg->keys);
+    free(cfg->path);
+    free(cfg->dir);
+    free(cfg->text);
+    free(cfg);
+}

@@ -1,0 +1,62 @@
+/* h5util.h (private) — the HDF5 plumbing shared by data.c, weights.c,
+ * checkpoint.c and outputs.c: HDF5's own messages turned into fn_fail text,
+ * files opened for reading or written atomically (atomic_file.h), and
+ * attribute and dataset helpers whose errors name the file and object. */
+#ifndef FUSENET_SRC_H5UTIL_H
+#define FUSENET_SRC_H5UTIL_H
+
+#include <hdf5.h>
+#include <stddef.h>
+
+#include "fusenet/status.h"
+/* Every loader of an HDF5 file reads it under the probe first, so its
+ * declarations come with these. */
+#include "store/h5_probe.h"
+
+/* Turns off HDF5's printing of error stacks (the library never prints). */
+void fn_h5_quiet(void);
+
+/* fn_fail with ": <HDF5's innermost message>" appended when there is one. */
+fn_status fn_h5_fail(fn_status status, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* "float32", "int64", "uint8", "string", ... */
+void fn_h5_type_name(hid_t type, char *buf, size_t n);
+
+/* Opens an existing regular file read-only (regular_file.h: anything else
+ * is refused at once, saying what it is); errors name the path. */
+fn_status fn_h5_open_read(hid_t *file, const char *path);
+
+/* The atomic write of an HDF5 file (atomic_file.h). Creates "<path>.tmp"
+ * exclusively, removing what an earlier run left there; *tmp is malloc'ed. */
+fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
+/* Closes file, fsyncs the temporary, renames it over path and fsyncs the
+ * directory. On failure the temporary is removed and path is untouched. */
+fn_status fn_h5_commit(hid_t file, const char *tmp, const char *path);
+/* Closes and removes an unfinished temporary. */
+void fn_h5_abandon(hid_t file, const char *tmp);
+
+/* Attributes of obj; `where` names obj in messages ("w.h5: group 'layer0'"). */
+fn_status fn_h5_put_string(hid_t obj, const char *where, const char *name, const char *value);
+fn_status fn_h5_put_int(hid_t obj, const char *where, const char *name, long long value);
+fn_status fn_h5_put_double(hid_t obj, const char *where, const char *name, double value);
+/* *value is malloc'ed; both fixed and variable length strings are read. */
+fn_status fn_h5_get_string(hid_t obj, const char *where, const char *name, char **value);
+fn_status fn_h5_get_int(hid_t obj, const char *where, const char *name, long long *value);
+fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, double *value);
+
+/* A float32 dataset of rank 1 or 2 (dims[0] only when rank is 1), chunked
+ * with a Fletcher-32 checksum per chunk. Refuses
+ * (FN_ERR_NUMERIC) to write a non-finite value: a file with a NaN is never a
+ * good one to keep. */
+fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const float *data,
+                           int rank, const long long *dims);
+/* Reads a float32 dataset that must have exactly this rank and these dims
+ * and hold finite values only (a weights file's or checkpoint's). */
+fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float *data, int rank,
+                           const long long *dims);
+
+#endif

@@ -1,0 +1,358 @@
+/* trainer.c — a training run's set-up and end: the device, the sets and
+ * their loader, the network and optimiser, the output files, resuming from
+ * a checkpoint; and what a caller may read of the run. The epochs run in
+ * trainer_loop.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fusenet/checkpoint.h"
+#include "fusenet/model.h"
+#include "fusenet/weights.h"
+#include "trainer/optimizers.h"
+#include "trainer/trainer_impl.h"
+
+/* [run] device, or with device = auto the first GPU when there is one. A
+ * GPU asked for by name must be there before the device is reported. */
+static fn_status open_context(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    fn_train_device d = {.device = c->device, .gpu = c->gpu, .automatic = c->device_auto,
+                         .math = c->math};
+    if (c->device_auto) {
+        d.gpus_found = fn_cuda_device_count();
+        d.device = d.gpus_found > 0 ? FN_CUDA : FN_CPU;
+        d.gpu = d.gpus_found > 0 ? fn_trainer_dist_gpu(t, 0, d.gpus_found) : -1;
+    } else if (c->device == FN_CUDA) {
+        const int found = fn_cuda_device_count();
+        if (c->gpu >= found)
+            return fn_fail(FN_ERR_NODEV,
+                           "%s: [run] device = cuda:%d, but %s; use device = auto (a GPU when "
+                           "there is one, else the CPU) or device = cpu",
+                           c->path, c->gpu,
+                           found > 0 ? "this machine has fewer GPUs" : "no usable GPU was found");
+        if (!c->gpu_pinned && found > 0)
+            d.gpu = fn_trainer_dist_gpu(t, c->gpu, found);
+    }
+    /* The CPU's products are always strict fp32: a notice, not an error,
+     * so one config runs on a GPU machine and on a laptop alike. */
+    d.math_unused = d.device == FN_CPU && c->math != FN_MATH_FP32;
+    if (t->cb.on_device)
+        t->cb.on_device(t->user, &d);
+    return fn_context_create(&t->ctx, d.device, d.gpu, c->math);
+}
+
+static fn_status open_sets(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    fn_data_options opt = {
+        .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets, .in_features = 0,
+        .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
+        .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
+    FN_TRY(fn_data_open(&t->train, c->train, &opt));
+    /* Over several ranks each takes its share of every batch (trainer_dist.c). */
+    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
+    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
+    if (!c->valid)
+        return FN_OK;
+    opt.in_features = fn_data_in_features(t->train);
+    opt.shuffle = 0;
+    FN_TRY(fn_data_open(&t->valid, c->valid, &opt));
+    /* Validation runs between epochs, with nothing to overlap. */
+    const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
+                                    .parts = share.parts};
+    return fn_loader_create(&t->valid_loader, t->ctx, t->valid, &sync);
+}
+
+/* The schedule spans the run's epochs: T = epochs * batches per epoch. */
+static fn_status make_schedule(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    t->schedule = (fn_schedule){.kind = c->schedule, .lr = c->sgd.lr,
+                                .warmup_steps = c->warmup_steps, .step_size = c->step_size,
+                                .gamma = c->gamma, .min_lr = c->min_lr,
+                                .total_steps = (long long)c->epochs * fn_data_batches(t->train)};
+    return fn_schedule_check(&t->schedule);
+}
+
+static fn_status build(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    /* Over several ranks, a rank's share of a batch at most (trainer_dist.c). */
+    fn_config sized = *c;
+    sized.batch_size = fn_trainer_dist_rows(t);
+    FN_TRY(fn_model_build(&t->net, t->ctx, &sized, fn_data_in_features(t->train)));
+    if (c->init)
+        FN_TRY(fn_weights_load(t->net, c->init));
+    FN_TRY(fn_optimizer_from_config(&t->opt, c->optimizer, t->net, c));
+    FN_TRY(make_schedule(t));
+    if (c->clip_grad_norm > 0)
+        FN_TRY(fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
+                              c->clip_grad_norm));
+    fn_device d = fn_context_device(t->ctx);
+    FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
+    return fn_tensor_alloc(&t->dpred, sized.batch_size, fn_net_out_features(t->net), d);
+}
+
+/* --- the output directory ------------------------------------------------------ */
+
+/* The files a run writes in its directory, which no other run's may join. */
+enum { OUT_WEIGHTS, OUT_CHECKPOINT, OUT_CSV, OUT_BEST, N_OUT };
+static const char *const out_names[N_OUT] = {"weights.h5", "checkpoint.h5", "metrics.csv",
+                                             "best.h5"};
+
+static fn_status output_paths(fn_trainer *t)
+{
+    char **paths[N_OUT] = {&t->weights_path, &t->checkpoint_path, &t->csv_path, &t->best_path};
+    for (int i = 0; i < N_OUT; i++)
+        if (!(*paths[i] = fn_path_join(t->cfg->out_dir, out_names[i])))
+            return fn_fail(FN_ERR_NOMEM, "out of memory");
+    return FN_OK;
+}
+
+/* A fresh run into a directory holding another run's files: an error,
+ * naming them, unless it may overwrite them (fn_trainer_prepare_output
+ * removes them). A resumed run continues the run whose files they are. */
+static fn_status check_output(fn_trainer *t)
+{
+    if (t->resuming)
+        return FN_OK;
+    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
+    char found[128] = ""; /* room for every name of out_names */
+    for (int i = 0; i < N_OUT; i++) {
+        const size_t len = strlen(found);
+        if (access(paths[i], F_OK) == 0)
+            snprintf(found + len, sizeof found - len, "%s%s", len ? ", " : "", out_names[i]);
+    }
+    if (!found[0] || t->overwrite)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "%s holds another run's %s; give --overwrite to replace them, --resume to "
+                   "continue that run, or another [output] dir",
+                   t->cfg->out_dir, found);
+}
+
+fn_status fn_trainer_prepare_output(fn_trainer *t)
+{
+    if (t->output_ready)
+        return FN_OK;
+    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
+    for (int i = 0; t->overwrite && !t->resuming && i < N_OUT; i++)
+        if (unlink(paths[i]) != 0 && errno != ENOENT)
+            return fn_fail(FN_ERR_IO, "%s: cannot remove the earlier run's file: %s", paths[i],
+                           strerror(errno));
+    t->output_ready = 1;
+    return FN_OK;
+}
+
+/* --- resuming ------------------------------------------------------------------ */
+
+/* Appends a difference, fmt with its two numbers, to the list in buf. */
+static void add_difference(char *buf, size_t cap, const char *fmt, long long was, long long is)
+{
+    size_t len = strlen(buf);
+    if (len + 2 < cap)
+        snprintf(buf + len, cap - len, "%s", len ? "; " : "");
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, fmt, was, is);
+}
+
+/* The checkpoint must continue this config's run: its data order depends
+ * on the seed, the batch size, and the set's rows and slab size ([data]
+ * train and memory_budget_mb); its layers were checked by the load. */
+static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
+{
+    const fn_config *c = t->cfg;
+    const long long rows = (long long)fn_data_rows(t->train),
+                    slab = (long long)fn_data_slab_rows(t->train);
+    char diff[512] = "";
+    if (s->seed != c->seed)
+        add_difference(diff, sizeof diff, "seed %lld (the config: %lld)", (long long)s->seed,
+                       (long long)c->seed);
+    if (s->batch_size != c->batch_size)
+        add_difference(diff, sizeof diff, "batch_size %lld (the config: %lld)", s->batch_size,
+                       c->batch_size);
+    if (s->rows != rows)
+        add_difference(diff, sizeof diff, "a training set of %lld rows (this one: %lld)", s->rows,
+                       rows);
+    else if (s->slab_rows != slab)
+        add_difference(diff, sizeof diff,
+                       "the set read in slabs of %lld rows (memory_budget_mb makes %lld)",
+                       s->slab_rows, slab);
+    if (!diff[0])
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "%s was written by another run: %s; --resume continues only the same run "
+                   "(--overwrite starts afresh)",
+                   t->checkpoint_path, diff);
+}
+
+static fn_status resume(fn_trainer *t)
+{
+    fn_train_state s = {0};
+    /* A checkpoint of other layers fails here, naming the first that
+     * differs ("group 'layer0': out_features is 32, the model has 64"). */
+    fn_status st = fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s);
+    if (st != FN_OK) {
+        fn_error_prefix("--resume: ");
+        return st;
+    }
+    FN_TRY(check_resumable(t, &s));
+    t->state = s;
+    t->checkpoint_ours = 1;
+    /* A run that stopped early stays stopped unless patience grew: it
+     * ends at once, writing the same weights. */
+    const int patience = t->cfg->patience;
+    t->stopped_early = patience > 0 && s.step == 0 && s.since_best >= patience;
+    if (t->cb.on_resume)
+        t->cb.on_resume(t->user, t->checkpoint_path, &t->state);
+    return FN_OK;
+}
+
+/* The notice of constant columns under [data] standardize. */
+static void notice_constant(fn_trainer *t, int count, const int *list, int listed)
+{
+    char text[512];
+    size_t len = (size_t)snprintf(text, sizeof text,
+                                  "[data] standardize: %d of %d input columns are constant in the "
+                                  "training set and get std 1 (column%s ",
+                                  count, fn_data_in_features(t->train), count > 1 ? "s" : "");
+    for (int i = 0; i < listed && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%d", i ? ", " : "", list[i]);
+    if (len < sizeof text)
+        snprintf(text + len, sizeof text - len, "%s)", count > listed ? ", ..." : "");
+    if (t->cb.on_notice)
+        t->cb.on_notice(t->user, text);
+}
+
+/* The input standardisation: a checkpoint's when resuming, an init file's
+ * when it has one, else the training set's statistics; each must agree
+ * with [data] standardize. Both loaders apply it. */
+static fn_status setup_norm(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    const int in = fn_data_in_features(t->train);
+    const char *from = t->resuming ? t->checkpoint_path : c->init;
+    if (from) {
+        FN_TRY(fn_input_norm_load(&t->norm, t->ctx, from, in));
+        if (t->norm && !c->standardize)
+            return fn_fail(FN_ERR_INVALID, "%s holds input standardisation (/input_norm): set "
+                           "[data] standardize = true to %s it", from,
+                           t->resuming ? "resume" : "start from");
+        if (!t->norm && c->standardize && t->resuming)
+            return fn_fail(FN_ERR_INVALID, "%s was written without input standardisation; the "
+                           "config has [data] standardize = true", from);
+    }
+    if (c->standardize && !t->norm) {
+        enum { LIST = 8 };
+        int count = 0, list[LIST];
+        FN_TRY(fn_input_norm_from_data(&t->norm, t->ctx, t->train, &count, list, LIST));
+        if (count > 0)
+            notice_constant(t, count, list, count < LIST ? count : LIST);
+    }
+    FN_TRY(fn_loader_set_norm(t->loader, t->norm));
+    return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
+}
+
+/* Nothing is written here. The output directory is locked first, before
+ * any file in it is read or written (made for it when missing: the lock
+ * removes it again if the run writes nothing). */
+static fn_status setup(fn_trainer *t, fn_comm_scope scope)
+{
+    t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
+    t->ranks = scope == FN_COMM_WORLD ? fn_world_size() : 1;
+    FN_TRY(output_paths(t));
+    if (fn_trainer_writes(t)) {
+        FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
+        FN_TRY(check_output(t));
+    }
+    FN_TRY(open_context(t));
+    FN_TRY(fn_trainer_dist_setup(t, scope));
+    FN_TRY(open_sets(t));
+    FN_TRY(build(t));
+    FN_TRY(setup_norm(t));
+    t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
+                                    (long long)fn_data_rows(t->train),
+                                    (long long)fn_data_slab_rows(t->train));
+    return t->resuming ? resume(t) : FN_OK;
+}
+
+fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
+                            const fn_trainer_options *options)
+{
+    if (!out || !cfg)
+        return fn_fail(FN_ERR_INVALID, "fn_trainer_create: trainer or config is NULL");
+    *out = NULL;
+    fn_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the trainer");
+    t->cfg = cfg;
+    if (options) {
+        t->user = options->user;
+        t->resuming = options->resume != 0;
+        t->overwrite = options->overwrite != 0;
+        if (options->callbacks)
+            t->cb = *options->callbacks;
+    }
+    fn_status st = setup(t, options ? options->comm : FN_COMM_WORLD);
+    if (st != FN_OK) {
+        /* Tearing down may leave messages of its own: the caller gets the
+         * failure's. */
+        char message[1024];
+        snprintf(message, sizeof message, "%s", fn_last_error());
+        fn_trainer_destroy(t);
+        return fn_fail(st, "%s", message);
+    }
+    *out = t;
+    return FN_OK;
+}
+
+void fn_trainer_destroy(fn_trainer *t)
+{
+    if (!t)
+        return;
+    fn_metrics_csv_close(t->csv);
+    fn_trainer_defer_release(t);
+    fn_tensor_free(&t->loss);
+    fn_tensor_free(&t->dpred);
+    fn_clip_destroy(t->clip);
+    fn_optimizer_destroy(t->opt);
+    fn_net_destroy(t->net);
+    fn_loader_destroy(t->loader);
+    fn_loader_destroy(t->valid_loader);
+    fn_input_norm_destroy(t->norm);
+    fn_data_close(t->train);
+    fn_data_close(t->valid);
+    fn_comm_destroy(t->comm);
+    fn_context_destroy(t->ctx);
+    free(t->checkpoint_path);
+    free(t->weights_path);
+    free(t->csv_path);
+    free(t->best_path);
+    fn_dir_lock_release(t->lock); /* last: every file of the run is closed */
+    free(t);
+}
+
+fn_train_outcome fn_trainer_outcome(const fn_trainer *t)
+{
+    return t ? t->outcome : FN_TRAIN_UNFINISHED;
+}
+
+const fn_train_state *fn_trainer_state(const fn_trainer *t) { return t ? &t->state : NULL; }
+
+const char *fn_trainer_checkpoint_path(const fn_trainer *t)
+{
+    return t ? t->checkpoint_path : NULL;
+}
+
+const char *fn_trainer_weights_path(const fn_trainer *t) { return t ? t->weights_path : NULL; }
+
+const char *fn_trainer_best_path(const fn_trainer *t) { return t ? t->best_path : NULL; }
+
+fn_net *fn_trainer_net(const fn_trainer *t) { return t ? t->net : NULL; }
+
+fn_optimizer *fn_trainer_optimizer(const fn_trainer *t) { return t ? t->opt : NULL; }

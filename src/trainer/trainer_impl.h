@@ -1,0 +1,139 @@
+/* trainer_impl.h (private) — the trainer's struct and what its files share:
+ * src/trainer/trainer.c sets a run up and ends it, trainer_loop.c runs its
+ * epochs, trainer_step.c takes a step and evaluates, trainer_summary.c
+ * describes the model and its memory. */
+#ifndef FUSENET_TRAIN_TRAINER_IMPL_H
+#define FUSENET_TRAIN_TRAINER_IMPL_H
+
+#include "fusenet/clip.h"
+#include "fusenet/comm.h"
+#include "fusenet/data.h"
+#include "fusenet/loss_tally.h"
+#include "fusenet/schedule.h"
+#include "fusenet/trainer.h"
+#include "store/dir_lock.h"
+#include "trainer/metrics_csv.h"
+
+struct fn_trainer {
+    const fn_config *cfg; /* borrowed */
+    fn_trainer_callbacks cb;
+    void *user;
+    fn_context *ctx;
+    fn_data *train, *valid;
+    fn_loader *loader;     /* the training set's batches, prepared ahead */
+    fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
+    fn_net *net;
+    fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
+    fn_optimizer *opt;
+    fn_schedule schedule;  /* the lr of each step ([train] lr, schedule, warmup_steps, ...) */
+    fn_clip *clip;         /* [train] clip_grad_norm; NULL when off */
+    fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
+    fn_train_state state;
+    int checkpoint_ours;   /* checkpoint_path holds this run's state (resumed or written) */
+    int stop;              /* should_stop said so */
+    int ran;               /* fn_trainer_run was called */
+    fn_train_outcome outcome;
+    fn_dir_lock *lock;     /* the output directory's, held for the run's life */
+    fn_metrics_csv *csv;   /* opened with the first epoch's line */
+    char *checkpoint_path, *weights_path, *csv_path, *best_path;
+    int resuming, overwrite; /* the options' */
+    int output_ready;      /* the directory is made (and cleared, overwriting) */
+    int stopped_early;     /* [train] patience ran out */
+    double epoch_started;  /* monotonic seconds */
+    long long seen_before; /* state.seen when this epoch (or its resumed part) began */
+    double epoch_rate;     /* samples/s of the last epoch's training */
+    long long run_rows;    /* rows trained by this process ... */
+    double run_seconds;    /* ... in this much training time (steps, not validation) */
+    /* Data parallelism (trainer_dist.c) */
+    int rank, ranks;       /* this process's rank in its world, and the world's size */
+    int dist;              /* steps sum gradients over comm (an MPI world, even of one rank) */
+    fn_comm *comm;         /* single-process unless dist */
+    int stop_agreed;       /* every rank agreed to stop */
+    int failed_together;   /* the last failure was every rank's at once */
+
+    /* trainer_defer.c: deferred steps, the loss's sums on the device (NULL:
+     * the loss read every step); step_graph.c: the step's CUDA graphs. */
+    fn_loss_tally *tally;
+    int defer_decided;
+    float last_loss;       /* the newest loss the host has seen */
+    struct fn_step_graphs *graphs;
+};
+
+/* trainer.c: makes the output directory and, overwriting, removes the
+ * earlier run's files; once, before the first file is written. */
+fn_status fn_trainer_prepare_output(fn_trainer *t);
+
+/* trainer_summary.c: on_model, when the caller has it. */
+void fn_trainer_report_model(fn_trainer *t);
+
+/* trainer_defer.c: the step queued without reading its loss (the GPU's,
+ * when the optimiser has a split step); see the file. */
+fn_status fn_trainer_defer_begin(fn_trainer *t); /* an epoch's (or its resumed part's) start */
+fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss);
+fn_status fn_trainer_defer_drain(fn_trainer *t); /* the sums read; a late non-finite stop */
+fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b); /* the step's device work */
+void fn_trainer_defer_release(fn_trainer *t);
+
+/* step_graph.c: fn_trainer_queue_step through a CUDA graph where it can. */
+fn_status fn_step_graph_run(fn_trainer *t, const fn_batch *b);
+void fn_step_graph_release(fn_trainer *t);
+int fn_trainer_graph_count(const fn_trainer *t); /* tests: graphs captured so far */
+
+/* trainer_step.c */
+
+/* Forward, loss, and backward with the optimiser's update, for one batch;
+ * the state counts it. A non-finite loss: FN_ERR_NUMERIC, nothing updated. */
+fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The step's gradients from dy: zeroed, the backward, clipping; the one
+ * place both the eager and the deferred step (and its graph) take them. */
+fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
+/* The batch's forward and loss read back: FN_ERR_NUMERIC with the
+ * diagnosis of a non-finite loss (the step's own); FN_ERR_NUMERIC too,
+ * saying so, when the loss the device found non-finite comes out finite. */
+fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss);
+/* Mean loss (and accuracy) of the net over every batch of a set. */
+fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
+/* The state's grad_norm from the clipper's last step (NaN without
+ * clipping; kept as it is when no step ran since the checkpoint). */
+fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
+/* After a non-finite loss of the batch whose loss gradient dy is: the
+ * error naming the first non-finite value. */
+/* The batch's mean loss in *loss, and *correct rows classified right (0
+ * for mse), read back now; dy (NULL: none) the loss's gradient. */
+fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
+                                float *loss, int *correct);
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
+/* Writes checkpoint.h5 (rank 0; the others do nothing); a non-finite
+ * parameter is named in the message. */
+fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+/* trainer_dist.c: data parallelism over the ranks of an MPI world */
+
+/* The communicator for the context, and whether steps use it. */
+fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope);
+/* The GPU of a rank under device = auto or cuda (not cuda:K): its rank
+ * on its node modulo the node's GPUs; `configured` on one process. */
+int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found);
+/* The most rows a rank's share of a batch has: the batch size on one
+ * process, ceil(batch / ranks) on several (the net's buffers). */
+int fn_trainer_dist_rows(const fn_trainer *t);
+/* Rank 0 writes the run's files and holds the directory's lock. */
+int fn_trainer_writes(const fn_trainer *t);
+/* fn_trainer_step over the ranks: each takes its share of the batch, the
+ * gradients are summed layer by layer as the backward pass goes, then
+ * clipping and the optimiser's step; the loss and the correct count are
+ * the whole batch's on every rank. */
+fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The stop every rank agrees on (any rank asked for one). */
+int fn_trainer_dist_stop(fn_trainer *t);
+/* A validation's sums, over every rank's share. */
+fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long *correct,
+                                      long long *seen);
+/* After rank 0 wrote a file (its status st; the others' FN_OK): every rank
+ * waits for it and returns its failure, so no rank ends (and, exiting
+ * non-zero, has the launcher kill the job) while rank 0 still writes. */
+fn_status fn_trainer_dist_written(fn_trainer *t, fn_status st);
+/* Fails on every rank when the ranks' parameters differ in any bit. */
+fn_status fn_trainer_dist_check_same(fn_trainer *t, const char *when);
+
+#endif

@@ -1,0 +1,235 @@
+/* trainer_loop.c — fn_trainer_run: the epochs left, each its steps over the
+ * batches the loader prepares, then validation, best.h5 when it improved
+ * ([train] keep_best), metrics.csv and, every [train] checkpoint_every
+ * epochs, a checkpoint; a stop the caller asks for ends the run after a
+ * step with a checkpoint; the last epoch, or [train] patience epochs
+ * without improvement, with weights.h5. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <time.h>
+
+#include "fusenet/weights.h"
+#include "trainer/trainer_impl.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Asks the caller until it says stop once. */
+static int stop_requested(fn_trainer *t)
+{
+    if (!t->stop && t->cb.should_stop)
+        t->stop = t->cb.should_stop(t->user) != 0;
+    return fn_trainer_dist_stop(t); /* over the ranks, each stops at the same step */
+}
+
+/* --- reports ------------------------------------------------------------------ */
+
+static void report_start(const fn_trainer *t)
+{
+    if (!t->cb.on_start)
+        return;
+    const fn_train_plan plan = {.rows = (long long)fn_data_rows(t->train),
+                                .batches = fn_data_batches(t->train),
+                                .batch_size = t->cfg->batch_size,
+                                .epochs = t->cfg->epochs,
+                                .layers = fn_net_n_layers(t->net)};
+    t->cb.on_start(t->user, &plan);
+}
+
+static void report_step(const fn_trainer *t, float loss)
+{
+    if (!t->cb.on_step)
+        return;
+    const fn_train_state *s = &t->state;
+    const double elapsed = now() - t->epoch_started;
+    const fn_train_progress p = {
+        .epoch = s->epoch,
+        .epochs = t->cfg->epochs,
+        .step = s->step,
+        .steps = fn_data_batches(t->train),
+        .loss = loss,
+        .samples_per_s = elapsed > 0 ? (double)(s->seen - t->seen_before) / elapsed : 0,
+        .rows_left = (long long)fn_data_rows(t->train) * (t->cfg->epochs - s->epoch) - s->seen};
+    t->cb.on_step(t->user, &p);
+}
+
+/* The epoch's line, and metrics.csv's: opened with the first line, so a run
+ * that ends before any epoch does leaves no header-only file; a resumed
+ * run keeps the lines of the epochs before this one. */
+static fn_status report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_metrics valid,
+                              int improved)
+{
+    const fn_train_state *s = &t->state;
+    const int watching = t->cfg->keep_best || t->cfg->patience > 0;
+    const fn_train_epoch e = {.epoch = s->epoch, .epochs = t->cfg->epochs, .train = train,
+                              .valid = valid, .seconds = s->seconds,
+                              .samples_per_s = t->epoch_rate, .improved = watching && improved,
+                              .since_best = watching ? s->since_best : 0};
+    if (t->cb.on_epoch)
+        t->cb.on_epoch(t->user, &e);
+    if (!fn_trainer_writes(t))
+        return FN_OK;
+    if (!t->csv) {
+        FN_TRY(fn_trainer_prepare_output(t));
+        FN_TRY(fn_metrics_csv_open(&t->csv, t->csv_path, s->epoch));
+    }
+    const double lr = fn_schedule_lr(&t->schedule, s->global_step > 0 ? s->global_step - 1 : 0);
+    fn_metrics_csv_add(t->csv, s->epoch + 1, train.loss, train.acc, valid.loss, valid.acc,
+                       s->seconds, t->epoch_rate, (double)(float)lr, s->grad_norm);
+    return FN_OK;
+}
+
+static void report_done(const fn_trainer *t)
+{
+    if (!t->cb.on_done)
+        return;
+    const fn_train_state *s = &t->state;
+    const fn_train_summary summary = {
+        .loader = fn_loader_get_stats(t->loader),
+        .epochs = (int)s->epoch,
+        .steps = s->global_step,
+        .seconds = s->seconds,
+        .weights_path = t->weights_path,
+        .samples_per_s = t->run_seconds > 0 ? (double)t->run_rows / t->run_seconds : 0,
+        .stopped_early = t->stopped_early,
+        .best_epoch = s->best_epoch,
+        .best = s->best,
+        .best_path = t->cfg->keep_best ? t->best_path : NULL};
+    t->cb.on_done(t->user, &summary);
+}
+
+/* --- the loop ------------------------------------------------------------------ */
+
+/* The training set's next batch, prepared ahead by the loader. */
+static fn_status next_train_batch(fn_trainer *t, fn_batch *b)
+{
+    return fn_loader_next(t->loader, b);
+}
+
+/* The epoch's steps from the state's step, until its end or a stop. */
+static fn_status run_steps(fn_trainer *t)
+{
+    while (!stop_requested(t)) {
+        fn_batch b;
+        FN_TRY(next_train_batch(t, &b));
+        if (!b.batch_rows)
+            break;
+        float loss = 0;
+        FN_TRY(fn_trainer_step(t, &b, &loss));
+        report_step(t, loss);
+    }
+    return fn_trainer_defer_drain(t); /* deferred steps: the sums, a late stop */
+}
+
+/* One epoch from the state's step; returns early, with FN_OK, on a stop.
+ * The loader is halted on every way out, so the checkpoint, the validation
+ * set and the weights (HDF5, the caller's thread) never meet its thread. */
+static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
+{
+    fn_train_state *s = &t->state;
+    t->epoch_started = now();
+    t->seen_before = s->seen;
+    FN_TRY(fn_loader_start(t->loader, s->epoch, s->step));
+    fn_status st = fn_trainer_defer_begin(t);
+    if (st == FN_OK)
+        st = run_steps(t);
+    fn_status halted = fn_loader_halt(t->loader);
+    FN_TRY(st);
+    FN_TRY(halted);
+    const double seconds = now() - t->epoch_started;
+    const long long rows = s->seen - t->seen_before;
+    t->epoch_rate = seconds > 0 ? (double)rows / seconds : 0;
+    t->run_rows += rows;
+    t->run_seconds += seconds;
+    m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;
+    m->acc = t->cfg->loss->accuracy && s->seen ? (double)s->correct / (double)s->seen : NAN;
+    return FN_OK;
+}
+
+/* keep_best and patience: whether the validation metric the loss watches
+ * improved (loss_kind.h: a loss, lower is better, or an accuracy); best.h5
+ * when it did and keep_best. */
+static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved)
+{
+    const fn_config *c = t->cfg;
+    *improved = 0;
+    if (!t->valid_loader || (!c->keep_best && c->patience <= 0))
+        return FN_OK;
+    const int by_loss = c->loss->watch_loss;
+    *improved = fn_train_state_best(&t->state, by_loss ? valid.loss : valid.acc, by_loss);
+    if (!*improved || !c->keep_best || !fn_trainer_writes(t))
+        return FN_OK;
+    FN_TRY(fn_trainer_prepare_output(t));
+    return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
+}
+
+static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
+{
+    fn_train_metrics valid = {NAN, NAN};
+    FN_TRY(fn_trainer_sync_grad_norm(t));
+    if (t->valid_loader)
+        FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
+    int improved = 0;
+    FN_TRY(watch_best(t, valid, &improved));
+    FN_TRY(report_epoch(t, train, valid, improved));
+    const int patience = t->cfg->patience;
+    t->stopped_early = patience > 0 && t->state.since_best >= patience &&
+                       t->state.epoch + 1 < t->cfg->epochs;
+    fn_train_state_next_epoch(&t->state);
+    const int every = t->cfg->checkpoint_every;
+    if (every > 0 && t->state.epoch % every == 0 && !stop_requested(t))
+        FN_TRY(fn_trainer_save_checkpoint(t));
+    return FN_OK;
+}
+
+static fn_status train_loop(fn_trainer *t)
+{
+    fn_train_state *s = &t->state;
+    while (s->epoch < t->cfg->epochs && !t->stopped_early) {
+        double t0 = now();
+        fn_train_metrics train;
+        FN_TRY(train_epoch(t, &train));
+        s->seconds += now() - t0;
+        if (stop_requested(t))
+            break;
+        t0 = now();
+        FN_TRY(end_epoch(t, train));
+        s->seconds += now() - t0;
+        if (stop_requested(t))
+            break;
+    }
+    return FN_OK;
+}
+
+fn_status fn_trainer_run(fn_trainer *t)
+{
+    if (!t)
+        return fn_fail(FN_ERR_INVALID, "fn_trainer_run: trainer is NULL");
+    if (t->ran)
+        return fn_fail(FN_ERR_INVALID, "fn_trainer_run: this trainer has run already");
+    t->ran = 1;
+    if (stop_requested(t)) {
+        t->outcome = FN_TRAIN_STOPPED_AT_START;
+        return FN_OK;
+    }
+    fn_trainer_report_model(t);
+    report_start(t);
+    FN_TRY(fn_trainer_dist_check_same(t, "at the start"));
+    FN_TRY(train_loop(t));
+    FN_TRY(fn_trainer_dist_check_same(t, "at the end"));
+    if (stop_requested(t)) {
+        t->outcome = FN_TRAIN_STOPPED;
+        return fn_trainer_dist_written(t, fn_trainer_save_checkpoint(t));
+    }
+    if (fn_trainer_writes(t)) {
+        FN_TRY(fn_trainer_prepare_output(t));
+        FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+    }
+    t->outcome = FN_TRAIN_DONE;
+    report_done(t);
+    return FN_OK;
+}
