@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fusenet/comm.h"
+#include "fusenet/world.h"
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
 

@@ -1,15 +1,5 @@
-/* comm.h — data parallelism's runtime: the process world a launcher (mpirun,
- * srun) started, and a communicator that sums gradients across its ranks.
- *
- * The world: a program calls fn_world_init first thing. When a launcher
- * started it (its environment says so: OMPI_COMM_WORLD_SIZE, PMI_SIZE,
- * PMIX_RANK, or SLURM_STEP_NUM_TASKS > 1 with SLURM_PROCID) and the library was
- * built with MPI (FN_HAVE_MPI), that is MPI_Init_thread; otherwise the world
- * is this process alone, rank 0 of 1, and nothing else happens, so a plain
- * `./train` is unchanged. A launcher's world of several processes in a build
- * without MPI is an error saying so. MPI is finalised by fn_world_finalize;
- * fn_world_abort (MPI_Abort) ends every rank, for a failure on one rank
- * (the library itself never exits: only a program calls it).
+/* comm.h — a communicator that sums gradients across the ranks of the
+ * process world (world.h) a launcher (mpirun, srun) started.
  *
  * A communicator (fn_comm) belongs to a context. fn_comm_create with
  * FN_COMM_WORLD gives, when the world was started by MPI (even with one
@@ -50,27 +40,12 @@
 #include <stdint.h>
 
 #include "fusenet/tensor.h"
+#include "fusenet/world.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* --- the process world ------------------------------------------------------ */
-
-/* Starts MPI when a launcher started this process (see above); argc and
- * argv may be NULL. Once per process; a second call does nothing. */
-fn_status fn_world_init(int *argc, char ***argv);
-/* MPI_Finalize when fn_world_init started MPI; otherwise nothing. */
-void fn_world_finalize(void);
-/* Ends every rank with this exit status (MPI_Abort) in a world of several;
- * returns in a world of one (the caller exits). */
-void fn_world_abort(int status);
-int fn_world_rank(void);       /* 0 before fn_world_init or without MPI */
-int fn_world_size(void);       /* 1 likewise */
-int fn_world_local_rank(void); /* this process's rank among those of its node */
-int fn_world_mpi(void);        /* 1: MPI was started (even with one rank) */
-/* What this build can do: "MPI and NCCL", "MPI, no NCCL", ... */
-const char *fn_world_build(void);
 
 /* --- communicators ------------------------------------------------------------- */
 

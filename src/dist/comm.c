@@ -1,14 +1,12 @@
 /* comm.c — the communicator's entry points (fusenet/comm.h), the choice of
- * backend, the host collectives over the backends' common MPI part, and the
+ * backend, the host collectives over the world's (host_collectives.h), and the
  * single-process backend, which sums nothing: a plain run's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist/comm_impl.h"
-#include "core/context.h"
-
-enum { DEFAULT_TIMEOUT_S = 600 };
+#include "core/device_impl.h"
 
 /* --- the single-process backend ---------------------------------------------- */
 
@@ -38,13 +36,6 @@ const fn_comm_backend fn_comm_single_backend = {
 };
 
 /* --- creating ------------------------------------------------------------------- */
-
-double fn_comm_timeout_s(void)
-{
-    const char *env = getenv("FN_COMM_TIMEOUT_S");
-    double v = env ? strtod(env, NULL) : 0;
-    return v > 0 ? v : DEFAULT_TIMEOUT_S;
-}
 
 /* The backend of ctx's device in an MPI world (or alone, self_device), or
  * why there is none. */

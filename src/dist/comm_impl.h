@@ -2,12 +2,13 @@
  * backends, each a static const table picked once at creation:
  * single-process (dist/comm.c), MPI on host floats (dist/comm_mpi.c) and
  * NCCL on the GPU (kernels/comm_cuda.cu). Host collectives and the NCCL
- * id's broadcast go through MPI (comm_mpi.c) whatever the backend. */
-#ifndef FUSENET_CORE_COMM_IMPL_H
-#define FUSENET_CORE_COMM_IMPL_H
+ * id's broadcast go through MPI (host_collectives.h) whatever the backend. */
+#ifndef FUSENET_DIST_COMM_IMPL_H
+#define FUSENET_DIST_COMM_IMPL_H
 
 #include <stdint.h>
 
+#include "dist/host_collectives.h"
 #include "fusenet/comm.h"
 
 #ifdef __cplusplus
@@ -37,18 +38,6 @@ struct fn_comm {
 extern const fn_comm_backend fn_comm_single_backend; /* dist/comm.c */
 extern const fn_comm_backend fn_comm_mpi_backend;    /* dist/comm_mpi.c; only with FN_HAVE_MPI */
 extern const fn_comm_backend fn_comm_nccl_backend;   /* kernels/comm_cuda.cu; only with FN_HAVE_NCCL */
-
-/* comm.c: the bound of every wait for other ranks, in seconds:
- * $FN_COMM_TIMEOUT_S when it is a positive number, else 600. */
-double fn_comm_timeout_s(void);
-
-/* comm_mpi.c, each a non-blocking MPI collective waited for within the
- * timeout (a rank that stopped answering: an error naming the wait, never
- * a hang). Rank 0's bytes to every rank of the world (MPI_Ibcast). */
-fn_status fn_comm_broadcast_bytes(void *bytes, int n);
-/* Every rank's values [n] gathered in rank order into all [size * n]. */
-fn_status fn_comm_gather_doubles(const double *values, int n, double *all);
-fn_status fn_comm_max_int(int *value);
 
 /* kernels/comm_cuda.cu: t *= factor on ctx's stream. */
 fn_status fn_comm_scale_cuda(fn_context *ctx, fn_tensor *t, float factor);

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/h5_error.h"
 #include "store/h5_storage.h"
-#include "store/h5util.h"
 #include "store/regular_file.h"
 
 enum { NAME_CAP = 1024 };

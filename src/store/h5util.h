@@ -1,5 +1,5 @@
 /* h5util.h (private) — the HDF5 plumbing shared by data.c, weights.c,
- * checkpoint.c and outputs.c: HDF5's own messages turned into fn_fail text,
+ * checkpoint.c and outputs.c (HDF5's messages as fn_fail text: h5_error.h):
  * files opened for reading or written atomically (atomic_file.h), and
  * attribute and dataset helpers whose errors name the file and object. */
 #ifndef FUSENET_SRC_H5UTIL_H
@@ -9,19 +9,10 @@
 #include <stddef.h>
 
 #include "fusenet/status.h"
+#include "store/h5_error.h"
 /* Every loader of an HDF5 file reads it under the probe first, so its
  * declarations come with these. */
 #include "store/h5_probe.h"
-
-/* Turns off HDF5's printing of error stacks (the library never prints). */
-void fn_h5_quiet(void);
-
-/* fn_fail with ": <HDF5's innermost message>" appended when there is one. */
-fn_status fn_h5_fail(fn_status status, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 /* "float32", "int64", "uint8", "string", ... */
 void fn_h5_type_name(hid_t type, char *buf, size_t n);
