@@ -1,4 +1,4 @@
-/* context_cuda.cu — the GPU half of fn_context: device selection with a clear
+/* device_cuda.cu — the GPU half of fn_context: device selection with a clear
  * error when there is no GPU, one stream, one cuBLAS handle on that stream in
  * deterministic mode, a cuBLASLt handle and the table of its chosen
  * algorithms, a side stream with the events that fork work onto it and join

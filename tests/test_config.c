@@ -14,7 +14,9 @@
 
 #include <cmocka.h>
 
+#include "fusenet/adam.h"
 #include "fusenet/config.h"
+#include "fusenet/sgd.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the
  * config only checks that data files are readable. */
@@ -22,6 +24,19 @@ typedef struct fixture {
     char dir[64];
     char path[128];
 } fixture;
+
+/* The chosen optimiser's options block (fn_config_finish), as its own type. */
+static const fn_sgd_config *sgd_of(const fn_config *cfg)
+{
+    assert_ptr_equal(cfg->optimizer, &fn_sgd_kind);
+    return cfg->optimizer_options;
+}
+
+static const fn_adam_config *adam_of(const fn_config *cfg)
+{
+    assert_true(cfg->optimizer == &fn_adam_kind || cfg->optimizer == &fn_adamw_kind);
+    return cfg->optimizer_options;
+}
 
 static int setup(void **state)
 {
@@ -111,8 +126,8 @@ static void test_defaults(void **state)
     assert_ptr_equal(cfg->loss, &fn_cross_entropy_kind);
     assert_int_equal(cfg->batch_size, 64);
     assert_int_equal(cfg->epochs, 10);
-    assert_float_equal(cfg->sgd.lr, 0.01f, 0);
-    assert_int_equal(cfg->sgd.nesterov, 0);
+    assert_float_equal(cfg->lr, 0.01f, 0);
+    assert_int_equal(sgd_of(cfg)->nesterov, 0);
     assert_int_equal(cfg->seed, 1);
     assert_int_equal(cfg->checkpoint_every, 0);
     assert_true(cfg->device_auto);
@@ -153,8 +168,8 @@ static void test_values_and_overrides(void **state)
     assert_ptr_equal(cfg->loss, &fn_mse_kind);
     assert_int_equal(cfg->batch_size, 7);
     assert_int_equal(cfg->epochs, 5);
-    assert_float_equal(cfg->sgd.lr, 0.25f, 0);
-    assert_int_equal(cfg->sgd.nesterov, 1);
+    assert_float_equal(cfg->lr, 0.25f, 0);
+    assert_int_equal(sgd_of(cfg)->nesterov, 1);
     assert_int_equal(cfg->seed, 42);
     assert_false(cfg->device_auto);
     assert_int_equal(cfg->device, FN_CUDA);
@@ -251,7 +266,7 @@ static void test_float_range_after_narrowing(void **state)
     fn_status st = load(*state, minimal, small, &cfg);
     if (st != FN_OK)
         fail_msg("small positive floats refused: %s", fn_last_error());
-    assert_true(cfg->sgd.lr == 1.2e-38f);
+    assert_true(cfg->lr == 1.2e-38f);
     assert_true(cfg->eps > 0.0f && cfg->eps == 1e-44f);
     fn_config_destroy(cfg);
     /* A double that rounds to 0 is fine where 0 is allowed. */
@@ -259,7 +274,7 @@ static void test_float_range_after_narrowing(void **state)
     st = load(*state, minimal, zero, &cfg);
     if (st != FN_OK)
         fail_msg("momentum 1e-50 refused: %s", fn_last_error());
-    assert_true(cfg->sgd.momentum == 0.0f);
+    assert_true(sgd_of(cfg)->momentum == 0.0f);
     fn_config_destroy(cfg);
 }
 
@@ -340,10 +355,10 @@ static void test_optimizer_keys(void **state)
     fixture *f = *state;
     fn_config *cfg = NULL;
     assert_int_equal(load(f, minimal, NULL, &cfg), FN_OK);
-    assert_string_equal(cfg->optimizer, "sgd");
-    assert_float_equal(cfg->betas[0], 0.9f, 0);
-    assert_float_equal(cfg->betas[1], 0.999f, 0);
-    assert_float_equal(cfg->adam_eps, 1e-8f, 0);
+    assert_string_equal(cfg->optimizer->name, "sgd");
+    assert_float_equal(sgd_of(cfg)->momentum, 0, 0);
+    assert_float_equal(sgd_of(cfg)->dampening, 0, 0);
+    assert_float_equal(sgd_of(cfg)->weight_decay, 0, 0);
     assert_int_equal(cfg->schedule, FN_SCHEDULE_CONSTANT);
     assert_int_equal(cfg->warmup_steps, 0);
     assert_float_equal(cfg->gamma, 0.1f, 0);
@@ -356,21 +371,21 @@ static void test_optimizer_keys(void **state)
              "adam_eps = 1e-6\nschedule = cosine\nwarmup_steps = 10\nmin_lr = 1e-4\n"
              "clip_grad_norm = 2.5\n", minimal);
     assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
-    assert_string_equal(cfg->optimizer, "adamw");
-    assert_float_equal(cfg->betas[0], 0.8f, 0);
-    assert_float_equal(cfg->betas[1], 0.99f, 0);
-    assert_float_equal(cfg->adam_eps, 1e-6f, 0);
+    assert_string_equal(cfg->optimizer->name, "adamw");
+    assert_float_equal(adam_of(cfg)->beta1, 0.8f, 0);
+    assert_float_equal(adam_of(cfg)->beta2, 0.99f, 0);
+    assert_float_equal(adam_of(cfg)->eps, 1e-6f, 0);
     assert_int_equal(cfg->schedule, FN_SCHEDULE_COSINE);
     assert_int_equal(cfg->warmup_steps, 10);
     assert_float_equal(cfg->min_lr, 1e-4f, 0);
     assert_float_equal(cfg->clip_grad_norm, 2.5f, 0);
     /* AdamW's weight decay defaults to torch.optim.AdamW's. */
-    assert_float_equal(cfg->sgd.weight_decay, 1e-2f, 0);
+    assert_float_equal(adam_of(cfg)->weight_decay, 1e-2f, 0);
     fn_config_destroy(cfg);
 
     const char *const adam_wd0[] = {"train.optimizer=adamw", "train.weight_decay=0", NULL};
     assert_int_equal(load(f, minimal, adam_wd0, &cfg), FN_OK);
-    assert_float_equal(cfg->sgd.weight_decay, 0, 0);
+    assert_float_equal(adam_of(cfg)->weight_decay, 0, 0);
     fn_config_destroy(cfg);
     const char *const step[] = {"train.schedule=step", "train.step_size=100", "train.gamma=0.5",
                                 NULL};

@@ -148,8 +148,9 @@ static void model_open(const fixture *f, model *m)
     EXPECT_OK(fn_config_finish(m->cfg));
     EXPECT_OK(fn_context_create(&m->ctx, FN_CPU, -1, FN_MATH_FP32));
     EXPECT_OK(fn_model_build(&m->net, m->ctx, m->cfg, IN_FEATURES));
-    EXPECT_OK(fn_sgd_create(&m->opt, m->ctx, fn_net_params(m->net), fn_net_n_params(m->net),
-                            &m->cfg->sgd));
+    fn_sgd_config sgd = *(const fn_sgd_config *)m->cfg->optimizer_options;
+    sgd.lr = m->cfg->lr;
+    EXPECT_OK(fn_sgd_create(&m->opt, m->ctx, fn_net_params(m->net), fn_net_n_params(m->net), &sgd));
 }
 
 static void model_close(model *m)

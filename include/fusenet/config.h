@@ -17,8 +17,8 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/loss_kind.h"
 #include "fusenet/model.h"
+#include "fusenet/optimizer_kind.h"
 #include "fusenet/schedule.h"
-#include "fusenet/sgd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,12 +49,14 @@ typedef struct fn_config {
     const fn_loss_kind *loss; /* cross_entropy (loss_kind.h) */
     int batch_size;    /* 64 */
     int epochs;        /* 10 */
-    fn_sgd_config sgd; /* lr 0.01, momentum 0, dampening 0, weight_decay 0, nesterov off */
+    float lr;          /* 0.01: the schedule's base rate, every optimiser's */
     uint64_t seed;     /* 1 */
     int checkpoint_every; /* epochs between checkpoints, 0 = only when interrupted */
-    char *optimizer;      /* "sgd", "adam" or "adamw"; lr and weight_decay are sgd's fields */
-    float betas[2];       /* adam, adamw: 0.9, 0.999 */
-    float adam_eps;       /* adam, adamw: 1e-8 */
+    const fn_optimizer_kind *optimizer; /* sgd (optimizer_kind.h) */
+    /* The chosen optimiser's own options block (its config struct:
+     * fn_sgd_config, fn_adam_config), read from the [train] keys it
+     * declares; set by fn_config_finish, owned by the config. */
+    const void *optimizer_options;
     fn_schedule_kind schedule; /* constant */
     int warmup_steps;     /* 0 */
     int step_size;        /* schedule = step: required */

@@ -4,6 +4,8 @@
 #ifndef FUSENET_DEVICE_H
 #define FUSENET_DEVICE_H
 
+#include <stddef.h>
+
 #include "fusenet/status.h"
 
 #ifdef __cplusplus
@@ -21,6 +23,9 @@ typedef enum fn_math {
     FN_MATH_BF16      /* operands rounded to bfloat16, fp32 accumulation; fp32
                        * master weights, optimiser state, statistics (README) */
 } fn_math;
+/* How many modes there are: device.c's table of names is checked against
+ * it when it compiles. */
+enum { FN_MATH_MODES = FN_MATH_BF16 + 1 };
 
 typedef struct fn_context fn_context; /* opaque */
 
@@ -49,6 +54,8 @@ const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
 const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3", "bf16" */
 /* Parses "fp32", "tf32", "tf32x3" or "bf16"; FN_ERR_INVALID otherwise. */
 fn_status fn_math_parse(const char *text, fn_math *math);
+/* "fp32, tf32, tf32x3 or bf16" (every mode's name) into buf; returns buf. */
+const char *fn_math_list(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -44,14 +44,14 @@ void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int i
                          const fn_layer_hparams *hp, int max_batch, int first);
 /* FN_ERR_NOMEM naming need and limit when need->total exceeds what ctx can
  * still take. */
-fn_status fn_model_memory_check(const fn_context *ctx, const fn_model_memory *need,
-                                int max_batch);
+fn_status fn_model_memory_fits(const fn_context *ctx, const fn_model_memory *need,
+                               int max_batch);
 /* FN_ERR_NOMEM, naming the need and the limit, when fn_model_memory_need's
  * total exceeds what ctx can still take (fn_context_memory_available):
  * "the network needs at least 68.7 GB of host memory (...), more than the
  * 22.1 GB of available host memory". fn_model_create checks this first. */
-fn_status fn_model_check_memory(const fn_context *ctx, const fn_layer_spec *specs, int n_layers,
-                                int in_features, const fn_layer_hparams *hp, int max_batch);
+fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *specs,
+                                    int n_layers, int in_features, const fn_layer_hparams *hp, int max_batch);
 
 /* Appends one layer of spec for inputs of in_features columns. */
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,

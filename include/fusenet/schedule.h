@@ -24,6 +24,9 @@ typedef enum fn_schedule_kind {
     FN_SCHEDULE_STEP,
     FN_SCHEDULE_COSINE
 } fn_schedule_kind;
+/* How many kinds there are: schedule.c's table of names is checked against
+ * it when it compiles. */
+enum { FN_SCHEDULE_KINDS = FN_SCHEDULE_COSINE + 1 };
 
 typedef struct fn_schedule {
     fn_schedule_kind kind;

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* kernels/context_cuda.cu */
+/* kernels/device_cuda.cu */
 int fn_cuda_count_devices(void);
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu);
 void fn_cuda_context_release(fn_context *ctx);

@@ -11,7 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "core/context.h"
+#include "core/device_impl.h"
 
 enum { FN_CUDA_REDUCE_SLOTS = 1024 };
 

@@ -1,9 +1,11 @@
-/* context.c — creating and naming contexts; the GPU half lives in
- * kernels/context_cuda.cu. */
+/* device.c — the device context (fusenet/device.h): creating and naming
+ * contexts and math modes; the GPU half lives in
+ * kernels/device_cuda.cu. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/context.h"
+#include "core/device_impl.h"
+#include "core/name_list.h"
 #include "core/cuda_runtime.h"
 
 int fn_cuda_device_count(void) { return fn_cuda_count_devices(); }
@@ -60,20 +62,28 @@ static const char *const math_names[] = {
     [FN_MATH_TF32X3] = "tf32x3",
     [FN_MATH_BF16] = "bf16",
 };
+_Static_assert(sizeof math_names / sizeof *math_names == FN_MATH_MODES,
+               "every math mode has its name");
+
+const char *fn_math_list(char *buf, size_t cap)
+{
+    return fn_name_list(buf, cap, math_names, FN_MATH_MODES);
+}
 
 const char *fn_math_name(fn_math math)
 {
-    return (unsigned)math < sizeof math_names / sizeof *math_names ? math_names[math] : "unknown";
+    return (unsigned)math < FN_MATH_MODES ? math_names[math] : "unknown";
 }
 
 fn_status fn_math_parse(const char *text, fn_math *math)
 {
-    for (unsigned i = 0; i < sizeof math_names / sizeof *math_names; i++) {
+    for (int i = 0; i < FN_MATH_MODES; i++) {
         if (text && strcmp(text, math_names[i]) == 0) {
             *math = (fn_math)i;
             return FN_OK;
         }
     }
-    return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected fp32, tf32, tf32x3 or bf16)",
-                   text ? text : "(null)");
+    char known[64];
+    return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected %s)", text ? text : "(null)",
+                   fn_math_list(known, sizeof known));
 }

@@ -1,7 +1,7 @@
-/* context.h (private) — what a fn_context holds. The CUDA part is opaque to
+/* device_impl.h (private) — what a fn_context (fusenet/device.h) holds. The CUDA part is opaque to
  * host C: kernels/cuda_state.h defines it. */
-#ifndef FUSENET_SRC_CONTEXT_H
-#define FUSENET_SRC_CONTEXT_H
+#ifndef FUSENET_CORE_DEVICE_IMPL_H
+#define FUSENET_CORE_DEVICE_IMPL_H
 
 #include "fusenet/device.h"
 

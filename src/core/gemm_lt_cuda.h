@@ -11,7 +11,7 @@
 
 #include <cublasLt.h>
 
-#include "core/context.h"
+#include "core/device_impl.h"
 
 /* The algorithms chosen so far on a context (a small table; shapes beyond
  * it are chosen on every call, correct but slower on the host). */

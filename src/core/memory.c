@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "core/context.h"
+#include "core/device_impl.h"
 #include "core/cuda_runtime.h"
 
 /* MemAvailable of /proc/meminfo (what the kernel can give without

@@ -41,8 +41,8 @@ void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_featu
     }
 }
 
-fn_status fn_model_memory_check(const fn_context *ctx, const fn_model_memory *need,
-                                int max_batch)
+fn_status fn_model_memory_fits(const fn_context *ctx, const fn_model_memory *need,
+                               int max_batch)
 {
     double limit = 0;
     const char *source = NULL;
@@ -61,12 +61,13 @@ fn_status fn_model_memory_check(const fn_context *ctx, const fn_model_memory *ne
                    limit / gb, source);
 }
 
-fn_status fn_model_check_memory(const fn_context *ctx, const fn_layer_spec *specs, int n_layers,
-                                int in_features, const fn_layer_hparams *hp, int max_batch)
+fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *specs,
+                                    int n_layers, int in_features, const fn_layer_hparams *hp,
+                                    int max_batch)
 {
     fn_model_memory need;
     fn_model_memory_need(specs, n_layers, in_features, hp, max_batch, &need);
-    return fn_model_memory_check(ctx, &need, max_batch);
+    return fn_model_memory_fits(ctx, &need, max_batch);
 }
 
 /* hp[i * hp_step] is layer i's settings: hp_step 0 shares one. */
@@ -98,7 +99,7 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     fn_model_memory need = {0};
     for (int i = 0, in = in_features; i < n_layers; in = specs[i].width, i++)
         fn_model_memory_add(&need, &specs[i], in, &hp[i * hp_step], max_batch, i == 0);
-    FN_TRY(fn_model_memory_check(ctx, &need, max_batch));
+    FN_TRY(fn_model_memory_fits(ctx, &need, max_batch));
     fn_net *net = NULL;
     FN_TRY(fn_net_create(&net, ctx, max_batch));
     fn_rng rng = {.seed = seed, .offset = 0};

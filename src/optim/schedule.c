@@ -4,32 +4,39 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/name_list.h"
 #include "fusenet/schedule.h"
 
-static const char *const names[] = {"constant", "step", "cosine"};
+static const char *const names[] = {
+    [FN_SCHEDULE_CONSTANT] = "constant",
+    [FN_SCHEDULE_STEP] = "step",
+    [FN_SCHEDULE_COSINE] = "cosine",
+};
+_Static_assert(sizeof names / sizeof *names == FN_SCHEDULE_KINDS, "every schedule has its name");
 
 /* M_PI is POSIX, not C11. */
 static const double pi = 3.14159265358979323846;
 
 fn_status fn_schedule_parse(const char *text, fn_schedule_kind *kind)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < FN_SCHEDULE_KINDS; i++)
         if (strcmp(text, names[i]) == 0)
             return *kind = (fn_schedule_kind)i, FN_OK;
-    return fn_fail(FN_ERR_INVALID, "expected constant, step or cosine, got '%s'", text);
+    char known[64];
+    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
+                   fn_name_list(known, sizeof known, names, FN_SCHEDULE_KINDS), text);
 }
 
 const char *fn_schedule_name(fn_schedule_kind kind)
 {
-    return kind >= FN_SCHEDULE_CONSTANT && kind <= FN_SCHEDULE_COSINE ? names[kind] : "unknown";
+    return (unsigned)kind < FN_SCHEDULE_KINDS ? names[kind] : "unknown";
 }
 
 fn_status fn_schedule_check(const fn_schedule *s)
 {
     if (!s)
         return fn_fail(FN_ERR_INVALID, "schedule: NULL");
-    if (s->kind != FN_SCHEDULE_CONSTANT && s->kind != FN_SCHEDULE_STEP &&
-        s->kind != FN_SCHEDULE_COSINE)
+    if ((unsigned)s->kind >= FN_SCHEDULE_KINDS)
         return fn_fail(FN_ERR_INVALID, "schedule: unknown kind %d", (int)s->kind);
     if (!(s->lr > 0) || !isfinite(s->lr))
         return fn_fail(FN_ERR_INVALID, "schedule: lr %g must be positive and finite", s->lr);

@@ -31,7 +31,6 @@ typedef enum key_type {
     T_DEVICE,
     T_MATH,
     T_OPTIMIZER,
-    T_BETAS,
     T_SCHEDULE
 } key_type;
 
@@ -46,7 +45,8 @@ typedef struct key_spec {
 
 #define AT(field) offsetof(fn_config, field)
 
-/* Every key. The README's table of keys is written from this one. */
+/* Every key but the optimisers' own, which each optimiser declares
+ * (optimizer_kind.h). The README's table of keys is written from these. */
 static const key_spec keys[] = {
     {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
     {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},
@@ -62,16 +62,10 @@ static const key_spec keys[] = {
     {"train", "loss", T_LOSS, AT(loss), 0, 0, 0, "cross_entropy"},
     {"train", "batch_size", T_INT, AT(batch_size), 1, 1 << 20, 0, "64"},
     {"train", "epochs", T_INT, AT(epochs), 1, 1e6, 0, "10"},
-    {"train", "lr", T_FLOAT, AT(sgd.lr), 0, 1e6, 1, "0.01"},
-    {"train", "momentum", T_FLOAT, AT(sgd.momentum), 0, 1e6, 0, "0"},
-    {"train", "dampening", T_FLOAT, AT(sgd.dampening), 0, 1, 0, "0"},
-    {"train", "weight_decay", T_FLOAT, AT(sgd.weight_decay), 0, 1e6, 0, "0"},
-    {"train", "nesterov", T_BOOL, AT(sgd.nesterov), 0, 0, 0, "false"},
+    {"train", "lr", T_FLOAT, AT(lr), 0, 1e6, 1, "0.01"},
     {"train", "seed", T_SEED, AT(seed), 0, 0, 0, "1"},
     {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
     {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
-    {"train", "betas", T_BETAS, AT(betas), 0, 0, 0, "0.9, 0.999"},
-    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 0, "1e-8"},
     {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
     {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
     {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
@@ -89,10 +83,18 @@ static const key_spec keys[] = {
 };
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
+/* The optimisers' keys follow the table's in one numbering: key N_KEYS + j
+ * is the j-th distinct option name of the optimiser registry, in its order
+ * (option_name). Every optimiser's options block is kept, each key's value
+ * read into the block of every optimiser that takes it; finish checks the
+ * chosen one's and hands it on as cfg->optimizer_options. */
+enum { MAX_OPTIONS = 32, MAX_OPTIMIZERS = 16, ALL_KEYS = N_KEYS + MAX_OPTIONS };
+
 /* Where each key's value came from: a file line, an override, or the default. */
 struct fn_config_keys {
-    int line[N_KEYS];        /* > 0: set on this line of the file */
-    char *assignment[N_KEYS]; /* non-NULL: set by this --set argument */
+    int line[ALL_KEYS];         /* > 0: set on this line of the file */
+    char *assignment[ALL_KEYS]; /* non-NULL: set by this --set argument */
+    void *options[MAX_OPTIMIZERS]; /* each optimiser kind's options block */
 };
 
 static const char *const sections[] = {"data", "model", "train", "run", "output"};
@@ -177,11 +179,38 @@ static char *directory_of(const char *path)
     return d;
 }
 
+/* --- the optimisers' keys ------------------------------------------------ */
+
+/* The j-th distinct option name of the registry's optimisers; NULL past
+ * the last. */
+static const char *option_name(int j)
+{
+    int seen = 0;
+    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
+        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
+        for (int o = 0; o < kind->n_options; o++) {
+            const char *name = kind->options[o].name;
+            int earlier = 0;
+            for (int e = 0; e < k && !earlier; e++)
+                earlier = fn_optimizer_option(fn_optimizer_kind_at(e), name) != NULL;
+            if (!earlier && seen++ == j)
+                return name;
+        }
+    }
+    return NULL;
+}
+
+static const char *key_section(int i) { return i < N_KEYS ? keys[i].section : "train"; }
+static const char *key_name(int i) { return i < N_KEYS ? keys[i].name : option_name(i - N_KEYS); }
+
 static int find_key(const char *section, const char *name)
 {
     for (int i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
             return i;
+    for (int j = 0; strcmp(section, "train") == 0 && option_name(j); j++)
+        if (strcmp(option_name(j), name) == 0)
+            return N_KEYS + j;
     return -1;
 }
 
@@ -382,18 +411,18 @@ static fn_status set_string(char **slot, const char *text, int may_be_empty)
     return FN_OK;
 }
 
-static fn_status parse_optimizer(const char *text, char **slot)
+static fn_status parse_math(const char *text, fn_math *math)
 {
-    static const char *const names[] = {"sgd", "adam", "adamw"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(text, names[i]) == 0)
-            return set_string(slot, text, 0);
-    return fn_fail(FN_ERR_INVALID, "expected sgd, adam or adamw, got '%s'", text);
+    char known[64];
+    if (fn_math_parse(text, math) != FN_OK)
+        return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'", fn_math_list(known, sizeof known),
+                       text);
+    return FN_OK;
 }
 
-static fn_status set_number(fn_config *cfg, const key_spec *k, const char *text)
+static fn_status set_number(char *base, const key_spec *k, const char *text)
 {
-    char *field = (char *)cfg + k->offset;
+    char *field = base + k->offset;
     if (k->type == T_INT) {
         long v = 0;
         FN_TRY(parse_long(text, &v));
@@ -429,7 +458,7 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     case T_INT:
     case T_FLOAT:
     case T_DOUBLE:
-        return set_number(cfg, k, text);
+        return set_number((char *)cfg, k, text);
     case T_BOOL:
         return parse_bool(text, (int *)field);
     case T_SEED:
@@ -437,15 +466,11 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     case T_LOSS:
         return fn_loss_kind_find(text, (const fn_loss_kind **)field);
     case T_MATH:
-        if (fn_math_parse(text, (fn_math *)field) != FN_OK)
-            return fn_fail(FN_ERR_INVALID, "expected fp32, tf32, tf32x3 or bf16, got '%s'", text);
-        return FN_OK;
+        return parse_math(text, (fn_math *)field);
     case T_DEVICE:
         return parse_device(text, cfg);
     case T_OPTIMIZER:
-        return parse_optimizer(text, (char **)field);
-    case T_BETAS:
-        return parse_betas(text, (float *)field);
+        return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
     case T_SCHEDULE:
         return fn_schedule_parse(text, (fn_schedule_kind *)field);
     case T_LAYERS: {
@@ -459,6 +484,60 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     }
     }
     return fn_fail(FN_ERR_INVALID, "unhandled key type");
+}
+
+/* An optimiser's option from text into its options block. */
+static fn_status set_option(void *block, const fn_option *o, const char *text)
+{
+    char *field = (char *)block + o->offset;
+    switch (o->type) {
+    case FN_OPTION_FLOAT: {
+        const key_spec k = {"train", o->name, T_FLOAT, o->offset, o->min, o->max,
+                            o->min_exclusive, o->fallback};
+        return set_number(block, &k, text);
+    }
+    case FN_OPTION_BOOL:
+        return parse_bool(text, (int *)field);
+    case FN_OPTION_PAIR:
+        return parse_betas(text, (float *)field);
+    }
+    return fn_fail(FN_ERR_INVALID, "unhandled option type");
+}
+
+/* Key i's value: into cfg, or into the options block of every optimiser
+ * that takes the option. */
+static fn_status set_key(fn_config *cfg, int i, const char *text)
+{
+    if (i < N_KEYS)
+        return set_value(cfg, &keys[i], text);
+    const char *name = option_name(i - N_KEYS);
+    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
+        const fn_option *o = fn_optimizer_option(fn_optimizer_kind_at(k), name);
+        if (o)
+            FN_TRY(set_option(cfg->keys->options[k], o, text));
+    }
+    return FN_OK;
+}
+
+/* Every optimiser's options block, at its defaults. */
+static fn_status option_defaults(fn_config *cfg)
+{
+    if (fn_optimizer_kind_count() > MAX_OPTIMIZERS || option_name(MAX_OPTIONS))
+        return fn_fail(FN_ERR_INVALID, "config.c: more optimisers or options than it keeps");
+    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
+        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
+        if (!(cfg->keys->options[k] = calloc(1, kind->options_size)))
+            return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+        for (int o = 0; o < kind->n_options; o++) {
+            fn_status st = set_option(cfg->keys->options[k], &kind->options[o],
+                                      kind->options[o].fallback);
+            if (st != FN_OK) {
+                fn_error_prefix("default of %s's %s: ", kind->name, kind->options[o].name);
+                return st;
+            }
+        }
+    }
+    return FN_OK;
 }
 
 /* --- the INI file ------------------------------------------------------- */
@@ -482,7 +561,7 @@ static fn_status on_key(void *arg, const char *section, const char *name, const 
         return fn_fail(FN_ERR_INVALID, "%s.%s: duplicate key (first set on line %d)", section,
                        name, cfg->keys->line[i]);
     cfg->keys->line[i] = line;
-    fn_status st = set_value(cfg, &keys[i], value);
+    fn_status st = set_key(cfg, i, value);
     if (st != FN_OK)
         fn_error_prefix("%s.%s: ", section, name);
     return st;
@@ -512,6 +591,8 @@ fn_status fn_config_load(fn_config **out, const char *path)
         return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
     }
     fn_status st = apply_defaults(cfg);
+    if (st == FN_OK)
+        st = option_defaults(cfg);
     if (st == FN_OK)
         st = fn_ini_read_text(path, &cfg->text);
     if (st == FN_OK)
@@ -564,7 +645,7 @@ static fn_status apply_override(fn_config *cfg, const char *assignment, const ch
     int i = find_key(section, name);
     if (i < 0)
         return fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name);
-    fn_status st = set_value(cfg, &keys[i], value);
+    fn_status st = set_key(cfg, i, value);
     if (st != FN_OK) {
         fn_error_prefix("--set %s: ", assignment);
         return st;
@@ -604,8 +685,8 @@ static fn_status key_fail(const fn_config *cfg, fn_status status, int i, const c
         return fn_fail(status, "--set %s: %s", cfg->keys->assignment[i], problem);
     if (cfg->keys->line[i] > 0)
         return fn_fail(status, "%s:%d: %s.%s: %s", cfg->path, cfg->keys->line[i],
-                       keys[i].section, keys[i].name, problem);
-    return fn_fail(status, "%s: %s.%s: %s", cfg->path, keys[i].section, keys[i].name, problem);
+                       key_section(i), key_name(i), problem);
+    return fn_fail(status, "%s: %s.%s: %s", cfg->path, key_section(i), key_name(i), problem);
 }
 
 static int key_given(const fn_config *cfg, int i)
@@ -638,15 +719,6 @@ static fn_status check_groups(const fn_config *cfg)
     return FN_OK;
 }
 
-static fn_status check_sgd(const fn_config *cfg)
-{
-    const fn_sgd_config *s = &cfg->sgd;
-    if (s->nesterov && (s->momentum <= 0 || s->dampening != 0))
-        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "nesterov"),
-                        "nesterov needs momentum > 0 and dampening = 0");
-    return FN_OK;
-}
-
 /* Key `name` of [train], given with a value other than its default, does
  * not apply to the settings chosen: an error naming it. */
 static fn_status not_applicable(const fn_config *cfg, const char *name, int differs,
@@ -658,26 +730,49 @@ static fn_status not_applicable(const fn_config *cfg, const char *name, int diff
     return key_fail(cfg, FN_ERR_INVALID, i, why);
 }
 
-/* momentum, dampening and nesterov are SGD's; betas and adam_eps Adam's.
- * AdamW's weight_decay defaults to torch.optim.AdamW's 1e-2. */
+/* Whether option o of the k-th optimiser holds other than its default. */
+static int option_differs(const fn_config *cfg, int k, const fn_option *o)
+{
+    const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
+    char fallback[256] = {0};
+    if (kind->options_size > sizeof fallback || set_option(fallback, o, o->fallback) != FN_OK)
+        return 1;
+    const size_t size = o->type == FN_OPTION_BOOL ? sizeof(int)
+                        : o->type == FN_OPTION_PAIR ? 2 * sizeof(float) : sizeof(float);
+    return memcmp((const char *)cfg->keys->options[k] + o->offset, fallback + o->offset, size) != 0;
+}
+
+/* An option of other optimisers, given with a value other than its
+ * default, is an error naming the optimisers it applies to; then the
+ * chosen optimiser's own check; its options block goes to the config. */
 static fn_status check_optimizer(fn_config *cfg)
 {
-    const int sgd = strcmp(cfg->optimizer, "sgd") == 0;
-    char why[128];
-    snprintf(why, sizeof why, "applies to optimizer = sgd only, not %s (its betas and adam_eps "
-             "set the moments)", cfg->optimizer);
-    if (!sgd) {
-        FN_TRY(not_applicable(cfg, "momentum", cfg->sgd.momentum != 0, why));
-        FN_TRY(not_applicable(cfg, "dampening", cfg->sgd.dampening != 0, why));
-        FN_TRY(not_applicable(cfg, "nesterov", cfg->sgd.nesterov != 0, why));
-    } else {
-        const char *adam_only = "applies to optimizer = adam or adamw only, not sgd";
-        FN_TRY(not_applicable(cfg, "betas", cfg->betas[0] != 0.9f || cfg->betas[1] != 0.999f,
-                              adam_only));
-        FN_TRY(not_applicable(cfg, "adam_eps", cfg->adam_eps != 1e-8f, adam_only));
+    const fn_optimizer_kind *chosen = cfg->optimizer;
+    int c = 0;
+    while (fn_optimizer_kind_at(c) != chosen)
+        c++;
+    for (int j = 0; option_name(j); j++) {
+        const char *name = option_name(j);
+        if (fn_optimizer_option(chosen, name))
+            continue;
+        int k = 0;
+        while (!fn_optimizer_option(fn_optimizer_kind_at(k), name))
+            k++;
+        char taking[128], own[256], why[512];
+        snprintf(why, sizeof why, "applies to optimizer = %s only, not %s (%s's keys: %s)",
+                 fn_optimizer_kinds_taking(name, taking, sizeof taking), chosen->name,
+                 chosen->name, fn_optimizer_option_list(chosen, own, sizeof own));
+        FN_TRY(not_applicable(cfg, name,
+                              option_differs(cfg, k, fn_optimizer_option(fn_optimizer_kind_at(k), name)),
+                              why));
     }
-    if (strcmp(cfg->optimizer, "adamw") == 0 && !key_given(cfg, find_key("train", "weight_decay")))
-        cfg->sgd.weight_decay = 1e-2f;
+    const char *key = NULL;
+    if (chosen->check && chosen->check(cfg->keys->options[c], &key) != FN_OK) {
+        char problem[512];
+        snprintf(problem, sizeof problem, "%s", fn_last_error());
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", key), problem);
+    }
+    cfg->optimizer_options = cfg->keys->options[c];
     return FN_OK;
 }
 
@@ -692,10 +787,10 @@ static fn_status check_schedule(const fn_config *cfg)
     FN_TRY(not_applicable(cfg, "gamma", k != FN_SCHEDULE_STEP && cfg->gamma != 0.1f, step_only));
     FN_TRY(not_applicable(cfg, "min_lr", k != FN_SCHEDULE_COSINE && cfg->min_lr != 0,
                           "applies to schedule = cosine only"));
-    if (k == FN_SCHEDULE_COSINE && cfg->min_lr > cfg->sgd.lr) {
+    if (k == FN_SCHEDULE_COSINE && cfg->min_lr > cfg->lr) {
         char why[128];
         snprintf(why, sizeof why, "min_lr %g is above lr %g", (double)cfg->min_lr,
-                 (double)cfg->sgd.lr);
+                 (double)cfg->lr);
         return key_fail(cfg, FN_ERR_INVALID, find_key("train", "min_lr"), why);
     }
     return FN_OK;
@@ -765,7 +860,6 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
     FN_TRY(check_optimizer(cfg));
-    FN_TRY(check_sgd(cfg));
     FN_TRY(check_schedule(cfg));
     FN_TRY(check_best(cfg));
     FN_TRY(default_out_dir(cfg));
@@ -787,11 +881,13 @@ void fn_config_destroy(fn_config *cfg)
         return;
     for (int i = 0; i < N_KEYS; i++) {
         key_type t = keys[i].type;
-        if (t == T_NAME || t == T_PATH || t == T_OPTPATH || t == T_OPTIMIZER)
+        if (t == T_NAME || t == T_PATH || t == T_OPTPATH)
             free(*(char **)((char *)cfg + keys[i].offset));
-        if (cfg->keys)
-            free(cfg->keys->assignment[i]);
     }
+    for (int i = 0; cfg->keys && i < ALL_KEYS; i++)
+        free(cfg->keys->assignment[i]);
+    for (int k = 0; cfg->keys && k < MAX_OPTIMIZERS; k++)
+        free(cfg->keys->options[k]);
     free(cfg->layers);
     free(cfg->keys);
     free(cfg->path);

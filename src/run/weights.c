@@ -508,7 +508,7 @@ static fn_status check_described(const char *path, const fn_net *net, const laye
     fn_model_memory need = {0};
     for (int i = 0; i < n; i++)
         fn_model_memory_add(&need, &d[i].spec, d[i].in, &d[i].hp, fn_net_max_batch(net), i == 0);
-    fn_status st = fn_model_memory_check(fn_net_context(net), &need, fn_net_max_batch(net));
+    fn_status st = fn_model_memory_fits(fn_net_context(net), &need, fn_net_max_batch(net));
     if (st != FN_OK)
         fn_error_prefix("%s: ", path);
     return st;

@@ -1,13 +1,11 @@
-/* trainer_step.c — one training step (forward, loss, backward and the
- * optimiser's update; a deferred one goes to trainer_defer.c), the
- * evaluation of a set, checkpoints, and the diagnosis that names the first
- * non-finite value when a loss, or a parameter about to be saved, is not
- * finite. */
+/* step_common.c — what the trainer's step strategies (trainer_impl.h:
+ * eager, deferred, graphed, data-parallel) share, below all of them: the
+ * batch's loss read at once, the step's gradients, the device work of a
+ * queued step, and the diagnosis that names the first non-finite value
+ * when a loss, or a parameter about to be saved, is not finite. */
 #include <math.h>
 #include <stdio.h>
 
-#include "fusenet/checkpoint.h"
-#include "fusenet/loss.h"
 #include "trainer/trainer_impl.h"
 
 fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
@@ -25,10 +23,10 @@ fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tenso
 
 /* --- non-finite values ------------------------------------------------------ */
 
-static const char *number_name(float v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+const char *fn_trainer_number_name(float v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
 
 /* "layer 1 (block) output, row 0 column 3: nan" or why there is no answer. */
-static void describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, size_t n)
+void fn_trainer_describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, size_t n)
 {
     if (st != FN_OK)
         snprintf(buf, n, "unknown (the search failed: %s)", fn_last_error());
@@ -37,13 +35,13 @@ static void describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, 
     else
         snprintf(buf, n, "layer %d (%s) %s%s%s, row %d column %d: %s", nf->layer, nf->kind,
                  nf->what, nf->param ? " " : "", nf->param ? nf->param : "", nf->row, nf->col,
-                 number_name(nf->value));
+                 fn_trainer_number_name(nf->value));
 }
 
 /* What the stop leaves behind: weights.h5 is never written over. A
  * checkpoint.h5 in the directory is named only when it is this run's (it
  * resumed from it or wrote it), not one an earlier run left there. */
-static void describe_kept(const fn_trainer *t, char *buf, size_t n)
+void fn_trainer_describe_kept(const fn_trainer *t, char *buf, size_t n)
 {
     if (t->checkpoint_ours)
         snprintf(buf, n, "%s (the last good state) is kept; lower [train] lr and --resume",
@@ -63,28 +61,13 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float lo
     if (st == FN_OK)
         st = fn_net_find_nonfinite(t->net, 1, &nf);
     char first[256], kept[512];
-    describe_nonfinite(st, &nf, first, sizeof first);
-    describe_kept(t, kept, sizeof kept);
+    fn_trainer_describe_nonfinite(st, &nf, first, sizeof first);
+    fn_trainer_describe_kept(t, kept, sizeof kept);
     const fn_train_state *s = &t->state;
     return fn_fail(FN_ERR_NUMERIC,
                    "step %lld (epoch %lld, batch %lld): loss is %s; first non-finite: %s; "
                    "stopped: %s",
-                   s->global_step + 1, s->epoch + 1, s->step + 1, number_name(loss), first, kept);
-}
-
-/* --- a step ------------------------------------------------------------------ */
-
-/* The step's learning rate from the schedule; the optimiser's fused path
- * where it has one (plain SGD on the GPU: each block's update folded into
- * its backward) and no clipping needs the gradients first, else backward,
- * clipping and a step. */
-static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
-{
-    fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
-    if (t->opt->ops->backward_step && !t->clip)
-        return fn_optimizer_backward_step(t->opt, t->net, dy);
-    FN_TRY(fn_trainer_gradients(t, dy));
-    return fn_optimizer_step(t->opt);
+                   s->global_step + 1, s->epoch + 1, s->step + 1, fn_trainer_number_name(loss), first, kept);
 }
 
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
@@ -92,24 +75,6 @@ fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
     FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
     FN_TRY(fn_net_backward(t->net, dy));
     return t->clip ? fn_clip_apply(t->clip) : FN_OK;
-}
-
-fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss)
-{
-    if (t->dist)
-        return fn_trainer_dist_step(t, b, loss);
-    if (t->tally)
-        return fn_trainer_defer_step(t, b, loss);
-    fn_tensor y;
-    FN_TRY(fn_net_forward(t->net, &b->x, &y));
-    fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
-    int correct = 0;
-    FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, loss, &correct));
-    if (!isfinite(*loss))
-        return fn_trainer_stop_nonfinite(t, &dy, *loss);
-    FN_TRY(backward_and_update(t, &dy));
-    fn_train_state_add_step(&t->state, (double)*loss, b->rows, correct);
-    return FN_OK;
 }
 
 fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss)
@@ -126,82 +91,17 @@ fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss
     return fn_fail(FN_ERR_NUMERIC,
                    "step %lld (epoch %lld, batch %lld): loss was %s on the device, but %g when "
                    "taken again (not reproducible)",
-                   s->global_step + 1, s->epoch + 1, s->step + 1, number_name(device_loss),
+                   s->global_step + 1, s->epoch + 1, s->step + 1, fn_trainer_number_name(device_loss),
                    (double)loss);
 }
 
-/* --- evaluation ---------------------------------------------------------------- */
-
-static fn_status nonfinite_eval(fn_trainer *t, const fn_batch *b, float loss)
+fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
 {
-    fn_nonfinite nf;
-    char first[256];
-    describe_nonfinite(fn_net_find_nonfinite(t->net, 0, &nf), &nf, first, sizeof first);
-    return fn_fail(FN_ERR_NUMERIC,
-                   "epoch %lld: validation loss is %s at row %lld; first non-finite: %s",
-                   t->state.epoch + 1, number_name(loss), (long long)b->index[0], first);
-}
-
-fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m)
-{
-    double loss_sum = 0;
-    long long correct = 0, seen = 0;
-    FN_TRY(fn_loader_start(set, 0, 0));
-    for (;;) {
-        fn_batch b;
-        FN_TRY(fn_loader_next(set, &b));
-        if (!b.batch_rows)
-            break;
-        if (!b.rows)
-            continue; /* this rank's share of a short batch is empty */
-        fn_tensor y;
-        FN_TRY(fn_net_forward(t->net, &b.x, &y));
-        float loss = 0;
-        int ok = 0;
-        FN_TRY(fn_trainer_batch_loss(t, &b, &y, NULL, &loss, &ok));
-        if (!isfinite(loss))
-            return nonfinite_eval(t, &b, loss);
-        loss_sum += (double)loss * b.rows;
-        correct += ok;
-        seen += b.rows;
-    }
-    FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &correct, &seen));
-    m->loss = loss_sum / (double)seen;
-    m->acc = t->cfg->loss->accuracy ? (double)correct / (double)seen : NAN;
-    return FN_OK;
-}
-
-/* --- checkpoints ---------------------------------------------------------------- */
-
-fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
-{
-    if (!fn_clip_applied(t->clip))
-        return FN_OK;
-    return fn_clip_last_norm(t->clip, &t->state.grad_norm);
-}
-
-/* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the
- * parameters went bad at the last step, whose loss was still finite. */
-fn_status fn_trainer_save_checkpoint(fn_trainer *t)
-{
-    FN_TRY(fn_trainer_sync_grad_norm(t));
-    if (!fn_trainer_writes(t)) {
-        t->checkpoint_ours = 1; /* rank 0's */
-        return FN_OK;
-    }
-    FN_TRY(fn_trainer_prepare_output(t));
-    fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
-                                          t->cfg->text);
-    if (st == FN_OK)
-        t->checkpoint_ours = 1;
-    if (st != FN_ERR_NUMERIC)
-        return st;
-    fn_nonfinite nf;
-    char first[256], kept[512];
-    describe_nonfinite(fn_net_find_nonfinite(t->net, 0, &nf), &nf, first, sizeof first);
-    describe_kept(t, kept, sizeof kept);
-    return fn_fail(FN_ERR_NUMERIC,
-                   "after step %lld the parameters are non-finite; first non-finite: %s; "
-                   "checkpoint not written: %s",
-                   t->state.global_step, first, kept);
+    fn_tensor y;
+    FN_TRY(fn_net_forward(t->net, &b->x, &y));
+    fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
+    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
+    FN_TRY(t->cfg->loss->tally(t->tally, &y, &targets, &t->loss, &dy));
+    FN_TRY(fn_trainer_gradients(t, &dy));
+    return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
 }

@@ -1,5 +1,6 @@
-/* trainer_defer.c — the training step without a host round trip: on the
- * GPU (with an optimiser that has a split step, optimizer.h) a step is
+/* step_deferred.c — the deferred step, one of the trainer's step
+ * strategies (trainer_impl.h; step_graph.c replays it as CUDA graphs):
+ * the training step without a host round trip: on the GPU (with an optimiser that has a split step, optimizer.h) a step is
  * queued and never waited for. The loss, the correct count and the epoch's
  * sums stay on the device in a loss tally (loss_tally.h); the optimiser's
  * update reads its learning rate from the device and is skipped there once
@@ -14,10 +15,10 @@
  * first went non-finite: the trainer's counts are set back to that step's
  * start (the optimiser's step count too), its batch is taken again from
  * the loader (the data order is a function of epoch and step) and the
- * usual diagnosis (trainer_step.c) names the step and the first
+ * usual diagnosis (step_common.c) names the step and the first
  * non-finite value, as an eager run would have.
  *
- * Not deferred: data-parallel runs (trainer_dist.c); plain SGD on the GPU without clipping (momentum and weight
+ * Not deferred (step_choice.c says which strategy a run takes): data-parallel runs (step_dist.c); plain SGD on the GPU without clipping (momentum and weight
  * decay 0), whose update is folded into the backward pass (sgd_fused.h):
  * it changes the weights before the loss is known, with its lr as a launch
  * argument. What differs from the eager step: the loss handed to the
@@ -27,8 +28,6 @@
  * with copies that arrive late on purpose (FN_TEST_DEFER_LAG). */
 #include <math.h>
 
-#include "fusenet/loss.h"
-#include "core/test_hooks.h"
 #include "trainer/trainer_impl.h"
 
 /* A copy of the sums after every 4th step (by global step): each copy is
@@ -36,60 +35,21 @@
  * as good. So the host runs at most 4 * FN_LOSS_TALLY_RING steps ahead. */
 enum { POST_EVERY = 4 };
 
-/* --- deciding ------------------------------------------------------------ */
-
-/* GPU: defer when the optimiser can split its step; CPU: only in tests
- * (and tests may keep the GPU eager). */
-static fn_status decide(fn_trainer *t)
-{
-    t->defer_decided = 1;
-    t->last_loss = NAN;
-    /* Over MPI ranks the step is trainer_dist.c's, eager: it agrees on the
-     * loss with the other ranks every step anyway. */
-    if (t->dist || !fn_optimizer_can_split(t->opt))
-        return FN_OK;
-    /* Plain SGD on the GPU folds its update into the backward pass
-     * (sgd_fused.h), the fastest step at large sizes: the weights change
-     * before the loss is known and the update's lr is a launch argument,
-     * so that step stays eager. */
-    if (t->opt->ops->backward_step && !t->clip)
-        return FN_OK;
-    const int hook = fn_test_defer_lag();
-    const int gpu = fn_context_device(t->ctx) == FN_CUDA;
-    if (gpu ? hook == 0 : hook <= 0)
-        return FN_OK;
-    return fn_loss_tally_create(&t->tally, t->ctx, gpu ? 0 : hook);
-}
+/* --- the strategy ---------------------------------------------------------- */
 
 fn_status fn_trainer_defer_begin(fn_trainer *t)
 {
-    if (!t->defer_decided)
-        FN_TRY(decide(t));
-    if (!t->tally)
-        return FN_OK;
     const fn_train_state *s = &t->state;
     return fn_loss_tally_set(t->tally, s->loss_sum, s->correct, s->seen, s->global_step);
 }
 
 void fn_trainer_defer_release(fn_trainer *t)
 {
-    fn_step_graph_release(t);
     fn_loss_tally_destroy(t->tally);
     t->tally = NULL;
 }
 
 /* --- a step ---------------------------------------------------------------- */
-
-fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
-{
-    fn_tensor y;
-    FN_TRY(fn_net_forward(t->net, &b->x, &y));
-    fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
-    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
-    FN_TRY(t->cfg->loss->tally(t->tally, &y, &targets, &t->loss, &dy));
-    FN_TRY(fn_trainer_gradients(t, &dy));
-    return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
-}
 
 /* The run back at the first non-finite step v->bad_step (in this epoch:
  * every epoch's steps end with a read), that step's batch taken again and
@@ -113,11 +73,11 @@ static fn_status stop_late(fn_trainer *t, const fn_loss_tally_value *v)
     return fn_trainer_recheck(t, &b, v->bad_loss);
 }
 
-fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss)
+fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
+                                fn_status (*queue)(fn_trainer *t, const fn_batch *b))
 {
-    fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
     FN_TRY(fn_optimizer_prepare(t->opt));
-    FN_TRY(fn_step_graph_run(t, b));
+    FN_TRY(queue(t, b));
     if (t->state.global_step % POST_EVERY == POST_EVERY - 1)
         FN_TRY(fn_loss_tally_post(t->tally));
     /* The sums come from the tally when it is read; the rows are known. */
@@ -141,8 +101,6 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss)
 
 fn_status fn_trainer_defer_drain(fn_trainer *t)
 {
-    if (!t->tally)
-        return FN_OK;
     fn_loss_tally_value v;
     FN_TRY(fn_loss_tally_read(t->tally, &v));
     if (v.bad)
@@ -157,3 +115,16 @@ fn_status fn_trainer_defer_drain(fn_trainer *t)
         t->last_loss = v.last_loss;
     return FN_OK;
 }
+
+static fn_status deferred_step(fn_trainer *t, const fn_batch *b, float *loss)
+{
+    return fn_trainer_defer_step(t, b, loss, fn_trainer_queue_step);
+}
+
+const fn_step_ops fn_step_deferred = {
+    .name = "deferred",
+    .begin = fn_trainer_defer_begin,
+    .step = deferred_step,
+    .drain = fn_trainer_defer_drain,
+    .release = fn_trainer_defer_release,
+};

@@ -1,5 +1,6 @@
-/* step_graph.c — a deferred training step (trainer_defer.c) replayed as a
- * CUDA graph: forward, loss, backward, clipping and the optimiser's update
+/* step_graph.c — the graphed step, one of the trainer's step strategies
+ * (trainer_impl.h): the deferred training step (step_deferred.c) replayed
+ * as a CUDA graph: forward, loss, backward, clipping and the optimiser's update
  * captured once and launched as one graph, instead of a launch (and its
  * host work) a kernel. Valid because everything a step reads sits at
  * fixed device addresses: the net's buffers, the loss tally, the
@@ -84,7 +85,7 @@ static int capture(fn_trainer *t, const fn_batch *b, step_graph *g)
     return 1;
 }
 
-fn_status fn_step_graph_run(fn_trainer *t, const fn_batch *b)
+static fn_status graph_run(fn_trainer *t, const fn_batch *b)
 {
     step_graph *g = wanted(t, b) ? slot_of(t, b) : NULL;
     if (!g)
@@ -96,14 +97,15 @@ fn_status fn_step_graph_run(fn_trainer *t, const fn_batch *b)
     return fn_cuda_graph_launch(t->ctx, g->graph);
 }
 
-void fn_step_graph_release(fn_trainer *t)
+static void graph_release(fn_trainer *t)
 {
-    if (!t->graphs)
-        return;
-    for (int i = 0; i < t->graphs->n; i++)
-        fn_cuda_graph_destroy(t->graphs->g[i].graph);
-    free(t->graphs);
-    t->graphs = NULL;
+    if (t->graphs) {
+        for (int i = 0; i < t->graphs->n; i++)
+            fn_cuda_graph_destroy(t->graphs->g[i].graph);
+        free(t->graphs);
+        t->graphs = NULL;
+    }
+    fn_trainer_defer_release(t);
 }
 
 /* For tests: how many graphs the run holds (0 without). */
@@ -114,3 +116,16 @@ int fn_trainer_graph_count(const fn_trainer *t)
         n += t->graphs->g[i].graph != NULL;
     return n;
 }
+
+static fn_status graph_step(fn_trainer *t, const fn_batch *b, float *loss)
+{
+    return fn_trainer_defer_step(t, b, loss, graph_run);
+}
+
+const fn_step_ops fn_step_graph = {
+    .name = "graph",
+    .begin = fn_trainer_defer_begin,
+    .step = graph_step,
+    .drain = fn_trainer_defer_drain,
+    .release = graph_release,
+};

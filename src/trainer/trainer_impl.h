@@ -1,9 +1,13 @@
-/* trainer_impl.h (private) — the trainer's struct and what its files share:
- * src/trainer/trainer.c sets a run up and ends it, trainer_loop.c runs its
- * epochs, trainer_step.c takes a step and evaluates, trainer_summary.c
- * describes the model and its memory. */
-#ifndef FUSENET_TRAIN_TRAINER_IMPL_H
-#define FUSENET_TRAIN_TRAINER_IMPL_H
+/* trainer_impl.h (private) — the trainer's struct and what its files share,
+ * lowest first: trainer.c (the output directory, what a caller reads),
+ * trainer_dist.c (data parallelism's agreements), step_common.c (what the
+ * step strategies share), the strategies (step_eager.c, step_deferred.c,
+ * step_graph.c, step_dist.c) and their choice (step_choice.c); above them
+ * trainer_evaluate.c, trainer_checkpoint.c, trainer_summary.c,
+ * trainer_setup.c (a run set up and ended) and trainer_loop.c (its
+ * epochs). */
+#ifndef FUSENET_TRAINER_TRAINER_IMPL_H
+#define FUSENET_TRAINER_TRAINER_IMPL_H
 
 #include "fusenet/clip.h"
 #include "fusenet/comm.h"
@@ -51,63 +55,109 @@ struct fn_trainer {
     int stop_agreed;       /* every rank agreed to stop */
     int failed_together;   /* the last failure was every rank's at once */
 
-    /* trainer_defer.c: deferred steps, the loss's sums on the device (NULL:
-     * the loss read every step); step_graph.c: the step's CUDA graphs. */
+    const struct fn_step_ops *step; /* the step strategy, chosen once (step_choice.c) */
+    /* step_deferred.c: the loss's sums on the device (NULL: the loss read
+     * every step); step_graph.c: the step's CUDA graphs. */
     fn_loss_tally *tally;
-    int defer_decided;
     float last_loss;       /* the newest loss the host has seen */
     struct fn_step_graphs *graphs;
 };
 
-/* trainer.c: makes the output directory and, overwriting, removes the
- * earlier run's files; once, before the first file is written. */
-fn_status fn_trainer_prepare_output(fn_trainer *t);
+/* --- a step strategy ------------------------------------------------------------
+ * How a run takes its steps, one table chosen once when the run is set up
+ * (step_choice.c); the loop sets each step's learning rate, then calls
+ * step. Below the strategies: the shared step helpers (step_common.c), the
+ * data-parallel agreements (trainer_dist.c) and the output directory
+ * (trainer.c). */
+typedef struct fn_step_ops {
+    const char *name; /* "eager", "deferred", "graph", "data-parallel" */
+    /* An epoch's (or its resumed part's) start. */
+    fn_status (*begin)(fn_trainer *t);
+    /* Forward, loss, and backward with the optimiser's update, for one
+     * batch; the state counts it. A non-finite loss: FN_ERR_NUMERIC, with
+     * the diagnosis, nothing updated. *loss: the newest loss known. */
+    fn_status (*step)(fn_trainer *t, const fn_batch *b, float *loss);
+    /* The epoch's steps are done: their sums read, a late non-finite stop. */
+    fn_status (*drain)(fn_trainer *t);
+    void (*release)(fn_trainer *t); /* what the strategy holds */
+} fn_step_ops;
 
-/* trainer_summary.c: on_model, when the caller has it. */
-void fn_trainer_report_model(fn_trainer *t);
+extern const fn_step_ops fn_step_eager;    /* step_eager.c */
+extern const fn_step_ops fn_step_deferred; /* step_deferred.c */
+extern const fn_step_ops fn_step_graph;    /* step_graph.c */
+extern const fn_step_ops fn_step_dist;     /* step_dist.c */
 
-/* trainer_defer.c: the step queued without reading its loss (the GPU's,
- * when the optimiser has a split step); see the file. */
-fn_status fn_trainer_defer_begin(fn_trainer *t); /* an epoch's (or its resumed part's) start */
-fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss);
-fn_status fn_trainer_defer_drain(fn_trainer *t); /* the sums read; a late non-finite stop */
-fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b); /* the step's device work */
+/* step_choice.c: t->step (and the loss tally a deferred step keeps). */
+fn_status fn_trainer_choose_step(fn_trainer *t);
+
+/* step_deferred.c: the deferred strategy's parts, which the graphed one
+ * shares; queue puts the step's device work on the stream. */
+fn_status fn_trainer_defer_begin(fn_trainer *t);
+fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
+                                fn_status (*queue)(fn_trainer *t, const fn_batch *b));
+fn_status fn_trainer_defer_drain(fn_trainer *t);
 void fn_trainer_defer_release(fn_trainer *t);
 
-/* step_graph.c: fn_trainer_queue_step through a CUDA graph where it can. */
-fn_status fn_step_graph_run(fn_trainer *t, const fn_batch *b);
-void fn_step_graph_release(fn_trainer *t);
-int fn_trainer_graph_count(const fn_trainer *t); /* tests: graphs captured so far */
+/* step_graph.c (tests): graphs captured so far. */
+int fn_trainer_graph_count(const fn_trainer *t);
 
-/* trainer_step.c */
+/* --- step_common.c: what the strategies share ----------------------------------- */
 
-/* Forward, loss, and backward with the optimiser's update, for one batch;
- * the state counts it. A non-finite loss: FN_ERR_NUMERIC, nothing updated. */
-fn_status fn_trainer_step(fn_trainer *t, const fn_batch *b, float *loss);
+/* The batch's mean loss in *loss, and *correct rows classified right (0
+ * without an accuracy), read back now; dy (NULL: none) the loss's
+ * gradient. */
+fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
+                                float *loss, int *correct);
 /* The step's gradients from dy: zeroed, the backward, clipping; the one
- * place both the eager and the deferred step (and its graph) take them. */
+ * place every strategy takes them. */
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
+/* A deferred step's device work, queued without reading the loss:
+ * forward, the loss counted in the tally, the gradients, the optimiser's
+ * split update (skipped on the device once a loss was not finite). */
+fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b);
+/* After a non-finite loss of the batch whose loss gradient dy is: the
+ * error naming the first non-finite value. */
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
 /* The batch's forward and loss read back: FN_ERR_NUMERIC with the
  * diagnosis of a non-finite loss (the step's own); FN_ERR_NUMERIC too,
  * saying so, when the loss the device found non-finite comes out finite. */
 fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss);
-/* Mean loss (and accuracy) of the net over every batch of a set. */
+/* "nan", "inf", "-inf". */
+const char *fn_trainer_number_name(float v);
+/* "layer 1 (block) output, row 0 column 3: nan", or why there is none. */
+void fn_trainer_describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *buf, size_t n);
+/* What a stop leaves behind (this run's checkpoint, or no weights). */
+void fn_trainer_describe_kept(const fn_trainer *t, char *buf, size_t n);
+
+/* --- trainer.c: the output directory ---------------------------------------------- */
+
+/* The paths of the run's files in [output] dir. */
+fn_status fn_trainer_output_paths(fn_trainer *t);
+/* A fresh run into a directory of another run's files: an error naming
+ * them, unless overwriting. */
+fn_status fn_trainer_check_output(fn_trainer *t);
+/* Makes the output directory and, overwriting, removes the earlier run's
+ * files; once, before the first file is written. */
+fn_status fn_trainer_prepare_output(fn_trainer *t);
+/* Rank 0 writes the run's files and holds the directory's lock. */
+int fn_trainer_writes(const fn_trainer *t);
+
+/* --- above the strategies --------------------------------------------------------- */
+
+/* trainer_summary.c: on_model, when the caller has it. */
+void fn_trainer_report_model(fn_trainer *t);
+/* trainer_evaluate.c: mean loss (and accuracy) of the net over every batch
+ * of a set. */
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
-/* The state's grad_norm from the clipper's last step (NaN without
- * clipping; kept as it is when no step ran since the checkpoint). */
+/* trainer_checkpoint.c: the state's grad_norm from the clipper's last step
+ * (NaN without clipping; kept as it is when no step ran since the
+ * checkpoint). */
 fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
-/* After a non-finite loss of the batch whose loss gradient dy is: the
- * error naming the first non-finite value. */
-/* The batch's mean loss in *loss, and *correct rows classified right (0
- * for mse), read back now; dy (NULL: none) the loss's gradient. */
-fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
-                                float *loss, int *correct);
-fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
-/* Writes checkpoint.h5 (rank 0; the others do nothing); a non-finite
- * parameter is named in the message. */
+/* trainer_checkpoint.c: writes checkpoint.h5 (rank 0; the others do
+ * nothing); a non-finite parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
 
-/* trainer_dist.c: data parallelism over the ranks of an MPI world */
+/* --- trainer_dist.c: data parallelism over the ranks of an MPI world ---------------- */
 
 /* The communicator for the context, and whether steps use it. */
 fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope);
@@ -117,13 +167,6 @@ int fn_trainer_dist_gpu(const fn_trainer *t, int configured, int found);
 /* The most rows a rank's share of a batch has: the batch size on one
  * process, ceil(batch / ranks) on several (the net's buffers). */
 int fn_trainer_dist_rows(const fn_trainer *t);
-/* Rank 0 writes the run's files and holds the directory's lock. */
-int fn_trainer_writes(const fn_trainer *t);
-/* fn_trainer_step over the ranks: each takes its share of the batch, the
- * gradients are summed layer by layer as the backward pass goes, then
- * clipping and the optimiser's step; the loss and the correct count are
- * the whole batch's on every rank. */
-fn_status fn_trainer_dist_step(fn_trainer *t, const fn_batch *b, float *loss);
 /* The stop every rank agrees on (any rank asked for one). */
 int fn_trainer_dist_stop(fn_trainer *t);
 /* A validation's sums, over every rank's share. */

@@ -118,11 +118,14 @@ static fn_status run_steps(fn_trainer *t)
         FN_TRY(next_train_batch(t, &b));
         if (!b.batch_rows)
             break;
+        /* The step's learning rate from the schedule, set once here for
+         * every strategy. */
+        fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
         float loss = 0;
-        FN_TRY(fn_trainer_step(t, &b, &loss));
+        FN_TRY(t->step->step(t, &b, &loss));
         report_step(t, loss);
     }
-    return fn_trainer_defer_drain(t); /* deferred steps: the sums, a late stop */
+    return t->step->drain(t); /* deferred steps: the sums, a late stop */
 }
 
 /* One epoch from the state's step; returns early, with FN_OK, on a stop.
@@ -134,7 +137,7 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     t->epoch_started = now();
     t->seen_before = s->seen;
     FN_TRY(fn_loader_start(t->loader, s->epoch, s->step));
-    fn_status st = fn_trainer_defer_begin(t);
+    fn_status st = t->step->begin(t);
     if (st == FN_OK)
         st = run_steps(t);
     fn_status halted = fn_loader_halt(t->loader);

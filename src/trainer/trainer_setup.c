@@ -1,9 +1,8 @@
-/* trainer.c — a training run's set-up and end: the device, the sets and
- * their loader, the network and optimiser, the output files, resuming from
- * a checkpoint; and what a caller may read of the run. The epochs run in
- * trainer_loop.c. */
+/* trainer_setup.c — a training run's set-up and end: the device, the sets
+ * and their loader, the network and optimiser, the output files, resuming
+ * from a checkpoint, the step strategy (step_choice.c). The epochs run in
+ * trainer_loop.c; what a caller may read of the run is trainer.c's. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
 #include "fusenet/weights.h"
-#include "trainer/optimizers.h"
 #include "trainer/trainer_impl.h"
 
 /* [run] device, or with device = auto the first GPU when there is one. A
@@ -72,7 +70,7 @@ static fn_status open_sets(fn_trainer *t)
 static fn_status make_schedule(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
-    t->schedule = (fn_schedule){.kind = c->schedule, .lr = c->sgd.lr,
+    t->schedule = (fn_schedule){.kind = c->schedule, .lr = c->lr,
                                 .warmup_steps = c->warmup_steps, .step_size = c->step_size,
                                 .gamma = c->gamma, .min_lr = c->min_lr,
                                 .total_steps = (long long)c->epochs * fn_data_batches(t->train)};
@@ -88,7 +86,8 @@ static fn_status build(fn_trainer *t)
     FN_TRY(fn_model_build(&t->net, t->ctx, &sized, fn_data_in_features(t->train)));
     if (c->init)
         FN_TRY(fn_weights_load(t->net, c->init));
-    FN_TRY(fn_optimizer_from_config(&t->opt, c->optimizer, t->net, c));
+    FN_TRY(c->optimizer->create(&t->opt, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
+                                c->lr, c->optimizer_options));
     FN_TRY(make_schedule(t));
     if (c->clip_grad_norm > 0)
         FN_TRY(fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
@@ -96,57 +95,6 @@ static fn_status build(fn_trainer *t)
     fn_device d = fn_context_device(t->ctx);
     FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
     return fn_tensor_alloc(&t->dpred, sized.batch_size, fn_net_out_features(t->net), d);
-}
-
-/* --- the output directory ------------------------------------------------------ */
-
-/* The files a run writes in its directory, which no other run's may join. */
-enum { OUT_WEIGHTS, OUT_CHECKPOINT, OUT_CSV, OUT_BEST, N_OUT };
-static const char *const out_names[N_OUT] = {"weights.h5", "checkpoint.h5", "metrics.csv",
-                                             "best.h5"};
-
-static fn_status output_paths(fn_trainer *t)
-{
-    char **paths[N_OUT] = {&t->weights_path, &t->checkpoint_path, &t->csv_path, &t->best_path};
-    for (int i = 0; i < N_OUT; i++)
-        if (!(*paths[i] = fn_path_join(t->cfg->out_dir, out_names[i])))
-            return fn_fail(FN_ERR_NOMEM, "out of memory");
-    return FN_OK;
-}
-
-/* A fresh run into a directory holding another run's files: an error,
- * naming them, unless it may overwrite them (fn_trainer_prepare_output
- * removes them). A resumed run continues the run whose files they are. */
-static fn_status check_output(fn_trainer *t)
-{
-    if (t->resuming)
-        return FN_OK;
-    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
-    char found[128] = ""; /* room for every name of out_names */
-    for (int i = 0; i < N_OUT; i++) {
-        const size_t len = strlen(found);
-        if (access(paths[i], F_OK) == 0)
-            snprintf(found + len, sizeof found - len, "%s%s", len ? ", " : "", out_names[i]);
-    }
-    if (!found[0] || t->overwrite)
-        return FN_OK;
-    return fn_fail(FN_ERR_INVALID,
-                   "%s holds another run's %s; give --overwrite to replace them, --resume to "
-                   "continue that run, or another [output] dir",
-                   t->cfg->out_dir, found);
-}
-
-fn_status fn_trainer_prepare_output(fn_trainer *t)
-{
-    if (t->output_ready)
-        return FN_OK;
-    const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
-    for (int i = 0; t->overwrite && !t->resuming && i < N_OUT; i++)
-        if (unlink(paths[i]) != 0 && errno != ENOENT)
-            return fn_fail(FN_ERR_IO, "%s: cannot remove the earlier run's file: %s", paths[i],
-                           strerror(errno));
-    t->output_ready = 1;
-    return FN_OK;
 }
 
 /* --- resuming ------------------------------------------------------------------ */
@@ -265,10 +213,10 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
 {
     t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
     t->ranks = scope == FN_COMM_WORLD ? fn_world_size() : 1;
-    FN_TRY(output_paths(t));
+    FN_TRY(fn_trainer_output_paths(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
-        FN_TRY(check_output(t));
+        FN_TRY(fn_trainer_check_output(t));
     }
     FN_TRY(open_context(t));
     FN_TRY(fn_trainer_dist_setup(t, scope));
@@ -278,7 +226,9 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
-    return t->resuming ? resume(t) : FN_OK;
+    if (t->resuming)
+        FN_TRY(resume(t));
+    return fn_trainer_choose_step(t);
 }
 
 fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
@@ -316,7 +266,8 @@ void fn_trainer_destroy(fn_trainer *t)
     if (!t)
         return;
     fn_metrics_csv_close(t->csv);
-    fn_trainer_defer_release(t);
+    if (t->step)
+        t->step->release(t);
     fn_tensor_free(&t->loss);
     fn_tensor_free(&t->dpred);
     fn_clip_destroy(t->clip);
@@ -337,22 +288,3 @@ void fn_trainer_destroy(fn_trainer *t)
     free(t);
 }
 
-fn_train_outcome fn_trainer_outcome(const fn_trainer *t)
-{
-    return t ? t->outcome : FN_TRAIN_UNFINISHED;
-}
-
-const fn_train_state *fn_trainer_state(const fn_trainer *t) { return t ? &t->state : NULL; }
-
-const char *fn_trainer_checkpoint_path(const fn_trainer *t)
-{
-    return t ? t->checkpoint_path : NULL;
-}
-
-const char *fn_trainer_weights_path(const fn_trainer *t) { return t ? t->weights_path : NULL; }
-
-const char *fn_trainer_best_path(const fn_trainer *t) { return t ? t->best_path : NULL; }
-
-fn_net *fn_trainer_net(const fn_trainer *t) { return t ? t->net : NULL; }
-
-fn_optimizer *fn_trainer_optimizer(const fn_trainer *t) { return t ? t->opt : NULL; }

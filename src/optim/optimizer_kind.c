@@ -1,0 +1,64 @@
+/* optimizer_kind.c — the registry of optimisers (optimizer_kind.h): the
+ * one table that lists them, lookup by name, and the phrases messages
+ * make of it. A new optimiser adds its line to the table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/name_list.h"
+#include "fusenet/optimizer_kind.h"
+
+static const fn_optimizer_kind *const kinds[] = {
+    &fn_sgd_kind,
+    &fn_adam_kind,
+    &fn_adamw_kind,
+};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+
+int fn_optimizer_kind_count(void) { return N_KINDS; }
+
+const fn_optimizer_kind *fn_optimizer_kind_at(int i)
+{
+    return i >= 0 && i < N_KINDS ? kinds[i] : NULL;
+}
+
+fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind)
+{
+    const char *names[N_KINDS];
+    for (int i = 0; i < N_KINDS; i++) {
+        names[i] = kinds[i]->name;
+        if (name && strcmp(name, names[i]) == 0)
+            return *kind = kinds[i], FN_OK;
+    }
+    char known[128];
+    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
+                   fn_name_list(known, sizeof known, names, N_KINDS), name ? name : "");
+}
+
+const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *name)
+{
+    for (int i = 0; kind && name && i < kind->n_options; i++)
+        if (strcmp(kind->options[i].name, name) == 0)
+            return &kind->options[i];
+    return NULL;
+}
+
+const char *fn_optimizer_kinds_taking(const char *name, char *buf, size_t cap)
+{
+    const char *names[N_KINDS];
+    int n = 0;
+    for (int i = 0; i < N_KINDS; i++)
+        if (fn_optimizer_option(kinds[i], name))
+            names[n++] = kinds[i]->name;
+    return fn_name_list(buf, cap, names, n);
+}
+
+const char *fn_optimizer_option_list(const fn_optimizer_kind *kind, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < kind->n_options && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", kind->options[i].name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}

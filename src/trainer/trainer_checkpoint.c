@@ -1,0 +1,40 @@
+/* trainer_checkpoint.c — checkpoint.h5 of a run (rank 0's), with the
+ * clipper's last norm; a non-finite parameter is named and nothing is
+ * written. */
+#include <stdio.h>
+
+#include "fusenet/checkpoint.h"
+#include "trainer/trainer_impl.h"
+
+fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
+{
+    if (!fn_clip_applied(t->clip))
+        return FN_OK;
+    return fn_clip_last_norm(t->clip, &t->state.grad_norm);
+}
+
+/* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the
+ * parameters went bad at the last step, whose loss was still finite. */
+fn_status fn_trainer_save_checkpoint(fn_trainer *t)
+{
+    FN_TRY(fn_trainer_sync_grad_norm(t));
+    if (!fn_trainer_writes(t)) {
+        t->checkpoint_ours = 1; /* rank 0's */
+        return FN_OK;
+    }
+    FN_TRY(fn_trainer_prepare_output(t));
+    fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
+                                          t->cfg->text);
+    if (st == FN_OK)
+        t->checkpoint_ours = 1;
+    if (st != FN_ERR_NUMERIC)
+        return st;
+    fn_nonfinite nf;
+    char first[256], kept[512];
+    fn_trainer_describe_nonfinite(fn_net_find_nonfinite(t->net, 0, &nf), &nf, first, sizeof first);
+    fn_trainer_describe_kept(t, kept, sizeof kept);
+    return fn_fail(FN_ERR_NUMERIC,
+                   "after step %lld the parameters are non-finite; first non-finite: %s; "
+                   "checkpoint not written: %s",
+                   t->state.global_step, first, kept);
+}
