@@ -23,8 +23,10 @@
 
 #include "check.h"
 #include "expect.h"
+#include "optim_contract.h"
 #include "fusenet/adam.h"
 #include "fusenet/tensor.h"
+#include "test_main.h"
 
 #define N 3
 
@@ -77,20 +79,6 @@ static const adam_case cases[] = {
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
-/* Bit-for-bit equality, reporting the first difference. */
-static int same(const char *what, const char *name, const fn_tensor *t, const float *want)
-{
-    float got[N];
-    must(fn_tensor_download(t, got, N));
-    for (int i = 0; i < N; i++)
-        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
-            printf("    %s, %s [%d]: got %.9g, expected %.9g\n", name, what, i, (double)got[i],
-                   (double)want[i]);
-            return 0;
-        }
-    return 1;
-}
-
 typedef struct tensors {
     fn_tensor value, grad, m, v;
 } tensors;
@@ -113,50 +101,33 @@ static void free_tensors(tensors *t)
     fn_tensor_free(&t->v);
 }
 
-static int run_case(fn_context *ctx, const adam_case *c)
+static int run_case(fn_context *ctx, int i)
 {
+    const adam_case *c = &cases[i];
     tensors t;
     alloc_tensors(&t, N, fn_context_device(ctx));
     must(fn_adam_config_check(&c->cfg));
     must(fn_tensor_upload(&t.value, theta0, N));
     must(fn_tensor_upload(&t.grad, c->g1, N));
     must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &c->cfg, 1));
-    int ok = same("theta after step 1", c->name, &t.value, c->after1);
+    int ok = same_bits("theta after step 1", c->name, &t.value, c->after1, N);
     if (c->two_steps) {
         must(fn_tensor_upload(&t.grad, c->g2, N));
         must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &c->cfg, 2));
-        ok &= same("theta after step 2", c->name, &t.value, c->after2);
+        ok &= same_bits("theta after step 2", c->name, &t.value, c->after2, N);
     } else {
         static const float v1[N] = {0.0625f, 0.5625f, 3.0625f}, m1[N] = {0.25f, -0.75f, 1.75f};
-        ok &= same("exp_avg after step 1", c->name, &t.m, m1);
-        ok &= same("exp_avg_sq after step 1", c->name, &t.v, v1);
+        ok &= same_bits("exp_avg after step 1", c->name, &t.m, m1, N);
+        ok &= same_bits("exp_avg_sq after step 1", c->name, &t.v, v1, N);
     }
     printf("    %-12s %s\n", c->name, ok ? "ok" : "FAIL");
     free_tensors(&t);
     return ok;
 }
 
-static void check_update(fn_device device)
-{
-    fn_context *ctx = context_or_skip(device);
-    int ok = 1;
-    for (size_t i = 0; i < N_CASES; i++)
-        ok &= run_case(ctx, &cases[i]);
-    fn_context_destroy(ctx);
-    assert_true(ok);
-}
+static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
 
-static void test_update_cpu(void **state)
-{
-    (void)state;
-    check_update(FN_CPU);
-}
-
-static void test_update_cuda(void **state)
-{
-    (void)state;
-    check_update(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(update, check_update)
 
 /* torch's defaults (betas 0.9, 0.999, eps 1e-8), lr 1e-3, three steps from
  * theta0 with the gradients below; the expected values are torch.optim's in
@@ -206,46 +177,7 @@ static void check_defaults(fn_device device)
     assert_true(ok);
 }
 
-static void test_defaults_cpu(void **state)
-{
-    (void)state;
-    check_defaults(FN_CPU);
-}
-
-static void test_defaults_cuda(void **state)
-{
-    (void)state;
-    check_defaults(FN_CUDA);
-}
-
-/* "weight" [1, 3] and "bias" [1, 1] holding theta0's first values, with
- * the gradients g. */
-static void make_params(fn_param params[2], const float *g, fn_device device)
-{
-    const int cols[2] = {N, 1};
-    params[0] = (fn_param){.name = "weight"};
-    params[1] = (fn_param){.name = "bias"};
-    for (int i = 0; i < 2; i++) {
-        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
-        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
-        must(fn_tensor_upload(&params[i].value, theta0, (size_t)cols[i]));
-        must(fn_tensor_upload(&params[i].grad, g, (size_t)cols[i]));
-    }
-}
-
-static void set_grads(fn_param params[2], const float *g)
-{
-    must(fn_tensor_upload(&params[0].grad, g, N));
-    must(fn_tensor_upload(&params[1].grad, g, 1));
-}
-
-static void free_params(fn_param params[2])
-{
-    for (int i = 0; i < 2; i++) {
-        fn_tensor_free(&params[i].value);
-        fn_tensor_free(&params[i].grad);
-    }
-}
+TESTS_ON_EACH_DEVICE(defaults, check_defaults)
 
 /* The adamw case through fn_optimizer over two parameters: two steps give
  * the case's values (the bias: its first column); the published state; no
@@ -256,43 +188,34 @@ static void check_interface(fn_device device)
     fn_context *ctx = context_or_skip(device);
     const adam_case *c = &cases[1];
     fn_param params[2];
-    make_params(params, c->g1, device);
+    contract_params(params, N, theta0, c->g1, device);
     fn_param *list[2] = {&params[0], &params[1]};
     fn_optimizer *opt = NULL;
     must(fn_adam_create(&opt, ctx, list, 2, &c->cfg));
-    assert_string_equal(fn_optimizer_name(opt), "adamw");
     assert_non_null(fn_adam_get_config(opt));
-    assert_int_equal(fn_optimizer_n_state(opt), 2);
-    assert_string_equal(fn_optimizer_state_name(opt, 0), "exp_avg");
-    assert_string_equal(fn_optimizer_state_name(opt, 1), "exp_avg_sq");
-    assert_null(fn_optimizer_state_name(opt, 2));
-    assert_non_null(fn_optimizer_state(opt, 1, 1));
-    assert_null(fn_optimizer_state(opt, 0, 2));
     assert_null(opt->ops->backward_step);
 
     for (int round = 0; round < 2; round++) {
         must(fn_optimizer_step(opt));
-        set_grads(params, c->g2);
+        contract_grads(params, N, c->g2);
         must(fn_optimizer_step(opt));
         assert_int_equal(fn_optimizer_steps(opt), 2);
-        assert_true(same("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2));
+        assert_true(same_bits("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2, N));
         float bias;
         must(fn_tensor_download(&params[1].value, &bias, 1));
         assert_memory_equal(&bias, &c->after2[0], sizeof bias);
         /* m after step 2 = [0.875, -0.125, 0.125], v = g2^2 (beta2 = 0). */
         static const float m2[N] = {0.875f, -0.125f, 0.125f}, v2[N] = {2.25f, 0.25f, 2.25f};
-        assert_true(same("exp_avg", "fn_optimizer", fn_optimizer_state(opt, 0, 0), m2));
-        assert_true(same("exp_avg_sq", "fn_optimizer", fn_optimizer_state(opt, 1, 0), v2));
+        assert_true(same_bits("exp_avg", "fn_optimizer", fn_optimizer_state(opt, 0, 0), m2, N));
+        assert_true(same_bits("exp_avg_sq", "fn_optimizer", fn_optimizer_state(opt, 1, 0), v2, N));
         /* Again from the start: theta0, g1, and the count back at 0. */
         for (int i = 0; i < 2; i++)
             must(fn_tensor_upload(&params[i].value, theta0, (size_t)(i ? 1 : N)));
-        set_grads(params, c->g1);
+        contract_grads(params, N, c->g1);
         fn_optimizer_set_steps(opt, 0);
     }
-    fn_optimizer_set_lr(opt, NAN);
-    assert_int_equal(fn_optimizer_step(opt), FN_ERR_INVALID);
-    assert_non_null(strstr(fn_last_error(), "adamw step 1"));
-    assert_int_equal(fn_optimizer_steps(opt), 0);
+    static const char *const state[] = {"exp_avg", "exp_avg_sq"};
+    expect_optimizer_contract(opt, "adamw", state, 2);
     fn_optimizer_destroy(opt);
 
     fn_adam_config adam = fn_adam_config_default(0.1f, 0);
@@ -300,21 +223,11 @@ static void check_interface(fn_device device)
     assert_string_equal(fn_optimizer_name(opt), "adam");
     assert_float_equal(fn_adam_get_config(opt)->weight_decay, 0, 0);
     fn_optimizer_destroy(opt);
-    free_params(params);
+    contract_params_free(params);
     fn_context_destroy(ctx);
 }
 
-static void test_interface_cpu(void **state)
-{
-    (void)state;
-    check_interface(FN_CPU);
-}
-
-static void test_interface_cuda(void **state)
-{
-    (void)state;
-    check_interface(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(interface, check_interface)
 
 /* The fused CUDA kernel against the CPU on 10007 random values over five
  * steps of AdamW at torch's defaults with decay: both round every
@@ -392,13 +305,7 @@ static void test_config_check(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_update_cpu),    cmocka_unit_test(test_update_cuda),
-        cmocka_unit_test(test_defaults_cpu),  cmocka_unit_test(test_defaults_cuda),
-        cmocka_unit_test(test_interface_cpu), cmocka_unit_test(test_interface_cuda),
-        cmocka_unit_test(test_cuda_matches_cpu), cmocka_unit_test(test_config_check),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_update_cpu), cmocka_unit_test(test_update_cuda),
+          cmocka_unit_test(test_defaults_cpu), cmocka_unit_test(test_defaults_cuda),
+          cmocka_unit_test(test_interface_cpu), cmocka_unit_test(test_interface_cuda),
+          cmocka_unit_test(test_cuda_matches_cpu), cmocka_unit_test(test_config_check))

@@ -29,6 +29,7 @@
 #include "fusenet/device.h"
 #include "reference.h"
 #include "runner.h"
+#include "test_main.h"
 
 static const ref_block_dims dims = {
     .batch = 5, .in = 7, .out = 12, .groups = 3, .eps = (double)1e-5f, .slope = (double)0.01f};
@@ -319,18 +320,8 @@ static int print_header(void **state)
     return 0;
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_per_sample_cpu),
-        cmocka_unit_test(test_per_sample_cuda),
-        cmocka_unit_test(test_per_sample_cuda_bf16),
-        cmocka_unit_test(test_per_channel_cpu),
-        cmocka_unit_test(test_per_channel_cuda),
-        cmocka_unit_test(test_per_channel_cuda_bf16),
-        cmocka_unit_test(test_dz_zero_mean_cpu),
-        cmocka_unit_test(test_dz_zero_mean_cuda),
-        cmocka_unit_test(test_dz_zero_mean_cuda_bf16),
-    };
-    return cmocka_run_group_tests(tests, print_header, NULL);
-}
+TEST_MAIN(print_header, NULL, cmocka_unit_test(test_per_sample_cpu),
+          cmocka_unit_test(test_per_sample_cuda), cmocka_unit_test(test_per_sample_cuda_bf16),
+          cmocka_unit_test(test_per_channel_cpu), cmocka_unit_test(test_per_channel_cuda),
+          cmocka_unit_test(test_per_channel_cuda_bf16), cmocka_unit_test(test_dz_zero_mean_cpu),
+          cmocka_unit_test(test_dz_zero_mean_cuda), cmocka_unit_test(test_dz_zero_mean_cuda_bf16))

@@ -25,6 +25,7 @@
 #include "fusenet/model.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "test_main.h"
 
 enum { FLIPS = 120 };
 
@@ -227,12 +228,6 @@ static void test_checkpoint_missing_chunk(void **state)
     fn_net_destroy(net);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_bit_flips),
-        cmocka_unit_test(test_checkpoint_bit_flips),
-        cmocka_unit_test(test_checkpoint_missing_chunk),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_weights_bit_flips),
+          cmocka_unit_test(test_checkpoint_bit_flips),
+          cmocka_unit_test(test_checkpoint_missing_chunk))

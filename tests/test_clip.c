@@ -19,6 +19,7 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/clip.h"
+#include "test_main.h"
 
 /* "weight" [1, 3] = [3, 4, 0] and "bias" [1, 1] = [12]: norm 13. */
 static const float grads[4] = {3, 4, 0, 12};
@@ -101,17 +102,7 @@ static void check_hand_worked(fn_device device)
     fn_context_destroy(ctx);
 }
 
-static void test_hand_worked_cpu(void **state)
-{
-    (void)state;
-    check_hand_worked(FN_CPU);
-}
-
-static void test_hand_worked_cuda(void **state)
-{
-    (void)state;
-    check_hand_worked(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(hand_worked, check_hand_worked)
 
 static void test_checks(void **state)
 {
@@ -203,13 +194,6 @@ static void test_cuda_matches_cpu(void **state)
     fn_context_destroy(gpu);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_worked_cpu),
-        cmocka_unit_test(test_hand_worked_cuda),
-        cmocka_unit_test(test_checks),
-        cmocka_unit_test(test_cuda_matches_cpu),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_hand_worked_cpu),
+          cmocka_unit_test(test_hand_worked_cuda), cmocka_unit_test(test_checks),
+          cmocka_unit_test(test_cuda_matches_cpu))

@@ -17,6 +17,7 @@
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
 #include "fusenet/sgd.h"
+#include "test_main.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the
  * config only checks that data files are readable. */
@@ -612,21 +613,13 @@ static void test_best_keys(void **state)
                  "--set train.patience=-1: -1 is out of range: expected >= 0 and <= 1000000", NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_not_a_regular_file), T(test_defaults),          T(test_values_and_overrides), T(test_unknown_section),
-        T(test_key_outside_section), T(test_unknown_key),        T(test_duplicate_key),
-        T(test_syntax_error),      T(test_not_a_number),         T(test_out_of_range),
-        T(test_float_range_after_narrowing),
-        T(test_zero_and_negative_sizes), T(test_bad_layer_lists), T(test_groups_must_divide),
-        T(test_nesterov_needs_momentum), T(test_bad_enums),      T(test_missing_required),
-        T(test_missing_data_file), T(test_missing_config_file),  T(test_bad_overrides),
-        T(test_long_line),         T(test_parse_layers),          T(test_optimizer_keys),
-        T(test_optimizer_key_errors), T(test_path_join_normalises), T(test_best_keys),
-        T(test_math_bf16),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides),
+          T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
+          T(test_duplicate_key), T(test_syntax_error), T(test_not_a_number), T(test_out_of_range),
+          T(test_float_range_after_narrowing), T(test_zero_and_negative_sizes),
+          T(test_bad_layer_lists), T(test_groups_must_divide), T(test_nesterov_needs_momentum),
+          T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
+          T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
+          T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
+          T(test_path_join_normalises), T(test_best_keys), T(test_math_bf16))

@@ -18,45 +18,14 @@
 #include <cmocka.h>
 
 #include "h5_write.h"
+#include "sets.h"
 #include "fusenet/data.h"
+#include "test_main.h"
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-    fn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fn_data_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
-    assert_int_equal(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    fn_context_destroy(f->ctx);
-    remove(f->path);
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+typedef set_file fixture;
 
 /* --- writing test files ---------------------------------------------------- */
 
-static hid_t create_file(const fixture *f)
-{
-    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    return file;
-}
 
 /* X[i, j] = i + j / 100, y[i] = i % classes: each row says which it is. */
 static void write_good(const fixture *f, int n, int in, int classes)
@@ -68,7 +37,7 @@ static void write_good(const fixture *f, int n, int in, int classes)
         for (int j = 0; j < in; j++)
             x[i * in + j] = (float)i + (float)j / 100.0f;
     }
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, (hsize_t)n, (hsize_t)in, x);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, (hsize_t)n, 0, y);
     H5Fclose(file);
@@ -142,7 +111,7 @@ static void test_missing_file(void **state)
 static void test_missing_dataset(void **state)
 {
     fixture *f = *state;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
@@ -155,7 +124,7 @@ static void test_wrong_type(void **state)
 {
     fixture *f = *state;
     int64_t x64[12] = {0};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, 6, 2, x64);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
     h5_put(file, "Xd", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
@@ -172,7 +141,7 @@ static void test_wrong_type(void **state)
 static void test_wrong_rank(void **state)
 {
     fixture *f = *state;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 12, 0, xs);
     h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, 3, 2, ys);
@@ -190,7 +159,7 @@ static void test_wrong_rank(void **state)
 static void test_row_mismatch(void **state)
 {
     fixture *f = *state;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 5, 0, ys);
     h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
@@ -211,7 +180,7 @@ static void test_label_range(void **state)
     fixture *f = *state;
     int32_t bad[6] = {0, 1, 2, 12, 1, 0};
     int32_t negative[6] = {0, 1, -1, 0, 1, 0};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, bad);
     h5_put(file, "neg", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, negative);
@@ -227,7 +196,7 @@ static void test_non_finite(void **state)
     fixture *f = *state;
     float with_nan[12] = {0, 1, 2, 3, 4, NAN, 6, 7, 8, 9, 10, 11};
     float with_inf[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -INFINITY};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, with_nan);
     h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
@@ -248,7 +217,7 @@ static void test_non_finite(void **state)
 static void test_empty(void **state)
 {
     fixture *f = *state;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 0, 4, NULL);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 0, 0, NULL);
     H5Fclose(file);
@@ -261,7 +230,7 @@ static void test_other_label_types(void **state)
     fixture *f = *state;
     uint8_t y8[6] = {2, 1, 0, 2, 1, 0};
     int64_t y64[6] = {0, 1, 2, 2, 1, 0};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "y8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, 6, 0, y8);
     h5_put(file, "y64", H5T_STD_I64BE, H5T_NATIVE_INT64, 1, 6, 0, y64);
@@ -431,7 +400,7 @@ static void test_seek_whole(void **state)
 static void test_mse_targets(void **state)
 {
     fixture *f = *state;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "t", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
@@ -450,16 +419,8 @@ static void test_mse_targets(void **state)
     fn_data_close(d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_missing_file),  T(test_missing_dataset),   T(test_wrong_type),
-        T(test_wrong_rank),    T(test_row_mismatch),      T(test_label_range),
-        T(test_non_finite),    T(test_empty),             T(test_other_label_types),
-        T(test_whole_epochs),  T(test_slabs_match_whole), T(test_seek_whole),
-        T(test_mse_targets),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
+TEST_MAIN(NULL, NULL, T(test_missing_file), T(test_missing_dataset), T(test_wrong_type),
+          T(test_wrong_rank), T(test_row_mismatch), T(test_label_range), T(test_non_finite),
+          T(test_empty), T(test_other_label_types), T(test_whole_epochs),
+          T(test_slabs_match_whole), T(test_seek_whole), T(test_mse_targets))

@@ -21,40 +21,12 @@
 #include <cmocka.h>
 
 #include "h5_write.h"
+#include "sets.h"
 #include "fusenet/data.h"
+#include "test_main.h"
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-} fixture;
+typedef set_file fixture;
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fn_types_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    remove(f->path);
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
-
-static hid_t create_file(const fixture *f)
-{
-    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    return file;
-}
 
 /* IEEE half precision as h5py writes numpy's float16. */
 static hid_t half_type(void)
@@ -119,7 +91,7 @@ static void test_every_numeric_type(void **state)
         i64[i] = (int64_t)want[i];
     }
     hid_t half = half_type();
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
@@ -151,7 +123,7 @@ static void test_float64_rounds(void **state)
     double v[12];
     for (int i = 0; i < 12; i++)
         v[i] = 0.1 * (i + 1) + 1e6 * (i % 2);
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
     H5Fclose(file);
     fn_data_options opt = options("X", NULL, 0);
@@ -173,7 +145,7 @@ static void test_out_of_range(void **state)
     small[10] = -1e300; /* row 5, column 0 */
     nan_at[3] = NAN;
     inf_at[8] = INFINITY;
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "big", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, big);
     h5_put(file, "small", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, small);
     h5_put(file, "nan", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, nan_at);
@@ -205,7 +177,7 @@ static void test_refused_types(void **state)
     hid_t wide = H5Tcopy(H5T_STD_I64LE);
     assert_true(H5Tset_size(wide, 16) >= 0);
     int64_t wide_values[24] = {0};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "odd", odd, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "wide", wide, wide, 2, 6, 2, wide_values);
     H5Fclose(file);
@@ -223,7 +195,7 @@ static void test_targets_by_rank(void **state)
 {
     fixture *f = *state;
     int32_t labels[6] = {0, 1, 0, 1, 1, 0};
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, labels);
     h5_put(file, "values", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
@@ -278,7 +250,7 @@ static void test_column_stats(void **state)
     float *x = malloc(sizeof(float) * ROWS * COLS);
     assert_non_null(x);
     stats_data(x);
-    hid_t file = create_file(f);
+    hid_t file = set_file_create(f);
     h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, COLS, x);
     H5Fclose(file);
     /* Whole, and in slabs of 64 rows (16 slabs, the last short). */
@@ -316,13 +288,6 @@ static void test_column_stats(void **state)
     free(x);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_every_numeric_type), T(test_float64_rounds), T(test_out_of_range),
-        T(test_refused_types),      T(test_targets_by_rank), T(test_column_stats),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
+TEST_MAIN(NULL, NULL, T(test_every_numeric_type), T(test_float64_rounds), T(test_out_of_range),
+          T(test_refused_types), T(test_targets_by_rank), T(test_column_stats))

@@ -27,6 +27,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
 #include "fusenet/weights.h"
+#include "test_main.h"
 
 enum { DEPTH = 8000, WIDTH = 4 };
 static const double BOUND_SECONDS = 45.0;
@@ -112,12 +113,7 @@ static void test_continued_stream_equals_fresh_draw(void **state)
     fn_tensor_free(&other);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_continued_stream_equals_fresh_draw),
-        cmocka_unit_test(test_deep_linear_builds_and_loads),
-        cmocka_unit_test(test_deep_linear_builds_and_loads_cuda),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context,
+          cmocka_unit_test(test_continued_stream_equals_fresh_draw),
+          cmocka_unit_test(test_deep_linear_builds_and_loads),
+          cmocka_unit_test(test_deep_linear_builds_and_loads_cuda))

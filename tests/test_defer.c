@@ -30,7 +30,6 @@
 
 #include <cmocka.h>
 
-#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/adam.h"
@@ -41,14 +40,13 @@
 #include "fusenet/trainer.h"
 #include "core/test_hooks.h"
 #include "program.h"
+#include "sets.h"
 #include "trainer_run.h"
+#include "test_main.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-} fixture;
+typedef program_files fixture;
 
 /* --- the loss tally ------------------------------------------------------------ */
 
@@ -263,58 +261,16 @@ static void test_split_adam(void **state)
 
 /* --- runs ------------------------------------------------------------------------ */
 
-static void write_set(const char *path, int rows, uint64_t seed)
-{
-    float *x = chk_alloc_float(4 * (size_t)rows);
-    int32_t *y = calloc((size_t)rows, sizeof *y);
-    assert_non_null(y);
-    chk_rng rng = chk_rng_seed(seed);
-    for (int i = 0; i < rows; i++) {
-        for (int j = 0; j < 4; j++)
-            x[4 * i + j] = (float)chk_uniform(&rng, -1, 1);
-        y[i] = (x[4 * i] > 0) + (x[4 * i + 1] > x[4 * i + 2]);
-    }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    h5_put(file, "X", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 4, x);
-    h5_put(file, "y", H5T_NATIVE_INT32, H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
-    H5Fclose(file);
-    free(x);
-    free(y);
-}
+/* Four inputs; three classes by a sign and a comparison. */
+static int32_t label_of(const float *x) { return (x[0] > 0) + (x[1] > x[2]); }
 
+static const set_shape shape = {.cols = 4, .label = label_of};
+
+/* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
 static int setup_runs(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_defer_");
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/train.h5", f->dir);
-    write_set(path, ROWS, 11);
-    snprintf(path, sizeof path, "%s/valid.h5", f->dir);
-    write_set(path, 64, 12);
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    /* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
-    fprintf(out, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
-                 "[model]\nlayers = block 16, block 16, linear 3\ngroups = 4\n"
-                 "[train]\nbatch_size = %d\nepochs = %d\nseed = 5\nlr = 0.05\nmomentum = 0.9\n"
-                 "schedule = cosine\nwarmup_steps = 9\n[run]\ndevice = cpu\nlog_every = 0\n",
-            BATCH, EPOCHS);
-    fclose(out);
-    *state = f;
-    return 0;
-}
-
-static int teardown_runs(void **state)
-{
-    fixture *f = *state;
-    if (f) {
-        program_remove_dir(f->dir);
-        free(f);
-    }
-    unsetenv("FN_TEST_DEFER_LAG");
+    *state = deferred_run_files("fn_defer_", &shape, ROWS, 11, "block 16, block 16, linear 3",
+                                "cpu", BATCH, EPOCHS);
     return 0;
 }
 
@@ -443,18 +399,10 @@ static void test_deferred_resume(void **state)
     fn_config_destroy(cw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tally_counts),
-        cmocka_unit_test(test_tally_mse_overflow),
-        cmocka_unit_test(test_tally_lag),
-        cmocka_unit_test(test_split_sgd),
-        cmocka_unit_test(test_split_adam),
-        cmocka_unit_test_setup_teardown(test_deferred_run_is_eager_run, setup_runs,
-                                        teardown_runs),
-        cmocka_unit_test_setup_teardown(test_deferred_nonfinite_stop, setup_runs, teardown_runs),
-        cmocka_unit_test_setup_teardown(test_deferred_resume, setup_runs, teardown_runs),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_tally_counts),
+          cmocka_unit_test(test_tally_mse_overflow), cmocka_unit_test(test_tally_lag),
+          cmocka_unit_test(test_split_sgd), cmocka_unit_test(test_split_adam),
+          cmocka_unit_test_setup_teardown(test_deferred_run_is_eager_run, setup_runs,
+          deferred_run_teardown),
+          cmocka_unit_test_setup_teardown(test_deferred_nonfinite_stop, setup_runs, deferred_run_teardown),
+          cmocka_unit_test_setup_teardown(test_deferred_resume, setup_runs, deferred_run_teardown))

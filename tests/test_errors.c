@@ -17,6 +17,7 @@
 #include "fusenet/loss_kind.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
+#include "test_main.h"
 
 typedef struct fixture {
     fn_context *ctx;
@@ -349,21 +350,15 @@ static void test_init_errors(void **state)
     assert_true(f->rng.offset == before + 4);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_block_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_block_null_arguments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_block_forward_shapes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_block_wrong_device, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_block_backward_order_and_shapes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_linear_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sgd_options, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sgd_update_and_create, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_losses, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cross_entropy_labels, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_net_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_init_errors, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_block_config, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_block_null_arguments, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_block_forward_shapes, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_block_wrong_device, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_block_backward_order_and_shapes, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_linear_errors, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_sgd_options, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_sgd_update_and_create, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_losses, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_cross_entropy_labels, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_net_errors, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_init_errors, setup, teardown))

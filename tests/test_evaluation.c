@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fusenet/evaluation.h"
+#include "test_main.h"
 
 enum { ROWS = 200, OUT = 3 };
 
@@ -146,12 +147,5 @@ static void test_softmax_argmax(void **state)
     assert_true(x[1] == x[2]);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_labels),
-        cmocka_unit_test(test_values),
-        cmocka_unit_test(test_softmax_argmax),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_labels), cmocka_unit_test(test_values),
+          cmocka_unit_test(test_softmax_argmax))

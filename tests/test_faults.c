@@ -61,6 +61,7 @@
 #include "store/dir_lock.h"
 #include "core/test_hooks.h"
 #include "program.h"
+#include "test_main.h"
 
 enum { PATH_CAP = 1024, IN_FEATURES = 6 /* of tests/bad_inputs/good.h5 */ };
 
@@ -860,19 +861,13 @@ static void test_out_of_gpu_memory(void **state)
     free(err);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown))

@@ -23,6 +23,7 @@
 
 #include "fuzz/fuzz_entry.h"
 #include "fuzz/fuzz_sanitizer.h"
+#include "test_main.h"
 
 enum { PATH_CAP = 1024 };
 
@@ -172,12 +173,5 @@ static void weights_inputs(void **state)
     replay_harness(WEIGHTS);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(config_inputs),
-        cmocka_unit_test(data_inputs),
-        cmocka_unit_test(weights_inputs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(config_inputs), cmocka_unit_test(data_inputs),
+          cmocka_unit_test(weights_inputs))

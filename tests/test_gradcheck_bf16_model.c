@@ -37,6 +37,7 @@
 #include "nn/block_impl.h"
 #include "problem.h"
 #include "runner.h"
+#include "test_main.h"
 
 /* Round to nearest bfloat16 (ties to even), through float32 as the GPU
  * has float32 values to round; `coarse` more bits dropped for the test of
@@ -340,12 +341,6 @@ static void test_coarser_rounding_is_caught(void **state)
     assert_true(worst > 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_covers_emulation),
-        cmocka_unit_test(test_fd_through_emulation),
-        cmocka_unit_test(test_coarser_rounding_is_caught),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_model_covers_emulation),
+          cmocka_unit_test(test_fd_through_emulation),
+          cmocka_unit_test(test_coarser_rounding_is_caught))

@@ -24,6 +24,7 @@
 #include "expect.h"
 #include "fusenet/device.h"
 #include "gradcheck.h"
+#include "test_main.h"
 
 /* One table per kind: a new kind's descriptor in gc_kinds is all it takes. */
 static void test_layers_vs_reference(void **state)
@@ -63,13 +64,6 @@ static void test_losses_fd(void **state)
     assert_true(gc_losses_fd_cases(*state));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layers_vs_reference),
-        cmocka_unit_test(test_losses_vs_reference),
-        cmocka_unit_test(test_layers_fd),
-        cmocka_unit_test(test_losses_fd),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_layers_vs_reference),
+          cmocka_unit_test(test_losses_vs_reference), cmocka_unit_test(test_layers_fd),
+          cmocka_unit_test(test_losses_fd))

@@ -21,6 +21,7 @@
 #include "fusenet/device.h"
 #include "gradcheck.h"
 #include "reference.h"
+#include "test_main.h"
 
 static void test_layers_fd(void **state)
 {
@@ -133,13 +134,6 @@ static void test_cross_entropy_large_logits(void **state)
     assert_true(fabs(l - expected) <= 1e-12);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layers_fd),
-        cmocka_unit_test(test_block_dz_sums_to_zero),
-        cmocka_unit_test(test_losses_fd),
-        cmocka_unit_test(test_cross_entropy_large_logits),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_layers_fd),
+          cmocka_unit_test(test_block_dz_sums_to_zero), cmocka_unit_test(test_losses_fd),
+          cmocka_unit_test(test_cross_entropy_large_logits))

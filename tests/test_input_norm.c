@@ -26,40 +26,26 @@
 #include "fusenet/loader.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "sets.h"
+#include "test_main.h"
 
 enum { N = 40, IN = 5, OUT = 3 };
 
-typedef struct fixture {
-    char dir[64];
-    char set[128], weights[128], ckpt[128];
-    fn_context *ctx;
-} fixture;
+typedef set_file fixture;
 
-static int setup(void **state)
+/* The weights and checkpoint files a test writes beside the set. */
+static const char *weights_of(const fixture *f)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fn_norm_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->set, sizeof f->set, "%s/set.h5", f->dir);
-    snprintf(f->weights, sizeof f->weights, "%s/w.h5", f->dir);
-    snprintf(f->ckpt, sizeof f->ckpt, "%s/c.h5", f->dir);
-    assert_int_equal(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    *state = f;
-    return 0;
+    static char path[192];
+    snprintf(path, sizeof path, "%s/w.h5", f->dir);
+    return path;
 }
 
-static int teardown(void **state)
+static const char *ckpt_of(const fixture *f)
 {
-    fixture *f = *state;
-    fn_context_destroy(f->ctx);
-    remove(f->set);
-    remove(f->weights);
-    remove(f->ckpt);
-    rmdir(f->dir);
-    free(f);
-    return 0;
+    static char path[192];
+    snprintf(path, sizeof path, "%s/c.h5", f->dir);
+    return path;
 }
 
 /* The IEEE float32 result of (x - m) / s: float64 holds every float32
@@ -123,7 +109,7 @@ static void test_bad_statistics(void **state)
 }
 
 /* X [N, IN] float64: column 2 constant, the others spread; y labels. */
-static void write_set(const fixture *f, double *x)
+static void write_spread_set(const fixture *f, double *x)
 {
     int32_t y[N];
     uint64_t s = 9;
@@ -132,7 +118,7 @@ static void write_set(const fixture *f, double *x)
         for (int j = 0; j < IN; j++)
             x[i * IN + j] = j == 2 ? 7.5 : (double)uniform(&s, -1, 1) * (j + 1) * 1000.0 + j;
     }
-    hid_t file = H5Fcreate(f->set, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
     H5Fclose(file);
@@ -144,7 +130,7 @@ static fn_data *open_set(const fixture *f, int batch)
                            .out_features = OUT, .batch_size = batch,
                            .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = 5};
     fn_data *d = NULL;
-    assert_int_equal(fn_data_open(&d, f->set, &opt), FN_OK);
+    assert_int_equal(fn_data_open(&d, f->path, &opt), FN_OK);
     return d;
 }
 
@@ -152,7 +138,7 @@ static void test_from_data(void **state)
 {
     fixture *f = *state;
     double x[N * IN];
-    write_set(f, x);
+    write_spread_set(f, x);
     fn_data *d = open_set(f, 8);
     fn_input_norm *norm = NULL;
     int count = -1, list[4] = {-1, -1, -1, -1};
@@ -198,20 +184,20 @@ static void test_weights_and_checkpoint_group(void **state)
     assert_int_equal(fn_input_norm_create(&norm, f->ctx, IN, mean, std), FN_OK);
     fn_net *net = small_net(f->ctx);
     /* Without: loads as before, no norm. */
-    assert_int_equal(fn_weights_save(net, f->weights, NULL), FN_OK);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_OK);
+    assert_int_equal(fn_weights_save(net, weights_of(f), NULL), FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
     assert_null(back);
     /* With: the same values, and the weights load as before. */
-    assert_int_equal(fn_weights_save_norm(net, norm, f->weights, NULL), FN_OK);
-    assert_int_equal(fn_weights_load(net, f->weights), FN_OK);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_OK);
+    assert_int_equal(fn_weights_save_norm(net, norm, weights_of(f), NULL), FN_OK);
+    assert_int_equal(fn_weights_load(net, weights_of(f)), FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
     assert_non_null(back);
     assert_memory_equal(fn_input_norm_mean(back), mean, sizeof mean);
     assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
     fn_input_norm_destroy(back);
     back = NULL;
     /* Another input width is refused, naming the file and group. */
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN + 1), FN_ERR_FORMAT);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN + 1), FN_ERR_FORMAT);
     assert_non_null(strstr(fn_last_error(), "w.h5: group 'input_norm'"));
     /* A checkpoint holds it too. */
     fn_sgd_config cfg = {.lr = 0.1f};
@@ -219,9 +205,9 @@ static void test_weights_and_checkpoint_group(void **state)
     assert_int_equal(fn_sgd_create(&sgd, f->ctx, fn_net_params(net), fn_net_n_params(net), &cfg),
                      FN_OK);
     fn_train_state st = fn_train_state_start(1, 8, N, N);
-    assert_int_equal(fn_checkpoint_save_norm(f->ckpt, net, fn_sgd_optimizer(sgd), &st, norm, ""),
+    assert_int_equal(fn_checkpoint_save_norm(ckpt_of(f), net, fn_sgd_optimizer(sgd), &st, norm, ""),
                      FN_OK);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->ckpt, IN), FN_OK);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, ckpt_of(f), IN), FN_OK);
     assert_non_null(back);
     assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
     fn_input_norm_destroy(back);
@@ -235,9 +221,9 @@ static void test_damaged_group(void **state)
 {
     fixture *f = *state;
     fn_net *net = small_net(f->ctx);
-    assert_int_equal(fn_weights_save(net, f->weights, NULL), FN_OK);
+    assert_int_equal(fn_weights_save(net, weights_of(f), NULL), FN_OK);
     fn_net_destroy(net);
-    hid_t file = H5Fopen(f->weights, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t file = H5Fopen(weights_of(f), H5F_ACC_RDWR, H5P_DEFAULT);
     hid_t group = H5Gcreate2(file, "input_norm", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     float mean[IN] = {0}, std[IN] = {1, 1, 0, 1, 1};
     hsize_t dims[1] = {IN};
@@ -254,7 +240,7 @@ static void test_damaged_group(void **state)
     H5Gclose(group);
     H5Fclose(file);
     fn_input_norm *back = NULL;
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, f->weights, IN), FN_ERR_FORMAT);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_ERR_FORMAT);
     assert_non_null(strstr(fn_last_error(), "w.h5: group 'input_norm': dataset 'std' holds 0 at "
                                             "[2], expected > 0"));
     assert_null(back);
@@ -296,7 +282,7 @@ static void test_loader_applies(void **state)
 {
     fixture *f = *state;
     double x[N * IN];
-    write_set(f, x);
+    write_spread_set(f, x);
     check_loader(f, x, FN_LOADER_SYNC);
     check_loader(f, x, FN_LOADER_BACKGROUND);
     /* A norm of other columns is refused. */
@@ -312,13 +298,6 @@ static void test_loader_applies(void **state)
     fn_data_close(d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_apply_matches_reference), T(test_bad_statistics), T(test_from_data),
-        T(test_weights_and_checkpoint_group), T(test_damaged_group), T(test_loader_applies),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+#define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
+TEST_MAIN(NULL, NULL, T(test_apply_matches_reference), T(test_bad_statistics), T(test_from_data),
+          T(test_weights_and_checkpoint_group), T(test_damaged_group), T(test_loader_applies))

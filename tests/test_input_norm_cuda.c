@@ -25,6 +25,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/trainer.h"
+#include "test_main.h"
 
 static void skip_without_gpu(void)
 {
@@ -92,7 +93,7 @@ static void test_kernel_matches_cpu(void **state)
 
 enum { N = 300, IN = 6 };
 
-static void write_set(const char *path)
+static void write_spread_set(const char *path)
 {
     static double x[N * IN];
     static int32_t y[N];
@@ -148,7 +149,7 @@ static void test_background_loader(void **state)
     char dir[] = "/tmp/fn_norm_cuda_XXXXXX", path[64];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_set(path);
+    write_spread_set(path);
     fn_context *cpu = NULL, *gpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     assert_int_equal(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32), FN_OK);
@@ -210,7 +211,7 @@ static void test_trainer_standardizes(void **state)
     char dir[] = "/tmp/fn_norm_train_XXXXXX", path[64];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_set(path);
+    write_spread_set(path);
     fn_context *cpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     fn_input_norm *a = NULL, *b = NULL;
@@ -226,12 +227,5 @@ static void test_trainer_standardizes(void **state)
     fn_context_destroy(cpu);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_matches_cpu),
-        cmocka_unit_test(test_background_loader),
-        cmocka_unit_test(test_trainer_standardizes),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_kernel_matches_cpu),
+          cmocka_unit_test(test_background_loader), cmocka_unit_test(test_trainer_standardizes))

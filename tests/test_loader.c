@@ -21,39 +21,14 @@
 #include <cmocka.h>
 
 #include "h5_write.h"
+#include "sets.h"
 #include "expect.h"
 #include "fusenet/loader.h"
+#include "test_main.h"
 
 enum { N = 203, IN = 5, CLASSES = 7, OUT = 3, BATCH = 8, SLAB_ROWS = 32 };
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-    fn_context *cpu;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/fn_loader_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
-    assert_int_equal(fn_context_create(&f->cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    fn_context_destroy(f->cpu);
-    remove(f->path);
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
+typedef set_file fixture;
 
 static void put(hid_t file, const char *name, hid_t mem_type, int rank, hsize_t cols,
                 const void *data)
@@ -62,7 +37,7 @@ static void put(hid_t file, const char *name, hid_t mem_type, int rank, hsize_t 
 }
 
 /* X[i, j] = i + j / 100, labels y[i] = i % CLASSES, targets t[i, k] = -i - k. */
-static void write_set(const fixture *f)
+static void write_indexed_set(const fixture *f)
 {
     static float x[N * IN], t[N * OUT];
     static int32_t y[N];
@@ -209,19 +184,19 @@ static void check_modes(const fixture *f, fn_context *ctx)
 static void test_cpu(void **state)
 {
     fixture *f = *state;
-    write_set(f);
-    check_modes(f, f->cpu);
+    write_indexed_set(f);
+    check_modes(f, f->ctx);
 }
 
 /* The automatic mode on the CPU is the synchronous one. */
 static void test_cpu_auto(void **state)
 {
     fixture *f = *state;
-    write_set(f);
+    write_indexed_set(f);
     fn_data *ref = open_set(f, 0, 1);
     fn_data *d = open_set(f, 0, 1);
     fn_loader *l = NULL;
-    EXPECT_OK(fn_loader_create(&l, f->cpu, d, NULL));
+    EXPECT_OK(fn_loader_create(&l, f->ctx, d, NULL));
     compare_run(l, ref, 0, 4, 3, -1);
     assert_int_equal(fn_loader_get_stats(l).threads, 0);
     fn_loader_destroy(l);
@@ -234,7 +209,7 @@ static void check_next_before_start(const fixture *f, fn_loader_mode mode)
     fn_data *d = open_set(f, 0, 0);
     fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;
-    EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
+    EXPECT_OK(fn_loader_create(&l, f->ctx, d, &opt));
     fn_batch b;
     assert_int_equal(fn_loader_next(l, &b), FN_ERR_INVALID);
     assert_non_null(strstr(fn_last_error(), "not started"));
@@ -244,7 +219,7 @@ static void check_next_before_start(const fixture *f, fn_loader_mode mode)
     EXPECT_OK(fn_loader_halt(l));
     assert_int_equal(fn_loader_next(l, &b), FN_ERR_INVALID);
     fn_loader_destroy(l); /* also right after a start, with batches in flight */
-    EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
+    EXPECT_OK(fn_loader_create(&l, f->ctx, d, &opt));
     EXPECT_OK(fn_loader_start(l, 0, 0));
     fn_loader_destroy(l);
     fn_data_close(d);
@@ -253,7 +228,7 @@ static void check_next_before_start(const fixture *f, fn_loader_mode mode)
 static void test_next_before_start(void **state)
 {
     fixture *f = *state;
-    write_set(f);
+    write_indexed_set(f);
     check_next_before_start(f, FN_LOADER_SYNC);
     check_next_before_start(f, FN_LOADER_BACKGROUND);
 }
@@ -261,11 +236,11 @@ static void test_next_before_start(void **state)
 static void test_bad_mode(void **state)
 {
     fixture *f = *state;
-    write_set(f);
+    write_indexed_set(f);
     fn_data *d = open_set(f, 0, 0);
     fn_loader_options opt = {.mode = (fn_loader_mode)7};
     fn_loader *l = NULL;
-    assert_int_equal(fn_loader_create(&l, f->cpu, d, &opt), FN_ERR_INVALID);
+    assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_ERR_INVALID);
     assert_null(l);
     assert_non_null(strstr(fn_last_error(), "unknown mode 7"));
     fn_data_close(d);
@@ -308,7 +283,7 @@ static void check_bad_slab(const fixture *f, fn_loader_mode mode)
     assert_int_equal(fn_data_slab_rows(d), 256);
     fn_loader_options opt = {.mode = mode, .threads = 2};
     fn_loader *l = NULL;
-    EXPECT_OK(fn_loader_create(&l, f->cpu, d, &opt));
+    EXPECT_OK(fn_loader_create(&l, f->ctx, d, &opt));
     memset(x, 0xff, (size_t)ROWS * COLS * sizeof *x); /* NaN */
     FILE *raw = fopen(f->path, "r+b");
     assert_non_null(raw);
@@ -344,22 +319,14 @@ static void test_cuda(void **state)
 {
     fixture *f = *state;
     skip_without_gpu();
-    write_set(f);
+    write_indexed_set(f);
     fn_context *gpu = NULL;
     EXPECT_OK(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32));
     check_modes(f, gpu);
     fn_context_destroy(gpu);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cpu_auto, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_next_before_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_mode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_slab, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cuda, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* Each test in a folder of its own (sets.h). */
+#define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
+TEST_MAIN(NULL, NULL, T(test_cpu), T(test_cpu_auto), T(test_next_before_start), T(test_bad_mode),
+          T(test_bad_slab), T(test_cuda))

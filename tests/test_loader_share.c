@@ -23,22 +23,17 @@
 #include "fusenet/loader.h"
 #include "h5_write.h"
 #include "program.h"
+#include "sets.h"
+#include "test_main.h"
 
 enum { N = 203, IN = 5, CLASSES = 7, BATCH = 8, MAX_PARTS = 5 };
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-} fixture;
+typedef set_file fixture;
 
 /* X[i, j] = i + j / 100, y[i] = i % CLASSES. */
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_share_");
-    snprintf(f->path, sizeof f->path, "%s/set.h5", f->dir);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    fixture *f = set_file_new("fn_share_");
     static float x[N * IN];
     static int32_t y[N];
     for (int i = 0; i < N; i++) {
@@ -52,14 +47,6 @@ static int setup(void **state)
     h5_put(file, "y", H5T_NATIVE_INT32, H5T_NATIVE_INT32, 1, N, 1, y);
     H5Fclose(file);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
     return 0;
 }
 
@@ -186,12 +173,5 @@ static void bad_part_refused(void **state)
     fn_context_destroy(cpu);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shares_cpu),
-        cmocka_unit_test(shares_cuda),
-        cmocka_unit_test(bad_part_refused),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_MAIN(setup, set_file_teardown, cmocka_unit_test(shares_cpu), cmocka_unit_test(shares_cuda),
+          cmocka_unit_test(bad_part_refused))

@@ -6,7 +6,6 @@
  * checkpoint). It also puts Adam's and the clipper's kernels under
  * scripts/gpu_check.sh's compute-sanitizer run. Skips without a GPU. */
 #define _POSIX_C_SOURCE 200809L
-#include <hdf5.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,68 +16,41 @@
 
 #include <cmocka.h>
 
-#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
 #include "program.h"
+#include "sets.h"
 #include "trainer_run.h"
+#include "test_main.h"
 
 enum { ROWS = 256, BATCH = 32, EPOCHS = 3, STOP_AFTER = 13, PATH_CAP = 512 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-} fixture;
-
-static void put(hid_t file, const char *name, hid_t type, int rank, hsize_t cols, const void *data)
-{
-    h5_put(file, name, type, type, rank, ROWS, cols, data);
-}
+typedef program_files fixture;
 
 /* Eight inputs, three classes by the sign pattern of two of them. */
+static int32_t label_of(const float *x) { return (x[0] > 0) + (x[1] > 0); }
+
+static const set_shape shape = {.cols = 8, .label = label_of};
+
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_optim_cuda_");
-    float *x = chk_alloc_float(ROWS * 8);
-    int32_t y[ROWS];
-    chk_rng rng = chk_rng_seed(9);
-    for (int i = 0; i < ROWS; i++) {
-        for (int j = 0; j < 8; j++)
-            x[i * 8 + j] = (float)chk_uniform(&rng, -1, 1);
-        y[i] = (x[i * 8] > 0) + (x[i * 8 + 1] > 0);
-    }
+    fixture *f = program_files_new("fn_optim_cuda_");
     char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/train.h5", f->dir);
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    put(file, "X", H5T_NATIVE_FLOAT, 2, 8, x);
-    put(file, "y", H5T_NATIVE_INT32, 1, 1, y);
-    H5Fclose(file);
-    free(x);
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    fprintf(out, "[data]\ntrain = train.h5\n[model]\nlayers = block 32, block 32, linear 3\n"
-                 "groups = 4\n[train]\nbatch_size = %d\nepochs = %d\nseed = 5\n"
-                 "optimizer = adamw\nlr = 0.01\nschedule = cosine\nwarmup_steps = 5\n"
-                 "clip_grad_norm = 0.5\n[run]\ndevice = cuda\nlog_every = 0\n",
-            BATCH, EPOCHS);
-    fclose(out);
+    write_set(program_files_path(f, "train.h5", path, sizeof path), ROWS, 9, &shape);
+    program_files_ini(f, "[data]\ntrain = train.h5\n[model]\nlayers = block 32, block 32, linear 3\n"
+                         "groups = 4\n[train]\nbatch_size = %d\nepochs = %d\nseed = 5\n"
+                         "optimizer = adamw\nlr = 0.01\nschedule = cosine\nwarmup_steps = 5\n"
+                         "clip_grad_norm = 0.5\n[run]\ndevice = cuda\nlog_every = 0\n",
+                      BATCH, EPOCHS);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    if (f) {
-        program_remove_dir(f->dir);
-        free(f);
-    }
+    program_files_free(*state);
     return 0;
 }
 
@@ -132,11 +104,6 @@ static void test_stop_and_resume(void **state)
     fn_config_destroy(cw);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_two_runs_bit_identical, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL,
+          cmocka_unit_test_setup_teardown(test_two_runs_bit_identical, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown))

@@ -16,6 +16,7 @@
 #include "expect.h"
 #include "fusenet/adam.h"
 #include "fusenet/sgd.h"
+#include "test_main.h"
 
 enum { PARAMS = 4, STEPS = 3 };
 static const int shapes[PARAMS][2] = {{3, 5}, {1, 5}, {2, 3}, {1, 2}};
@@ -101,12 +102,5 @@ static void sgd_parts(void **state) { same_steps(state, "sgd"); }
 static void adam_parts(void **state) { same_steps(state, "adam"); }
 static void adamw_parts(void **state) { same_steps(state, "adamw"); }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sgd_parts),
-        cmocka_unit_test(adam_parts),
-        cmocka_unit_test(adamw_parts),
-    };
-    return cmocka_run_group_tests(tests, setup_cpu_context, teardown_context);
-}
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(sgd_parts),
+          cmocka_unit_test(adam_parts), cmocka_unit_test(adamw_parts))

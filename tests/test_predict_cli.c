@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "program.h"
+#include "test_main.h"
 
 enum { ROWS = 360, CLASSES = 10, CAP = 1024 };
 
@@ -200,11 +201,6 @@ static void test_errors(void **state)
     free(text);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL,
+          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_errors, setup, teardown))

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fusenet/schedule.h"
+#include "test_main.h"
 
 static void expect_lr(const fn_schedule *s, long long t, double want)
 {
@@ -112,13 +113,5 @@ static void test_checks(void **state)
     assert_string_equal(fn_schedule_name(FN_SCHEDULE_STEP), "step");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_constant_and_warmup),
-        cmocka_unit_test(test_step),
-        cmocka_unit_test(test_cosine),
-        cmocka_unit_test(test_checks),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_constant_and_warmup), cmocka_unit_test(test_step),
+          cmocka_unit_test(test_cosine), cmocka_unit_test(test_checks))

@@ -25,8 +25,10 @@
 #include <string.h>
 
 #include "expect.h"
+#include "optim_contract.h"
 #include "fusenet/sgd.h"
 #include "fusenet/tensor.h"
+#include "test_main.h"
 
 #define N 3
 
@@ -86,22 +88,9 @@ static const sgd_case cases[] = {
 
 static void upload(fn_tensor *t, const float *v) { must(fn_tensor_upload(t, v, fn_tensor_count(t))); }
 
-/* Bit-for-bit equality, reporting the first difference. */
-static int same(const char *what, const char *name, const fn_tensor *t, const float *want)
+static int run_case(fn_context *ctx, int i)
 {
-    float got[N];
-    must(fn_tensor_download(t, got, N));
-    for (int i = 0; i < N; i++)
-        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
-            printf("    %s, %s [%d]: got %.9g, expected %.9g\n", name, what, i, (double)got[i],
-                   (double)want[i]);
-            return 0;
-        }
-    return 1;
-}
-
-static int run_case(fn_context *ctx, const sgd_case *c)
-{
+    const sgd_case *c = &cases[i];
     fn_device dev = fn_context_device(ctx);
     fn_tensor value = {0}, grad = {0}, buf = {0};
     must(fn_tensor_alloc(&value, 1, N, dev));
@@ -111,12 +100,12 @@ static int run_case(fn_context *ctx, const sgd_case *c)
     upload(&value, c->theta);
     upload(&grad, c->g1);
     must(fn_sgd_update(ctx, &value, &grad, &buf, &c->cfg, 1));
-    int ok = same("theta after step 1", c->name, &value, c->after1);
+    int ok = same_bits("theta after step 1", c->name, &value, c->after1, N);
     if (c->cfg.momentum != 0)
-        ok &= same("buffer after step 1", c->name, &buf, c->buf1);
+        ok &= same_bits("buffer after step 1", c->name, &buf, c->buf1, N);
     upload(&grad, c->g2);
     must(fn_sgd_update(ctx, &value, &grad, &buf, &c->cfg, 0));
-    ok &= same("theta after step 2", c->name, &value, c->after2);
+    ok &= same_bits("theta after step 2", c->name, &value, c->after2, N);
     printf("    %-14s %s\n", c->name, ok ? "ok" : "FAIL");
     fn_tensor_free(&value);
     fn_tensor_free(&grad);
@@ -124,27 +113,9 @@ static int run_case(fn_context *ctx, const sgd_case *c)
     return ok;
 }
 
-static void check_update(fn_device device)
-{
-    fn_context *ctx = context_or_skip(device);
-    int ok = 1;
-    for (size_t i = 0; i < N_CASES; i++)
-        ok &= run_case(ctx, &cases[i]);
-    fn_context_destroy(ctx);
-    assert_true(ok);
-}
+static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
 
-static void test_update_cpu(void **state)
-{
-    (void)state;
-    check_update(FN_CPU);
-}
-
-static void test_update_cuda(void **state)
-{
-    (void)state;
-    check_update(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(update, check_update)
 
 /* lr 0.1, theta 1, grad 0.3: theta' = 1 - 0.03 = 0.97. lr and grad are
  * rounded to float32 (relative error <= u32 = 2^-24 each), the product and
@@ -171,40 +142,7 @@ static void check_rounding(fn_device device)
     assert_true(fabs((double)got - 0.97) <= 2 * 0x1p-24);
 }
 
-static void test_rounding_cpu(void **state)
-{
-    (void)state;
-    check_rounding(FN_CPU);
-}
-
-static void test_rounding_cuda(void **state)
-{
-    (void)state;
-    check_rounding(FN_CUDA);
-}
-
-/* "weight" with the case's three values and first gradients, "bias" with
- * the first of each; free with free_params. */
-static void make_params(fn_param params[2], const sgd_case *c, fn_device device)
-{
-    const int cols[2] = {N, 1};
-    params[0] = (fn_param){.name = "weight"};
-    params[1] = (fn_param){.name = "bias"};
-    for (int i = 0; i < 2; i++) {
-        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
-        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
-        must(fn_tensor_upload(&params[i].value, c->theta, (size_t)cols[i]));
-        must(fn_tensor_upload(&params[i].grad, c->g1, (size_t)cols[i]));
-    }
-}
-
-static void free_params(fn_param params[2])
-{
-    for (int i = 0; i < 2; i++) {
-        fn_tensor_free(&params[i].value);
-        fn_tensor_free(&params[i].grad);
-    }
-}
+TESTS_ON_EACH_DEVICE(rounding, check_rounding)
 
 /* fn_sgd over two parameters, the wd+momentum case: "weight" holds the
  * case's three values, "bias" the first one only (its numbers are the first
@@ -214,15 +152,14 @@ static void check_optimizer(fn_device device)
     fn_context *ctx = context_or_skip(device);
     const sgd_case *c = &cases[4];
     fn_param params[2];
-    make_params(params, c, device);
+    contract_params(params, N, c->theta, c->g1, device);
     fn_param *list[2] = {&params[0], &params[1]};
     fn_sgd *opt = NULL;
     must(fn_sgd_create(&opt, ctx, list, 2, &c->cfg));
     must(fn_sgd_step(opt));
-    must(fn_tensor_upload(&params[0].grad, c->g2, N));
-    must(fn_tensor_upload(&params[1].grad, c->g2, 1));
+    contract_grads(params, N, c->g2);
     must(fn_sgd_step(opt));
-    int ok = same("weight after 2 steps", "fn_sgd", &params[0].value, c->after2);
+    int ok = same_bits("weight after 2 steps", "fn_sgd", &params[0].value, c->after2, N);
     float bias[N] = {0};
     must(fn_tensor_download(&params[1].value, bias, 1));
     ok &= memcmp(&bias[0], &c->after2[0], sizeof bias[0]) == 0;
@@ -233,25 +170,15 @@ static void check_optimizer(fn_device device)
     /* b after step 2 = [1.2421875, -0.8515625, -0.07421875] (see the case). */
     static const float buf2[N] = {1.2421875f, -0.8515625f, -0.07421875f};
     fn_tensor *b = fn_sgd_momentum_buffer(opt, 0);
-    ok &= b != NULL && same("momentum buffer after 2 steps", "fn_sgd", b, buf2);
+    ok &= b != NULL && same_bits("momentum buffer after 2 steps", "fn_sgd", b, buf2, N);
     printf("    fn_sgd over params: %s\n", ok ? "ok" : "FAIL");
     fn_sgd_destroy(opt);
-    free_params(params);
+    contract_params_free(params);
     fn_context_destroy(ctx);
     assert_true(ok);
 }
 
-static void test_optimizer_cpu(void **state)
-{
-    (void)state;
-    check_optimizer(FN_CPU);
-}
-
-static void test_optimizer_cuda(void **state)
-{
-    (void)state;
-    check_optimizer(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(optimizer, check_optimizer)
 
 /* The wd+momentum case through fn_optimizer: the same two steps, its
  * "momentum" state is the SGD buffer, a failed step is not counted, and
@@ -261,30 +188,22 @@ static void check_interface(fn_device device)
     fn_context *ctx = context_or_skip(device);
     const sgd_case *c = &cases[4];
     fn_param params[2];
-    make_params(params, c, device);
+    contract_params(params, N, c->theta, c->g1, device);
     fn_param *list[2] = {&params[0], &params[1]};
     fn_sgd *sgd = NULL;
     must(fn_sgd_create(&sgd, ctx, list, 2, &c->cfg));
     fn_optimizer *opt = fn_sgd_optimizer(sgd);
-    assert_string_equal(fn_optimizer_name(opt), "sgd");
-    assert_int_equal(fn_optimizer_n_state(opt), 1);
-    assert_string_equal(fn_optimizer_state_name(opt, 0), "momentum");
-    assert_null(fn_optimizer_state_name(opt, 1));
     assert_ptr_equal(fn_optimizer_state(opt, 0, 1), fn_sgd_momentum_buffer(sgd, 1));
-    assert_null(fn_optimizer_state(opt, 0, 2));
-    assert_null(fn_optimizer_state(opt, 1, 0));
     assert_null(opt->ops->backward_step);
     assert_int_equal(fn_optimizer_backward_step(opt, NULL, NULL), FN_ERR_INVALID);
 
     must(fn_optimizer_step(opt));
-    must(fn_tensor_upload(&params[0].grad, c->g2, N));
-    must(fn_tensor_upload(&params[1].grad, c->g2, 1));
+    contract_grads(params, N, c->g2);
     must(fn_optimizer_step(opt));
     assert_int_equal(fn_optimizer_steps(opt), 2);
-    assert_true(same("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2));
-    fn_optimizer_set_lr(opt, NAN);
-    assert_int_equal(fn_optimizer_step(opt), FN_ERR_INVALID);
-    assert_int_equal(fn_optimizer_steps(opt), 2);
+    assert_true(same_bits("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2, N));
+    static const char *const state[] = {"momentum"};
+    expect_optimizer_contract(opt, "sgd", state, 1);
     fn_optimizer_destroy(opt);
 
     fn_sgd_config plain = fn_sgd_config_default(0.5f);
@@ -297,21 +216,11 @@ static void check_interface(fn_device device)
     else
         assert_null(opt->ops->backward_step);
     fn_optimizer_destroy(opt);
-    free_params(params);
+    contract_params_free(params);
     fn_context_destroy(ctx);
 }
 
-static void test_interface_cpu(void **state)
-{
-    (void)state;
-    check_interface(FN_CPU);
-}
-
-static void test_interface_cuda(void **state)
-{
-    (void)state;
-    check_interface(FN_CUDA);
-}
+TESTS_ON_EACH_DEVICE(interface, check_interface)
 
 /* torch.optim.SGD refuses these; so must we. */
 static void test_config_check(void **state)
@@ -329,14 +238,8 @@ static void test_config_check(void **state)
     assert_int_equal(fn_sgd_config_check(&good), FN_OK);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_update_cpu),     cmocka_unit_test(test_update_cuda),
-        cmocka_unit_test(test_rounding_cpu),   cmocka_unit_test(test_rounding_cuda),
-        cmocka_unit_test(test_optimizer_cpu),  cmocka_unit_test(test_optimizer_cuda),
-        cmocka_unit_test(test_interface_cpu),  cmocka_unit_test(test_interface_cuda),
-        cmocka_unit_test(test_config_check),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_update_cpu), cmocka_unit_test(test_update_cuda),
+          cmocka_unit_test(test_rounding_cpu), cmocka_unit_test(test_rounding_cuda),
+          cmocka_unit_test(test_optimizer_cpu), cmocka_unit_test(test_optimizer_cuda),
+          cmocka_unit_test(test_interface_cpu), cmocka_unit_test(test_interface_cuda),
+          cmocka_unit_test(test_config_check))

@@ -33,18 +33,16 @@
 #include "fusenet/trainer.h"
 #include "fusenet/weights.h"
 #include "program.h"
+#include "test_main.h"
 
 enum { ROWS = 800, VALID = 200, IN = 6, CLASSES = 3, PATH_CAP = 1024, NOTE_CAP = 512 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-} fixture;
+typedef program_files fixture;
 
 /* Three classes from two linear scores of the features; feature 3 is
  * noise of scale 1e6 about 5e6 (a price in cents, say), feature 5 the
  * constant 7. */
-static void write_set(const char *path, int rows, uint64_t seed, double scale)
+static void write_scaled_set(const char *path, int rows, uint64_t seed, double scale)
 {
     double *x = malloc(sizeof(double) * (size_t)rows * IN);
     int32_t *y = malloc(sizeof(int32_t) * (size_t)rows);
@@ -68,24 +66,15 @@ static void write_set(const char *path, int rows, uint64_t seed, double scale)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_standardize_");
+    fixture *f = program_files_new("fn_standardize_");
     char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/train.h5", f->dir);
-    write_set(path, ROWS, 11, 1e6);
-    snprintf(path, sizeof path, "%s/valid.h5", f->dir);
-    write_set(path, VALID, 12, 1e6);
-    snprintf(path, sizeof path, "%s/small.h5", f->dir);
-    write_set(path, ROWS, 13, 1.0);
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    fprintf(out, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
-                 "[model]\nlayers = block 32, linear 3\ngroups = 4\n"
-                 "[train]\nbatch_size = 32\nepochs = 12\nlr = 0.05\nmomentum = 0.9\n"
-                 "checkpoint_every = 1\n[run]\ndevice = cpu\nlog_every = 0\n");
-    fclose(out);
+    write_scaled_set(program_files_path(f, "train.h5", path, sizeof path), ROWS, 11, 1e6);
+    write_scaled_set(program_files_path(f, "valid.h5", path, sizeof path), VALID, 12, 1e6);
+    write_scaled_set(program_files_path(f, "small.h5", path, sizeof path), ROWS, 13, 1.0);
+    program_files_ini(f, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+                         "[model]\nlayers = block 32, linear 3\ngroups = 4\n"
+                         "[train]\nbatch_size = 32\nepochs = 12\nlr = 0.05\nmomentum = 0.9\n"
+                         "checkpoint_every = 1\n[run]\ndevice = cpu\nlog_every = 0\n");
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *state = f;
     return 0;
@@ -93,9 +82,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
+    program_files_free(*state);
     return 0;
 }
 
@@ -285,12 +272,5 @@ static void test_init(void **state)
                                             "[data] standardize = true to start from it"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_stalls_without_trains_with), T(test_resume), T(test_init),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, T(test_stalls_without_trains_with), T(test_resume), T(test_init))

@@ -28,7 +28,6 @@
 
 #include <cmocka.h>
 
-#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/adam.h"
@@ -38,15 +37,13 @@
 #include "fusenet/trainer.h"
 #include "core/test_hooks.h"
 #include "program.h"
+#include "sets.h"
 #include "trainer_run.h"
 #include "trainer/trainer_impl.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-} fixture;
+typedef program_files fixture;
 
 /* --- the multi-tensor updates ------------------------------------------------------ */
 
@@ -182,62 +179,16 @@ static void test_multi_tensor_adam(void **state)
 
 /* Eight inputs; labels: three classes by two signs; t: three float
  * targets (the mse runs). */
-static void write_set(const char *path, int rows, uint64_t seed)
-{
-    float *x = chk_alloc_float(8 * (size_t)rows), *t = chk_alloc_float(3 * (size_t)rows);
-    int32_t *y = calloc((size_t)rows, sizeof *y);
-    assert_non_null(y);
-    chk_rng rng = chk_rng_seed(seed);
-    for (int i = 0; i < rows; i++) {
-        for (int j = 0; j < 8; j++)
-            x[8 * i + j] = (float)chk_uniform(&rng, -1, 1);
-        y[i] = (x[8 * i] > 0) + (x[8 * i + 1] > 0);
-        for (int j = 0; j < 3; j++)
-            t[3 * i + j] = x[8 * i + j] * x[8 * i + j + 1];
-    }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    h5_put(file, "X", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 8, x);
-    h5_put(file, "y", H5T_NATIVE_INT32, H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
-    h5_put(file, "t", H5T_NATIVE_FLOAT, H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 3, t);
-    H5Fclose(file);
-    free(x);
-    free(t);
-    free(y);
-}
+static int32_t label_of(const float *x) { return (x[0] > 0) + (x[1] > 0); }
+static float value_of(const float *x, int j) { return x[j] * x[j + 1]; }
 
+static const set_shape shape = {.cols = 8, .label = label_of, .values = 3, .value = value_of};
+
+/* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_graph_cuda_");
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/train.h5", f->dir);
-    write_set(path, ROWS, 21);
-    snprintf(path, sizeof path, "%s/valid.h5", f->dir);
-    write_set(path, 64, 22);
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    /* ROWS = 6 batches of 32 and one of 8; a warm-up over the first 9 steps. */
-    fprintf(out, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
-                 "[model]\nlayers = block 32, block 32, linear 3\ngroups = 4\n"
-                 "[train]\nbatch_size = %d\nepochs = %d\nseed = 5\nlr = 0.05\nmomentum = 0.9\n"
-                 "schedule = cosine\nwarmup_steps = 9\n[run]\ndevice = cuda\nlog_every = 0\n",
-            BATCH, EPOCHS);
-    fclose(out);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    if (f) {
-        program_remove_dir(f->dir);
-        free(f);
-    }
-    unsetenv("FN_TEST_DEFER_LAG");
+    *state = deferred_run_files("fn_graph_cuda_", &shape, ROWS, 21, "block 32, block 32, linear 3",
+                                "cuda", BATCH, EPOCHS);
     return 0;
 }
 
@@ -372,11 +323,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multi_tensor_sgd),
         cmocka_unit_test(test_multi_tensor_adam),
-        cmocka_unit_test_setup_teardown(test_graph_sgd, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_graph_mse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_graph_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_graph_sgd, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_mse, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_resume, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, deferred_run_teardown),
     };
     return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

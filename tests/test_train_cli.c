@@ -27,6 +27,7 @@
 
 #include "expect.h"
 #include "fusenet/device.h"
+#include "test_main.h"
 
 typedef struct fixture {
     char dir[64];
@@ -772,17 +773,10 @@ static void test_keep_best_and_patience(void **state)
     assert_true(count_lines(b) > lines);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_usage_errors),      T(test_config_errors),        T(test_data_errors),
-        T(test_example_one_epoch), T(test_example_adamw),       T(test_init_from_weights),    T(test_interrupt_and_resume),
-        T(test_interrupt_and_resume_fused_cuda), T(test_resume_needs_same_order),
-        T(test_hangup_and_closed_stdout),
-        T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
-        T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
-#undef T
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_errors),
+          T(test_example_one_epoch), T(test_example_adamw), T(test_init_from_weights),
+          T(test_interrupt_and_resume), T(test_interrupt_and_resume_fused_cuda),
+          T(test_resume_needs_same_order), T(test_hangup_and_closed_stdout),
+          T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
+          T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience))

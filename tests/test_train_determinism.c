@@ -19,6 +19,7 @@
 #include "expect.h"
 #include "fusenet/device.h"
 #include "program.h"
+#include "test_main.h"
 
 enum { PATH_CAP = 1024, MAX_SETS = 64 };
 
@@ -188,11 +189,5 @@ static void test_cuda(void **state)
     expect_deterministic(*state, "cuda", "bf16");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cuda, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_cpu, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_cuda, setup, teardown))

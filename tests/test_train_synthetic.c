@@ -22,6 +22,7 @@
 #include "fusenet/loss.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
+#include "test_main.h"
 
 #define POINTS 512
 #define STEPS 150
@@ -116,10 +117,4 @@ static void test_learns_circle(void **state)
     assert_true(accuracy >= 0.95);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_learns_circle),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_learns_circle))

@@ -25,13 +25,14 @@
 
 #include <cmocka.h>
 
-#include "h5_write.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "program.h"
+#include "sets.h"
+#include "test_main.h"
 
 enum {
     TRAIN_ROWS = 512,
@@ -44,69 +45,45 @@ enum {
     EVENTS_CAP = 1024
 };
 
-typedef struct fixture {
-    char dir[64];
-    char ini[PATH_CAP];
-} fixture;
+typedef program_files fixture;
 
 /* --- the data and the config ------------------------------------------------ */
 
-static void put(hid_t file, const char *name, hid_t type, int rank, hsize_t rows, hsize_t cols,
-                const void *data)
+/* Two inputs; class 1 inside the circle of radius sqrt(0.5). */
+static int32_t label_of(const float *x)
 {
-    h5_put(file, name, type, type, rank, rows, cols, data);
+    const double a = x[0], b = x[1];
+    return a * a + b * b < 0.5;
 }
 
-static void write_set(const char *path, int rows, uint64_t seed)
+static const set_shape shape = {.cols = 2, .label = label_of};
+
+/* run.ini: the sets and the model, with `train` as its [train] section's
+ * keys after batch_size, epochs and seed. */
+static void write_ini(const fixture *f, const char *train)
 {
-    float *x = chk_alloc_float(2 * (size_t)rows);
-    int32_t *y = calloc((size_t)rows, sizeof *y);
-    assert_non_null(y);
-    chk_rng rng = chk_rng_seed(seed);
-    for (int i = 0; i < rows; i++) {
-        double a = chk_uniform(&rng, -1, 1), b = chk_uniform(&rng, -1, 1);
-        x[2 * i] = (float)a;
-        x[2 * i + 1] = (float)b;
-        y[i] = a * a + b * b < 0.5;
-    }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    put(file, "X", H5T_NATIVE_FLOAT, 2, (hsize_t)rows, 2, x);
-    put(file, "y", H5T_NATIVE_INT32, 1, (hsize_t)rows, 1, y);
-    H5Fclose(file);
-    free(x);
-    free(y);
+    program_files_ini(f,
+                      "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+                      "[model]\nlayers = block 16, block 16, linear 2\ngroups = 4\n"
+                      "[train]\nbatch_size = %d\nepochs = %d\nseed = 3\n%s"
+                      "[run]\ndevice = cpu\nlog_every = 0\n",
+                      BATCH, EPOCHS, train);
 }
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    program_temp_dir(f->dir, sizeof f->dir, "fn_trainer_");
-    char train[PATH_CAP], valid[PATH_CAP];
-    snprintf(train, sizeof train, "%s/train.h5", f->dir);
-    snprintf(valid, sizeof valid, "%s/valid.h5", f->dir);
-    write_set(train, TRAIN_ROWS, 2024);
-    write_set(valid, VALID_ROWS, 7);
-    snprintf(f->ini, sizeof f->ini, "%s/run.ini", f->dir);
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    fprintf(out,
-            "[data]\ntrain = train.h5\nvalid = valid.h5\n"
-            "[model]\nlayers = block 16, block 16, linear 2\ngroups = 4\n"
-            "[train]\nbatch_size = %d\nepochs = %d\nlr = 0.05\nmomentum = 0.9\nseed = 3\n"
-            "[run]\ndevice = cpu\nlog_every = 0\n",
-            BATCH, EPOCHS);
-    fclose(out);
+    fixture *f = program_files_new("fn_trainer_");
+    char path[PATH_CAP];
+    write_set(program_files_path(f, "train.h5", path, sizeof path), TRAIN_ROWS, 2024, &shape);
+    write_set(program_files_path(f, "valid.h5", path, sizeof path), VALID_ROWS, 7, &shape);
+    write_ini(f, "lr = 0.05\nmomentum = 0.9\n");
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
+    program_files_free(*state);
     return 0;
 }
 
@@ -467,20 +444,6 @@ static void check_stop_and_resume(fixture *f)
 
 static void test_stop_and_resume(void **state) { check_stop_and_resume(*state); }
 
-/* Replaces run.ini's [train] section by `train` (same data and model). */
-static void write_train_section(fixture *f, const char *train)
-{
-    FILE *out = fopen(f->ini, "w");
-    assert_non_null(out);
-    fprintf(out,
-            "[data]\ntrain = train.h5\nvalid = valid.h5\n"
-            "[model]\nlayers = block 16, block 16, linear 2\ngroups = 4\n"
-            "[train]\nbatch_size = %d\nepochs = %d\nseed = 3\n%s"
-            "[run]\ndevice = cpu\nlog_every = 0\n",
-            BATCH, EPOCHS, train);
-    fclose(out);
-}
-
 static const char adam_train[] = "optimizer = adam\nlr = 0.01\nweight_decay = 1e-3\n"
                                  "schedule = cosine\nwarmup_steps = 20\nmin_lr = 1e-4\n"
                                  "clip_grad_norm = 0.5\n";
@@ -492,7 +455,7 @@ static const char adam_train[] = "optimizer = adam\nlr = 0.01\nweight_decay = 1e
 static void test_adam_stop_and_resume(void **state)
 {
     fixture *f = *state;
-    write_train_section(f, adam_train);
+    write_ini(f, adam_train);
     check_stop_and_resume(f);
     recorder r = {.stop_after = -1};
     fn_config *cfg = NULL;
@@ -563,7 +526,7 @@ static void test_version_1_checkpoint(void **state)
     t = run(f, "v2", 0, &c, &cfg);
     fn_trainer_destroy(t);
     fn_config_destroy(cfg);
-    write_train_section(f, adam_train);
+    write_ini(f, adam_train);
     cfg = load_config(f, "v2");
     const fn_trainer_options resume = {.resume = 1};
     assert_int_equal(fn_trainer_create(&t, cfg, &resume), FN_ERR_INVALID);
@@ -623,15 +586,9 @@ static void test_best_rule(void **state)
     assert_int_equal(fn_train_state_check(&m, "here"), FN_ERR_FORMAT);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
-        cmocka_unit_test(test_best_rule),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
+          cmocka_unit_test(test_best_rule))

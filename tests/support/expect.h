@@ -28,6 +28,20 @@ void expect_fail_at(fn_status got, fn_status want, const char *needle, const cha
  * fn_last_error(). */
 void must(fn_status st);
 
+/* A check run on each device as two cmocka tests: test_<name>_cpu calls
+ * check(FN_CPU), test_<name>_cuda check(FN_CUDA). */
+#define TESTS_ON_EACH_DEVICE(name, check)            \
+    static void test_##name##_cpu(void **state)      \
+    {                                                \
+        (void)state;                                 \
+        check(FN_CPU);                               \
+    }                                                \
+    static void test_##name##_cuda(void **state)     \
+    {                                                \
+        (void)state;                                 \
+        check(FN_CUDA);                              \
+    }
+
 /* Skips the test (with a line saying why) when there is no CUDA GPU, and
  * counts the skip for gpu_program_status. */
 void skip_without_gpu(void);

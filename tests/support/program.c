@@ -133,6 +133,25 @@ program_files *program_files_new(const char *prefix)
 
 void program_files_free(program_files *f)
 {
+    if (!f)
+        return;
     program_remove_dir(f->dir);
     free(f);
+}
+
+const char *program_files_path(const program_files *f, const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", f->dir, name);
+    return buf;
+}
+
+void program_files_ini(const program_files *f, const char *fmt, ...)
+{
+    FILE *out = fopen(f->ini, "w");
+    assert_non_null(out);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fclose(out);
 }

@@ -48,5 +48,13 @@ typedef struct program_files {
  * end: the directory removed with everything in it, the struct freed. */
 program_files *program_files_new(const char *prefix);
 void program_files_free(program_files *f);
+/* "<f->dir>/<name>" into buf (cap bytes); returns buf. */
+const char *program_files_path(const program_files *f, const char *name, char *buf, size_t cap);
+/* Writes the config f->ini from fmt and its arguments (printf's). */
+void program_files_ini(const program_files *f, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #endif

@@ -108,3 +108,27 @@ char *metrics_without_times(const char *dir, const char *out)
     free(text);
     return kept;
 }
+
+program_files *deferred_run_files(const char *prefix, const set_shape *shape, int rows,
+                                  uint64_t seed, const char *layers, const char *device,
+                                  int batch, int epochs)
+{
+    program_files *f = program_files_new(prefix);
+    char path[PROGRAM_PATH_CAP];
+    write_set(program_files_path(f, "train.h5", path, sizeof path), rows, seed, shape);
+    write_set(program_files_path(f, "valid.h5", path, sizeof path), 64, seed + 1, shape);
+    program_files_ini(f, "[data]\ntrain = train.h5\nvalid = valid.h5\n"
+                         "[model]\nlayers = %s\ngroups = 4\n"
+                         "[train]\nbatch_size = %d\nepochs = %d\nseed = 5\nlr = 0.05\n"
+                         "momentum = 0.9\nschedule = cosine\nwarmup_steps = 9\n"
+                         "[run]\ndevice = %s\nlog_every = 0\n",
+                      layers, batch, epochs, device);
+    return f;
+}
+
+int deferred_run_teardown(void **state)
+{
+    program_files_free(*state);
+    unsetenv("FN_TEST_DEFER_LAG");
+    return 0;
+}

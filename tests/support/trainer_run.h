@@ -12,6 +12,8 @@
 #include "fusenet/config.h"
 #include "fusenet/net.h"
 #include "fusenet/trainer.h"
+#include "program.h"
+#include "sets.h"
 
 /* A run of the config file `ini` with output.dir = <dir>/<out> and the
  * overrides `sets` (";"-separated, may be NULL), --overwrite, resumed when
@@ -22,6 +24,19 @@
 fn_trainer *trainer_run(const char *dir, const char *ini, const char *out, const char *defer_lag,
                         const char *sets, int resume, long long stop_after, fn_config **cfg,
                         fn_status *st, char *msg, size_t msg_cap);
+
+/* The folder of the deferred-step tests (test_defer, test_step_graph_cuda):
+ * train.h5 (`rows` rows from `seed`) and valid.h5 (64 rows from seed + 1)
+ * of shape, and run.ini training `layers` (groups 4) in batches of `batch`
+ * for `epochs` epochs with SGD (lr 0.05, momentum 0.9, seed 5) under a
+ * cosine schedule after a 9-step warm-up, on `device`, logging per epoch
+ * only. Free it with program_files_free. */
+program_files *deferred_run_files(const char *prefix, const set_shape *shape, int rows,
+                                  uint64_t seed, const char *layers, const char *device,
+                                  int batch, int epochs);
+
+/* A cmocka teardown for them: the folder removed, FN_TEST_DEFER_LAG unset. */
+int deferred_run_teardown(void **state);
 
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);

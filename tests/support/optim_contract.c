@@ -1,0 +1,87 @@
+/* optim_contract.c — the optimisers' shared checks (optim_contract.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+#include "optim_contract.h"
+
+int same_bits(const char *what, const char *name, const fn_tensor *t, const float *want, int n)
+{
+    float got[64];
+    assert_true(n <= 64);
+    must(fn_tensor_download(t, got, (size_t)n));
+    for (int i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
+            printf("    %s, %s [%d]: got %.9g, expected %.9g\n", name, what, i, (double)got[i],
+                   (double)want[i]);
+            return 0;
+        }
+    return 1;
+}
+
+void run_cases(fn_device device, int n, int (*run)(fn_context *ctx, int i))
+{
+    fn_context *ctx = context_or_skip(device);
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= run(ctx, i);
+    fn_context_destroy(ctx);
+    assert_true(ok);
+}
+
+void expect_optimizer_contract(fn_optimizer *opt, const char *name,
+                               const char *const *state_names, int n_state)
+{
+    assert_string_equal(fn_optimizer_name(opt), name);
+    assert_int_equal(fn_optimizer_n_state(opt), n_state);
+    for (int k = 0; k < n_state; k++) {
+        assert_string_equal(fn_optimizer_state_name(opt, k), state_names[k]);
+        assert_non_null(fn_optimizer_state(opt, k, 0));
+        assert_non_null(fn_optimizer_state(opt, k, 1));
+        assert_null(fn_optimizer_state(opt, k, 2));
+    }
+    assert_null(fn_optimizer_state_name(opt, n_state));
+    assert_null(fn_optimizer_state(opt, n_state, 0));
+    const long long steps = fn_optimizer_steps(opt);
+    char step[96];
+    snprintf(step, sizeof step, "%s step %lld", name, steps + 1);
+    fn_optimizer_set_lr(opt, NAN);
+    assert_int_equal(fn_optimizer_step(opt), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), step));
+    assert_int_equal(fn_optimizer_steps(opt), steps);
+}
+
+void contract_params(fn_param params[2], int n, const float *theta, const float *g,
+                     fn_device device)
+{
+    const int cols[2] = {n, 1};
+    params[0] = (fn_param){.name = "weight"};
+    params[1] = (fn_param){.name = "bias"};
+    for (int i = 0; i < 2; i++) {
+        must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
+        must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
+        must(fn_tensor_upload(&params[i].value, theta, (size_t)cols[i]));
+        must(fn_tensor_upload(&params[i].grad, g, (size_t)cols[i]));
+    }
+}
+
+void contract_grads(fn_param params[2], int n, const float *g)
+{
+    must(fn_tensor_upload(&params[0].grad, g, (size_t)n));
+    must(fn_tensor_upload(&params[1].grad, g, 1));
+}
+
+void contract_params_free(fn_param params[2])
+{
+    for (int i = 0; i < 2; i++) {
+        fn_tensor_free(&params[i].value);
+        fn_tensor_free(&params[i].grad);
+    }
+}

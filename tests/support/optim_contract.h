@@ -1,0 +1,37 @@
+/* optim_contract.h — what every optimiser's test checks alike: the
+ * contract of optimizer.h on an optimiser made over two parameters, its
+ * hand-worked cases run on each device, and the bit-for-bit comparison
+ * those cases need. Include after <cmocka.h>. */
+#ifndef FN_TEST_OPTIM_CONTRACT_H
+#define FN_TEST_OPTIM_CONTRACT_H
+
+#include "fusenet/optimizer.h"
+
+/* Whether t's first n values are want's bits, printing the first
+ * difference as "    <name>, <what> [i]: got ..., expected ...". */
+int same_bits(const char *what, const char *name, const fn_tensor *t, const float *want, int n);
+
+/* run(ctx, i) for each of n cases on a context of device (the test is
+ * skipped without one), each printing its line; fails the test when any
+ * returned 0. */
+void run_cases(fn_device device, int n, int (*run)(fn_context *ctx, int i));
+
+/* The two parameters an optimiser's tests step, on device: "weight"
+ * [1, n] and "bias" [1, 1], with values theta and gradients g (the bias:
+ * their first column). */
+void contract_params(fn_param params[2], int n, const float *theta, const float *g,
+                     fn_device device);
+/* New gradients g for both (the bias: g[0]). */
+void contract_grads(fn_param params[2], int n, const float *g);
+void contract_params_free(fn_param params[2]);
+
+/* optimizer.h's contract on opt, made over two parameters with state to
+ * publish: its name; the n_state kinds of state it publishes, called
+ * state_names, a tensor for each parameter, NULL past the last kind and
+ * the last parameter; a step with a learning rate of NaN refused
+ * (FN_ERR_INVALID, the message naming "<name> step <N>") and not counted.
+ * The learning rate is left NaN. */
+void expect_optimizer_contract(fn_optimizer *opt, const char *name,
+                               const char *const *state_names, int n_state);
+
+#endif
