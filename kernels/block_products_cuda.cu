@@ -19,7 +19,7 @@ static float *carve(float *base, size_t *at, size_t n)
 extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws)
 {
     const fn_layer *l = &b->base;
-    const fn_math math = fn_context_math(l->ctx);
+    const fn_math_policy *p = fn_math_policy_of(fn_context_math(l->ctx));
     const size_t nx = (size_t)l->max_batch * (size_t)l->in_features;
     const size_t nw = (size_t)l->out_features * (size_t)l->in_features;
     const size_t nz = (size_t)l->max_batch * (size_t)l->out_features;
@@ -27,9 +27,9 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     *ws = fn_block_ws{};
     ws->partials =
         carve(base, &at, (size_t)fn_row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
-    if (math == FN_MATH_FP32)
+    if (!p->bf16_operands && !p->transposed_dweight)
         return at;
-    if (math == FN_MATH_BF16) {
+    if (p->bf16_operands) {
         ws->x_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nx));
         ws->w_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nw));
         ws->z_h = (fn_bf16 *)carve(base, &at, fn_bf16_floats(nz));
@@ -38,7 +38,7 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     }
     ws->dzt = carve(base, &at, nz);
     ws->xt = carve(base, &at, nx);
-    if (math == FN_MATH_TF32)
+    if (!p->split)
         return at;
     ws->dzt_small = carve(base, &at, nz);
     ws->xt_small = carve(base, &at, nx);
@@ -54,7 +54,7 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
 extern "C" size_t fn_block_ws_weight_floats(const fn_block *b)
 {
     const fn_layer *l = &b->base;
-    if (fn_context_math(l->ctx) != FN_MATH_BF16)
+    if (!fn_math_policy_of(fn_context_math(l->ctx))->bf16_operands)
         return 0;
     return fn_pad_floats(fn_bf16_floats((size_t)l->out_features * (size_t)l->in_features));
 }
@@ -89,17 +89,13 @@ static fn_status dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, floa
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
-    switch (fn_context_math(l->ctx)) {
-    case FN_MATH_BF16:
+    const fn_math_policy *p = fn_math_policy_of(fn_context_math(l->ctx));
+    if (p->bf16_operands)
         return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, 1.0f,
                                  dw_out, 0, in);
-    case FN_MATH_FP32:
+    if (!p->transposed_dweight)
         return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in,
                                   b->dz.data, NULL, C, 1.0f, dw_out, in);
-    case FN_MATH_TF32:
-    case FN_MATH_TF32X3:
-        break;
-    }
     FN_TRY(fn_cuda_transpose(l->ctx, ws->dzt, ws->dzt_small, b->dz.data, N, C));
     FN_TRY(fn_cuda_transpose(l->ctx, ws->xt, ws->xt_small, b->x.data, N, in));
     return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws->xt, ws->xt_small, N, ws->dzt,
@@ -133,7 +129,7 @@ extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx,
     const int N = l->batch, C = l->out_features;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
-    if (fn_context_math(l->ctx) == FN_MATH_TF32X3) /* dz's split, which both products read */
+    if (fn_math_policy_of(fn_context_math(l->ctx))->split) /* dz's split, which both products read */
         FN_TRY(fn_cuda_split_tf32(l->ctx, ws.dz_big, ws.dz_small, b->dz.data, (size_t)N * C, NULL,
                                   NULL, NULL, 0));
     const bool dx_reads_dw_out =

@@ -168,9 +168,10 @@ extern "C" size_t fn_cuda_gemm_workspace_floats(fn_math math, int max_batch, int
     const size_t nx = (size_t)max_batch * (size_t)in;  /* x, dx */
     const size_t nw = (size_t)out * (size_t)in;        /* w */
     const size_t ny = (size_t)max_batch * (size_t)out; /* y, dy */
-    if (math == FN_MATH_BF16)
+    const fn_math_policy *p = fn_math_policy_of(math);
+    if (p->bf16_operands)
         return most_of_pairs(bf16_pair_floats, nx, nw, ny);
-    if (math == FN_MATH_TF32X3)
+    if (p->split)
         return most_of_pairs(split_floats, nx, nw, ny);
     return 0;
 }
@@ -218,7 +219,7 @@ extern "C" fn_status fn_cuda_gemm_bf16(fn_context *ctx, int trans_a, int trans_b
                                        const fn_bf16 *b, int ldb, float beta, void *c, int c_bf16,
                                        int ldc)
 {
-    if (fn_context_math(ctx) != FN_MATH_BF16)
+    if (!fn_math_policy_of(fn_context_math(ctx))->bf16_operands)
         return fn_fail(FN_ERR_INVALID, "bf16 product [%d x %d x %d] on a %s context", m, n, k,
                        fn_math_name(fn_context_math(ctx)));
     const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -259,21 +260,15 @@ extern "C" fn_status fn_cuda_gemm_split(fn_context *ctx, int trans_a, int trans_
 {
     const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    switch (fn_context_math(ctx)) {
-    case FN_MATH_FP32:
-        /* cuBLASLt's COMPUTE_32F is plain fp32 FMA: no tensor cores. */
-        return gemm_f32(ctx, CUBLAS_COMPUTE_32F, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                        ldc);
-    case FN_MATH_TF32:
-        return gemm_f32(ctx, CUBLAS_COMPUTE_32F_FAST_TF32, ta, tb, m, n, k, alpha, a, lda, b, ldb,
-                        beta, c, ldc);
-    case FN_MATH_TF32X3:
-        break;
-    case FN_MATH_BF16:
+    const fn_math_policy *p = fn_math_policy_of(fn_context_math(ctx));
+    if (p->bf16_operands)
         return fn_fail(FN_ERR_INVALID,
                        "product [%d x %d x %d]: bf16 operands go through fn_cuda_gemm_bf16", m,
                        n, k);
-    }
+    /* cuBLASLt's COMPUTE_32F is plain fp32 FMA: no tensor cores. */
+    if (!p->split)
+        return gemm_f32(ctx, p->tensor_cores ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                        ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (!a_small || !b_small)
         return fn_fail(FN_ERR_INVALID, "tf32x3 product [%d x %d x %d]: an operand is not split",
                        m, n, k);
@@ -307,10 +302,11 @@ static fn_status gemm(fn_context *ctx, int ta, int tb, int m, int n, int k, cons
                       int lda, size_t na, const float *b, int ldb, size_t nb, float beta,
                       float *c, int ldc, float *ws, size_t ws_floats)
 {
-    if (fn_context_math(ctx) == FN_MATH_BF16)
+    const fn_math_policy *p = fn_math_policy_of(fn_context_math(ctx));
+    if (p->bf16_operands)
         return gemm_bf16(ctx, ta, tb, m, n, k, a, lda, na, b, ldb, nb, beta, c, ldc, ws,
                          ws_floats);
-    if (fn_context_math(ctx) != FN_MATH_TF32X3)
+    if (!p->split)
         return fn_cuda_gemm_split(ctx, ta, tb, m, n, k, 1.0f, a, NULL, lda, b, NULL, ldb, beta, c,
                                   ldc);
     if (!ws || ws_floats < split_floats(na, nb))

@@ -92,8 +92,8 @@ static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_t
 {
     fn_linear *l = (fn_linear *)layer;
     const int N = layer->batch, C = layer->out_features;
-    const fn_math math = fn_context_math(layer->ctx);
-    const bool dweight_beside = math == FN_MATH_FP32 || math == FN_MATH_TF32;
+    const fn_math_policy *p = fn_math_policy_of(fn_context_math(layer->ctx));
+    const bool dweight_beside = !p->split && !p->bf16_operands;
     FN_TRY(fn_cuda_side_begin(layer->ctx));
     fn_status st = linear_cuda_side_gradients(l, dy, dweight_beside);
     fn_cuda_side_end(layer->ctx);

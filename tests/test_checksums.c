@@ -146,23 +146,39 @@ static fn_status load_checkpoint(fn_net *net, const char *path, void *arg)
     return st;
 }
 
-static void test_checkpoint_bit_flips(void **state)
+/* The optimiser of the checkpoint tests: SGD with momentum (a state to
+ * store). */
+static fn_sgd_config momentum_sgd(void)
 {
-    fn_context *ctx = *state;
-    fn_net *net = small_net(ctx);
     fn_sgd_config cfg = fn_sgd_config_default(0.1f);
     cfg.momentum = 0.9f;
+    return cfg;
+}
+
+/* A checkpoint of net with cfg's SGD, in a new temporary file whose name
+ * goes to path (room for "/tmp/fn_ckpt_XXXXXX"). */
+static void save_checkpoint(fn_context *ctx, fn_net *net, const fn_sgd_config *cfg, char *path)
+{
     fn_sgd *sgd = NULL;
-    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
+    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), cfg));
     const fn_train_state s = {.epoch = 1, .seed = 5, .batch_size = 4, .rows = 40, .slab_rows = 40};
-    char path[] = "/tmp/fn_ckpt_XXXXXX";
+    strcpy(path, "/tmp/fn_ckpt_XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
     EXPECT_OK(fn_checkpoint_save(path, net, fn_sgd_optimizer(sgd), &s, NULL));
+    fn_sgd_destroy(sgd);
+}
+
+static void test_checkpoint_bit_flips(void **state)
+{
+    fn_context *ctx = *state;
+    fn_net *net = small_net(ctx);
+    fn_sgd_config cfg = momentum_sgd();
+    char path[32];
+    save_checkpoint(ctx, net, &cfg, path);
     flip_and_load(ctx, net, path, load_checkpoint, &cfg);
     unlink(path);
-    fn_sgd_destroy(sgd);
     fn_net_destroy(net);
 }
 
@@ -206,16 +222,9 @@ static void test_checkpoint_missing_chunk(void **state)
 {
     fn_context *ctx = *state;
     fn_net *net = small_net(ctx);
-    fn_sgd_config cfg = fn_sgd_config_default(0.1f);
-    cfg.momentum = 0.9f;
-    fn_sgd *sgd = NULL;
-    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
-    const fn_train_state s = {.epoch = 1, .seed = 5, .batch_size = 4, .rows = 40, .slab_rows = 40};
-    char path[] = "/tmp/fn_ckpt_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    EXPECT_OK(fn_checkpoint_save(path, net, fn_sgd_optimizer(sgd), &s, NULL));
+    fn_sgd_config cfg = momentum_sgd();
+    char path[32];
+    save_checkpoint(ctx, net, &cfg, path);
     fn_net *other = small_net(ctx);
     EXPECT_OK(load_checkpoint(other, path, &cfg));
     drop_chunk(path, "momentum/layer0.weight", 3);
@@ -224,7 +233,6 @@ static void test_checkpoint_missing_chunk(void **state)
                 "stores only 15 of them");
     unlink(path);
     fn_net_destroy(other);
-    fn_sgd_destroy(sgd);
     fn_net_destroy(net);
 }
 

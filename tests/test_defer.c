@@ -1,4 +1,4 @@
-/* test_defer.c — the deferred training step (src/trainer/trainer_defer.c) on
+/* test_defer.c — the deferred training step (src/trainer/step_deferred.c) on
  * the CPU, where the test hook FN_TEST_DEFER_LAG makes the trainer defer
  * as the GPU does, with copies of the loss's sums that arrive late on
  * purpose:

@@ -1,4 +1,4 @@
-/* test_step_graph_cuda.c — the GPU's deferred step (src/trainer/trainer_defer.c)
+/* test_step_graph_cuda.c — the GPU's deferred step (src/trainer/step_deferred.c)
  * and its CUDA graphs (src/trainer/step_graph.c), in process:
  *  - the multi-tensor updates (one launch for every parameter, lr from the
  *    device) equal the one-tensor kernels bit for bit, for SGD with

@@ -57,6 +57,21 @@ fn_status fn_math_parse(const char *text, fn_math *math);
 /* "fp32, tf32, tf32x3 or bf16" (every mode's name) into buf; returns buf. */
 const char *fn_math_list(char *buf, size_t cap);
 
+/* How a math mode computes a layer's products on the GPU, one row a mode
+ * (device.c's table): the kernels and the block ask it instead of naming
+ * modes. */
+typedef struct fn_math_policy {
+    const char *name;       /* "tf32x3": its [run] math value */
+    int tensor_cores;       /* fp32 operands on TF32 tensor cores (cuBLAS's FAST_TF32) */
+    int split;              /* each operand split into a TF32 part and its remainder: three
+                             * products, in a workspace of the splits */
+    int bf16_operands;      /* operands rounded to bfloat16 (fp32 accumulation); the block
+                             * keeps z, dz and a weight copy as bfloat16 in its workspace */
+    int transposed_dweight; /* the block's dW product reads transposes it makes first */
+} fn_math_policy;
+/* The row of a mode; every mode a context holds has one (NULL: not a mode). */
+const fn_math_policy *fn_math_policy_of(fn_math math);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,8 +13,8 @@
  *
  * A concrete optimiser embeds fn_optimizer as its first member, sets it up
  * with fn_optimizer_init and frees it with fn_optimizer_release in its
- * destroy. Adding one: its own header and files, and a line in the trainer's
- * registry (src/trainer/optimizers.c). */
+ * destroy. Adding one: its own header and files, and a line in the registry
+ * of optimisers (optimizer_kind.h, src/optim/optimizer_kind.c). */
 #ifndef FUSENET_OPTIMIZER_H
 #define FUSENET_OPTIMIZER_H
 
@@ -36,7 +36,7 @@ typedef struct fn_optimizer_ops {
      * step made of such calls covering every parameter once, then
      * fn_optimizer_step_done, is the same step as `step`, bit for bit. For
      * data parallelism: a layer is updated as soon as its gradient sum is
-     * in (trainer_dist.c). */
+     * in (step_dist.c). */
     fn_status (*step_params)(fn_optimizer *opt, int first, int count);
     /* Optional: the backward of net's last forward from dy [batch, out],
      * with this step folded in; the same step as fn_net_zero_grad,

@@ -17,8 +17,7 @@ fn_status fn_context_create(fn_context **out, fn_device device, int gpu, fn_math
     *out = NULL;
     if (device != FN_CPU && device != FN_CUDA)
         return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown device %d", (int)device);
-    if (math != FN_MATH_FP32 && math != FN_MATH_TF32 && math != FN_MATH_TF32X3 &&
-        math != FN_MATH_BF16)
+    if (!fn_math_policy_of(math))
         return fn_fail(FN_ERR_INVALID, "fn_context_create: unknown math mode %d", (int)math);
     fn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
@@ -56,29 +55,39 @@ fn_status fn_context_sync(fn_context *ctx)
 
 const char *fn_device_name(fn_device device) { return device == FN_CUDA ? "cuda" : "cpu"; }
 
-static const char *const math_names[] = {
-    [FN_MATH_FP32] = "fp32",
-    [FN_MATH_TF32] = "tf32",
-    [FN_MATH_TF32X3] = "tf32x3",
-    [FN_MATH_BF16] = "bf16",
+/* --- math modes: one row each ------------------------------------------------------ */
+
+static const fn_math_policy policies[] = {
+    [FN_MATH_FP32] = {.name = "fp32"},
+    [FN_MATH_TF32] = {.name = "tf32", .tensor_cores = 1, .transposed_dweight = 1},
+    [FN_MATH_TF32X3] = {.name = "tf32x3", .tensor_cores = 1, .split = 1, .transposed_dweight = 1},
+    [FN_MATH_BF16] = {.name = "bf16", .bf16_operands = 1},
 };
-_Static_assert(sizeof math_names / sizeof *math_names == FN_MATH_MODES,
-               "every math mode has its name");
+_Static_assert(sizeof policies / sizeof *policies == FN_MATH_MODES,
+               "every math mode has its row");
+
+const fn_math_policy *fn_math_policy_of(fn_math math)
+{
+    return (unsigned)math < FN_MATH_MODES ? &policies[math] : NULL;
+}
 
 const char *fn_math_list(char *buf, size_t cap)
 {
-    return fn_name_list(buf, cap, math_names, FN_MATH_MODES);
+    const char *names[FN_MATH_MODES];
+    for (int i = 0; i < FN_MATH_MODES; i++)
+        names[i] = policies[i].name;
+    return fn_name_list(buf, cap, names, FN_MATH_MODES);
 }
 
 const char *fn_math_name(fn_math math)
 {
-    return (unsigned)math < FN_MATH_MODES ? math_names[math] : "unknown";
+    return (unsigned)math < FN_MATH_MODES ? policies[math].name : "unknown";
 }
 
 fn_status fn_math_parse(const char *text, fn_math *math)
 {
     for (int i = 0; i < FN_MATH_MODES; i++) {
-        if (text && strcmp(text, math_names[i]) == 0) {
+        if (text && strcmp(text, policies[i].name) == 0) {
             *math = (fn_math)i;
             return FN_OK;
         }

@@ -28,7 +28,7 @@ void fn_test_rank_stall(int rank, long long step);
 int fn_test_rank_perturbed(int rank);
 
 /* FN_TEST_DEFER_LAG=N (1..8) makes the trainer defer its steps on the CPU
- * too (src/trainer/trainer_defer.c), each copy of the loss's sums arriving N
+ * too (src/trainer/step_deferred.c), each copy of the loss's sums arriving N
  * - 1 steps late, so a CPU test exercises the late non-finite stop and its
  * roll-back; FN_TEST_DEFER_LAG=0 keeps the GPU's steps eager (the loss
  * read every step), for a GPU test to compare the two. -1: not set (and

@@ -64,7 +64,8 @@ static fn_status alloc_params(fn_block *b, fn_device dev)
  * (block_products_cuda.h): no float copies of them are made. */
 static fn_status alloc_caches(fn_block *b, fn_device dev, int max_batch)
 {
-    const int half = dev == FN_CUDA && fn_context_math(b->base.ctx) == FN_MATH_BF16;
+    const int half =
+        dev == FN_CUDA && fn_math_policy_of(fn_context_math(b->base.ctx))->bf16_operands;
     if (!half)
         FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
     FN_TRY(fn_tensor_alloc(&b->mean, max_batch, b->cfg.groups, dev));

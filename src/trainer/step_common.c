@@ -12,11 +12,11 @@ fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tenso
                                 float *loss, int *correct)
 {
     /* Read at once: every step of an eager step (the CPU; plain SGD's
-     * fused step on the GPU; data-parallel steps, trainer_dist.c), with one
+     * fused step on the GPU; data-parallel steps, step_dist.c), with one
      * copy of the loss and the correct count beside it that waits for the
      * step's kernels, so a non-finite loss stops the run at its step,
      * before the update; and in evaluation. Deferred steps
-     * (trainer_defer.c) count the loss on the device instead. */
+     * (step_deferred.c) count the loss on the device instead. */
     const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
     return t->cfg->loss->read(t->ctx, y, &targets, &t->loss, dy, loss, correct);
 }

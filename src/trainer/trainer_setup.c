@@ -52,7 +52,7 @@ static fn_status open_sets(fn_trainer *t)
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
     FN_TRY(fn_data_open(&t->train, c->train, &opt));
-    /* Over several ranks each takes its share of every batch (trainer_dist.c). */
+    /* Over several ranks each takes its share of every batch (step_dist.c). */
     const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
     FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
     if (!c->valid)
