@@ -45,7 +45,7 @@ static const char usage[] =
     "  --help                   this text\n"
     "\n"
     "Under mpirun or srun, the processes train one network together, each on its\n"
-    "share of every batch ([train] batch_size is the global batch; README \"Many GPUs\").\n";
+    "share of every batch ([train] batch_size is the global batch; docs/many-processes.md).\n";
 
 static double now(void)
 {
