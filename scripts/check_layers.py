@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_layers.py — fails when an #include crosses the architecture's rules.
 
-The layers, lowest first (DEVELOPERS.md, "Architecture"):
+The layers, lowest first (docs/design.md):
 
     core < nn < optim < io < train < programs
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_check.sh — the check for the H200 machine, which cannot install
+# gpu_check.sh — the check for a GPU machine that cannot install
 # packages: unpacks the cmocka and inih packages kept in .deps/ into
 # /tmp/deps (the machine has HDF5 and OpenBLAS), builds build/gpu (Release, warnings as errors, sm_90), runs every
 # ctest test, then runs each GPU test executable (build/gpu/tests/test_*_cuda)
@@ -16,7 +16,7 @@
 # tests it matches; BENCH=1
 # then runs each benchmark script that exists (scripts/bench_side_by_side.sh,
 # bench_small.sh, bench_scaling.sh), their tables going to $OUT too, so a
-# build, its tests and its figures come from one call on one machine.
+# build, its tests and its figures come from one run on one machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -334,7 +334,7 @@ static void test_math_bf16(void **state)
     fn_config_destroy(cfg);
 }
 
-/* [train] optimizer, its options, schedules and clipping (issue 12). */
+/* [train] optimizer, its options, schedules and clipping. */
 static void test_optimizer_keys(void **state)
 {
     fixture *f = *state;

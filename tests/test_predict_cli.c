@@ -1,5 +1,5 @@
-/* test_predict_cli.c — the `predict` program's evaluation and outputs
- * (issue 13), run as a user runs it on a classifier trained here on the
+/* test_predict_cli.c — the `predict` program's evaluation and outputs,
+ * run as a user runs it on a classifier trained here on the
  * digits: without --targets only 'outputs' (logits); with --targets y the
  * loss and accuracy printed and 'classes' (each row's argmax) written; with
  * --probabilities 'outputs' rows that are softmax probabilities; the

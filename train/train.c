@@ -418,7 +418,7 @@ static void install_handlers(void)
     sigaction(SIGPIPE, &sa, NULL);
 }
 
-/* Under mpirun or srun (README "Many GPUs") every rank runs this: a
+/* Under mpirun or srun (docs/many-processes.md) every rank runs this: a
  * failure on one rank ends the others (fn_world_abort) after printing its
  * message, unless every rank failed at the same step with it; a run that
  * ends, or stops together, finalises MPI. */

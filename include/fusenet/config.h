@@ -7,7 +7,7 @@
  * "config.ini: [data] train is required". Paths in the file are resolved
  * relative to the file's directory, paths given with --set relative to the
  * current directory, and every path is normalised ("data/../runs" reads
- * "runs"). The README lists every section and key. */
+ * "runs"). docs/configuration.md lists every section and key. */
 #ifndef FUSENET_CONFIG_H
 #define FUSENET_CONFIG_H
 

@@ -19,7 +19,7 @@ typedef enum fn_math {
     FN_MATH_TF32,     /* tensor cores, operands rounded to TF32 */
     FN_MATH_TF32X3,   /* operands split into TF32 part + remainder, 3 products */
     FN_MATH_BF16      /* operands rounded to bfloat16, fp32 accumulation; fp32
-                       * master weights, optimiser state, statistics (README) */
+                       * master weights, optimiser state, statistics (docs/gpus.md) */
 } fn_math;
 
 typedef struct fn_context fn_context; /* opaque */

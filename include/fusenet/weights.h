@@ -1,6 +1,6 @@
 /* weights.h — a network's weights exported to and imported from HDF5.
  *
- * Layout (README "Weights format"): root attributes format =
+ * Layout (docs/formats.md): root attributes format =
  * "fusenet-weights", format_version (1, or 2 when the file holds
  * "input_norm"), config (the run's config text) and
  * layers ("layer0,layer1,..."); per layer a group "layerI" with float32

@@ -46,7 +46,7 @@ typedef struct key_spec {
 
 #define AT(field) offsetof(fn_config, field)
 
-/* Every key. The README's table of keys is written from this one. */
+/* Every key. docs/configuration.md's table of keys is written from this one. */
 static const key_spec keys[] = {
     {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
     {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},

@@ -1,5 +1,5 @@
 /* trainer_dist.c — data-parallel training over the ranks of an MPI world
- * (README "Many GPUs", fusenet/comm.h). Every rank holds the whole network
+ * (docs/many-processes.md, fusenet/comm.h). Every rank holds the whole network
  * and takes its contiguous share of each global batch (the loader's
  * part/parts, loader.h), so the data order does not depend on the number
  * of ranks N. A step:
