@@ -16,6 +16,7 @@
 #include "fusenet/device.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/loss.h"
+#include "fusenet/memory_set.h"
 #include "fusenet/model.h"
 #include "fusenet/schedule.h"
 #include "fusenet/sgd.h"
@@ -30,8 +31,10 @@ typedef struct fn_config {
     char *text; /* the file's text, plus the overrides as comment lines */
 
     /* [data] */
-    char *train;             /* required; resolved path */
-    char *valid;             /* NULL: no validation set */
+    char *train;             /* required unless train_set; resolved path */
+    char *valid;             /* NULL: no validation set (or valid_set) */
+    const struct fn_memory_set *train_set; /* in place of train (fn_config_use_memory_set) */
+    const struct fn_memory_set *valid_set; /* in place of valid */
     char *inputs;            /* dataset name, "X" */
     char *targets;           /* dataset name, "y" */
     double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
@@ -81,8 +84,18 @@ typedef struct fn_config {
 
 /* Reads and checks a config file. On failure *cfg is NULL. */
 fn_status fn_config_load(fn_config **cfg, const char *path);
+/* The same from INI text a program holds ("" for every default): `name`
+ * stands for the file in messages ("name:3: train.lr: ...") and in the
+ * default [output] dir (runs/<name's stem>); paths are relative to the
+ * current directory. On failure *cfg is NULL. */
+fn_status fn_config_parse(fn_config **cfg, const char *name, const char *text);
 /* Applies "section.key=value" (the argument of --set) with the same checks. */
 fn_status fn_config_set(fn_config *cfg, const char *assignment);
+/* A memory set (memory_set.h) for [data] train or valid (`which`: "train"
+ * or "valid") in place of a file, which must then not be given. The set
+ * is borrowed: it must outlive every trainer made from cfg. Call before
+ * fn_config_finish. */
+fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set);
 /* The checks that involve several keys and the required keys; call after the
  * last fn_config_set. Resolves paths against cfg->dir. */
 fn_status fn_config_finish(fn_config *cfg);

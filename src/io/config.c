@@ -511,17 +511,24 @@ static fn_status apply_defaults(fn_config *cfg)
     return FN_OK;
 }
 
-fn_status fn_config_load(fn_config **out, const char *path)
+/* A config of defaults named `path` (messages, the default output dir),
+ * with paths relative to `dir`, then `text` (owned, NULL: read the file
+ * `path`) parsed into it. */
+static fn_status make_config(fn_config **out, const char *path, char *dir, char *text)
 {
     *out = NULL;
     fn_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg || !(cfg->keys = calloc(1, sizeof *cfg->keys)) || !(cfg->path = copy_string(path)) ||
-        !(cfg->dir = directory_of(path))) {
+        !dir) {
+        free(dir);
+        free(text);
         fn_config_destroy(cfg);
         return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
     }
+    cfg->dir = dir;
+    cfg->text = text;
     fn_status st = apply_defaults(cfg);
-    if (st == FN_OK)
+    if (st == FN_OK && !cfg->text)
         st = fn_ini_read_text(path, &cfg->text);
     if (st == FN_OK)
         st = fn_ini_parse(cfg->path, cfg->text, on_key, cfg);
@@ -530,6 +537,36 @@ fn_status fn_config_load(fn_config **out, const char *path)
         return st;
     }
     *out = cfg;
+    return FN_OK;
+}
+
+fn_status fn_config_load(fn_config **out, const char *path)
+{
+    if (!out || !path)
+        return fn_fail(FN_ERR_INVALID, "fn_config_load: a NULL argument");
+    return make_config(out, path, directory_of(path), NULL);
+}
+
+fn_status fn_config_parse(fn_config **out, const char *name, const char *text)
+{
+    if (!out || !text)
+        return fn_fail(FN_ERR_INVALID, "fn_config_parse: a NULL argument");
+    char *copy = copy_string(text);
+    if (!copy) {
+        *out = NULL;
+        return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+    }
+    return make_config(out, name ? name : "config", copy_string("."), copy);
+}
+
+fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set)
+{
+    const int train = which && strcmp(which, "train") == 0;
+    if (!cfg || !set || (!train && !(which && strcmp(which, "valid") == 0)))
+        return fn_fail(FN_ERR_INVALID, "fn_config_use_memory_set: %s",
+                       !cfg || !set ? "the config or the set is NULL"
+                                    : "expected \"train\" or \"valid\"");
+    *(train ? &cfg->train_set : &cfg->valid_set) = set;
     return FN_OK;
 }
 
@@ -622,10 +659,18 @@ static int key_given(const fn_config *cfg, int i)
     return cfg->keys->line[i] > 0 || cfg->keys->assignment[i] != NULL;
 }
 
+/* The memory set a data key's file gives way to; NULL for other keys. */
+static const fn_memory_set *memory_set_for(const fn_config *cfg, int i)
+{
+    return keys[i].offset == AT(train) ? cfg->train_set
+         : keys[i].offset == AT(valid) ? cfg->valid_set
+                                       : NULL;
+}
+
 static fn_status check_required(const fn_config *cfg)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (!keys[i].fallback && !key_given(cfg, i))
+        if (!keys[i].fallback && !key_given(cfg, i) && !memory_set_for(cfg, i))
             return fn_fail(FN_ERR_INVALID, "%s: [%s] %s is required", cfg->path, keys[i].section,
                            keys[i].name);
     return FN_OK;
@@ -741,7 +786,7 @@ static fn_status resolve_path(fn_config *cfg, int i)
 /* keep_best and patience watch the validation metric. */
 static fn_status check_best(const fn_config *cfg)
 {
-    if (cfg->valid)
+    if (cfg->valid || cfg->valid_set)
         return FN_OK;
     const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
     if (!name)
@@ -769,8 +814,24 @@ static fn_status default_out_dir(fn_config *cfg)
     return FN_OK;
 }
 
+/* A data key given a file and a memory set: which one was meant? */
+static fn_status check_memory_sets(const fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        const fn_memory_set *m = memory_set_for(cfg, i);
+        if (!m || !key_given(cfg, i))
+            continue;
+        char problem[512];
+        snprintf(problem, sizeof problem, "is a file and memory set '%s' too; give one of the two",
+                 fn_memory_set_name(m));
+        return key_fail(cfg, FN_ERR_INVALID, i, problem);
+    }
+    return FN_OK;
+}
+
 fn_status fn_config_finish(fn_config *cfg)
 {
+    FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
     FN_TRY(check_optimizer(cfg));
