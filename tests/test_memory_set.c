@@ -6,6 +6,8 @@
  *    without [data] standardize, with a validation set;
  *  - the set is a copy: the caller's arrays changed after it was made
  *    change nothing;
+ *  - fn_infer gives, row for row, the outputs of the standardised rows'
+ *    forward pass, over several batches;
  *  - bad arrays and bad combinations are errors whose message names the
  *    set, the row and the column, or the problem and its fix: NULL arrays,
  *    no rows, no columns, NaN and infinities, labels out of range, labels
@@ -27,6 +29,7 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
+#include "fusenet/inference.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/trainer.h"
 #include "h5_write.h"
@@ -229,6 +232,59 @@ static void set_is_a_copy(void **state)
     free_arrays(&copy);
 }
 
+/* fn_infer over 70 rows in batches of 16 against one forward of the rows
+ * standardised here, (x - mean) / std in float32 as input_norm.h says. */
+static void infer_is_the_forward_pass(void **state)
+{
+    const fixture *f = *state;
+    fn_memory_set *train = memory_set(&f->train, "train", 0), *test = NULL;
+    char text[2048];
+    config_text(text, sizeof text, 0, "[data]\nstandardize = true\n");
+    fn_config *cfg = NULL;
+    EXPECT_OK(fn_config_parse(&cfg, "memory.ini", text));
+    EXPECT_OK(fn_config_use_memory_set(cfg, "train", train));
+    fn_trainer *t = run(cfg, f, "infer");
+    fn_net *net = fn_trainer_net(t);
+    const fn_input_norm *norm = fn_trainer_input_norm(t);
+    assert_non_null(norm);
+    const arrays *a = &f->valid;
+    EXPECT_OK(fn_memory_set_labels(&test, "test", a->x, a->rows, IN, a->y));
+    float *got = chk_alloc_float((size_t)a->rows * CLASSES);
+    EXPECT_OK(fn_infer(net, norm, test, got));
+
+    fn_tensor x = {0};
+    EXPECT_OK(fn_tensor_alloc(&x, a->rows, IN, FN_CPU));
+    const float *mean = fn_input_norm_mean(norm), *std = fn_input_norm_std(norm);
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < IN; j++) {
+            volatile float centred = a->x[i * IN + j] - mean[j];
+            x.data[i * IN + j] = centred / std[j];
+        }
+    /* The trained net takes batches of up to 16 rows. */
+    float *want = chk_alloc_float((size_t)a->rows * CLASSES);
+    for (int r = 0; r < a->rows; r += 16) {
+        const int n = a->rows - r < 16 ? a->rows - r : 16;
+        fn_tensor slice = fn_tensor_rows(&x, r, n), y;
+        EXPECT_OK(fn_net_forward(net, &slice, &y));
+        EXPECT_OK(fn_tensor_download(&y, want + (size_t)r * CLASSES, (size_t)n * CLASSES));
+    }
+    assert_memory_equal(got, want, sizeof(float) * (size_t)a->rows * CLASSES);
+
+    fn_memory_set *narrow = NULL;
+    EXPECT_OK(fn_memory_set_inputs(&narrow, "narrow", a->x, a->rows, IN - 1));
+    EXPECT_FAIL(fn_infer(net, norm, narrow, got), FN_ERR_INVALID,
+                "memory set 'narrow' has 4 input columns, expected 5");
+    EXPECT_FAIL(fn_infer(net, norm, NULL, got), FN_ERR_INVALID, "fn_infer: the memory set is NULL");
+    fn_memory_set_destroy(narrow);
+    fn_tensor_free(&x);
+    free(got);
+    free(want);
+    fn_memory_set_destroy(test);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+    fn_memory_set_destroy(train);
+}
+
 /* --- bad arrays -------------------------------------------------------------- */
 
 static void bad_arrays_fail_when_made(void **state)
@@ -371,6 +427,7 @@ int main(void)
         cmocka_unit_test(values_match_files),
         cmocka_unit_test(slabs_and_standardize_match_files),
         cmocka_unit_test(set_is_a_copy),
+        cmocka_unit_test(infer_is_the_forward_pass),
         cmocka_unit_test(bad_arrays_fail_when_made),
         cmocka_unit_test(bad_sets_fail_when_opened),
         cmocka_unit_test(config_takes_one_source),
