@@ -77,7 +77,7 @@ typedef struct fn_data_source {
 /* fn_data_open or fn_data_open_memory, as the source says. */
 fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
                               const fn_data_options *opt);
-void fn_data_close(fn_data *data);
+void fn_data_close(fn_data *data); /* NULL is fine */
 
 int64_t fn_data_rows(const fn_data *data);
 int fn_data_in_features(const fn_data *data);

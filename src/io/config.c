@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "fusenet/config.h"
+#include "io/config_impl.h"
 #include "io/ini_reader.h"
 #include "io/regular_file.h"
 
@@ -625,6 +626,8 @@ static fn_status apply_override(fn_config *cfg, const char *assignment, const ch
 
 fn_status fn_config_set(fn_config *cfg, const char *assignment)
 {
+    if (!cfg || !assignment)
+        return fn_fail(FN_ERR_INVALID, "fn_config_set: a NULL argument");
     const char *eq = strchr(assignment, '=');
     const char *dot = eq ? memchr(assignment, '.', (size_t)(eq - assignment)) : NULL;
     if (!eq || !dot)
@@ -831,6 +834,8 @@ static fn_status check_memory_sets(const fn_config *cfg)
 
 fn_status fn_config_finish(fn_config *cfg)
 {
+    if (!cfg)
+        return fn_fail(FN_ERR_INVALID, "fn_config_finish: the config is NULL");
     FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
@@ -842,6 +847,96 @@ fn_status fn_config_finish(fn_config *cfg)
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
             FN_TRY(resolve_path(cfg, i));
+    return FN_OK;
+}
+
+/* --- reading a value back ------------------------------------------------ */
+
+/* "block 128, linear 10" into buf; the length it needs, as snprintf. */
+static size_t format_layers(const fn_config *cfg, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const int n = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, "%s%s %d",
+                               i ? ", " : "", cfg->layers[i].kind->name, cfg->layers[i].width);
+        len += (size_t)(n > 0 ? n : 0);
+    }
+    return len;
+}
+
+static const char *device_text(const fn_config *cfg, char *buf, size_t cap)
+{
+    if (cfg->device_auto)
+        return "auto";
+    if (cfg->device == FN_CPU)
+        return "cpu";
+    if (!cfg->gpu_pinned)
+        return "cuda";
+    snprintf(buf, cap, "cuda:%d", cfg->gpu);
+    return buf;
+}
+
+/* Key k's value as a file would give it; the length it needs, as snprintf. */
+static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, size_t cap)
+{
+    const char *field = (const char *)cfg + k->offset;
+    char small[32];
+    int n = 0;
+    switch (k->type) {
+    case T_NAME:
+    case T_PATH:
+    case T_OPTPATH:
+    case T_OPTIMIZER: {
+        const char *text = *(char *const *)field;
+        n = snprintf(buf, cap, "%s", text ? text : "");
+        break;
+    }
+    case T_INT: n = snprintf(buf, cap, "%d", *(const int *)field); break;
+    case T_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
+    case T_DOUBLE: n = snprintf(buf, cap, "%.17g", *(const double *)field); break;
+    case T_BOOL: n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false"); break;
+    case T_SEED:
+        n = snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case T_LOSS: n = snprintf(buf, cap, "%s", fn_loss_name(*(const fn_loss_kind *)field)); break;
+    case T_MATH: n = snprintf(buf, cap, "%s", fn_math_name(*(const fn_math *)field)); break;
+    case T_SCHEDULE:
+        n = snprintf(buf, cap, "%s", fn_schedule_name(*(const fn_schedule_kind *)field));
+        break;
+    case T_DEVICE:
+        n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
+        break;
+    case T_BETAS:
+        n = snprintf(buf, cap, "%.9g, %.9g", (double)((const float *)field)[0],
+                     (double)((const float *)field)[1]);
+        break;
+    case T_LAYERS: return format_layers(cfg, buf, cap);
+    }
+    return (size_t)(n > 0 ? n : 0);
+}
+
+fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap)
+{
+    if (!cfg || !key || !value || cap == 0)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: a NULL argument or no room");
+    value[0] = '\0';
+    const char *dot = strchr(key, '.');
+    char section[32];
+    int i = -1;
+    if (dot && (size_t)(dot - key) < sizeof section) {
+        memcpy(section, key, (size_t)(dot - key));
+        section[dot - key] = '\0';
+        i = find_key(section, dot + 1);
+    }
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: unknown key '%s' (expected section.key, "
+                       "as in the README's tables)", key);
+    const size_t need = format_value(cfg, &keys[i], value, cap);
+    if (need >= cap)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: %s needs %zu bytes, given %zu", key,
+                       need + 1, cap);
     return FN_OK;
 }
 
