@@ -172,7 +172,8 @@ static void expect_same_run(const fixture *f, int mse, const char *extra)
     fn_trainer *b = run(from_memory, f, "memory");
 
     expect_same_weights(fn_trainer_net(a), fn_trainer_net(b));
-    char *ma = metrics_without_times(f->dir, "files"), *mb = metrics_without_times(f->dir, "memory");
+    char *ma = metrics_without_times(f->dir, "files");
+    char *mb = metrics_without_times(f->dir, "memory");
     assert_string_equal(ma, mb);
     free(ma);
     free(mb);
@@ -400,7 +401,8 @@ static void config_takes_one_source(void **state)
     EXPECT_OK(fn_config_parse(&cfg, "both.ini", text));
     EXPECT_OK(fn_config_use_memory_set(cfg, "train", m));
     EXPECT_FAIL(fn_config_finish(cfg), FN_ERR_INVALID,
-                "both.ini:2: data.train: is a file and memory set 'train' too; give one of the two");
+                "both.ini:2: data.train: is a file and memory set 'train' too; give one of "
+                "the two");
     EXPECT_FAIL(fn_config_use_memory_set(cfg, "test", m), FN_ERR_INVALID,
                 "expected \"train\" or \"valid\"");
     fn_config_destroy(cfg);
@@ -408,7 +410,8 @@ static void config_takes_one_source(void **state)
     EXPECT_OK(fn_config_parse(&cfg, "none.ini", "[model]\nlayers = linear 3\n"));
     EXPECT_FAIL(fn_config_finish(cfg), FN_ERR_INVALID, "none.ini: [data] train is required");
     fn_config_destroy(cfg);
-    EXPECT_OK(fn_config_parse(&cfg, NULL, "[model]\nlayers = linear 3\n[train]\nkeep_best = true\n"));
+    EXPECT_OK(fn_config_parse(&cfg, NULL,
+                              "[model]\nlayers = linear 3\n[train]\nkeep_best = true\n"));
     EXPECT_OK(fn_config_use_memory_set(cfg, "train", m));
     EXPECT_FAIL(fn_config_finish(cfg), FN_ERR_INVALID, "keep_best: needs a validation set");
     EXPECT_OK(fn_config_use_memory_set(cfg, "valid", m));
