@@ -58,6 +58,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "io/config_impl.h"
 #include "io/dir_lock.h"
 #include "io/test_hooks.h"
 #include "program.h"

@@ -380,7 +380,10 @@ static int conclude(const fn_trainer *t, fn_status st, const display *d)
  * others). */
 static int execute(const fn_config *cfg, const args *a, int *together)
 {
-    display d = {.tty = isatty(STDOUT_FILENO), .log_every = cfg->log_every, .last_bar = now()};
+    char log_every[32];
+    if (fn_config_get(cfg, "run.log_every", log_every, sizeof log_every) != FN_OK)
+        return fail(NULL);
+    display d = {.tty = isatty(STDOUT_FILENO), .log_every = atoi(log_every), .last_bar = now()};
     const fn_trainer_options options = {
         .resume = a->resume, .overwrite = a->overwrite,
         .callbacks = fn_world_rank() == 0 ? &callbacks : &quiet_callbacks, .user = &d};

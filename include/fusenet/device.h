@@ -30,7 +30,7 @@ int fn_cuda_device_count(void);
 /* Creates a context. For FN_CUDA, `gpu` selects the device (0-based); a
  * missing GPU is FN_ERR_NODEV with a message saying so. */
 fn_status fn_context_create(fn_context **ctx, fn_device device, int gpu, fn_math math);
-void fn_context_destroy(fn_context *ctx);
+void fn_context_destroy(fn_context *ctx); /* NULL is fine */
 
 fn_device fn_context_device(const fn_context *ctx);
 fn_math fn_context_math(const fn_context *ctx);

@@ -197,6 +197,9 @@ const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
 const char *fn_trainer_weights_path(const fn_trainer *trainer);
 const char *fn_trainer_best_path(const fn_trainer *trainer);
 fn_net *fn_trainer_net(const fn_trainer *trainer);
+/* The input standardisation the network trains with ([data] standardize,
+ * input_norm.h), for fn_infer; NULL without it. */
+const fn_input_norm *fn_trainer_input_norm(const fn_trainer *trainer);
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
 
 #ifdef __cplusplus

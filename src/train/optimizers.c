@@ -7,6 +7,7 @@
 
 #include "fusenet/adam.h"
 #include "fusenet/sgd.h"
+#include "io/config_impl.h"
 #include "train/optimizers.h"
 
 typedef fn_status (*optimizer_create)(fn_optimizer **opt, fn_net *net, const fn_config *cfg);

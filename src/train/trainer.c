@@ -53,15 +53,17 @@ static fn_status open_sets(fn_trainer *t)
         .inputs = c->inputs, .targets = c->targets, .loss = c->loss, .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
-    FN_TRY(fn_data_open(&t->train, c->train, &opt));
+    const fn_data_source train = {.path = c->train, .memory = c->train_set},
+                         valid = {.path = c->valid, .memory = c->valid_set};
+    FN_TRY(fn_data_open_source(&t->train, &train, &opt));
     /* Over several ranks each takes its share of every batch (trainer_dist.c). */
     const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
     FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
-    if (!c->valid)
+    if (!valid.path && !valid.memory)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
     opt.shuffle = 0;
-    FN_TRY(fn_data_open(&t->valid, c->valid, &opt));
+    FN_TRY(fn_data_open_source(&t->valid, &valid, &opt));
     /* Validation runs between epochs, with nothing to overlap. */
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
                                     .parts = share.parts};
@@ -354,5 +356,7 @@ const char *fn_trainer_weights_path(const fn_trainer *t) { return t ? t->weights
 const char *fn_trainer_best_path(const fn_trainer *t) { return t ? t->best_path : NULL; }
 
 fn_net *fn_trainer_net(const fn_trainer *t) { return t ? t->net : NULL; }
+
+const fn_input_norm *fn_trainer_input_norm(const fn_trainer *t) { return t ? t->norm : NULL; }
 
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *t) { return t ? t->opt : NULL; }

@@ -11,6 +11,7 @@
 #include "fusenet/loss_tally.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
+#include "io/config_impl.h"
 #include "io/dir_lock.h"
 #include "train/metrics_csv.h"
 
