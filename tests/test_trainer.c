@@ -303,10 +303,9 @@ static void expect_model(const recorder *r)
     /* Each block caches z and dz [32, 16], mean and rstd [32, 4]; the net
      * holds the outputs [32, 16], [32, 16], [32, 2] and the gradients
      * between the layers [32, 16] twice; the trainer the loss [1, 1] and
-     * its gradient [32, 2]. Each block's CPU workspace holds its backward's
-     * three column sums in double, [3, 16] doubles = 6 * 16 floats' bytes. */
-    const size_t acts = 2 * (2 * 32 * 16 + 2 * 32 * 4 + 6 * 16) + (32 * 16 * 2 + 32 * 2) +
-                        2 * 32 * 16 + (1 + 32 * 2);
+     * its gradient [32, 2]. The CPU needs no workspace. */
+    const size_t acts = 2 * (2 * 32 * 16 + 2 * 32 * 4) + (32 * 16 * 2 + 32 * 2) + 2 * 32 * 16 +
+                        (1 + 32 * 2);
     assert_int_equal(b->activations, acts * f);
     assert_int_equal(b->batches, 0);
     assert_int_equal(b->device, 3 * params * f + acts * f);

@@ -144,3 +144,33 @@ void fn_workers_run(fn_workers *w, fn_work work, void *arg)
         pthread_mutex_unlock(&w->mu);
     }
 }
+
+/* fn_workers_for's job: part p of `parts` takes its share of [0, count). */
+typedef struct range_job {
+    fn_range_work work;
+    void *arg;
+    int count, parts;
+} range_job;
+
+static void range_part(void *p, int part, int threads)
+{
+    (void)threads;
+    const range_job *j = p;
+    if (part >= j->parts)
+        return;
+    const int begin = (int)((long long)j->count * part / j->parts);
+    const int end = (int)((long long)j->count * (part + 1) / j->parts);
+    j->work(j->arg, begin, end);
+}
+
+void fn_workers_for(fn_workers *w, int count, int grain, fn_range_work work, void *arg)
+{
+    const int most = grain > 0 ? count / grain : count;
+    const int parts = !w ? 1 : most < w->threads ? most : w->threads;
+    if (parts < 2) {
+        work(arg, 0, count);
+        return;
+    }
+    range_job j = {work, arg, count, parts};
+    fn_workers_run(w, range_part, &j);
+}

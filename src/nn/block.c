@@ -89,7 +89,8 @@ static fn_status setup(fn_block *b, fn_rng *rng, int max_batch)
     const fn_device dev = b->base.device;
     FN_TRY(alloc_params(b, dev));
     FN_TRY(alloc_caches(b, dev, max_batch));
-    FN_TRY(dev == FN_CUDA ? fn_block_cuda_setup(b) : fn_block_cpu_setup(b));
+    if (dev == FN_CUDA)
+        FN_TRY(fn_block_cuda_setup(b));
     return init_params(b, rng);
 }
 
@@ -129,7 +130,7 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 }
 
 /* The caches alloc_caches made and the backend's workspace (scratch, sized
- * by fn_block_cuda_setup or fn_block_cpu_setup), without the weight's copy,
+ * by fn_block_cuda_setup; empty on the CPU), without the weight's copy,
  * which the summary counts with the weights. */
 size_t fn_block_buffer_bytes(const fn_layer *l)
 {

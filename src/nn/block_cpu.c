@@ -1,14 +1,28 @@
 /* block_cpu.c — the fused block on the CPU, float32: OpenBLAS for the three
- * products, plain loops for GroupNorm + LeakyReLU + x2 and their gradients.
- * Reductions accumulate in double in a fixed order, so results are
- * deterministic and close to the float64 reference; each (sample, group) is
- * one pass over its channels with the group's constants hoisted, so the
- * element-wise loops vectorise. */
+ * products, loops for GroupNorm + LeakyReLU + x2 and their gradients.
+ *
+ * The element-wise work runs on the context's threads (core/workers.h) in
+ * two kinds of pass: over samples (each (sample, group) in one pass over
+ * its channels, the group's constants hoisted so the loops vectorise) and,
+ * for the column sums over the batch (dgamma, dbeta, dbias), over chunks
+ * of channels, each channel's sum taken in double over the samples in
+ * order. No item's arithmetic depends on which thread computes it, so the
+ * results are the same bits on any number of threads, deterministic, and
+ * close to the float64 reference. */
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
 
+#include "core/context.h"
+#include "core/workers.h"
 #include "nn/block_impl.h"
+
+/* A part of a pass gets at least this many elements, so a small layer is
+ * not spread over threads that cost more to wake than they save. */
+enum { MIN_ELEMENTS_PER_PART = 16384 };
+
+/* Channels of one column-sum item: its three double sums stay on the stack. */
+enum { CHANNEL_CHUNK = 32 };
 
 /* ---- element-wise pieces shared by forward and backward ---- */
 
@@ -24,6 +38,31 @@ static inline float du_of(float dy, float u, float slope)
     return 2.0f * dy * (u > 0.0f ? 1.0f : slope);
 }
 
+/* Runs a pass over `items` items of `per_item` elements on ctx's threads. */
+static void run_pass(fn_context *ctx, int items, int per_item, fn_range_work pass, void *arg)
+{
+    const int grain = per_item >= MIN_ELEMENTS_PER_PART ? 1 : MIN_ELEMENTS_PER_PART / per_item;
+    fn_workers_for(ctx->workers, items, grain, pass, arg);
+}
+
+/* What both directions read; the backward's fields are NULL in forward. */
+typedef struct block_pass {
+    float *y;           /* [B, H] forward's output */
+    float *mean;        /* [B, G] of z + b */
+    float *rstd;        /* [B, G] */
+    float *dz;          /* [B, H] backward's output */
+    float *dgamma;      /* [H] += */
+    float *dbeta;       /* [H] += */
+    float *dbias;       /* [H] += */
+    const float *dy;    /* [B, H] */
+    const float *z;     /* [B, H], without the bias */
+    const float *bias;  /* [H] */
+    const float *gamma; /* [H] */
+    const float *beta;  /* [H] */
+    int B, H, G;
+    float eps, slope;
+} block_pass;
+
 /* ---- forward ---- */
 
 /* z = x W^T, without the bias. */
@@ -36,16 +75,16 @@ static void forward_product(float *z /* [B, H] */, const float *x /* [B, in] */,
 
 /* Mean and 1/sqrt(var + eps) of one (sample, group)'s K values of z + b,
  * two passes in double. */
-static void group_stats(float *mean, float *rstd, const float *zg /* [K] */,
-                        const float *bg /* [K] */, int K, float eps)
+static void group_stats(float *mean, float *rstd, const float *restrict z /* [K] */,
+                        const float *restrict bias /* [K] */, int K, float eps)
 {
     double sum = 0.0;
     for (int k = 0; k < K; k++)
-        sum += (double)(zg[k] + bg[k]);
+        sum += (double)(z[k] + bias[k]);
     const double mu = sum / K;
     double ss = 0.0;
     for (int k = 0; k < K; k++) {
-        const double d = (double)(zg[k] + bg[k]) - mu;
+        const double d = (double)(z[k] + bias[k]) - mu;
         ss += d * d;
     }
     *mean = (float)mu;
@@ -65,21 +104,18 @@ static void normalize_group(float *restrict y /* [K] */, const float *restrict z
     }
 }
 
-/* Each (sample, group): its statistics, then its K outputs. */
-static void forward_normalize(float *y /* [B, H] */, float *mean /* [B, G] */,
-                              float *rstd /* [B, G] */, const float *z /* [B, H] */,
-                              const float *bias /* [H] */, const float *gamma /* [H] */,
-                              const float *beta /* [H] */, int B, int H, int G, float eps,
-                              float slope)
+/* Samples [n0, n1): each group's statistics, then its K outputs. */
+static void forward_rows(void *arg, int n0, int n1)
 {
-    const int K = H / G;
-    for (int n = 0; n < B; n++) {
+    const block_pass *p = arg;
+    const int H = p->H, G = p->G, K = H / G;
+    for (int n = n0; n < n1; n++) {
         for (int g = 0; g < G; g++) {
-            const size_t ng = (size_t)n * G + (size_t)g, i0 = (size_t)n * H + (size_t)g * K;
-            const size_t c0 = (size_t)g * K;
-            group_stats(&mean[ng], &rstd[ng], z + i0, bias + c0, K, eps);
-            normalize_group(y + i0, z + i0, bias + c0, gamma + c0, beta + c0, K, mean[ng],
-                            rstd[ng], slope);
+            const size_t ng = (size_t)n * G + (size_t)g, c0 = (size_t)g * K;
+            const size_t i0 = (size_t)n * H + c0;
+            group_stats(&p->mean[ng], &p->rstd[ng], p->z + i0, p->bias + c0, K, p->eps);
+            normalize_group(p->y + i0, p->z + i0, p->bias + c0, p->gamma + c0, p->beta + c0, K,
+                            p->mean[ng], p->rstd[ng], p->slope);
         }
     }
 }
@@ -89,57 +125,44 @@ static fn_status block_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
     fn_block *b = (fn_block *)l;
     const fn_block_config *c = &b->cfg;
     const int B = x->rows;
-    const float *bias = b->params[FN_BLOCK_BIAS].value.data;
     forward_product(b->z.data, x->data, b->params[FN_BLOCK_WEIGHT].value.data, B,
                     c->in_features, c->out_features);
-    forward_normalize(y->data, b->mean.data, b->rstd.data, b->z.data, bias,
-                      b->params[FN_BLOCK_GAMMA].value.data, b->params[FN_BLOCK_BETA].value.data,
-                      B, c->out_features, c->groups, c->eps, c->negative_slope);
+    block_pass p = {
+        .y = y->data,
+        .mean = b->mean.data,
+        .rstd = b->rstd.data,
+        .z = b->z.data,
+        .bias = b->params[FN_BLOCK_BIAS].value.data,
+        .gamma = b->params[FN_BLOCK_GAMMA].value.data,
+        .beta = b->params[FN_BLOCK_BETA].value.data,
+        .B = B,
+        .H = c->out_features,
+        .G = c->groups,
+        .eps = c->eps,
+        .slope = c->negative_slope,
+    };
+    run_pass(l->ctx, B, p.H, forward_rows, &p);
     b->x = *x;
     return FN_OK;
 }
 
 /* ---- backward ---- */
 
-/* What the backward pass reads, recomputing zhat and du instead of caching. */
-typedef struct block_grad_inputs {
-    const float *dy;    /* [B, H] */
-    const float *z;     /* [B, H], without the bias */
-    const float *mean;  /* [B, G] */
-    const float *rstd;  /* [B, G] */
-    const float *bias;  /* [H] */
-    const float *gamma; /* [H] */
-    const float *beta;  /* [H] */
-    int B, H, G;
-    float slope;
-} block_grad_inputs;
-
-/* The column sums over the batch, in double, each column's terms added in
- * sample order (the order fn_cpu_add_column_sums keeps), rounded to float once
- * at the end: the block's CPU workspace, [3, H] doubles. */
-typedef struct column_sums {
-    double *dgamma, *dbeta, *dbias; /* [H] each */
-} column_sums;
-
-/* A (sample, group)'s K channels, read by the three passes below. */
+/* One (sample, group)'s K channels and its statistics. */
 typedef struct group_view {
     const float *dy, *z, *bias, *gamma, *beta; /* [K] each */
     float mean, rstd, slope;
     int K;
 } group_view;
 
-/* ghat = du gamma into dz; dgamma += du zhat, dbeta += du. */
-static void group_ghat(float *restrict dz /* [K] */, double *restrict dgamma /* [K] */,
-                       double *restrict dbeta /* [K] */, const group_view *v)
+/* ghat = du gamma into dz. */
+static void group_ghat(float *restrict dz /* [K] */, const group_view *v)
 {
     const float *restrict dy = v->dy, *restrict z = v->z, *restrict bias = v->bias;
     const float *restrict gamma = v->gamma, *restrict beta = v->beta;
     for (int k = 0; k < v->K; k++) {
         const float zh = zhat_of(z[k], bias[k], v->mean, v->rstd);
-        const float du = du_of(dy[k], gamma[k] * zh + beta[k], v->slope);
-        dz[k] = du * gamma[k];
-        dgamma[k] += (double)du * (double)zh;
-        dbeta[k] += (double)du;
+        dz[k] = du_of(dy[k], gamma[k] * zh + beta[k], v->slope) * gamma[k];
     }
 }
 
@@ -157,60 +180,88 @@ static void group_means(float *mean_g, float *mean_gz, const float *restrict gha
     *mean_gz = (float)(sum_gz / v->K);
 }
 
-/* dz = r (ghat - mean_g ghat - zhat mean_g(ghat zhat)) in place; dbias += dz. */
-static void group_dz(float *restrict dz /* [K] */, double *restrict dbias /* [K] */,
-                     const group_view *v, float mean_g, float mean_gz)
+/* dz = r (ghat - mean_g ghat - zhat mean_g(ghat zhat)), in place. */
+static void group_dz(float *restrict dz /* [K] */, const group_view *v, float mean_g,
+                     float mean_gz)
 {
     const float *restrict z = v->z, *restrict bias = v->bias;
     for (int k = 0; k < v->K; k++) {
         const float zh = zhat_of(z[k], bias[k], v->mean, v->rstd);
         dz[k] = v->rstd * (dz[k] - mean_g - zh * mean_gz);
-        dbias[k] += (double)dz[k];
     }
 }
 
-/* One (sample n, group g): dz = r (ghat - mean_g ghat - zhat mean_g(ghat
- * zhat)) and the terms of the column sums, in three passes over its
+/* Samples [n0, n1): dz of each (sample, group) in three passes over its
  * channels; only the middle one carries a sum from channel to channel. */
-static void backward_group(float *dz /* [B, H] */, column_sums *sums, const block_grad_inputs *in,
-                           int n, int g)
+static void backward_rows(void *arg, int n0, int n1)
 {
-    const int K = in->H / in->G;
-    const size_t c0 = (size_t)g * K, i0 = (size_t)n * in->H + c0;
-    const size_t ng = (size_t)n * in->G + (size_t)g;
-    const group_view v = {
-        .dy = in->dy + i0,
-        .z = in->z + i0,
-        .bias = in->bias + c0,
-        .gamma = in->gamma + c0,
-        .beta = in->beta + c0,
-        .mean = in->mean[ng],
-        .rstd = in->rstd[ng],
-        .slope = in->slope,
-        .K = K,
-    };
-    float mean_g, mean_gz;
-    group_ghat(dz + i0, sums->dgamma + c0, sums->dbeta + c0, &v);
-    group_means(&mean_g, &mean_gz, dz + i0, &v);
-    group_dz(dz + i0, sums->dbias + c0, &v, mean_g, mean_gz);
+    const block_pass *p = arg;
+    const int H = p->H, G = p->G, K = H / G;
+    for (int n = n0; n < n1; n++) {
+        for (int g = 0; g < G; g++) {
+            const size_t ng = (size_t)n * G + (size_t)g, c0 = (size_t)g * K;
+            const size_t i0 = (size_t)n * H + c0;
+            const group_view v = {
+                .dy = p->dy + i0,
+                .z = p->z + i0,
+                .bias = p->bias + c0,
+                .gamma = p->gamma + c0,
+                .beta = p->beta + c0,
+                .mean = p->mean[ng],
+                .rstd = p->rstd[ng],
+                .slope = p->slope,
+                .K = K,
+            };
+            float mean_g, mean_gz;
+            group_ghat(p->dz + i0, &v);
+            group_means(&mean_g, &mean_gz, p->dz + i0, &v);
+            group_dz(p->dz + i0, &v, mean_g, mean_gz);
+        }
+    }
 }
 
-/* dz for the whole batch, and dgamma, dbeta, dbias += their column sums. */
-static void backward_normalize(float *dz /* [B, H] */, float *dgamma /* [H] */,
-                               float *dbeta /* [H] */, float *dbias /* [H] */,
-                               double *workspace /* [3, H] */, const block_grad_inputs *in)
+/* The column sums' terms of sample n over channels [c0, c1), all of one
+ * group: du zhat, du and dz, recomputed exactly as backward_rows does. */
+static void add_column_terms(double *restrict sg, double *restrict sb, double *restrict sdb,
+                             const block_pass *p, int n, int c0, int c1)
 {
-    const size_t H = (size_t)in->H;
-    column_sums sums = {workspace, workspace + H, workspace + 2 * H};
-    for (size_t c = 0; c < 3 * H; c++)
-        workspace[c] = 0.0;
-    for (int n = 0; n < in->B; n++)
-        for (int g = 0; g < in->G; g++)
-            backward_group(dz, &sums, in, n, g);
-    for (size_t c = 0; c < H; c++) {
-        dgamma[c] += (float)sums.dgamma[c];
-        dbeta[c] += (float)sums.dbeta[c];
-        dbias[c] += (float)sums.dbias[c];
+    const size_t ng = (size_t)n * p->G + (size_t)(c0 / (p->H / p->G));
+    const size_t row = (size_t)n * p->H;
+    const float m = p->mean[ng], r = p->rstd[ng];
+    const float *restrict dy = p->dy + row, *restrict z = p->z + row, *restrict dz = p->dz + row;
+    const float *restrict bias = p->bias, *restrict gamma = p->gamma, *restrict beta = p->beta;
+    for (int c = c0; c < c1; c++) {
+        const float zh = zhat_of(z[c], bias[c], m, r);
+        const float du = du_of(dy[c], gamma[c] * zh + beta[c], p->slope);
+        sg[c - c0] += (double)du * (double)zh;
+        sb[c - c0] += (double)du;
+        sdb[c - c0] += (double)dz[c];
+    }
+}
+
+/* Chunks [k0, k1) of CHANNEL_CHUNK channels: dgamma += sum_n du zhat,
+ * dbeta += sum_n du, dbias += sum_n dz, each in double over the samples in
+ * order (as fn_cpu_add_column_sums sums), rounded to float once. */
+static void backward_columns(void *arg, int k0, int k1)
+{
+    const block_pass *p = arg;
+    const int K = p->H / p->G;
+    for (int k = k0; k < k1; k++) {
+        const int c0 = k * CHANNEL_CHUNK;
+        const int c1 = c0 + CHANNEL_CHUNK < p->H ? c0 + CHANNEL_CHUNK : p->H;
+        double sg[CHANNEL_CHUNK] = {0}, sb[CHANNEL_CHUNK] = {0}, sdb[CHANNEL_CHUNK] = {0};
+        for (int n = 0; n < p->B; n++) {
+            for (int c = c0; c < c1;) { /* one group's channels at a time */
+                const int end = (c / K + 1) * K < c1 ? (c / K + 1) * K : c1;
+                add_column_terms(sg + (c - c0), sb + (c - c0), sdb + (c - c0), p, n, c, end);
+                c = end;
+            }
+        }
+        for (int c = c0; c < c1; c++) {
+            p->dgamma[c] += (float)sg[c - c0];
+            p->dbeta[c] += (float)sb[c - c0];
+            p->dbias[c] += (float)sdb[c - c0];
+        }
     }
 }
 
@@ -231,11 +282,15 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
     fn_block *b = (fn_block *)l;
     const fn_block_config *c = &b->cfg;
     fn_param *p = b->params;
-    const block_grad_inputs in = {
-        .dy = dy->data,
-        .z = b->z.data,
+    block_pass pass = {
         .mean = b->mean.data,
         .rstd = b->rstd.data,
+        .dz = b->dz.data,
+        .dgamma = p[FN_BLOCK_GAMMA].grad.data,
+        .dbeta = p[FN_BLOCK_BETA].grad.data,
+        .dbias = p[FN_BLOCK_BIAS].grad.data,
+        .dy = dy->data,
+        .z = b->z.data,
         .bias = p[FN_BLOCK_BIAS].value.data,
         .gamma = p[FN_BLOCK_GAMMA].value.data,
         .beta = p[FN_BLOCK_BETA].value.data,
@@ -244,18 +299,12 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
         .G = c->groups,
         .slope = c->negative_slope,
     };
-    backward_normalize(b->dz.data, p[FN_BLOCK_GAMMA].grad.data, p[FN_BLOCK_BETA].grad.data,
-                       p[FN_BLOCK_BIAS].grad.data, (double *)b->scratch.data, &in);
+    run_pass(l->ctx, pass.B, pass.H, backward_rows, &pass);
+    const int chunks = (pass.H + CHANNEL_CHUNK - 1) / CHANNEL_CHUNK;
+    run_pass(l->ctx, chunks, CHANNEL_CHUNK * pass.B, backward_columns, &pass);
     backward_products(dx ? dx->data : NULL, p[FN_BLOCK_WEIGHT].grad.data, b->dz.data, b->x.data,
-                      p[FN_BLOCK_WEIGHT].value.data, in.B, c->in_features, in.H);
+                      p[FN_BLOCK_WEIGHT].value.data, pass.B, c->in_features, pass.H);
     return FN_OK;
-}
-
-/* The column sums' double accumulators, [3, H], in the scratch tensor (two
- * floats a double; fn_tensor_alloc's alignment suits doubles). */
-fn_status fn_block_cpu_setup(fn_block *b)
-{
-    return fn_tensor_alloc(&b->scratch, 1, 6 * b->cfg.out_features, FN_CPU);
 }
 
 static void block_destroy(fn_layer *l) { fn_block_release((fn_block *)l); }

@@ -22,8 +22,7 @@ typedef struct fn_block {
     fn_tensor mean;    /* per (sample, group) mean of z + b: [max_batch, groups] */
     fn_tensor rstd;    /* per (sample, group) 1/sqrt(var + eps): [max_batch, groups] */
     fn_tensor dz;      /* d loss / dz: [max_batch, out]; as z in bf16 mode */
-    fn_tensor scratch; /* the backend's own workspace (on the CPU: the backward
-                        * pass's column sums in double) */
+    fn_tensor scratch; /* the backend's own workspace; unused on the CPU */
 } fn_block;
 
 extern const fn_layer_ops fn_block_cpu_ops;
@@ -33,9 +32,6 @@ extern const fn_layer_ops fn_block_cuda_ops;
  * tf32x3 it also holds the TF32 splits of x and w that forward makes and
  * backward reuses, so backward uses the weight of the forward). */
 fn_status fn_block_cuda_setup(fn_block *b);
-
-/* block_cpu.c: sizes and allocates b->scratch at creation. */
-fn_status fn_block_cpu_setup(fn_block *b);
 
 /* kernels/block_cuda.cu: the fused kernels alone, as forward and backward
  * run them (bench times them). normalize_forward: y [n, out] from b->z
