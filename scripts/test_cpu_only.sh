@@ -21,7 +21,9 @@ if [ "$(readlink /proc/self/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ]; then
 fi
 empty=$(mktemp -d)
 for dir in /usr/local/cuda /usr/local/cuda-*; do
-    [ -d "$dir" ] && mount --bind "$empty" "$dir"
+    if [ -d "$dir" ]; then
+        mount --bind "$empty" "$dir"
+    fi
 done
 PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd: -)
 export PATH
