@@ -63,8 +63,9 @@ build_cuda_objects() {
     export PATH="$cuda/bin:$PATH"
     # Without -Werror: a warning in unfinished work elsewhere must not stop
     # fuzzing. One GPU architecture: the harnesses run on the CPU only.
+    # Neither MPI nor NCCL: the host C here is compiled without them.
     cmake -S . -B "$lib" -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=OFF -DFN_SANITIZE=OFF \
-        -DCMAKE_CUDA_ARCHITECTURES=90-real >/dev/null \
+        -DCMAKE_CUDA_ARCHITECTURES=90-real -DFN_MPI=OFF -DFN_NCCL=OFF >/dev/null \
         || die "cmake configure failed"
     nice -n "$nice_level" cmake --build "$lib" --target fusenet_static -j"$(nproc)" >/dev/null \
         || die "building $lib failed (run: cmake --build $lib --target fusenet_static)"
