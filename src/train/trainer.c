@@ -12,6 +12,7 @@
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
+#include "fusenet/version.h"
 #include "fusenet/weights.h"
 #include "train/optimizers.h"
 #include "train/trainer_impl.h"
@@ -28,6 +29,12 @@ static fn_status open_context(fn_trainer *t)
         d.device = d.gpus_found > 0 ? FN_CUDA : FN_CPU;
         d.gpu = d.gpus_found > 0 ? fn_trainer_dist_gpu(t, 0, d.gpus_found) : -1;
     } else if (c->device == FN_CUDA) {
+        if (!fn_build_has_cuda())
+            return fn_fail(FN_ERR_NODEV,
+                           "%s: [run] device = cuda, but this build of fusenet has no CUDA "
+                           "backend (configured with -DFN_CUDA=OFF or without a CUDA toolkit); "
+                           "rebuild with -DFN_CUDA=ON, or use device = auto or device = cpu",
+                           c->path);
         const int found = fn_cuda_device_count();
         if (c->gpu >= found)
             return fn_fail(FN_ERR_NODEV,
