@@ -22,7 +22,7 @@ install(TARGETS ${FN_INSTALLED_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BIN
 
 set(FN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fusenet)
 install(EXPORT fusenetTargets NAMESPACE fusenet:: DESTINATION ${FN_CMAKE_DIR} COMPONENT devel)
-configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fusenetConfig.cmake.in
+configure_package_config_file(${PROJECT_SOURCE_DIR}/scripts/cmake/fusenetConfig.cmake.in
   ${PROJECT_BINARY_DIR}/fusenetConfig.cmake INSTALL_DESTINATION ${FN_CMAKE_DIR})
 # Within one minor version the API only grows (0.x: the minor counts).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/fusenetConfigVersion.cmake
@@ -45,7 +45,7 @@ string(APPEND FN_PC_LIBS_PRIVATE " -lpthread -lm")
 # The prefix relative to the .pc file, so a prefix given at install time
 # (cmake --install --prefix, a .deb's /usr) is the one it names.
 file(RELATIVE_PATH FN_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/fusenet.pc.in ${PROJECT_BINARY_DIR}/fusenet.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/scripts/cmake/fusenet.pc.in ${PROJECT_BINARY_DIR}/fusenet.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/fusenet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
   COMPONENT devel)
 

@@ -30,10 +30,10 @@ endif()
 set(FN_GENERATED ${PROJECT_BINARY_DIR}/generated)
 configure_file(${PROJECT_SOURCE_DIR}/include/fusenet/version.h.in
   ${FN_GENERATED}/include/fusenet/version.h @ONLY)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/build_info.h.in ${FN_GENERATED}/core/build_info.h @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/scripts/cmake/build_info.h.in ${FN_GENERATED}/core/build_info.h @ONLY)
 add_custom_target(fn_commit
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-          -DOUTPUT=${FN_GENERATED}/build_commit.c -P ${PROJECT_SOURCE_DIR}/cmake/build_commit.cmake
+          -DOUTPUT=${FN_GENERATED}/build_commit.c -P ${PROJECT_SOURCE_DIR}/scripts/cmake/build_commit.cmake
   BYPRODUCTS ${FN_GENERATED}/build_commit.c
   COMMENT "fusenet: the commit this build is of")
 
