@@ -3,13 +3,15 @@
  * deterministic mode, a cuBLASLt handle and the table of its chosen
  * algorithms, a side stream with the events that fork work onto it and join
  * it back, each stream's cuBLAS workspace, and the device's multiprocessor
- * count. */
+ * count. Before any of that, the check that this build has code for the GPU
+ * and that the GPU has what the math mode needs. */
 #include <stdlib.h>
 
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/gemm_lt_cuda.h"
+#include "fusenet/version.h"
 
 /* cuBLAS's recommended workspace for Hopper; set explicitly so cuBLAS never
  * allocates inside a step. */
@@ -23,6 +25,39 @@ extern "C" int fn_cuda_count_devices(void)
         return 0;
     }
     return n;
+}
+
+/* Never launched: cudaFuncGetAttributes on it says whether the binary
+ * holds machine code the GPU runs or PTX its driver can compile. */
+__global__ void arch_probe_kernel(int *out) { *out = 0; }
+
+/* A GPU the build has no code for fails here, at start, naming its compute
+ * capability and the option that adds it, never with a kernel failure
+ * mid-run. tf32, tf32x3 and bf16 use the tensor cores' TF32 and bfloat16,
+ * which compute capability 8.0 (Ampere) brought. */
+static fn_status check_gpu(int gpu, fn_math math)
+{
+    int major = 0, minor = 0;
+    FN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gpu));
+    FN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, gpu));
+    cudaFuncAttributes attrs;
+    cudaError_t err = cudaFuncGetAttributes(&attrs, arch_probe_kernel);
+    if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction ||
+        err == cudaErrorUnsupportedPtxVersion) {
+        cudaGetLastError(); /* not sticky, but cleared all the same */
+        return fn_fail(FN_ERR_NODEV,
+                       "GPU %d has compute capability %d.%d, and this build of fusenet has no code "
+                       "for it (built for %s): rebuild with -DCMAKE_CUDA_ARCHITECTURES=%d%d (or "
+                       "native, for the GPUs of the building machine)",
+                       gpu, major, minor, fn_build_cuda_archs(), major, minor);
+    }
+    FN_CUDA_CHECK(err);
+    if (math != FN_MATH_FP32 && major < 8)
+        return fn_fail(FN_ERR_NODEV,
+                       "math = %s needs a GPU of compute capability 8.0 or later (Ampere), and GPU "
+                       "%d has %d.%d; use math = fp32",
+                       fn_math_name(math), gpu, major, minor);
+    return FN_OK;
 }
 
 static fn_status create_state(fn_cuda_state *s, int gpu)
@@ -58,6 +93,7 @@ extern "C" fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
         return fn_fail(FN_ERR_NODEV, "GPU %d does not exist: this machine has %d (0..%d)", gpu, n,
                        n - 1);
     FN_CUDA_CHECK(cudaSetDevice(gpu));
+    FN_TRY(check_gpu(gpu, ctx->math));
     fn_cuda_state *s = (fn_cuda_state *)calloc(1, sizeof *s);
     if (!s)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the CUDA context");

@@ -6,7 +6,7 @@
  * than kMinSplitDepth of its terms. cuBLAS's own pick (what cublasGemmEx
  * runs) is the first candidate, and for small batches it often splits k
  * across the whole GPU and sums the parts in a second kernel: in a CUDA
- * graph on the H200, fp32, the forward product of a 32-row batch from 64 to
+ * graph on an H200, fp32, the forward product of a 32-row batch from 64 to
  * 128 features took 8.9 us split into 132 parts of k = 64, and 2.97 us in
  * the heuristic's first unsplit kernel; a 256-row batch's product onto 10
  * outputs 6.5 us split in 66 parts of k = 512 and 5.5 us in 33, the

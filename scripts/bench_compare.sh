@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_compare.sh — did a change move bench's figures? On a GPU machine, in
-# one call: builds `bench` of another source tree (BASE, e.g. an older
+# one run: builds `bench` of another source tree (BASE, e.g. an older
 # revision unpacked with `git archive REV | tar -x -C build/base_src`) into
 # build/bench_base, then runs that bench and this tree's ($BENCH, default
 # build/gpu/bench) in turn, ROUNDS times (default 3) for each math mode,

@@ -11,7 +11,7 @@ gradients with NCCL in buckets during backward, as fusenet sums its layers.
 Timed with CUDA events after warm-up: rank 0 prints one line,
 `ddp <precision> <world> <samples/s>` (the global samples a second).
 
-Launch with torchrun (NCCL_NVLS_ENABLE=0 on the lent H200s):
+Launch with torchrun (NCCL_NVLS_ENABLE=0 where a machine needs NVLink SHARP off):
   torchrun --standalone --nproc_per_node N scripts/bench_ddp.py --precision tf32
 """
 import argparse

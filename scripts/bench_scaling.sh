@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench_scaling.sh — the weak-scaling table of README "Many GPUs" (issues 10
-# and 16), on one GPU machine in one call:
+# bench_scaling.sh — the weak-scaling table of docs/many-processes.md, on one
+# machine of several GPUs:
 #
 #   BUILD=build/gpu scripts/bench_scaling.sh [N ...]
 #
@@ -19,9 +19,9 @@
 # the plain 1-GPU run and against 1 GPU under `mpirun -np 1` (see below).
 # fusenet's
 # samples/s are the mean of metrics.csv's samples_per_s over the epochs
-# after the first (start-up). NCCL_NVLS_ENABLE=0 is set for every run (the
-# lent H200s need it). Variables: BUILD (build/gpu), PYTHON (python3, with
-# PyTorch), STEPS (steps an epoch at the largest N, default 16), EPOCHS (4),
+# after the first (start-up). NCCL_NVLS_ENABLE=0 is set for every run (NCCL's
+# NVLink SHARP off, which some machines need). Variables: BUILD (build/gpu),
+# PYTHON (python3, with PyTorch), STEPS (steps an epoch at the largest N, default 16), EPOCHS (4),
 # WORK (a temporary directory), OUT (the table also to $OUT/bench_scaling.md),
 # and WIDTH, NGROUPS, PER_GPU, DEVICE, GPUS for a smoke test (below).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_side_by_side.sh — fusenet against PyTorch at one shape, in one call
+# bench_side_by_side.sh — fusenet against PyTorch at one shape, in one run
 # on a GPU machine: runs ./bench in fp32, tf32, tf32x3 and bf16 with SGD
 # momentum 0 and 0.9, then scripts/bench_torch.py (eager and torch.compile,
 # matmul precision 'ieee' and 'tf32', and autocast bf16), and prints one

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench_small.sh — `train` at small shapes, where a step's arithmetic is
-# microseconds and launches and the host decide (issue 11), with PyTorch
-# eager beside it. On a GPU machine, in one call: writes a synthetic set
-# for each input width (X float32 [ROWS, in], y int32 of 10 classes;
+# microseconds and launches and the host decide, with PyTorch eager beside
+# it (the small-network table of docs/performance.md). On a GPU machine:
+# writes a synthetic set for each input width (X float32 [ROWS, in], y int32 of 10 classes;
 # scripts/make_synthetic.c), trains each shape in fp32 with SGD momentum
 # 0.9 (lr 0.01, groups 8, no validation set) three ways, and prints one
 # table of steps/s, each the median over the epochs after the first of

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_train.sh — does `train` keep up with the step? On a GPU machine, in
-# one call: writes a synthetic set at the benchmark shape (X float32
+# one run: writes a synthetic set at the benchmark shape (X float32
 # [ROWS, 8192], y int32 labels of 16 classes; scripts/make_synthetic.c built
 # with h5cc), trains `layers = block 8192, linear 16` (groups 512,
 # batch_size 1024, momentum 0, no validation set) in fp32, tf32 and bf16, takes the

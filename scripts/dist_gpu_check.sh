@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dist_gpu_check.sh — data parallelism on a GPU machine with Open MPI and
-# NCCL (nvidia-h200-x2: two H200s), in one call after scripts/gpu_check.sh
+# NCCL and two GPUs, in one run after scripts/gpu_check.sh
 # built build/gpu (with -DFN_TEST_HOOKS=ON):
 #   1. the dist tests of ctest (label dist): one step on 1 rank (NCCL at
 #      -np 1, bit for bit the plain run) and on 2 ranks (the summation-order
@@ -12,7 +12,8 @@
 #   4. the same run without the sanitizer, its weights against the 1-GPU
 #      run's (close: summation order only) and a second 2-rank run's (the
 #      same bits).
-# NCCL_NVLS_ENABLE=0 is set (the lent H200s need it). Logs go to
+# NCCL_NVLS_ENABLE=0 is set (NCCL's NVLink SHARP off, which some machines
+# need). Logs go to
 # ${OUT:-/tmp/out}; exits non-zero when a step failed, after running all.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -51,7 +51,7 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 nice_level=${FN_FUZZ_NICE:-10}
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 cflags=(-std=c11 -g -O1 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-        -Iinclude -Isrc -Itests/fuzz
+        -Iinclude -Isrc -Itests/fuzz -I"$lib/generated/include" -I"$lib/generated"
         $(pkg-config --cflags hdf5 inih openblas))
 libs=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcudart -lcublas -lcublasLt -lcurand
       $(pkg-config --libs hdf5 inih openblas) -lm -lstdc++)
@@ -61,16 +61,20 @@ die() { echo "fuzz.sh: $*" >&2; exit 2; }
 # The CUDA objects of a normal (gcc + nvcc) build of the library.
 build_cuda_objects() {
     export PATH="$cuda/bin:$PATH"
-    # Without -Werror: a warning in unfinished work elsewhere must not stop fuzzing.
-    cmake -S . -B "$lib" -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=OFF -DFN_SANITIZE=OFF >/dev/null \
+    # Without -Werror: a warning in unfinished work elsewhere must not stop
+    # fuzzing. One GPU architecture: the harnesses run on the CPU only.
+    # Neither MPI nor NCCL: the host C here is compiled without them.
+    cmake -S . -B "$lib" -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=OFF -DFN_SANITIZE=OFF \
+        -DCMAKE_CUDA_ARCHITECTURES=90-real -DFN_MPI=OFF -DFN_NCCL=OFF >/dev/null \
         || die "cmake configure failed"
-    nice -n "$nice_level" cmake --build "$lib" --target fusenet -j"$(nproc)" >/dev/null \
-        || die "building $lib failed (run: cmake --build $lib --target fusenet)"
+    nice -n "$nice_level" cmake --build "$lib" --target fusenet_static -j"$(nproc)" >/dev/null \
+        || die "building $lib failed (run: cmake --build $lib --target fusenet_static)"
     mkdir -p "$out/cuda"
     if [ "$lib/libfusenet.a" -nt "$out/cuda/.stamp" ]; then
         rm -f "$out/cuda"/*.o
         local archive="$PWD/$lib/libfusenet.a"
-        (cd "$out/cuda" && ar x "$archive" $(ar t "$archive" | grep '\.cu\.o$'))
+        # The kernels, and the generated source naming the commit.
+        (cd "$out/cuda" && ar x "$archive" $(ar t "$archive" | grep -E '\.cu\.o$|^build_commit\.c\.o$'))
         touch "$out/cuda/.stamp"
     fi
 }
@@ -91,6 +95,8 @@ build_host_objects() {
     header=$(newest_header)
     rm -f "$out"/obj/*.o.tmp
     for src in src/*/*.c; do
+        # A build without CUDA's stand-ins: this one links the kernels.
+        case $src in */cuda_absent*.c) continue ;; esac
         obj="$out/obj/$(object_name "$src")"
         if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$header" -nt "$obj" ]; then
             nice -n "$nice_level" "$cc" "${cflags[@]}" "${san[@]}" -fsanitize=fuzzer-no-link \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# gpu_check.sh — the check for the H200 machine, which cannot install
+# gpu_check.sh — the check for a GPU machine that cannot install
 # packages: unpacks the cmocka and inih packages kept in .deps/ into
-# /tmp/deps (the machine has HDF5 and OpenBLAS), builds build/gpu (Release, warnings as errors, sm_90), runs every
+# /tmp/deps (the machine has HDF5 and OpenBLAS), builds build/gpu (Release,
+# warnings as errors, CUDA required: FN_CUDA=ON, the default GPU
+# architectures, docs/build.md; ARCHS=native or a list overrides them), runs every
 # ctest test, then runs each GPU test executable (build/gpu/tests/test_*_cuda)
 # under compute-sanitizer's memcheck and racecheck, printing each tool's
 # summary line. Logs go to ${OUT:-/tmp/out}. Exits non-zero if any step
@@ -9,6 +11,7 @@
 #
 #   scripts/gpu_check.sh
 #   SANITIZE=0 BENCH=1 TESTS='cuda|interop' scripts/gpu_check.sh
+#   ARCHS=native scripts/gpu_check.sh     only this GPU's architecture: a faster build
 #
 # SANITIZE=0 leaves out compute-sanitizer (the slow part: over ten minutes
 # for every GPU test); SANITIZE='graph|comm', a grep -E pattern, runs it
@@ -16,7 +19,7 @@
 # tests it matches; BENCH=1
 # then runs each benchmark script that exists (scripts/bench_side_by_side.sh,
 # bench_small.sh, bench_scaling.sh), their tables going to $OUT too, so a
-# build, its tests and its figures come from one call on one machine.
+# build, its tests and its figures come from one run on one machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +52,8 @@ done
 export PKG_CONFIG_PATH=$deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 |
+    tee "$out/gpu.txt"
 
 # pkg-config's answers are cached; a cache from another environment would
 # keep stale paths.
@@ -57,6 +61,7 @@ rm -f build/gpu/CMakeCache.txt
 # The interop test runs with the python3 that has PyTorch and h5py here; the
 # test-only hooks are compiled in (test_faults aims its kills with them).
 if ! cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON -DFN_TEST_HOOKS=ON \
+        -DFN_CUDA=ON ${ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$ARCHS"} \
         -DFN_PYTHON="$(command -v python3)" >"$out/configure.log" 2>&1; then
     tail -40 "$out/configure.log"
     note_failure "configure"
@@ -66,6 +71,7 @@ if [ ${#failed[@]} -eq 0 ]; then
         grep -E "error|warning" "$out/build.log" | head -60
         note_failure "build"
     fi
+    [ -x build/gpu/train ] && build/gpu/train --version | tee "$out/version.txt"
 fi
 
 if [ ${#failed[@]} -eq 0 ]; then

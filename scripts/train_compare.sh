@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # train_compare.sh — did a change move `train`'s steps per second? On a GPU
-# machine, in one call: builds `train` of another source tree (BASE, as in
+# machine, in one run: builds `train` of another source tree (BASE, as in
 # bench_compare.sh) into build/train_base, writes a synthetic set
 # (scripts/make_synthetic.c), and trains the small network where a step is
 # launch- and host-bound (in 64, `block 128, block 128, linear 10`, batch
-# 32, SGD momentum 0.9; the S network of the performance issue) with both
+# 32, SGD momentum 0.9; the S network of docs/performance.md) with both
 # programs in turn, ROUNDS times (default 3). Prints each run's steps/s
 # (the last epoch's steps over its seconds from metrics.csv, the first
 # epoch left out as start-up) and the medians.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""weights_to_torch.py — a fusenet weights.h5 (README "Weights format") as a
+"""weights_to_torch.py — a fusenet weights.h5 (docs/formats.md) as a
 PyTorch module, computing what `predict` computes.
 
 As a library (put scripts/ on sys.path, or copy this one file):

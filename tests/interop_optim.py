@@ -2,7 +2,7 @@
 """interop_optim.py — train's optimisers, schedules and clipping against
 PyTorch's (ctest label "interop"). From the same weights, runs N steps in
 ./train and in PyTorch in float64 (torch.optim.Adam, AdamW, SGD, the
-schedule as torch.optim.lr_scheduler.LambdaLR with the README's formula,
+schedule as torch.optim.lr_scheduler.LambdaLR with docs/configuration.md's formula,
 torch.nn.utils.clip_grad_norm_ before each step) and checks every
 parameter: |ours - torch| <= 1e-5 * max(|torch|, 1) elementwise (as
 interop_torch.py: relative, absolute below 1).
@@ -82,7 +82,7 @@ def make_set(tmp, name, loss, rows, n_in, n_out, seed):
 
 
 def schedule_lr(s, t, total):
-    """The README's formula: the schedule, then the warm-up factor."""
+    """docs/configuration.md's formula: the schedule, then the warm-up factor."""
     lr, w = s["lr"], s.get("warmup_steps", 0)
     kind = s.get("schedule", "constant")
     if kind == "step":

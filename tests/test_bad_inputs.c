@@ -120,7 +120,7 @@ static const bad_input cases[] = {
     DATA("missing_y.h5", "missing_y.h5: no dataset 'y'"),
     TRAIN("data: no such inputs", 1, "good.h5: no dataset 'pixels'", "train.ini", "--set",
           "data.inputs=pixels"),
-    /* Integer and float64 inputs are read as float32 (issue 13). */
+    /* Integer and float64 inputs are read as float32. */
     TRAIN("data x_int64.h5", 0, NULL, "train.ini", "--set", "data.train=x_int64.h5"),
     TRAIN("data x_float64.h5", 0, NULL, "train.ini", "--set", "data.train=x_float64.h5"),
     DATA("x_string.h5",

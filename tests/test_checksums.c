@@ -1,11 +1,11 @@
 /* test_checksums.c — a weights file or checkpoint with one flipped bit is
  * refused or, where the bit carried nothing, loads the very same values:
- * never a silently changed value (issue 15, item 6). Data chunks carry
+ * never a silently changed value. Data chunks carry
  * Fletcher-32 checksums and the metadata the checksums of HDF5's 1.8 file
  * format (h5util.c). Bits are flipped at positions spread over the whole
  * file by a fixed generator, each in a fresh copy. And a checkpoint whose
  * momentum dataset lacks a chunk (HDF5 would read it as zeros: a resume
- * with zero momentum) is refused naming the dataset (item 5). */
+ * with zero momentum) is refused naming the dataset. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>

@@ -14,9 +14,11 @@
 
 #include <cmocka.h>
 
+#include "expect.h"
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
 #include "fusenet/sgd.h"
+#include "run/config_impl.h"
 #include "test_main.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the
@@ -350,7 +352,7 @@ static void test_math_bf16(void **state)
     fn_config_destroy(cfg);
 }
 
-/* [train] optimizer, its options, schedules and clipping (issue 12). */
+/* [train] optimizer, its options, schedules and clipping. */
 static void test_optimizer_keys(void **state)
 {
     fixture *f = *state;
@@ -613,6 +615,41 @@ static void test_best_keys(void **state)
                  "--set train.patience=-1: -1 is out of range: expected >= 0 and <= 1000000", NULL);
 }
 
+/* fn_config_get gives each kind of value back as a file would give it. */
+static void test_get_values(void **state)
+{
+    const fixture *f = *state;
+    static const char *const sets[] = {"run.device=cuda:1", "train.optimizer=adamw",
+                                       "train.betas=0.8, 0.99", NULL};
+    fn_config *cfg = NULL;
+    EXPECT_OK(load(f, "[data]\ntrain = train.h5\nstandardize = true\n[model]\n"
+                      "layers = block 16, block 16, linear 4\ngroups = 4\n[train]\nlr = 0.25\n"
+                      "seed = 9223372036854775807\n",
+                   sets, &cfg));
+    char v[256], want[256];
+    static const char *const expected[][2] = {
+        {"model.layers", "block 16, block 16, linear 4"}, {"model.groups", "4"},
+        {"train.lr", "0.25"}, {"data.standardize", "true"}, {"train.optimizer", "adamw"},
+        {"train.weight_decay", "0.00999999978"}, {"train.betas", "0.800000012, 0.99000001"},
+        {"train.seed", "9223372036854775807"}, {"run.device", "cuda:1"},
+        {"run.math", "fp32"}, {"train.loss", "cross_entropy"}, {"train.schedule", "constant"},
+        {"data.memory_budget_mb", "1024"}, {"data.valid", ""}, {"run.log_every", "20"}};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        EXPECT_OK(fn_config_get(cfg, expected[i][0], v, sizeof v));
+        if (strcmp(v, expected[i][1]) != 0)
+            fail_msg("%s: '%s', expected '%s'", expected[i][0], v, expected[i][1]);
+    }
+    EXPECT_OK(fn_config_get(cfg, "data.train", v, sizeof v));
+    snprintf(want, sizeof want, "%s/train.h5", f->dir);
+    assert_string_equal(v, want);
+    EXPECT_FAIL(fn_config_get(cfg, "train.rate", v, sizeof v), FN_ERR_INVALID,
+                "fn_config_get: unknown key 'train.rate'");
+    EXPECT_FAIL(fn_config_get(cfg, "lr", v, sizeof v), FN_ERR_INVALID, "unknown key 'lr'");
+    EXPECT_FAIL(fn_config_get(cfg, "model.layers", v, 10), FN_ERR_INVALID,
+                "model.layers needs 29 bytes, given 10");
+    fn_config_destroy(cfg);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides),
           T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
@@ -622,4 +659,5 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
-          T(test_path_join_normalises), T(test_best_keys), T(test_math_bf16))
+          T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
+          T(test_math_bf16))

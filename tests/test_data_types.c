@@ -1,5 +1,5 @@
-/* test_data_types.c — inputs and mse targets of any numeric HDF5 type
- * (issue 13): float16, float64 and integers of every size and byte order
+/* test_data_types.c — inputs and mse targets of any numeric HDF5 type:
+ * float16, float64 and integers of every size and byte order
  * are read as float32 through HDF5's conversion, slab by slab; a value
  * beyond float32's range, NaN or infinite is an error naming the file,
  * dataset, row and column, also in a later slab; float layouts that are

@@ -1,8 +1,8 @@
 /* test_deep_net.c — a network thousands of layers deep builds, saves and
  * loads in time linear in its depth, and the initialisation that makes it
- * fast draws the same numbers (issue 15, item 11: 8000 `linear 4`
- * layers once spent two minutes re-seeding cuRAND per tensor, so predict
- * could not load the weights its own train wrote within the probe's 60 s).
+ * fast draws the same numbers (8000 `linear 4` layers would take minutes
+ * if cuRAND were re-seeded per tensor, beyond the probe's 60 s in which
+ * predict must load the weights its own train wrote).
  *
  * The bound: the probe allows a load 60 s (h5_probe.h), and the
  * per-tensor re-seeding alone cost 16000 x 7 ms = 112 s at this depth. Now

@@ -84,7 +84,7 @@ static void test_out_of_device_memory_is_nomem(void **state)
 }
 
 /* The device's free memory is what a net is checked against before it is
- * built (issue 15, item 8): a petabyte of layers fails at once naming the
+ * built: a petabyte of layers fails at once naming the
  * need and the GPU's free memory, having allocated nothing. */
 static void test_net_larger_than_the_gpu_is_refused(void **state)
 {

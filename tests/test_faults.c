@@ -58,6 +58,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "run/config_impl.h"
 #include "store/dir_lock.h"
 #include "core/test_hooks.h"
 #include "program.h"

@@ -203,7 +203,7 @@ static void test_no_fused_step_on_the_cpu(void **state)
 /* The memory arithmetic before a net is built (model.h) against the net
  * built: every parameter and its gradient counted, and a net too large for
  * any machine (two layers of 2^24 features: a petabyte) refused before
- * anything is allocated, naming need and limit (issue 15, item 8). */
+ * anything is allocated, naming need and limit. */
 static void test_memory_need(void **state)
 {
     const fn_layer_kind *block = NULL, *linear = NULL;

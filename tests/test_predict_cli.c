@@ -1,5 +1,5 @@
-/* test_predict_cli.c — the `predict` program's evaluation and outputs
- * (issue 13), run as a user runs it on a classifier trained here on the
+/* test_predict_cli.c — the `predict` program's evaluation and outputs,
+ * run as a user runs it on a classifier trained here on the
  * digits: without --targets only 'outputs' (logits); with --targets y the
  * loss and accuracy printed and 'classes' (each row's argmax) written; with
  * --probabilities 'outputs' rows that are softmax probabilities; the
@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "fusenet/version.h"
 #include "program.h"
 #include "test_main.h"
 
@@ -191,6 +192,12 @@ static void test_errors(void **state)
     EXPECT_FAILURE(probs, 1, "--probabilities: dataset 't' holds values [N, out] (regression)");
     const char *novalue[] = {f->weights, f->valid, f->out, "--targets", NULL};
     EXPECT_FAILURE(novalue, 2, "--targets needs a value");
+    if (!fn_build_has_cuda()) {
+        const char *cuda[] = {f->weights, f->valid, f->out, "--device", "cuda", NULL};
+        EXPECT_FAILURE(cuda, 1, "this build of fusenet has no CUDA backend (it was configured "
+                                "with -DFN_CUDA=OFF, or without a CUDA toolkit); rebuild with "
+                                "-DFN_CUDA=ON");
+    }
     /* Regression targets of the model's width evaluate (a classifier's
      * logits against made-up values: the figures exist, that is all). */
     const char *values[] = {f->weights, f->values, f->out, "--targets", "t", NULL};
@@ -201,6 +208,24 @@ static void test_errors(void **state)
     free(text);
 }
 
+/* --version names the library's version, commit, backends and GPU
+ * architectures. */
+static void test_version(void **state)
+{
+    fixture *f = *state;
+    const char *argv[] = {"--version", NULL};
+    assert_int_equal(run(f, "predict", argv), 0);
+    char want[512];
+    snprintf(want, sizeof want,
+             "predict (fusenet) %s\ncommit: %s\nbackends: %s\nGPU architectures: %s\n",
+             FUSENET_VERSION_STRING, fn_version_commit(), fn_build_backends(),
+             fn_build_cuda_archs());
+    char *text = stdout_text(f);
+    assert_string_equal(text, want);
+    free(text);
+}
+
 TEST_MAIN(NULL, NULL,
           cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_errors, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_version, setup, teardown))

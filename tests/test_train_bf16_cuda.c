@@ -1,7 +1,7 @@
 /* test_train_bf16_cuda.c — the README's example (data/example.ini: two
  * blocks and a linear head on the handwritten digits, 20 epochs) trained on
  * the GPU in bf16 reaches the fp32 run's validation accuracy within one
- * point (issue 11), with the example's SGD momentum 0.9 (backward, then the
+ * point, with the example's SGD momentum 0.9 (backward, then the
  * optimiser) and again with momentum 0 (the fused plain-SGD step, whose
  * weight update is the bf16 dW product itself). Each run's summary of
  * device memory is printed beside the accuracies, and the bf16 run's

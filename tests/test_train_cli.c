@@ -27,6 +27,8 @@
 
 #include "expect.h"
 #include "fusenet/device.h"
+#include "fusenet/version.h"
+#include "store/h5util.h"
 #include "test_main.h"
 
 typedef struct fixture {
@@ -177,6 +179,29 @@ static void expect_failure_at(const fixture *f, const char *const *argv, int wan
 #define EXPECT_FAILURE(argv, status, needle) \
     expect_failure_at(*state, (argv), (status), (needle), __LINE__)
 
+/* The string attribute `name` of the root of the HDF5 file at path. */
+static char *root_string_attr(const char *path, const char *name)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(file >= 0);
+    char *value = NULL;
+    if (fn_h5_get_string(file, path, name, &value) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    H5Fclose(file);
+    return value;
+}
+
+/* The library that wrote a file is in its root attributes. */
+static void expect_written_by(const char *path)
+{
+    char *version = root_string_attr(path, "fusenet_version");
+    assert_string_equal(version, fn_version());
+    char *commit = root_string_attr(path, "fusenet_commit");
+    assert_string_equal(commit, fn_version_commit());
+    free(version);
+    free(commit);
+}
+
 /* --- usage and config errors --------------------------------------------------- */
 
 static void test_usage_errors(void **state)
@@ -192,6 +217,14 @@ static void test_usage_errors(void **state)
     const char *help[] = {"--help", NULL};
     assert_int_equal(run(*state, help), 0);
     expect_output(*state, "out.txt", "usage: train config.ini");
+    const char *version[] = {"--version", NULL};
+    assert_int_equal(run(*state, version), 0);
+    char line[256];
+    snprintf(line, sizeof line, "train (fusenet) %s\ncommit: %s\nbackends: %s\n",
+             FUSENET_VERSION_STRING, fn_version_commit(), fn_build_backends());
+    expect_output(*state, "out.txt", line);
+    snprintf(line, sizeof line, "GPU architectures: %s\n", fn_build_cuda_archs());
+    expect_output(*state, "out.txt", line);
 }
 
 static void test_config_errors(void **state)
@@ -264,6 +297,7 @@ static void test_example_one_epoch(void **state)
     char path[192];
     snprintf(path, sizeof path, "%s/weights.h5", out);
     assert_int_equal(access(path, R_OK), 0);
+    expect_written_by(path);
     snprintf(path, sizeof path, "%s/metrics.csv", out);
     assert_int_equal(count_lines(path), 2);
     char *csv = slurp(path);
@@ -500,6 +534,7 @@ static void test_hangup_and_closed_stdout(void **state)
     expect_output(f, "out.txt", "interrupted by SIGHUP");
     snprintf(path, sizeof path, "%s/hup/checkpoint.h5", f->dir);
     assert_int_equal(access(path, F_OK), 0);
+    expect_written_by(path);
 
     write_digits_config(f, "pipe.ini", "pipe", "block 32, linear 10", "epochs = 2\n");
     snprintf(cfg, sizeof cfg, "%s/pipe.ini", f->dir);
@@ -681,7 +716,8 @@ static void test_summary_and_throughput(void **state)
 }
 
 /* Limits print as integers; --set without '=' is a usage error as a bare
- * --set is; device = cuda without a GPU fails before printing a device. */
+ * --set is; device = cuda without a GPU fails before printing a device, and
+ * in a build without CUDA says so, naming the build option. */
 static void test_small_things(void **state)
 {
     fixture *f = *state;
@@ -698,8 +734,15 @@ static void test_small_things(void **state)
     EXPECT_FAILURE(nodot, 2, "--set lr=1: expected section.key=value");
     if (fn_cuda_device_count() == 0) {
         const char *cuda[] = {cfg, "--set", "run.device=cuda", NULL};
-        EXPECT_FAILURE(cuda, 1, "[run] device = cuda:0, but no usable GPU was found; use device "
-                                "= auto (a GPU when there is one, else the CPU) or device = cpu");
+        if (fn_build_has_cuda())
+            EXPECT_FAILURE(cuda, 1, "[run] device = cuda:0, but no usable GPU was found; use "
+                                    "device = auto (a GPU when there is one, else the CPU) or "
+                                    "device = cpu");
+        else
+            EXPECT_FAILURE(cuda, 1, "[run] device = cuda, but this build of fusenet has no CUDA "
+                                    "backend (configured with -DFN_CUDA=OFF or without a CUDA "
+                                    "toolkit); rebuild with -DFN_CUDA=ON, or use device = auto "
+                                    "or device = cpu");
         char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
         assert_null(strstr(out, "cuda:0"));
         free(out);

@@ -21,6 +21,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
+#include "fusenet/version.h"
 #include "fusenet/weights.h"
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
@@ -42,7 +43,8 @@ static const char usage[] =
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
     "  --batch N               rows per forward pass (default 256)\n"
     "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
-    "  --help                  this text\n";
+    "  --help                  this text\n"
+    "  --version               the version, commit, backends and GPU architectures\n";
 
 typedef struct options {
     const char *weights, *inputs_path, *outputs_path;
@@ -52,7 +54,7 @@ typedef struct options {
     const char *device;
     long batch;
     double budget_mb;
-    int help;
+    int help, version;
 } options;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -106,6 +108,8 @@ static int parse_args(int argc, char **argv, options *o)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             o->help = 1;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            o->version = 1;
         } else if (strcmp(argv[i], "--probabilities") == 0) {
             o->probabilities = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -118,7 +122,7 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unexpected argument '%s'", argv[i]);
         }
     }
-    if (n < 3 && !o->help)
+    if (n < 3 && !o->help && !o->version)
         return usage_error("%s", "expected weights.h5 inputs.h5 outputs.h5");
     return 0;
 }
@@ -294,9 +298,12 @@ int main(int argc, char **argv)
 {
     options o = {.inputs = "X", .device = "auto", .batch = 256, .budget_mb = 1024};
     int status = parse_args(argc, argv, &o);
-    if (status || o.help) {
-        if (o.help)
+    if (status || o.help || o.version) {
+        if (status == 0 && o.help)
             fputs(usage, stdout);
+        else if (status == 0)
+            printf("predict (fusenet) %s\ncommit: %s\nbackends: %s\nGPU architectures: %s\n",
+                   fn_version(), fn_version_commit(), fn_build_backends(), fn_build_cuda_archs());
         return status;
     }
     job j = {0};

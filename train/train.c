@@ -7,6 +7,7 @@
  * stdout closes (`train ... | head -1`) the run carries on, unprinted.
  *
  *   train config.ini [--set section.key=value ...] [--resume | --overwrite] [--help]
+ *   train --version
  *
  * Exit status: 0 done, 1 a config, data or run error, 2 a usage error,
  * 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP after writing a
@@ -23,6 +24,7 @@
 #include "fusenet/world.h"
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
+#include "fusenet/version.h"
 
 enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
@@ -43,9 +45,16 @@ static const char usage[] =
     "  --resume                 continue from <output dir>/checkpoint.h5\n"
     "  --overwrite              replace another run's files in the output dir\n"
     "  --help                   this text\n"
+    "  --version                the version, commit, backends and GPU architectures\n"
     "\n"
     "Under mpirun or srun, the processes train one network together, each on its\n"
-    "share of every batch ([train] batch_size is the global batch; README \"Many GPUs\").\n";
+    "share of every batch ([train] batch_size is the global batch; docs/many-processes.md).\n";
+
+static void print_version(void)
+{
+    printf("train (fusenet) %s\ncommit: %s\nbackends: %s\nGPU architectures: %s\n", fn_version(),
+           fn_version_commit(), fn_build_backends(), fn_build_cuda_archs());
+}
 
 static double now(void)
 {
@@ -72,7 +81,7 @@ typedef struct args {
     const char *config;
     const char **sets; /* [n_sets], borrowed from argv */
     int n_sets;
-    int resume, overwrite, help;
+    int resume, overwrite, help, version;
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -93,6 +102,8 @@ static int parse_args(int argc, char **argv, args *a)
         const char *s = argv[i];
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0)
             a->help = 1;
+        else if (strcmp(s, "--version") == 0)
+            a->version = 1;
         else if (strcmp(s, "--resume") == 0)
             a->resume = 1;
         else if (strcmp(s, "--overwrite") == 0)
@@ -120,7 +131,7 @@ static int parse_args(int argc, char **argv, args *a)
     if (a->resume && a->overwrite)
         return usage_error("%s", "--resume continues the run in the output dir, --overwrite "
                                  "replaces it: give one of them");
-    if (!a->config && !a->help)
+    if (!a->config && !a->help && !a->version)
         return usage_error("%s", "no config file given");
     return 0;
 }
@@ -380,7 +391,10 @@ static int conclude(const fn_trainer *t, fn_status st, const display *d)
  * others). */
 static int execute(const fn_config *cfg, const args *a, int *together)
 {
-    display d = {.tty = isatty(STDOUT_FILENO), .log_every = cfg->log_every, .last_bar = now()};
+    char log_every[32];
+    if (fn_config_get(cfg, "run.log_every", log_every, sizeof log_every) != FN_OK)
+        return fail(NULL);
+    display d = {.tty = isatty(STDOUT_FILENO), .log_every = atoi(log_every), .last_bar = now()};
     const fn_trainer_options options = {
         .resume = a->resume, .overwrite = a->overwrite,
         .callbacks = fn_world_rank() == 0 ? &callbacks : &quiet_callbacks, .user = &d};
@@ -418,7 +432,7 @@ static void install_handlers(void)
     sigaction(SIGPIPE, &sa, NULL);
 }
 
-/* Under mpirun or srun (README "Many GPUs") every rank runs this: a
+/* Under mpirun or srun (docs/many-processes.md) every rank runs this: a
  * failure on one rank ends the others (fn_world_abort) after printing its
  * message, unless every rank failed at the same step with it; a run that
  * ends, or stops together, finalises MPI. */
@@ -431,11 +445,14 @@ int main(int argc, char **argv)
     int status = parse_args(argc, argv, &a);
     if (status == 0 && a.help && fn_world_rank() == 0)
         fputs(usage, stdout);
+    else if (status == 0 && a.version && fn_world_rank() == 0)
+        print_version();
+    const int run = !a.help && !a.version;
     fn_config *cfg = NULL;
-    if (status == 0 && !a.help)
+    if (status == 0 && run)
         status = load_config(&a, &cfg);
     int together = 0;
-    if (status == 0 && !a.help)
+    if (status == 0 && run)
         status = execute(cfg, &a, &together);
     free(a.sets);
     fn_config_destroy(cfg);

@@ -7,88 +7,51 @@
  * "config.ini: [data] train is required". Paths in the file are resolved
  * relative to the file's directory, paths given with --set relative to the
  * current directory, and every path is normalised ("data/../runs" reads
- * "runs"). The README lists every section and key. */
+ * "runs"). docs/configuration.md lists every section and key. */
 #ifndef FUSENET_CONFIG_H
 #define FUSENET_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fusenet/device.h"
 #include "fusenet/layer_kind.h"
-#include "fusenet/loss_kind.h"
+#include "fusenet/memory_set.h"
 #include "fusenet/model.h"
-#include "fusenet/optimizer_kind.h"
 #include "fusenet/schedule.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct fn_config {
-    char *path; /* the config file as given */
-    char *dir;  /* its directory: the base of relative paths */
-    char *text; /* the file's text, plus the overrides as comment lines */
-
-    /* [data] */
-    char *train;             /* required; resolved path */
-    char *valid;             /* NULL: no validation set */
-    char *inputs;            /* dataset name, "X" */
-    char *targets;           /* dataset name, "y" */
-    double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
-    int standardize;         /* per-column mean/std of the training set (input_norm.h), 0 */
-
-    /* [model] */
-    fn_layer_spec *layers; /* [n_layers], required: the items, "block 128" or "linear 10" */
-    int n_layers;
-    int groups;           /* 8, must divide every block width */
-    float eps;            /* 1e-5 */
-    float negative_slope; /* 0.01 */
-    char *init;           /* NULL, or weights.h5 to start from (resolved) */
-
-    /* [train] */
-    const fn_loss_kind *loss; /* cross_entropy (loss_kind.h) */
-    int batch_size;    /* 64 */
-    int epochs;        /* 10 */
-    float lr;          /* 0.01: the schedule's base rate, every optimiser's */
-    uint64_t seed;     /* 1 */
-    int checkpoint_every; /* epochs between checkpoints, 0 = only when interrupted */
-    const fn_optimizer_kind *optimizer; /* sgd (optimizer_kind.h) */
-    /* The chosen optimiser's own options block (its config struct:
-     * fn_sgd_config, fn_adam_config), read from the [train] keys it
-     * declares; set by fn_config_finish, owned by the config. */
-    const void *optimizer_options;
-    fn_schedule_kind schedule; /* constant */
-    int warmup_steps;     /* 0 */
-    int step_size;        /* schedule = step: required */
-    float gamma;          /* schedule = step: 0.1 */
-    float min_lr;         /* schedule = cosine: 0 */
-    float clip_grad_norm; /* 0 = off */
-    int keep_best;        /* write best.h5 when the validation metric improves */
-    int patience;         /* stop after this many epochs without improvement, 0 = never */
-
-    /* [run] */
-    int device_auto; /* device = auto: CUDA when a GPU is present */
-    fn_device device;
-    int gpu; /* cuda:N */
-    int gpu_pinned; /* device = cuda:N named the GPU (not auto or cuda): every rank takes it */
-    fn_math math;
-    int log_every; /* steps between plain progress lines, 0 = per epoch only */
-    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/trainer/step_graph.c) */
-
-    /* [output] */
-    char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */
-
-    struct fn_config_keys *keys; /* private: where each value came from */
-} fn_config;
+/* Opaque: every setting is set through fn_config_load/_parse/_set and read
+ * back with fn_config_get, so a new key changes no program's layout. */
+typedef struct fn_config fn_config;
 
 /* Reads and checks a config file. On failure *cfg is NULL. */
 fn_status fn_config_load(fn_config **cfg, const char *path);
+/* The same from INI text a program holds ("" for every default): `name`
+ * stands for the file in messages ("name:3: train.lr: ...") and in the
+ * default [output] dir (runs/<name's stem>); paths are relative to the
+ * current directory. On failure *cfg is NULL. */
+fn_status fn_config_parse(fn_config **cfg, const char *name, const char *text);
 /* Applies "section.key=value" (the argument of --set) with the same checks. */
 fn_status fn_config_set(fn_config *cfg, const char *assignment);
+/* A memory set (memory_set.h) for [data] train or valid (`which`: "train"
+ * or "valid") in place of a file, which must then not be given. The set
+ * is borrowed: it must outlive every trainer made from cfg. Call before
+ * fn_config_finish. */
+fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set);
 /* The checks that involve several keys and the required keys; call after the
  * last fn_config_set. Resolves paths against cfg->dir. */
 fn_status fn_config_finish(fn_config *cfg);
-void fn_config_destroy(fn_config *cfg);
+void fn_config_destroy(fn_config *cfg); /* NULL is fine */
+/* The value of "section.key" as a config file would give it ("20",
+ * "true", "block 128, block 128, linear 10", a resolved path after
+ * fn_config_finish; "" for a path not set), in value (cap bytes, the
+ * terminating zero included). FN_ERR_INVALID for an unknown key or a value
+ * longer than cap. */
+fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap);
 /* Whether section.name was set, in the file or by --set (not a default). */
 int fn_config_given(const fn_config *cfg, const char *section, const char *name);
 
@@ -104,9 +67,6 @@ fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *
  * where the config does not set them; where it does and they differ, it
  * fails naming both (the values themselves are loaded by fn_weights_load). */
 fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
-
-/* "dir/name" unless name is absolute; malloc'ed, NULL when out of memory. */
-char *fn_path_join(const char *dir, const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,11 @@
-/* data.h — data sets from HDF5 and the rows of their mini-batches, in host
- * memory (fn_loader, loader.h, gathers each batch's rows and puts it on the
- * device).
+/* data.h — data sets and the rows of their mini-batches, in host memory
+ * (fn_loader, loader.h, gathers each batch's rows and puts it on the
+ * device). A set's rows come from an HDF5 file or from a program's memory
+ * set (memory_set.h); what follows the opening (slabs, shuffle, batches,
+ * column statistics) is one path for both, so the same rows, options and
+ * seed give the same batches from either.
  *
- * A set is two datasets of one file: inputs [N, in], and targets, either
+ * A file's set is two datasets of one file: inputs [N, in], and targets, either
  * integer labels [N] (any HDF5 integer type of up to 8 bytes, read as
  * int32; for cross-entropy) or values [N, out] (for mean squared error).
  * Inputs and mse targets may be of any IEEE float (half, single, double) or
@@ -30,6 +33,7 @@
 #include <stdint.h>
 
 #include "fusenet/device.h"
+#include "fusenet/memory_set.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,10 +63,28 @@ typedef struct fn_data_options {
 
 typedef struct fn_data fn_data; /* opaque */
 
-/* Opens and checks a set; it stays in host memory (a loader takes batches
- * to the device). */
+/* Opens and checks a file's set; it stays in host memory (a loader takes
+ * batches to the device). */
 fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt);
-void fn_data_close(fn_data *data);
+
+/* Opens a memory set as a set: opt's dataset names are not used (targets
+ * NULL still means inputs only); its labels or values must be what opt's
+ * loss needs (or, with targets_by_rank, are taken as they are), its labels
+ * in [0, out_features), its columns those of opt. The memory set is
+ * borrowed and must outlive the set: nothing is copied again. */
+fn_status fn_data_open_memory(fn_data **data, const fn_memory_set *set,
+                              const fn_data_options *opt);
+
+/* Where a set's rows come from: a file or a memory set, one of the two. */
+typedef struct fn_data_source {
+    const char *path;            /* an HDF5 file (opt names its datasets) */
+    const fn_memory_set *memory; /* or a memory set (borrowed) */
+} fn_data_source;
+
+/* fn_data_open or fn_data_open_memory, as the source says. */
+fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
+                              const fn_data_options *opt);
+void fn_data_close(fn_data *data); /* NULL is fine */
 
 int64_t fn_data_rows(const fn_data *data);
 int fn_data_in_features(const fn_data *data);

@@ -21,7 +21,7 @@ typedef enum fn_math {
     FN_MATH_TF32,     /* tensor cores, operands rounded to TF32 */
     FN_MATH_TF32X3,   /* operands split into TF32 part + remainder, 3 products */
     FN_MATH_BF16      /* operands rounded to bfloat16, fp32 accumulation; fp32
-                       * master weights, optimiser state, statistics (README) */
+                       * master weights, optimiser state, statistics (docs/gpus.md) */
 } fn_math;
 /* How many modes there are: device.c's table of names is checked against
  * it when it compiles. */
@@ -35,7 +35,7 @@ int fn_cuda_device_count(void);
 /* Creates a context. For FN_CUDA, `gpu` selects the device (0-based); a
  * missing GPU is FN_ERR_NODEV with a message saying so. */
 fn_status fn_context_create(fn_context **ctx, fn_device device, int gpu, fn_math math);
-void fn_context_destroy(fn_context *ctx);
+void fn_context_destroy(fn_context *ctx); /* NULL is fine */
 
 fn_device fn_context_device(const fn_context *ctx);
 fn_math fn_context_math(const fn_context *ctx);

@@ -7,7 +7,7 @@
  * over every row, the population standard deviation; a constant column
  * gets std 1, so it maps to 0). They travel with the network: weights.h5
  * and checkpoint.h5 hold them as the group `/input_norm` with float32
- * datasets `mean` [in] and `std` [in] (README "Weights format"); a file
+ * datasets `mean` [in] and `std` [in] (docs/formats.md); a file
  * without the group has no standardisation. The loader applies them to
  * every batch on the device after its upload (fn_loader_set_norm), and
  * `predict` does the same with the weights file's. */

@@ -59,7 +59,7 @@ struct fn_layer {
  * (backward after a forward of the same batch size), then dispatch. */
 fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
 fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
-void fn_layer_destroy(fn_layer *l);
+void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
  * with backward's checks; FN_ERR_INVALID when its ops have none. */
 fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);

@@ -19,7 +19,7 @@ fn_status fn_net_create(fn_net **net, fn_context *ctx, int max_batch);
 /* Appends a layer and takes ownership of it (also on failure, when it is
  * destroyed). Its in_features must equal the previous layer's out_features. */
 fn_status fn_net_add(fn_net *net, fn_layer *layer);
-void fn_net_destroy(fn_net *net);
+void fn_net_destroy(fn_net *net); /* NULL is fine */
 
 /* y is set to a view of the last activation ([batch, out]); x must stay valid
  * until backward. */

@@ -26,7 +26,7 @@ fn_status fn_outputs_write_classes(fn_outputs *o, int64_t row0, int n, const int
 /* Renames the finished file over the path. */
 fn_status fn_outputs_commit(fn_outputs *o);
 /* Frees o; an uncommitted temporary is removed, the path left untouched. */
-void fn_outputs_destroy(fn_outputs *o);
+void fn_outputs_destroy(fn_outputs *o); /* NULL is fine */
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,7 @@ fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, 
  * then destroys it); NULL for NULL. */
 fn_optimizer *fn_sgd_optimizer(fn_sgd *opt);
 fn_status fn_sgd_step(fn_sgd *opt); /* fn_optimizer_step */
-void fn_sgd_destroy(fn_sgd *opt);
+void fn_sgd_destroy(fn_sgd *opt); /* NULL is fine */
 
 /* Plain SGD: momentum 0 and weight decay 0 (dampening and nesterov then
  * change nothing), so a step is theta <- theta - lr * grad and keeps no

@@ -90,7 +90,7 @@ typedef struct fn_train_progress {
     int epochs;
     long long step;       /* batches of this epoch taken */
     long long steps;      /* batches per epoch */
-    double loss;          /* of this step's batch; on the GPU (deferred steps, README) the
+    double loss;          /* of this step's batch; on the GPU (deferred steps, docs/gpus.md) the
                            * newest the host has read, a few steps older */
     double samples_per_s; /* since this epoch, or its resumed part, began */
     long long rows_left;  /* rows still to train before the last epoch ends */
@@ -150,7 +150,7 @@ typedef struct fn_trainer_options {
     int overwrite;                         /* a fresh run may replace another run's files */
     const fn_trainer_callbacks *callbacks; /* NULL: none; copied */
     void *user;
-    /* Data parallelism (README "Many GPUs", comm.h): FN_COMM_WORLD (0), in
+    /* Data parallelism (docs/many-processes.md, comm.h): FN_COMM_WORLD (0), in
      * an MPI world the trainer sums gradients over every rank (each takes
      * its share of every global batch; rank 0 alone writes the output
      * directory's files), else it trains alone; FN_COMM_SELF: alone even
@@ -197,6 +197,9 @@ const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
 const char *fn_trainer_weights_path(const fn_trainer *trainer);
 const char *fn_trainer_best_path(const fn_trainer *trainer);
 fn_net *fn_trainer_net(const fn_trainer *trainer);
+/* The input standardisation the network trains with ([data] standardize,
+ * input_norm.h), for fn_infer; NULL without it. */
+const fn_input_norm *fn_trainer_input_norm(const fn_trainer *trainer);
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
 
 #ifdef __cplusplus

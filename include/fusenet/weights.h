@@ -1,9 +1,11 @@
 /* weights.h — a network's weights exported to and imported from HDF5.
  *
- * Layout (README "Weights format"): root attributes format =
+ * Layout (docs/formats.md): root attributes format =
  * "fusenet-weights", format_version (1, or 2 when the file holds
- * "input_norm"), config (the run's config text) and
- * layers ("layer0,layer1,..."); per layer a group "layerI" with float32
+ * "input_norm"), config (the run's config text),
+ * layers ("layer0,layer1,...") and fusenet_version and fusenet_commit (the
+ * library that wrote it: fn_version(), fn_version_commit(); informative,
+ * never checked on reading); per layer a group "layerI" with float32
  * datasets named as PyTorch names them — weight [out, in], bias [out], and
  * for blocks gamma [out], beta [out] — and attributes kind ("block" or
  * "linear"), in_features, out_features and, for blocks, groups, eps and

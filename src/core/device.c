@@ -1,12 +1,14 @@
 /* device.c — the device context (fusenet/device.h): creating and naming
  * contexts and math modes; the GPU half lives in
  * kernels/device_cuda.cu. */
+#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/device_impl.h"
 #include "core/name_list.h"
 #include "core/cuda_runtime.h"
+#include "core/workers.h"
 
 int fn_cuda_device_count(void) { return fn_cuda_count_devices(); }
 
@@ -25,12 +27,13 @@ fn_status fn_context_create(fn_context **out, fn_device device, int gpu, fn_math
     ctx->device = device;
     ctx->math = math;
     ctx->gpu = -1;
-    if (device == FN_CUDA) {
-        fn_status st = fn_cuda_context_init(ctx, gpu);
-        if (st != FN_OK) {
-            free(ctx);
-            return st;
-        }
+    /* The element-wise passes take as many threads as the products
+     * (OPENBLAS_NUM_THREADS, else the cores), so one setting steers both. */
+    fn_status st = device == FN_CUDA ? fn_cuda_context_init(ctx, gpu)
+                                     : fn_workers_create(&ctx->workers, openblas_get_num_threads());
+    if (st != FN_OK) {
+        free(ctx);
+        return st;
     }
     *out = ctx;
     return FN_OK;
@@ -42,6 +45,7 @@ void fn_context_destroy(fn_context *ctx)
         return;
     if (ctx->device == FN_CUDA)
         fn_cuda_context_release(ctx);
+    fn_workers_destroy(ctx->workers);
     free(ctx);
 }
 

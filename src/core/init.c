@@ -1,76 +1,13 @@
-/* init.c — seeded initialisation: uniforms from cuRAND's Philox generator
- * (host API for CPU tensors, kernels/init_cuda.cu for GPU tensors) and
- * constant fills. */
-#include <curand.h>
+/* init.c — seeded initialisation: uniforms from the Philox generator
+ * (philox.c, cuRAND's numbers in plain C, for CPU tensors;
+ * kernels/init_cuda.cu, cuRAND itself, for GPU tensors) and constant
+ * fills. */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 
 #include "core/cuda_runtime.h"
+#include "core/philox.h"
 #include "fusenet/init.h"
-
-/* Defined in kernels/init_cuda.cu (extern "C"). */
-const char *fn_curand_error_string(curandStatus_t status);
-
-static fn_status curand_fail(curandStatus_t status, const char *what)
-{
-    return fn_fail(FN_ERR_CUDA, "fn_init_uniform: %s: %s", what, fn_curand_error_string(status));
-}
-
-/* cuRAND's host generator re-initialises its whole state whenever its seed
- * or offset is set, which costs milliseconds a call (7 ms measured here:
- * a net of 8000 layers spent two minutes in it), while continuing a
- * sequence costs microseconds. Networks draw their tensors one after
- * another from one stream, so the generator of the last draw is kept with
- * where it stopped, and a draw that continues there is not re-seeded; the
- * numbers are the same either way (cuRAND's offsets count values). One
- * draw at a time, under the lock; the generator lives as long as the
- * process. */
-static struct {
-    pthread_mutex_t lock;
-    curandGenerator_t gen; /* NULL until the first draw */
-    uint64_t seed, next;   /* the stream and offset where the last draw stopped */
-} host_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Positions the kept generator at rng, creating or re-seeding it if needed. */
-static fn_status position_host(const fn_rng *rng)
-{
-    curandStatus_t cs = CURAND_STATUS_SUCCESS;
-    if (!host_cache.gen) {
-        cs = curandCreateGeneratorHost(&host_cache.gen, CURAND_RNG_PSEUDO_PHILOX4_32_10);
-        if (cs != CURAND_STATUS_SUCCESS) {
-            host_cache.gen = NULL;
-            return curand_fail(cs, "curandCreateGeneratorHost");
-        }
-    } else if (host_cache.seed == rng->seed && host_cache.next == rng->offset) {
-        return FN_OK;
-    }
-    host_cache.next = UINT64_MAX; /* unknown until both calls succeed */
-    cs = curandSetPseudoRandomGeneratorSeed(host_cache.gen, rng->seed);
-    if (cs != CURAND_STATUS_SUCCESS)
-        return curand_fail(cs, "curandSetPseudoRandomGeneratorSeed");
-    cs = curandSetGeneratorOffset(host_cache.gen, rng->offset);
-    if (cs != CURAND_STATUS_SUCCESS)
-        return curand_fail(cs, "curandSetGeneratorOffset");
-    host_cache.seed = rng->seed;
-    host_cache.next = rng->offset;
-    return FN_OK;
-}
-
-static fn_status draw_host(float *out /* [n] */, size_t n, const fn_rng *rng)
-{
-    pthread_mutex_lock(&host_cache.lock);
-    fn_status st = position_host(rng);
-    if (st == FN_OK) {
-        curandStatus_t cs = curandGenerateUniform(host_cache.gen, out, n);
-        /* After a failure where the generator stands is unknown. */
-        host_cache.next = cs == CURAND_STATUS_SUCCESS ? rng->offset + n : UINT64_MAX;
-        if (cs != CURAND_STATUS_SUCCESS)
-            st = curand_fail(cs, "curandGenerateUniform");
-    }
-    pthread_mutex_unlock(&host_cache.lock);
-    return st;
-}
 
 /* Same numbers as the GPU: Philox uniforms, then lo + (hi - lo) * u with
  * each operation rounded separately (C11 without FP_CONTRACT never fuses),
@@ -78,7 +15,7 @@ static fn_status draw_host(float *out /* [n] */, size_t n, const fn_rng *rng)
 static fn_status uniform_host(float *out /* [n] */, size_t n, float lo, float hi,
                               const fn_rng *rng)
 {
-    FN_TRY(draw_host(out, n, rng));
+    fn_philox_uniform(out, n, rng->seed, rng->offset);
     const float range = hi - lo;
     for (size_t i = 0; i < n; i++) {
         const float scaled = range * out[i];

@@ -1,55 +1,52 @@
-/* workers.c — a fixed set of helper threads that wait for a job, each run
- * its part, and report back; the caller runs part 0 and waits for the rest.
- * Every shared field is read and written under the one mutex. */
+/* workers.c — a fixed set of helper threads, each waiting on its own
+ * semaphore for a part of a job; the caller runs part 0, posts only the
+ * helpers a job has parts for, and waits for as many "done"s. The job's
+ * fields are written before the posts and read after the waits, which
+ * order them (POSIX semaphores synchronise memory). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/workers.h"
 
+typedef struct helper {
+    fn_workers *w;
+    int part;
+    sem_t go; /* a part to run, or quit */
+    pthread_t thread;
+} helper;
+
 struct fn_workers {
-    int threads;         /* parts of a job, the caller's included */
-    int started;         /* helper threads running */
-    pthread_t *helpers;  /* [threads - 1] */
-    pthread_mutex_t mu;
-    pthread_cond_t wake; /* a job or quit */
-    pthread_cond_t done; /* a helper finished its part */
-    unsigned long job;   /* bumped for each job */
-    fn_work work;
+    int threads;      /* parts of a full job, the caller's included */
+    int started;      /* helper threads running */
+    helper *helpers;  /* [threads - 1] */
+    sem_t done;       /* a helper finished its part */
+    fn_work work;     /* the job in flight */
     void *arg;
-    int pending;         /* helpers' parts not done yet */
+    int parts;        /* its parts, the caller's included */
     int quit;
 };
 
-typedef struct helper_arg {
-    fn_workers *w;
-    int part;
-} helper_arg;
+static void wait_for(sem_t *s)
+{
+    while (sem_wait(s) != 0 && errno == EINTR)
+        ;
+}
 
 static void *helper_main(void *p)
 {
-    helper_arg a = *(helper_arg *)p;
-    free(p);
-    fn_workers *w = a.w;
-    unsigned long seen = 0;
-    pthread_mutex_lock(&w->mu);
+    helper *h = p;
+    fn_workers *w = h->w;
     for (;;) {
-        while (!w->quit && w->job == seen)
-            pthread_cond_wait(&w->wake, &w->mu);
+        wait_for(&h->go);
         if (w->quit)
-            break;
-        seen = w->job;
-        fn_work work = w->work;
-        void *arg = w->arg;
-        pthread_mutex_unlock(&w->mu);
-        work(arg, a.part, w->threads);
-        pthread_mutex_lock(&w->mu);
-        if (--w->pending == 0)
-            pthread_cond_signal(&w->done);
+            return NULL;
+        w->work(w->arg, h->part, w->parts);
+        sem_post(&w->done);
     }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
 }
 
 fn_status fn_thread_start(pthread_t *thread, void *(*main)(void *), void *arg)
@@ -69,13 +66,14 @@ fn_status fn_thread_start(pthread_t *thread, void *(*main)(void *), void *arg)
 static fn_status start_helpers(fn_workers *w)
 {
     for (int i = 1; i < w->threads; i++) {
-        helper_arg *a = malloc(sizeof *a);
-        if (!a)
-            return fn_fail(FN_ERR_NOMEM, "out of memory for a worker thread");
-        *a = (helper_arg){w, i};
-        fn_status st = fn_thread_start(&w->helpers[i - 1], helper_main, a);
+        helper *h = &w->helpers[i - 1];
+        *h = (helper){.w = w, .part = i};
+        if (sem_init(&h->go, 0, 0) != 0)
+            return fn_fail(FN_ERR_NOMEM, "cannot make a worker's semaphore: %s",
+                           strerror(errno));
+        fn_status st = fn_thread_start(&h->thread, helper_main, h);
         if (st != FN_OK) {
-            free(a);
+            sem_destroy(&h->go);
             return st;
         }
         w->started++;
@@ -92,10 +90,11 @@ fn_status fn_workers_create(fn_workers **out, int threads)
     if (!w)
         return fn_fail(FN_ERR_NOMEM, "out of memory for worker threads");
     w->threads = threads;
+    if (sem_init(&w->done, 0, 0) != 0) {
+        free(w);
+        return fn_fail(FN_ERR_NOMEM, "cannot make a semaphore: %s", strerror(errno));
+    }
     w->helpers = calloc((size_t)threads, sizeof *w->helpers);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->wake, NULL);
-    pthread_cond_init(&w->done, NULL);
     fn_status st = w->helpers ? start_helpers(w)
                               : fn_fail(FN_ERR_NOMEM, "out of memory for worker threads");
     if (st != FN_OK) {
@@ -110,37 +109,58 @@ void fn_workers_destroy(fn_workers *w)
 {
     if (!w)
         return;
-    pthread_mutex_lock(&w->mu);
     w->quit = 1;
-    pthread_cond_broadcast(&w->wake);
-    pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->started; i++)
-        pthread_join(w->helpers[i], NULL);
-    pthread_cond_destroy(&w->wake);
-    pthread_cond_destroy(&w->done);
-    pthread_mutex_destroy(&w->mu);
+        sem_post(&w->helpers[i].go);
+    for (int i = 0; i < w->started; i++) {
+        pthread_join(w->helpers[i].thread, NULL);
+        sem_destroy(&w->helpers[i].go);
+    }
+    sem_destroy(&w->done);
     free(w->helpers);
     free(w);
 }
 
 int fn_workers_threads(const fn_workers *w) { return w->threads; }
 
-void fn_workers_run(fn_workers *w, fn_work work, void *arg)
+/* Runs parts 0 .. parts-1 of a job, 0 on the caller, 1 .. on helpers. */
+static void run_parts(fn_workers *w, int parts, fn_work work, void *arg)
 {
-    if (w->threads > 1) {
-        pthread_mutex_lock(&w->mu);
-        w->work = work;
-        w->arg = arg;
-        w->pending = w->threads - 1;
-        w->job++;
-        pthread_cond_broadcast(&w->wake);
-        pthread_mutex_unlock(&w->mu);
+    w->work = work;
+    w->arg = arg;
+    w->parts = parts;
+    for (int i = 1; i < parts; i++)
+        sem_post(&w->helpers[i - 1].go);
+    work(arg, 0, parts);
+    for (int i = 1; i < parts; i++)
+        wait_for(&w->done);
+}
+
+void fn_workers_run(fn_workers *w, fn_work work, void *arg) { run_parts(w, w->threads, work, arg); }
+
+/* fn_workers_for's job: part p of `parts` takes its share of [0, count). */
+typedef struct range_job {
+    fn_range_work work;
+    void *arg;
+    int count;
+} range_job;
+
+static void range_part(void *p, int part, int parts)
+{
+    const range_job *j = p;
+    const int begin = (int)((long long)j->count * part / parts);
+    const int end = (int)((long long)j->count * (part + 1) / parts);
+    j->work(j->arg, begin, end);
+}
+
+void fn_workers_for(fn_workers *w, int count, int grain, fn_range_work work, void *arg)
+{
+    const int most = grain > 0 ? count / grain : count;
+    const int parts = !w ? 1 : most < w->threads ? most : w->threads;
+    if (parts < 2) {
+        work(arg, 0, count);
+        return;
     }
-    work(arg, 0, w->threads);
-    if (w->threads > 1) {
-        pthread_mutex_lock(&w->mu);
-        while (w->pending > 0)
-            pthread_cond_wait(&w->done, &w->mu);
-        pthread_mutex_unlock(&w->mu);
-    }
+    range_job j = {work, arg, count};
+    run_parts(w, parts, range_part, &j);
 }

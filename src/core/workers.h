@@ -1,6 +1,6 @@
 /* workers.h (private) — a few threads that run one function over the parts
  * of a job together with the caller (fn_loader gathers a batch's rows with
- * them), and starting a thread that leaves SIGINT and SIGTERM to the others
+ * them; a CPU context's element-wise passes run on them), and starting a thread that leaves SIGINT and SIGTERM to the others
  * (train's handlers run on the main thread). */
 #ifndef FUSENET_SRC_WORKERS_H
 #define FUSENET_SRC_WORKERS_H
@@ -22,6 +22,16 @@ int fn_workers_threads(const fn_workers *w);
 /* Runs work(arg, p, threads) for every part p, part 0 on the calling
  * thread, and returns when all are done. One job at a time. */
 void fn_workers_run(fn_workers *w, fn_work work, void *arg);
+
+/* Work on the items [begin, end) of a job. */
+typedef void (*fn_range_work)(void *arg, int begin, int end);
+
+/* Runs work over the items [0, count), split into contiguous ranges of at
+ * least `grain` items, one a thread (all on the caller when w is NULL or
+ * count < 2 grain). Which thread takes an item never changes what is
+ * computed for it, so a job whose items are independent gives the same bits
+ * on any number of threads. */
+void fn_workers_for(fn_workers *w, int count, int grain, fn_range_work work, void *arg);
 
 /* pthread_create with SIGINT and SIGTERM blocked in the new thread. */
 fn_status fn_thread_start(pthread_t *thread, void *(*main)(void *), void *arg);

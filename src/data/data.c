@@ -1,41 +1,20 @@
-/* data.c — HDF5 data sets in host memory: opening and checking (first in a
- * probe's child process, h5_probe.h), slabs read by hyperslab, the seeded
+/* data.c — data sets in host memory: the one path of slabs, the seeded
  * two-level shuffle (slab order, then rows within a slab; shuffle.h) and
- * each batch's rows, which fn_loader gathers and puts on the device. */
+ * each batch's rows, which fn_loader gathers and puts on the device; and
+ * the HDF5 file source (data_impl.h): opening and checking (first in a
+ * probe's child process, h5_probe.h), slabs read by hyperslab. A memory
+ * set is the other source (data_memory.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fusenet/data.h"
+#include "data/data_impl.h"
+#include "data/shuffle.h"
 #include "store/h5_storage.h"
 #include "store/h5util.h"
-#include "data/shuffle.h"
 
-struct fn_data {
-    char *path;
-    char *inputs, *targets; /* dataset names; targets NULL: none */
-    hid_t file, xset, tset;
-    int labels;         /* targets are integer labels */
-    int by_rank;        /* labels decided by the targets' rank (predict) */
-    int64_t n;          /* rows */
-    int in, out;        /* input columns; classes or target columns */
-    int batch_size, shuffle;
-    uint64_t seed;
-    int64_t slab_rows, n_slabs;
-
-    float *slab_x;      /* [slab_rows, in] */
-    float *slab_t;      /* [slab_rows, out] when !labels */
-    int32_t *slab_l;    /* [slab_rows] when labels */
-    int64_t loaded;     /* the slab in slab_x, -1: none */
-
-    long long epoch;
-    int64_t *slab_order; /* [n_slabs] */
-    int64_t *row_order;  /* [slab_rows]: the current slab's local rows, shuffled */
-    int64_t pos_slab;    /* index into slab_order; n_slabs: epoch over */
-    int64_t pos_row;     /* next position in row_order */
-    int64_t ordered;     /* the slab row_order belongs to, -1: none */
-};
 
 /* --- opening and checking ----------------------------------------------- */
 
@@ -283,13 +262,9 @@ static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, 
     return FN_OK;
 }
 
-/* Reads slab k into the slab buffers and checks its values. */
-static fn_status load_slab(fn_data *d, int64_t k)
+/* The HDF5 source's load: rows read into the slab buffers and checked. */
+static fn_status hdf5_load(fn_data *d, int64_t row0, int64_t rows)
 {
-    if (d->loaded == k)
-        return FN_OK;
-    d->loaded = -1;
-    int64_t row0 = k * d->slab_rows, rows = slab_length(d, k);
     FN_TRY(read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
     FN_TRY(check_finite(d, d->xset, d->inputs, d->slab_x, rows, d->in, row0));
     if (d->targets && d->labels) {
@@ -299,7 +274,9 @@ static fn_status load_slab(fn_data *d, int64_t k)
         FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
         FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
     }
-    d->loaded = k;
+    d->view_x = d->slab_x;
+    d->view_l = d->slab_l;
+    d->view_t = d->slab_t;
     return FN_OK;
 }
 
@@ -312,7 +289,44 @@ static size_t row_bytes(const fn_data *d)
     return bytes;
 }
 
-/* Slab size from the budget: a multiple of the batch size, at least one batch. */
+/* The slab buffers an HDF5 set reads into. */
+static size_t hdf5_held_bytes(const fn_data *d)
+{
+    return (size_t)d->slab_rows * row_bytes(d);
+}
+
+static void hdf5_close(fn_data *d)
+{
+    if (d->xset >= 0)
+        H5Dclose(d->xset);
+    if (d->tset >= 0)
+        H5Dclose(d->tset);
+    if (d->file >= 0)
+        H5Fclose(d->file);
+}
+
+static const fn_data_source_ops hdf5_source = {
+    .kind = "HDF5 file",
+    .load = hdf5_load,
+    .buffered = 1,
+    .held_bytes = hdf5_held_bytes,
+    .close = hdf5_close,
+};
+
+/* Slab k in the views, checked. */
+static fn_status load_slab(fn_data *d, int64_t k)
+{
+    if (d->loaded == k)
+        return FN_OK;
+    d->loaded = -1;
+    FN_TRY(d->source->load(d, k * d->slab_rows, slab_length(d, k)));
+    d->loaded = k;
+    return FN_OK;
+}
+
+/* Slab size from the budget: a multiple of the batch size, at least one
+ * batch. Every source plans alike, so a memory set and a file of the same
+ * rows are shuffled alike. */
 static void plan_slabs(fn_data *d, size_t budget)
 {
     int64_t fit = (int64_t)(budget / row_bytes(d));
@@ -325,33 +339,40 @@ static void plan_slabs(fn_data *d, size_t budget)
     d->n_slabs = (d->n + d->slab_rows - 1) / d->slab_rows;
 }
 
-/* What alloc_buffers allocates: the slab's rows and the two orders. */
+/* What the source holds and alloc_buffers' two orders. */
 size_t fn_data_host_bytes(const fn_data *d)
 {
     if (!d)
         return 0;
-    const size_t s = (size_t)d->slab_rows, out = (size_t)(d->out > 0 ? d->out : 1);
-    size_t n = s * (size_t)d->in * sizeof(float) + (size_t)d->n_slabs * sizeof(int64_t) +
-               s * sizeof(int64_t);
-    if (d->targets)
-        n += d->labels ? s * sizeof(int32_t) : s * out * sizeof(float);
-    return n;
+    return d->source->held_bytes(d) + (size_t)d->n_slabs * sizeof(int64_t) +
+           (size_t)d->slab_rows * sizeof(int64_t);
 }
 
 static fn_status alloc_buffers(fn_data *d)
 {
     size_t s = (size_t)d->slab_rows;
     size_t out = (size_t)(d->out > 0 ? d->out : 1);
-    d->slab_x = malloc(s * (size_t)d->in * sizeof(float));
-    d->slab_t = d->targets && !d->labels ? malloc(s * out * sizeof(float)) : NULL;
-    d->slab_l = d->targets && d->labels ? malloc(s * sizeof(int32_t)) : NULL;
+    if (d->source->buffered) {
+        d->slab_x = malloc(s * (size_t)d->in * sizeof(float));
+        d->slab_t = d->targets && !d->labels ? malloc(s * out * sizeof(float)) : NULL;
+        d->slab_l = d->targets && d->labels ? malloc(s * sizeof(int32_t)) : NULL;
+        if (!d->slab_x || (d->targets && !d->slab_t && !d->slab_l))
+            return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for %lld rows", d->path,
+                           (long long)d->slab_rows);
+    }
     d->slab_order = malloc((size_t)d->n_slabs * sizeof(int64_t));
     d->row_order = malloc(s * sizeof(int64_t));
-    if (!d->slab_x || (d->targets && !d->slab_t && !d->slab_l) || !d->slab_order ||
-        !d->row_order)
+    if (!d->slab_order || !d->row_order)
         return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for %lld rows", d->path,
                        (long long)d->slab_rows);
     return FN_OK;
+}
+
+fn_status fn_data_plan(fn_data *d, size_t memory_budget)
+{
+    plan_slabs(d, memory_budget);
+    FN_TRY(alloc_buffers(d));
+    return fn_data_seek(d, 0, 0);
 }
 
 /* The probe's allowance for reading one slab: a minute, plus a minute per
@@ -380,14 +401,13 @@ static fn_status copy_name(char **dst, const char *src)
     return *dst ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
 }
 
-/* checked: the probe's child has read and checked every slab already. */
-static fn_status open_data(fn_data *d, const char *path, const fn_data_options *opt, int checked,
-                           fn_h5_child *probe)
+static fn_status begin_data(fn_data *d, const char *path, const fn_data_options *opt)
 {
-    if (!opt->inputs || opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
+    if (opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
         return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
     FN_TRY(copy_name(&d->path, path));
-    FN_TRY(copy_name(&d->inputs, opt->inputs));
+    if (opt->inputs)
+        FN_TRY(copy_name(&d->inputs, opt->inputs));
     if (opt->targets)
         FN_TRY(copy_name(&d->targets, opt->targets));
     d->labels = opt->target_kind == FN_DATA_LABELS;
@@ -396,33 +416,52 @@ static fn_status open_data(fn_data *d, const char *path, const fn_data_options *
     d->batch_size = opt->batch_size;
     d->shuffle = opt->shuffle;
     d->seed = opt->seed;
-    FN_TRY(fn_h5_open_read(&d->file, path));
-    FN_TRY(open_inputs(d, opt));
-    if (d->targets)
-        FN_TRY(open_targets(d));
-    plan_slabs(d, opt->memory_budget);
-    FN_TRY(alloc_buffers(d));
-    if (!checked)
-        FN_TRY(check_all_slabs(d, probe));
-    return fn_data_seek(d, 0, 0);
+    return FN_OK;
 }
 
-static fn_status open_new(fn_data **data, const char *path, const fn_data_options *opt,
-                          int checked, fn_h5_child *probe)
+fn_status fn_data_begin(fn_data **data, const fn_data_source_ops *source, const char *path,
+                        const fn_data_options *opt)
 {
     *data = NULL;
     fn_data *d = calloc(1, sizeof *d);
     if (!d)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
+    d->source = source;
     d->file = d->xset = d->tset = -1;
     d->loaded = d->ordered = -1;
-    fn_status st = open_data(d, path, opt, checked, probe);
+    fn_status st = begin_data(d, path, opt);
     if (st != FN_OK) {
         fn_data_close(d);
         return st;
     }
     *data = d;
     return FN_OK;
+}
+
+/* checked: the probe's child has read and checked every slab already. */
+static fn_status open_file(fn_data *d, const char *path, const fn_data_options *opt, int checked,
+                           fn_h5_child *probe)
+{
+    if (!opt->inputs)
+        return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
+    FN_TRY(fn_h5_open_read(&d->file, path));
+    FN_TRY(open_inputs(d, opt));
+    if (d->targets)
+        FN_TRY(open_targets(d));
+    FN_TRY(fn_data_plan(d, opt->memory_budget));
+    return checked ? FN_OK : check_all_slabs(d, probe);
+}
+
+static fn_status open_new(fn_data **data, const char *path, const fn_data_options *opt,
+                          int checked, fn_h5_child *probe)
+{
+    FN_TRY(fn_data_begin(data, &hdf5_source, path, opt));
+    fn_status st = open_file(*data, path, opt, checked, probe);
+    if (st != FN_OK) {
+        fn_data_close(*data);
+        *data = NULL;
+    }
+    return st;
 }
 
 typedef struct open_job {
@@ -453,16 +492,27 @@ fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *
     return open_new(data, path, opt, checked, NULL);
 }
 
+fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
+                              const fn_data_options *opt)
+{
+    *data = NULL;
+    if (!source || !opt || (source->path && source->memory))
+        return fn_fail(FN_ERR_INVALID, "fn_data_open_source: %s", !source || !opt
+                       ? "the source or the options are NULL"
+                       : "give a file or a memory set, not both");
+    if (source->memory)
+        return fn_data_open_memory(data, source->memory, opt);
+    if (!source->path)
+        return fn_fail(FN_ERR_INVALID, "fn_data_open_source: no file and no memory set");
+    return fn_data_open(data, source->path, opt);
+}
+
 void fn_data_close(fn_data *d)
 {
     if (!d)
         return;
-    if (d->xset >= 0)
-        H5Dclose(d->xset);
-    if (d->tset >= 0)
-        H5Dclose(d->tset);
-    if (d->file >= 0)
-        H5Fclose(d->file);
+    if (d->source->close)
+        d->source->close(d);
     free(d->slab_x);
     free(d->slab_t);
     free(d->slab_l);
@@ -549,7 +599,7 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
         if (st != FN_OK)
             break;
         int64_t rows = slab_length(d, k);
-        merge_slab(d->slab_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        merge_slab(d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
         seen += rows;
     }
     for (int j = 0; st == FN_OK && j < in; j++) {
@@ -624,9 +674,9 @@ fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
     int64_t k = d->slab_order[d->pos_slab];
     int64_t left = slab_length(d, k) - d->pos_row;
     r->rows = left < d->batch_size ? (int)left : d->batch_size;
-    r->x = d->slab_x;
-    r->labels = d->slab_l;
-    r->target = d->slab_t;
+    r->x = d->view_x;
+    r->labels = d->view_l;
+    r->target = d->view_t;
     r->order = d->row_order + d->pos_row;
     r->first = k * d->slab_rows;
     d->pos_row += r->rows;

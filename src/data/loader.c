@@ -175,9 +175,8 @@ static void *producer_main(void *arg)
          * HDF5 only while the loader runs, so it is never inside HDF5 (or
          * holding a thread-safe HDF5's lock) while the caller forks the
          * probe of another file (h5_probe.c), whose child would then wait
-         * for that lock forever: seen once on the H200, a 60 s probe
-         * timeout on the validation set opened right after this loader
-         * was created. */
+         * for that lock forever (a 60 s probe timeout on the validation
+         * set opened right after this loader was created). */
         if (!quiet) {
             fn_h5_quiet();
             quiet = 1;

@@ -1,13 +1,28 @@
 /* block_cpu.c — the fused block on the CPU, float32: OpenBLAS for the three
- * products, plain loops for GroupNorm + LeakyReLU + x2 and their gradients.
- * Reductions accumulate in double in a fixed order, so results are
- * deterministic and close to the float64 reference. */
+ * products, loops for GroupNorm + LeakyReLU + x2 and their gradients.
+ *
+ * The element-wise work runs on the context's threads (core/workers.h) in
+ * two kinds of pass: over samples (each (sample, group) in one pass over
+ * its channels, the group's constants hoisted so the loops vectorise) and,
+ * for the column sums over the batch (dgamma, dbeta, dbias), over chunks
+ * of channels, each channel's sum taken in double over the samples in
+ * order. No item's arithmetic depends on which thread computes it, so the
+ * results are the same bits on any number of threads, deterministic, and
+ * close to the float64 reference. */
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
 
+#include "core/device_impl.h"
+#include "core/workers.h"
 #include "nn/block_impl.h"
-#include "nn/reduce_cpu.h"
+
+/* A part of a pass gets at least this many elements, so a small layer is
+ * not spread over threads that cost more to wake than they save. */
+enum { MIN_ELEMENTS_PER_PART = 16384 };
+
+/* Channels of one column-sum item: its three double sums stay on the stack. */
+enum { CHANNEL_CHUNK = 32 };
 
 /* ---- element-wise pieces shared by forward and backward ---- */
 
@@ -23,6 +38,31 @@ static inline float du_of(float dy, float u, float slope)
     return 2.0f * dy * (u > 0.0f ? 1.0f : slope);
 }
 
+/* Runs a pass over `items` items of `per_item` elements on ctx's threads. */
+static void run_pass(fn_context *ctx, int items, int per_item, fn_range_work pass, void *arg)
+{
+    const int grain = per_item >= MIN_ELEMENTS_PER_PART ? 1 : MIN_ELEMENTS_PER_PART / per_item;
+    fn_workers_for(ctx->workers, items, grain, pass, arg);
+}
+
+/* What both directions read; the backward's fields are NULL in forward. */
+typedef struct block_pass {
+    float *y;           /* [B, H] forward's output */
+    float *mean;        /* [B, G] of z + b */
+    float *rstd;        /* [B, G] */
+    float *dz;          /* [B, H] backward's output */
+    float *dgamma;      /* [H] += */
+    float *dbeta;       /* [H] += */
+    float *dbias;       /* [H] += */
+    const float *dy;    /* [B, H] */
+    const float *z;     /* [B, H], without the bias */
+    const float *bias;  /* [H] */
+    const float *gamma; /* [H] */
+    const float *beta;  /* [H] */
+    int B, H, G;
+    float eps, slope;
+} block_pass;
+
 /* ---- forward ---- */
 
 /* z = x W^T, without the bias. */
@@ -33,44 +73,49 @@ static void forward_product(float *z /* [B, H] */, const float *x /* [B, in] */,
                 H);
 }
 
-/* Mean and biased variance of z + b over each (sample, group), two passes. */
-static void forward_stats(float *mean /* [B, G] */, float *rstd /* [B, G] */,
-                          const float *z /* [B, H] */, const float *bias /* [H] */, int B, int H,
-                          int G, float eps)
+/* Mean and 1/sqrt(var + eps) of one (sample, group)'s K values of z + b,
+ * two passes in double. */
+static void group_stats(float *mean, float *rstd, const float *restrict z /* [K] */,
+                        const float *restrict bias /* [K] */, int K, float eps)
 {
-    const int K = H / G;
-    for (int n = 0; n < B; n++) {
-        for (int g = 0; g < G; g++) {
-            const float *zg = z + (size_t)n * H + (size_t)g * K; /* [K] */
-            const float *bg = bias + (size_t)g * K;             /* [K] */
-            double sum = 0.0;
-            for (int k = 0; k < K; k++)
-                sum += (double)(zg[k] + bg[k]);
-            const double mu = sum / K;
-            double ss = 0.0;
-            for (int k = 0; k < K; k++) {
-                const double d = (double)(zg[k] + bg[k]) - mu;
-                ss += d * d;
-            }
-            mean[(size_t)n * G + g] = (float)mu;
-            rstd[(size_t)n * G + g] = (float)(1.0 / sqrt(ss / K + (double)eps));
-        }
+    double sum = 0.0;
+    for (int k = 0; k < K; k++)
+        sum += (double)(z[k] + bias[k]);
+    const double mu = sum / K;
+    double ss = 0.0;
+    for (int k = 0; k < K; k++) {
+        const double d = (double)(z[k] + bias[k]) - mu;
+        ss += d * d;
+    }
+    *mean = (float)mu;
+    *rstd = (float)(1.0 / sqrt(ss / K + (double)eps));
+}
+
+/* y = 2 leaky(gamma zhat + beta) over one (sample, group)'s K channels. */
+static void normalize_group(float *restrict y /* [K] */, const float *restrict z /* [K] */,
+                            const float *restrict bias /* [K] */,
+                            const float *restrict gamma /* [K] */,
+                            const float *restrict beta /* [K] */, int K, float mean, float rstd,
+                            float slope)
+{
+    for (int k = 0; k < K; k++) {
+        const float u = gamma[k] * zhat_of(z[k], bias[k], mean, rstd) + beta[k];
+        y[k] = 2.0f * (u * (u > 0.0f ? 1.0f : slope));
     }
 }
 
-/* y = 2 leaky(gamma zhat + beta). */
-static void forward_normalize(float *y /* [B, H] */, const float *z /* [B, H] */,
-                              const float *mean /* [B, G] */, const float *rstd /* [B, G] */,
-                              const float *bias /* [H] */, const float *gamma /* [H] */,
-                              const float *beta /* [H] */, int B, int H, int G, float slope)
+/* Samples [n0, n1): each group's statistics, then its K outputs. */
+static void forward_rows(void *arg, int n0, int n1)
 {
-    const int K = H / G;
-    for (int n = 0; n < B; n++) {
-        for (int c = 0; c < H; c++) {
-            const size_t ng = (size_t)n * G + (size_t)(c / K);
-            const size_t i = (size_t)n * H + (size_t)c;
-            const float u = gamma[c] * zhat_of(z[i], bias[c], mean[ng], rstd[ng]) + beta[c];
-            y[i] = 2.0f * (u > 0.0f ? u : slope * u);
+    const block_pass *p = arg;
+    const int H = p->H, G = p->G, K = H / G;
+    for (int n = n0; n < n1; n++) {
+        for (int g = 0; g < G; g++) {
+            const size_t ng = (size_t)n * G + (size_t)g, c0 = (size_t)g * K;
+            const size_t i0 = (size_t)n * H + c0;
+            group_stats(&p->mean[ng], &p->rstd[ng], p->z + i0, p->bias + c0, K, p->eps);
+            normalize_group(p->y + i0, p->z + i0, p->bias + c0, p->gamma + c0, p->beta + c0, K,
+                            p->mean[ng], p->rstd[ng], p->slope);
         }
     }
 }
@@ -80,99 +125,144 @@ static fn_status block_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
     fn_block *b = (fn_block *)l;
     const fn_block_config *c = &b->cfg;
     const int B = x->rows;
-    const float *bias = b->params[FN_BLOCK_BIAS].value.data;
     forward_product(b->z.data, x->data, b->params[FN_BLOCK_WEIGHT].value.data, B,
                     c->in_features, c->out_features);
-    forward_stats(b->mean.data, b->rstd.data, b->z.data, bias, B, c->out_features, c->groups,
-                  c->eps);
-    forward_normalize(y->data, b->z.data, b->mean.data, b->rstd.data, bias,
-                      b->params[FN_BLOCK_GAMMA].value.data, b->params[FN_BLOCK_BETA].value.data,
-                      B, c->out_features, c->groups, c->negative_slope);
+    block_pass p = {
+        .y = y->data,
+        .mean = b->mean.data,
+        .rstd = b->rstd.data,
+        .z = b->z.data,
+        .bias = b->params[FN_BLOCK_BIAS].value.data,
+        .gamma = b->params[FN_BLOCK_GAMMA].value.data,
+        .beta = b->params[FN_BLOCK_BETA].value.data,
+        .B = B,
+        .H = c->out_features,
+        .G = c->groups,
+        .eps = c->eps,
+        .slope = c->negative_slope,
+    };
+    run_pass(l->ctx, B, p.H, forward_rows, &p);
     b->x = *x;
     return FN_OK;
 }
 
 /* ---- backward ---- */
 
-/* What the backward passes read, recomputing zhat and du instead of caching. */
-typedef struct block_grad_inputs {
-    const float *dy;    /* [B, H] */
-    const float *z;     /* [B, H], without the bias */
-    const float *mean;  /* [B, G] */
-    const float *rstd;  /* [B, G] */
-    const float *bias;  /* [H] */
-    const float *gamma; /* [H] */
-    const float *beta;  /* [H] */
-    int B, H, G;
-    float slope;
-} block_grad_inputs;
+/* One (sample, group)'s K channels and its statistics. */
+typedef struct group_view {
+    const float *dy, *z, *bias, *gamma, *beta; /* [K] each */
+    float mean, rstd, slope;
+    int K;
+} group_view;
 
-/* zhat and du of element (n, c). */
-static inline void du_zhat_at(const block_grad_inputs *in, int n, int c, float *du, float *zh)
+/* ghat = du gamma into dz. */
+static void group_ghat(float *restrict dz /* [K] */, const group_view *v)
 {
-    const size_t ng = (size_t)n * in->G + (size_t)(c / (in->H / in->G));
-    const size_t i = (size_t)n * in->H + (size_t)c;
-    *zh = zhat_of(in->z[i], in->bias[c], in->mean[ng], in->rstd[ng]);
-    *du = du_of(in->dy[i], in->gamma[c] * *zh + in->beta[c], in->slope);
+    const float *restrict dy = v->dy, *restrict z = v->z, *restrict bias = v->bias;
+    const float *restrict gamma = v->gamma, *restrict beta = v->beta;
+    for (int k = 0; k < v->K; k++) {
+        const float zh = zhat_of(z[k], bias[k], v->mean, v->rstd);
+        dz[k] = du_of(dy[k], gamma[k] * zh + beta[k], v->slope) * gamma[k];
+    }
 }
 
-/* dgamma_c += sum_n du zhat, dbeta_c += sum_n du, for channels [c0, c1),
- * in double as fn_cpu_add_column_sums sums. */
-static void backward_affine_chunk(float *dgamma /* [H] */, float *dbeta /* [H] */,
-                                  const block_grad_inputs *in, int c0, int c1)
+/* The group's means of ghat and of ghat zhat, summed in double in order. */
+static void group_means(float *mean_g, float *mean_gz, const float *restrict ghat /* [K] */,
+                        const group_view *v)
 {
-    double sg[FN_CPU_COLUMN_CHUNK] = {0}, sb[FN_CPU_COLUMN_CHUNK] = {0};
-    for (int n = 0; n < in->B; n++) {
-        for (int c = c0; c < c1; c++) {
-            float du, zh;
-            du_zhat_at(in, n, c, &du, &zh);
-            sg[c - c0] += (double)du * (double)zh;
-            sb[c - c0] += (double)du;
+    const float *restrict z = v->z, *restrict bias = v->bias;
+    double sum_g = 0.0, sum_gz = 0.0;
+    for (int k = 0; k < v->K; k++) {
+        sum_g += (double)ghat[k];
+        sum_gz += (double)ghat[k] * (double)zhat_of(z[k], bias[k], v->mean, v->rstd);
+    }
+    *mean_g = (float)(sum_g / v->K);
+    *mean_gz = (float)(sum_gz / v->K);
+}
+
+/* dz = r (ghat - mean_g ghat - zhat mean_g(ghat zhat)), in place. */
+static void group_dz(float *restrict dz /* [K] */, const group_view *v, float mean_g,
+                     float mean_gz)
+{
+    const float *restrict z = v->z, *restrict bias = v->bias;
+    for (int k = 0; k < v->K; k++) {
+        const float zh = zhat_of(z[k], bias[k], v->mean, v->rstd);
+        dz[k] = v->rstd * (dz[k] - mean_g - zh * mean_gz);
+    }
+}
+
+/* Samples [n0, n1): dz of each (sample, group) in three passes over its
+ * channels; only the middle one carries a sum from channel to channel. */
+static void backward_rows(void *arg, int n0, int n1)
+{
+    const block_pass *p = arg;
+    const int H = p->H, G = p->G, K = H / G;
+    for (int n = n0; n < n1; n++) {
+        for (int g = 0; g < G; g++) {
+            const size_t ng = (size_t)n * G + (size_t)g, c0 = (size_t)g * K;
+            const size_t i0 = (size_t)n * H + c0;
+            const group_view v = {
+                .dy = p->dy + i0,
+                .z = p->z + i0,
+                .bias = p->bias + c0,
+                .gamma = p->gamma + c0,
+                .beta = p->beta + c0,
+                .mean = p->mean[ng],
+                .rstd = p->rstd[ng],
+                .slope = p->slope,
+                .K = K,
+            };
+            float mean_g, mean_gz;
+            group_ghat(p->dz + i0, &v);
+            group_means(&mean_g, &mean_gz, p->dz + i0, &v);
+            group_dz(p->dz + i0, &v, mean_g, mean_gz);
         }
     }
+}
+
+/* The column sums' terms of sample n over channels [c0, c1), all of one
+ * group: du zhat, du and dz, recomputed exactly as backward_rows does. */
+static void add_column_terms(double *restrict sg, double *restrict sb, double *restrict sdb,
+                             const block_pass *p, int n, int c0, int c1)
+{
+    const size_t ng = (size_t)n * p->G + (size_t)(c0 / (p->H / p->G));
+    const size_t row = (size_t)n * p->H;
+    const float m = p->mean[ng], r = p->rstd[ng];
+    const float *restrict dy = p->dy + row, *restrict z = p->z + row, *restrict dz = p->dz + row;
+    const float *restrict bias = p->bias, *restrict gamma = p->gamma, *restrict beta = p->beta;
     for (int c = c0; c < c1; c++) {
-        dgamma[c] += (float)sg[c - c0];
-        dbeta[c] += (float)sb[c - c0];
+        const float zh = zhat_of(z[c], bias[c], m, r);
+        const float du = du_of(dy[c], gamma[c] * zh + beta[c], p->slope);
+        sg[c - c0] += (double)du * (double)zh;
+        sb[c - c0] += (double)du;
+        sdb[c - c0] += (double)dz[c];
     }
 }
 
-static void backward_affine(float *dgamma /* [H] */, float *dbeta /* [H] */,
-                            const block_grad_inputs *in)
+/* Chunks [k0, k1) of CHANNEL_CHUNK channels: dgamma += sum_n du zhat,
+ * dbeta += sum_n du, dbias += sum_n dz, each in double over the samples in
+ * order (as fn_cpu_add_column_sums sums), rounded to float once. */
+static void backward_columns(void *arg, int k0, int k1)
 {
-    for (int c0 = 0; c0 < in->H; c0 += FN_CPU_COLUMN_CHUNK) {
-        const int c1 = c0 + FN_CPU_COLUMN_CHUNK < in->H ? c0 + FN_CPU_COLUMN_CHUNK : in->H;
-        backward_affine_chunk(dgamma, dbeta, in, c0, c1);
+    const block_pass *p = arg;
+    const int K = p->H / p->G;
+    for (int k = k0; k < k1; k++) {
+        const int c0 = k * CHANNEL_CHUNK;
+        const int c1 = c0 + CHANNEL_CHUNK < p->H ? c0 + CHANNEL_CHUNK : p->H;
+        double sg[CHANNEL_CHUNK] = {0}, sb[CHANNEL_CHUNK] = {0}, sdb[CHANNEL_CHUNK] = {0};
+        for (int n = 0; n < p->B; n++) {
+            for (int c = c0; c < c1;) { /* one group's channels at a time */
+                const int end = (c / K + 1) * K < c1 ? (c / K + 1) * K : c1;
+                add_column_terms(sg + (c - c0), sb + (c - c0), sdb + (c - c0), p, n, c, end);
+                c = end;
+            }
+        }
+        for (int c = c0; c < c1; c++) {
+            p->dgamma[c] += (float)sg[c - c0];
+            p->dbeta[c] += (float)sb[c - c0];
+            p->dbias[c] += (float)sdb[c - c0];
+        }
     }
-}
-
-/* dz = r (ghat - mean_g ghat - zhat mean_g(ghat zhat)), ghat = du gamma,
- * for sample n and group g. */
-static void backward_dz_group(float *dz /* [B, H] */, const block_grad_inputs *in, int n, int g)
-{
-    const int K = in->H / in->G;
-    double sum_g = 0.0, sum_gz = 0.0;
-    for (int c = g * K; c < (g + 1) * K; c++) {
-        float du, zh;
-        du_zhat_at(in, n, c, &du, &zh);
-        const float gh = du * in->gamma[c];
-        sum_g += (double)gh;
-        sum_gz += (double)gh * (double)zh;
-    }
-    const float mean_g = (float)(sum_g / K), mean_gz = (float)(sum_gz / K);
-    const float r = in->rstd[(size_t)n * in->G + (size_t)g];
-    for (int c = g * K; c < (g + 1) * K; c++) {
-        float du, zh;
-        du_zhat_at(in, n, c, &du, &zh);
-        const float gh = du * in->gamma[c];
-        dz[(size_t)n * in->H + (size_t)c] = r * (gh - mean_g - zh * mean_gz);
-    }
-}
-
-static void backward_dz(float *dz /* [B, H] */, const block_grad_inputs *in)
-{
-    for (int n = 0; n < in->B; n++)
-        for (int g = 0; g < in->G; g++)
-            backward_dz_group(dz, in, n, g);
 }
 
 /* dW += dz^T x; dx = dz W when dx is wanted. */
@@ -192,11 +282,15 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
     fn_block *b = (fn_block *)l;
     const fn_block_config *c = &b->cfg;
     fn_param *p = b->params;
-    const block_grad_inputs in = {
-        .dy = dy->data,
-        .z = b->z.data,
+    block_pass pass = {
         .mean = b->mean.data,
         .rstd = b->rstd.data,
+        .dz = b->dz.data,
+        .dgamma = p[FN_BLOCK_GAMMA].grad.data,
+        .dbeta = p[FN_BLOCK_BETA].grad.data,
+        .dbias = p[FN_BLOCK_BIAS].grad.data,
+        .dy = dy->data,
+        .z = b->z.data,
         .bias = p[FN_BLOCK_BIAS].value.data,
         .gamma = p[FN_BLOCK_GAMMA].value.data,
         .beta = p[FN_BLOCK_BETA].value.data,
@@ -205,11 +299,11 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
         .G = c->groups,
         .slope = c->negative_slope,
     };
-    backward_affine(p[FN_BLOCK_GAMMA].grad.data, p[FN_BLOCK_BETA].grad.data, &in);
-    backward_dz(b->dz.data, &in);
-    fn_cpu_add_column_sums(p[FN_BLOCK_BIAS].grad.data, b->dz.data, in.B, in.H);
+    run_pass(l->ctx, pass.B, pass.H, backward_rows, &pass);
+    const int chunks = (pass.H + CHANNEL_CHUNK - 1) / CHANNEL_CHUNK;
+    run_pass(l->ctx, chunks, CHANNEL_CHUNK * pass.B, backward_columns, &pass);
     backward_products(dx ? dx->data : NULL, p[FN_BLOCK_WEIGHT].grad.data, b->dz.data, b->x.data,
-                      p[FN_BLOCK_WEIGHT].value.data, in.B, c->in_features, in.H);
+                      p[FN_BLOCK_WEIGHT].value.data, pass.B, c->in_features, pass.H);
     return FN_OK;
 }
 

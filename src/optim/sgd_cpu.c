@@ -1,29 +1,88 @@
 /* sgd_cpu.c — SGD's CPU backend: one tensor's update, in float, in the
  * order torch.optim.SGD's for-each loop computes it, so a run can be
- * compared with PyTorch step by step. Arguments were validated by
- * optim/sgd.c. No fused backward: on the CPU it would save nothing. */
+ * compared with PyTorch step by step; pieces of it on the context's
+ * threads. Arguments were validated by optim/sgd.c. No fused backward: on
+ * the CPU it would save nothing. */
 #include <stddef.h>
 
+#include "core/device_impl.h"
+#include "core/workers.h"
 #include "optim/sgd_backends.h"
 
+/* The update's unit of work, and the least a thread is woken for. */
+enum { UPDATE_PIECE = 4096, MIN_PIECES_PER_PART = 8 };
+
+/* One tensor's step: its scalars, read once so the loops below carry no
+ * branch (each select is between two values both computed, which
+ * vectorises), and its arrays. */
+typedef struct sgd_job {
+    float lr, mu, wd, keep; /* keep = 1 - dampening */
+    int nesterov, first_step;
+    float *theta;        /* [n] */
+    const float *dtheta; /* [n] */
+    float *buf;          /* [n], NULL without momentum */
+} sgd_job;
+
+/* theta -= lr (g + wd theta), without momentum, for elements [i0, i1). */
+static void update_plain(float *restrict theta, const float *restrict dtheta, size_t i0,
+                         size_t i1, const sgd_job *s)
+{
+    const float lr = s->lr, wd = s->wd;
+    for (size_t i = i0; i < i1; i++) {
+        const float g = wd != 0.0f ? dtheta[i] + wd * theta[i] : dtheta[i];
+        theta[i] = theta[i] - lr * g;
+    }
+}
+
+/* torch: buf.mul_(mu).add_(g, alpha=1-dampening) (buf = g on the first
+ * step), then theta -= lr (nesterov ? g + mu buf : buf). */
+static void update_momentum(float *restrict theta, const float *restrict dtheta,
+                            float *restrict buf, size_t i0, size_t i1, const sgd_job *s)
+{
+    const float lr = s->lr, mu = s->mu, wd = s->wd, keep = s->keep;
+    const int nesterov = s->nesterov, first_step = s->first_step;
+    for (size_t i = i0; i < i1; i++) {
+        const float g = wd != 0.0f ? dtheta[i] + wd * theta[i] : dtheta[i];
+        const float b = first_step ? g : mu * buf[i] + keep * g;
+        buf[i] = b;
+        theta[i] = theta[i] - lr * (nesterov ? g + mu * b : b);
+    }
+}
+
+/* Pieces [p0, p1) of UPDATE_PIECE elements. */
+static void update_pieces(void *arg, int p0, int p1)
+{
+    const sgd_job *s = arg;
+    const size_t i0 = (size_t)p0 * UPDATE_PIECE, i1 = (size_t)p1 * UPDATE_PIECE;
+    if (s->buf)
+        update_momentum(s->theta, s->dtheta, s->buf, i0, i1, s);
+    else
+        update_plain(s->theta, s->dtheta, i0, i1, s);
+}
+
+/* Elementwise, so the pieces run on the context's threads with the same
+ * bits on any number of them; the tail past the last whole piece on the
+ * caller. */
 static fn_status cpu_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                            fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)
 {
-    (void)ctx;
-    const size_t n = fn_tensor_count(value);
-    const float lr = cfg->lr, mu = cfg->momentum, wd = cfg->weight_decay;
-    const float keep = 1.0f - cfg->dampening; /* torch: buf.mul_(mu).add_(g, alpha=1-dampening) */
-    float *theta = value->data;                 /* [n] */
-    const float *dtheta = grad->data;           /* [n] */
-    float *buf = mu != 0.0f ? momentum_buf->data : NULL; /* [n] */
-    for (size_t i = 0; i < n; i++) {
-        float g = wd != 0.0f ? dtheta[i] + wd * theta[i] : dtheta[i];
-        if (buf) {
-            buf[i] = first_step ? g : mu * buf[i] + keep * g;
-            g = cfg->nesterov ? g + mu * buf[i] : buf[i];
-        }
-        theta[i] = theta[i] - lr * g;
-    }
+    sgd_job s = {
+        .lr = cfg->lr,
+        .mu = cfg->momentum,
+        .wd = cfg->weight_decay,
+        .keep = 1.0f - cfg->dampening,
+        .nesterov = cfg->nesterov,
+        .first_step = first_step,
+        .theta = value->data,
+        .dtheta = grad->data,
+        .buf = cfg->momentum != 0.0f ? momentum_buf->data : NULL,
+    };
+    const size_t n = fn_tensor_count(value), pieces = n / UPDATE_PIECE;
+    fn_workers_for(ctx->workers, (int)pieces, MIN_PIECES_PER_PART, update_pieces, &s);
+    if (s.buf)
+        update_momentum(s.theta, s.dtheta, s.buf, pieces * UPDATE_PIECE, n, &s);
+    else
+        update_plain(s.theta, s.dtheta, pieces * UPDATE_PIECE, n, &s);
     return FN_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "fusenet/config.h"
+#include "run/config_impl.h"
 #include "run/ini_reader.h"
 #include "store/regular_file.h"
 
@@ -46,7 +47,8 @@ typedef struct key_spec {
 #define AT(field) offsetof(fn_config, field)
 
 /* Every key but the optimisers' own, which each optimiser declares
- * (optimizer_kind.h). The README's table of keys is written from these. */
+ * (optimizer_kind.h). docs/configuration.md's table of keys is written from
+ * these. */
 static const key_spec keys[] = {
     {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
     {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},
@@ -581,19 +583,26 @@ static fn_status apply_defaults(fn_config *cfg)
     return FN_OK;
 }
 
-fn_status fn_config_load(fn_config **out, const char *path)
+/* A config of defaults named `path` (messages, the default output dir),
+ * with paths relative to `dir`, then `text` (owned, NULL: read the file
+ * `path`) parsed into it. */
+static fn_status make_config(fn_config **out, const char *path, char *dir, char *text)
 {
     *out = NULL;
     fn_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg || !(cfg->keys = calloc(1, sizeof *cfg->keys)) || !(cfg->path = copy_string(path)) ||
-        !(cfg->dir = directory_of(path))) {
+        !dir) {
+        free(dir);
+        free(text);
         fn_config_destroy(cfg);
         return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
     }
+    cfg->dir = dir;
+    cfg->text = text;
     fn_status st = apply_defaults(cfg);
     if (st == FN_OK)
         st = option_defaults(cfg);
-    if (st == FN_OK)
+    if (st == FN_OK && !cfg->text)
         st = fn_ini_read_text(path, &cfg->text);
     if (st == FN_OK)
         st = fn_ini_parse(cfg->path, cfg->text, on_key, cfg);
@@ -602,6 +611,36 @@ fn_status fn_config_load(fn_config **out, const char *path)
         return st;
     }
     *out = cfg;
+    return FN_OK;
+}
+
+fn_status fn_config_load(fn_config **out, const char *path)
+{
+    if (!out || !path)
+        return fn_fail(FN_ERR_INVALID, "fn_config_load: a NULL argument");
+    return make_config(out, path, directory_of(path), NULL);
+}
+
+fn_status fn_config_parse(fn_config **out, const char *name, const char *text)
+{
+    if (!out || !text)
+        return fn_fail(FN_ERR_INVALID, "fn_config_parse: a NULL argument");
+    char *copy = copy_string(text);
+    if (!copy) {
+        *out = NULL;
+        return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+    }
+    return make_config(out, name ? name : "config", copy_string("."), copy);
+}
+
+fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set)
+{
+    const int train = which && strcmp(which, "train") == 0;
+    if (!cfg || !set || (!train && !(which && strcmp(which, "valid") == 0)))
+        return fn_fail(FN_ERR_INVALID, "fn_config_use_memory_set: %s",
+                       !cfg || !set ? "the config or the set is NULL"
+                                    : "expected \"train\" or \"valid\"");
+    *(train ? &cfg->train_set : &cfg->valid_set) = set;
     return FN_OK;
 }
 
@@ -660,6 +699,8 @@ static fn_status apply_override(fn_config *cfg, const char *assignment, const ch
 
 fn_status fn_config_set(fn_config *cfg, const char *assignment)
 {
+    if (!cfg || !assignment)
+        return fn_fail(FN_ERR_INVALID, "fn_config_set: a NULL argument");
     const char *eq = strchr(assignment, '=');
     const char *dot = eq ? memchr(assignment, '.', (size_t)(eq - assignment)) : NULL;
     if (!eq || !dot)
@@ -694,10 +735,18 @@ static int key_given(const fn_config *cfg, int i)
     return cfg->keys->line[i] > 0 || cfg->keys->assignment[i] != NULL;
 }
 
+/* The memory set a data key's file gives way to; NULL for other keys. */
+static const fn_memory_set *memory_set_for(const fn_config *cfg, int i)
+{
+    return keys[i].offset == AT(train) ? cfg->train_set
+         : keys[i].offset == AT(valid) ? cfg->valid_set
+                                       : NULL;
+}
+
 static fn_status check_required(const fn_config *cfg)
 {
     for (int i = 0; i < N_KEYS; i++)
-        if (!keys[i].fallback && !key_given(cfg, i))
+        if (!keys[i].fallback && !key_given(cfg, i) && !memory_set_for(cfg, i))
             return fn_fail(FN_ERR_INVALID, "%s: [%s] %s is required", cfg->path, keys[i].section,
                            keys[i].name);
     return FN_OK;
@@ -827,7 +876,7 @@ static fn_status resolve_path(fn_config *cfg, int i)
 /* keep_best and patience watch the validation metric. */
 static fn_status check_best(const fn_config *cfg)
 {
-    if (cfg->valid)
+    if (cfg->valid || cfg->valid_set)
         return FN_OK;
     const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
     if (!name)
@@ -855,8 +904,26 @@ static fn_status default_out_dir(fn_config *cfg)
     return FN_OK;
 }
 
+/* A data key given a file and a memory set: which one was meant? */
+static fn_status check_memory_sets(const fn_config *cfg)
+{
+    for (int i = 0; i < N_KEYS; i++) {
+        const fn_memory_set *m = memory_set_for(cfg, i);
+        if (!m || !key_given(cfg, i))
+            continue;
+        char problem[512];
+        snprintf(problem, sizeof problem, "is a file and memory set '%s' too; give one of the two",
+                 fn_memory_set_name(m));
+        return key_fail(cfg, FN_ERR_INVALID, i, problem);
+    }
+    return FN_OK;
+}
+
 fn_status fn_config_finish(fn_config *cfg)
 {
+    if (!cfg)
+        return fn_fail(FN_ERR_INVALID, "fn_config_finish: the config is NULL");
+    FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
     FN_TRY(check_optimizer(cfg));
@@ -866,6 +933,129 @@ fn_status fn_config_finish(fn_config *cfg)
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)
             FN_TRY(resolve_path(cfg, i));
+    return FN_OK;
+}
+
+/* --- reading a value back ------------------------------------------------ */
+
+/* "block 128, linear 10" into buf; the length it needs, as snprintf. */
+static size_t format_layers(const fn_config *cfg, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const int n = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, "%s%s %d",
+                               i ? ", " : "", cfg->layers[i].kind->name, cfg->layers[i].width);
+        len += (size_t)(n > 0 ? n : 0);
+    }
+    return len;
+}
+
+static const char *device_text(const fn_config *cfg, char *buf, size_t cap)
+{
+    if (cfg->device_auto)
+        return "auto";
+    if (cfg->device == FN_CPU)
+        return "cpu";
+    if (!cfg->gpu_pinned)
+        return "cuda";
+    snprintf(buf, cap, "cuda:%d", cfg->gpu);
+    return buf;
+}
+
+/* Key k's value as a file would give it; the length it needs, as snprintf. */
+static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, size_t cap)
+{
+    const char *field = (const char *)cfg + k->offset;
+    char small[32];
+    int n = 0;
+    switch (k->type) {
+    case T_NAME:
+    case T_PATH:
+    case T_OPTPATH: {
+        const char *text = *(char *const *)field;
+        n = snprintf(buf, cap, "%s", text ? text : "");
+        break;
+    }
+    case T_INT: n = snprintf(buf, cap, "%d", *(const int *)field); break;
+    case T_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
+    case T_DOUBLE: n = snprintf(buf, cap, "%.17g", *(const double *)field); break;
+    case T_BOOL: n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false"); break;
+    case T_SEED:
+        n = snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case T_LOSS: n = snprintf(buf, cap, "%s", (*(const fn_loss_kind *const *)field)->name); break;
+    case T_OPTIMIZER:
+        n = snprintf(buf, cap, "%s", (*(const fn_optimizer_kind *const *)field)->name);
+        break;
+    case T_MATH: n = snprintf(buf, cap, "%s", fn_math_name(*(const fn_math *)field)); break;
+    case T_SCHEDULE:
+        n = snprintf(buf, cap, "%s", fn_schedule_name(*(const fn_schedule_kind *)field));
+        break;
+    case T_DEVICE:
+        n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
+        break;
+    case T_LAYERS: return format_layers(cfg, buf, cap);
+    }
+    return (size_t)(n > 0 ? n : 0);
+}
+
+/* Option o's value in block, as a file would give it; as snprintf. */
+static size_t format_option(const void *block, const fn_option *o, char *buf, size_t cap)
+{
+    const char *field = (const char *)block + o->offset;
+    int n = 0;
+    switch (o->type) {
+    case FN_OPTION_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
+    case FN_OPTION_BOOL:
+        n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false");
+        break;
+    case FN_OPTION_PAIR:
+        n = snprintf(buf, cap, "%.9g, %.9g", (double)((const float *)field)[0],
+                     (double)((const float *)field)[1]);
+        break;
+    }
+    return (size_t)(n > 0 ? n : 0);
+}
+
+/* Key i's value: a field of cfg, or an optimiser's option (the chosen
+ * optimiser's when it takes it, else the first that does). */
+static size_t format_key(const fn_config *cfg, int i, char *buf, size_t cap)
+{
+    if (i < N_KEYS)
+        return format_value(cfg, &keys[i], buf, cap);
+    const char *name = option_name(i - N_KEYS);
+    int k = 0;
+    while (fn_optimizer_kind_at(k) != cfg->optimizer)
+        k++;
+    if (!fn_optimizer_option(cfg->optimizer, name))
+        for (k = 0; !fn_optimizer_option(fn_optimizer_kind_at(k), name); k++)
+            ;
+    return format_option(cfg->keys->options[k],
+                         fn_optimizer_option(fn_optimizer_kind_at(k), name), buf, cap);
+}
+
+fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap)
+{
+    if (!cfg || !key || !value || cap == 0)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: a NULL argument or no room");
+    value[0] = '\0';
+    const char *dot = strchr(key, '.');
+    char section[32];
+    int i = -1;
+    if (dot && (size_t)(dot - key) < sizeof section) {
+        memcpy(section, key, (size_t)(dot - key));
+        section[dot - key] = '\0';
+        i = find_key(section, dot + 1);
+    }
+    if (i < 0)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: unknown key '%s' (expected section.key, "
+                       "as in the README's tables)", key);
+    const size_t need = format_key(cfg, i, value, cap);
+    if (need >= cap)
+        return fn_fail(FN_ERR_INVALID, "fn_config_get: %s needs %zu bytes, given %zu", key,
+                       need + 1, cap);
     return FN_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "fusenet/config.h"
+#include "run/config_impl.h"
 #include "fusenet/weights.h"
 
 /* Layer i of the init file's settings, as its kind reads them back. */

@@ -12,6 +12,7 @@
 #include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
+#include "fusenet/version.h"
 #include "fusenet/weights.h"
 #include "store/h5util.h"
 #include "data/input_norm_impl.h"
@@ -145,6 +146,11 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, int
         st = fn_h5_put_string(file, path, "config", config_text ? config_text : "");
     if (st == FN_OK)
         st = fn_h5_put_string(file, path, "layers", layers);
+    /* Which library wrote the file: read by people, never by the readers. */
+    if (st == FN_OK)
+        st = fn_h5_put_string(file, path, "fusenet_version", fn_version());
+    if (st == FN_OK)
+        st = fn_h5_put_string(file, path, "fusenet_commit", fn_version_commit());
     free(layers);
     for (int i = 0; st == FN_OK && i < n; i++)
         st = write_layer(file, path, i, fn_net_layer(net, i));

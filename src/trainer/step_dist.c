@@ -1,6 +1,6 @@
 /* step_dist.c — the data-parallel step (one of the trainer's step
- * strategies, trainer_impl.h) over the ranks of an MPI world (README
- * "Many GPUs", fusenet/comm.h). Every rank holds the whole network
+ * strategies, trainer_impl.h) over the ranks of an MPI world
+ * (docs/many-processes.md, fusenet/comm.h). Every rank holds the whole network
  * and takes its contiguous share of each global batch (the loader's
  * part/parts, loader.h), so the data order does not depend on the number
  * of ranks N. A step:

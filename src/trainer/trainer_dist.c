@@ -1,5 +1,5 @@
 /* trainer_dist.c — what data-parallel training over the ranks of an MPI
- * world (README "Many GPUs", fusenet/comm.h) needs besides its step
+ * world (docs/many-processes.md, fusenet/comm.h) needs besides its step
  * (step_dist.c): the communicator, a rank's GPU and share of a batch, the
  * stop every rank agrees on, the sums of a validation over the ranks, rank
  * 0's writes waited for by every rank, and the ranks' parameters compared

@@ -15,6 +15,7 @@
 #include "fusenet/loss_tally.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
+#include "run/config_impl.h"
 #include "store/dir_lock.h"
 #include "trainer/metrics_csv.h"
 

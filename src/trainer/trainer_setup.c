@@ -11,6 +11,7 @@
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
+#include "fusenet/version.h"
 #include "fusenet/weights.h"
 #include "trainer/trainer_impl.h"
 
@@ -26,6 +27,12 @@ static fn_status open_context(fn_trainer *t)
         d.device = d.gpus_found > 0 ? FN_CUDA : FN_CPU;
         d.gpu = d.gpus_found > 0 ? fn_trainer_dist_gpu(t, 0, d.gpus_found) : -1;
     } else if (c->device == FN_CUDA) {
+        if (!fn_build_has_cuda())
+            return fn_fail(FN_ERR_NODEV,
+                           "%s: [run] device = cuda, but this build of fusenet has no CUDA "
+                           "backend (configured with -DFN_CUDA=OFF or without a CUDA toolkit); "
+                           "rebuild with -DFN_CUDA=ON, or use device = auto or device = cpu",
+                           c->path);
         const int found = fn_cuda_device_count();
         if (c->gpu >= found)
             return fn_fail(FN_ERR_NODEV,
@@ -48,18 +55,21 @@ static fn_status open_sets(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
     fn_data_options opt = {
-        .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets, .in_features = 0,
+        .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets,
+        .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
-    FN_TRY(fn_data_open(&t->train, c->train, &opt));
+    const fn_data_source train = {.path = c->train, .memory = c->train_set},
+                         valid = {.path = c->valid, .memory = c->valid_set};
+    FN_TRY(fn_data_open_source(&t->train, &train, &opt));
     /* Over several ranks each takes its share of every batch (step_dist.c). */
     const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
     FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
-    if (!c->valid)
+    if (!valid.path && !valid.memory)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
     opt.shuffle = 0;
-    FN_TRY(fn_data_open(&t->valid, c->valid, &opt));
+    FN_TRY(fn_data_open_source(&t->valid, &valid, &opt));
     /* Validation runs between epochs, with nothing to overlap. */
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
                                     .parts = share.parts};

@@ -53,7 +53,7 @@ def good_layers():
 
 
 def weights(name, layers=None, fmt="fusenet-weights", version=1, names=None, edit=None):
-    """A weights file in the README's layout; edit(f) may spoil it."""
+    """A weights file in the layout of docs/formats.md; edit(f) may spoil it."""
     layers = good_layers() if layers is None else layers
     with h5py.File(path(name), "w") as f:
         f.attrs["format"] = fmt
@@ -182,7 +182,7 @@ def main():
     # --- data sets ---------------------------------------------------------
     data("good.h5", X=X, y=Y, t=T)
     data("missing_y.h5", X=X)
-    data("x_int64.h5", X=X.astype(np.int64), y=Y)  # good since issue 13: read as float32
+    data("x_int64.h5", X=X.astype(np.int64), y=Y)  # good: read as float32
     data("x_float64.h5", X=X.astype(np.float64), y=Y)  # likewise
     beyond = X.astype(np.float64)
     beyond[7, 4] = 1e39  # beyond float32's range
@@ -245,7 +245,7 @@ def main():
     with open(path("not_hdf5.h5"), "w") as f:
         f.write("X,y\n0.5,1\n")
 
-    # --- storage that is not all there, links, filters (issue 15, 5/10/13/14)
+    # --- storage that is not all there, links, filters
     storage_and_links()
 
     # --- weights files -----------------------------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dist_train.sh MPIRUN PYTHON — ./train under mpirun on the CPU, as a user
-# runs it (README "Many GPUs"); ctest's dist_train (tests/CMakeLists.txt)
+# runs it (docs/many-processes.md); ctest's dist_train (tests/CMakeLists.txt)
 # sets FN_BUILD_DIR and FN_SOURCE_DIR. Each case is bounded by `timeout`,
 # so a hang fails instead of stalling the suite:
 #   1. run-to-run: two runs on 2 ranks write the same weights, bit for bit;

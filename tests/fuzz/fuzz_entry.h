@@ -403,8 +403,8 @@ static inline int fuzz_weights_run(fuzz_model *m, const char *path)
     bad += !fuzz_clean(st, "fn_checkpoint_load", path, NULL);
     bad += st != FN_OK && !fuzz_probe_clean("fn_checkpoint_load", path);
     bad += !fuzz_h5_closed("fn_checkpoint_load");
-    /* The input standardisation group (issue 13), for the fixed network's
-     * 3 input columns. */
+    /* The input standardisation group, for the fixed network's 3 input
+     * columns. */
     fn_input_norm *norm = NULL;
     fn_clear_error();
     st = fn_input_norm_load(&norm, m->ctx, path, 3);

@@ -151,7 +151,7 @@ static void write_model_seeds(const char *dir)
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
     check(fn_checkpoint_save(path, m.net, fn_sgd_optimizer(m.opt), &state, "") == FN_OK, path);
-    /* With the input standardisation group /input_norm (issue 13). */
+    /* With the input standardisation group /input_norm. */
     const float mean[3] = {0.5f, -1, 2}, std[3] = {1, 0.25f, 3};
     fn_input_norm *norm = NULL;
     check(fn_input_norm_create(&norm, m.ctx, 3, mean, std) == FN_OK, "fn_input_norm_create");

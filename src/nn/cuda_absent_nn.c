@@ -1,0 +1,137 @@
+/* cuda_absent_nn.c — the network layer's calls into kernels/ in a build
+ * without CUDA (core/cuda_absent.h): the GPU halves of the block and the
+ * linear layer, the losses and the loss tally. A layer takes its device
+ * from its context, which cannot be a GPU's in such a build, so these
+ * answer only for completeness; each fails naming the build option. */
+#include "core/cuda_absent.h"
+#include "nn/block_impl.h"
+#include "nn/block_products_cuda.h"
+#include "nn/linear_impl.h"
+#include "nn/loss_backends.h"
+#include "nn/loss_tally_cuda.h"
+
+static fn_status absent_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
+{
+    (void)l, (void)x, (void)y;
+    return fn_cuda_absent("a layer's forward on the GPU");
+}
+
+static fn_status absent_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+{
+    (void)l, (void)dy, (void)dx;
+    return fn_cuda_absent("a layer's backward on the GPU");
+}
+
+/* What the host halves allocated is freed as on the CPU. */
+static void destroy_block(fn_layer *l) { fn_block_cpu_ops.destroy(l); }
+static void destroy_linear(fn_layer *l) { fn_linear_cpu_ops.destroy(l); }
+
+const fn_layer_ops fn_block_cuda_ops = {
+    .kind = "block", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_block,
+};
+const fn_layer_ops fn_linear_cuda_ops = {
+    .kind = "linear", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_linear,
+};
+
+fn_status fn_block_cuda_setup(fn_block *b)
+{
+    (void)b;
+    return fn_cuda_absent("a block on the GPU");
+}
+
+size_t fn_block_ws_weight_floats(const fn_block *b)
+{
+    (void)b;
+    return 0;
+}
+
+fn_status fn_linear_cuda_setup(fn_linear *l)
+{
+    (void)l;
+    return fn_cuda_absent("a linear layer on the GPU");
+}
+
+fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                           fn_tensor *loss, fn_tensor *dpred)
+{
+    (void)ctx, (void)pred, (void)target, (void)loss, (void)dpred;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
+                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits)
+{
+    (void)ctx, (void)logits, (void)labels, (void)loss, (void)dlogits;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                                int *correct)
+{
+    (void)ctx, (void)logits, (void)labels, (void)correct;
+    return fn_cuda_absent("the accuracy on the GPU");
+}
+
+fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                          const int32_t *labels, fn_tensor *loss,
+                                          fn_tensor *dlogits, float *value, int *correct)
+{
+    (void)ctx, (void)logits, (void)labels, (void)loss, (void)dlogits, (void)value, (void)correct;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_mse_loss_tally(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                                 fn_tensor *loss, fn_tensor *dpred, fn_loss_tally_value *tally)
+{
+    (void)ctx, (void)pred, (void)target, (void)loss, (void)dpred, (void)tally;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_cross_entropy_loss_tally(fn_context *ctx, const fn_tensor *logits,
+                                           const int32_t *labels, fn_tensor *loss,
+                                           fn_tensor *dlogits, fn_loss_tally_value *tally)
+{
+    (void)ctx, (void)logits, (void)labels, (void)loss, (void)dlogits, (void)tally;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_tally_create(fn_cuda_tally **t, fn_context *ctx)
+{
+    (void)ctx;
+    *t = NULL;
+    return fn_cuda_absent("a loss tally on the GPU");
+}
+
+void fn_cuda_tally_destroy(fn_cuda_tally *t) { (void)t; }
+
+fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t)
+{
+    (void)t;
+    return NULL;
+}
+
+fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v)
+{
+    (void)t, (void)v;
+    return fn_cuda_absent("a loss tally on the GPU");
+}
+
+fn_status fn_cuda_tally_post(fn_cuda_tally *t, int slot)
+{
+    (void)t, (void)slot;
+    return fn_cuda_absent("a loss tally on the GPU");
+}
+
+fn_status fn_cuda_tally_arrived(fn_cuda_tally *t, int slot, int *arrived, fn_loss_tally_value *v)
+{
+    (void)t, (void)slot, (void)arrived, (void)v;
+    return fn_cuda_absent("a loss tally on the GPU");
+}
+
+fn_status fn_cuda_tally_read(fn_cuda_tally *t, fn_loss_tally_value *v)
+{
+    (void)t, (void)v;
+    return fn_cuda_absent("a loss tally on the GPU");
+}

@@ -1,0 +1,80 @@
+/* config_impl.h (private) — the configuration's fields, for the library's
+ * own readers (the trainer, fn_model_build) and white-box tests; programs
+ * read settings through fn_config_get (config.h). */
+#ifndef FUSENET_RUN_CONFIG_IMPL_H
+#define FUSENET_RUN_CONFIG_IMPL_H
+
+#include <stdint.h>
+
+#include "fusenet/config.h"
+#include "fusenet/device.h"
+#include "fusenet/layer_kind.h"
+#include "fusenet/loss_kind.h"
+#include "fusenet/memory_set.h"
+#include "fusenet/optimizer_kind.h"
+#include "fusenet/schedule.h"
+
+struct fn_config {
+    char *path; /* the config file as given */
+    char *dir;  /* its directory: the base of relative paths */
+    char *text; /* the file's text, plus the overrides as comment lines */
+
+    /* [data] */
+    char *train;             /* required unless train_set; resolved path */
+    char *valid;             /* NULL: no validation set (or valid_set) */
+    const struct fn_memory_set *train_set; /* in place of train (fn_config_use_memory_set) */
+    const struct fn_memory_set *valid_set; /* in place of valid */
+    char *inputs;            /* dataset name, "X" */
+    char *targets;           /* dataset name, "y" */
+    double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
+    int standardize;         /* per-column mean/std of the training set (input_norm.h), 0 */
+
+    /* [model] */
+    fn_layer_spec *layers; /* [n_layers], required: the items, "block 128" or "linear 10" */
+    int n_layers;
+    int groups;           /* 8, must divide every block width */
+    float eps;            /* 1e-5 */
+    float negative_slope; /* 0.01 */
+    char *init;           /* NULL, or weights.h5 to start from (resolved) */
+
+    /* [train] */
+    const fn_loss_kind *loss; /* cross_entropy (loss_kind.h) */
+    int batch_size;    /* 64 */
+    int epochs;        /* 10 */
+    float lr;          /* 0.01: the schedule's base rate, every optimiser's */
+    uint64_t seed;     /* 1 */
+    int checkpoint_every; /* epochs between checkpoints, 0 = only when interrupted */
+    const fn_optimizer_kind *optimizer; /* sgd (optimizer_kind.h) */
+    /* The chosen optimiser's own options block (its config struct:
+     * fn_sgd_config, fn_adam_config), read from the [train] keys it
+     * declares; set by fn_config_finish, owned by the config. */
+    const void *optimizer_options;
+    fn_schedule_kind schedule; /* constant */
+    int warmup_steps;     /* 0 */
+    int step_size;        /* schedule = step: required */
+    float gamma;          /* schedule = step: 0.1 */
+    float min_lr;         /* schedule = cosine: 0 */
+    float clip_grad_norm; /* 0 = off */
+    int keep_best;        /* write best.h5 when the validation metric improves */
+    int patience;         /* stop after this many epochs without improvement, 0 = never */
+
+    /* [run] */
+    int device_auto; /* device = auto: CUDA when a GPU is present */
+    fn_device device;
+    int gpu; /* cuda:N */
+    int gpu_pinned; /* device = cuda:N named the GPU (not auto or cuda): every rank takes it */
+    fn_math math;
+    int log_every; /* steps between plain progress lines, 0 = per epoch only */
+    int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/trainer/step_graph.c) */
+
+    /* [output] */
+    char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */
+
+    struct fn_config_keys *keys; /* private: where each value came from */
+};
+
+/* "dir/name" unless name is absolute, normalised; malloc'ed, NULL when out
+ * of memory. */
+char *fn_path_join(const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""doc_commands.py — runs every command block that README.md and docs/*.md
+mark as runnable on a CPU, so the docs cannot drift from the programs.
+
+A block is marked by `<!-- test: cpu -->` (or `<!-- test: cpu mpi -->` for
+one that needs mpirun) on the line before a fenced ```sh block. Each block
+runs with bash (`set -e -o pipefail`), in order (README.md first, then
+docs/*.md by name), in a temporary copy of the checkout's data/ beside
+links to the rest of it, with build/ linked to the build being tested, so
+`./build/train` is the program just built and no run writes into the
+checkout. `/usr/bin/python3` in a block becomes this interpreter (ctest's
+FN_PYTHON). `mpi` blocks need FN_MPIEXEC (set by ctest when the build has
+MPI) and are skipped with a line saying so otherwise. A marker that is not
+followed by a ```sh block, or docs without a single marked block, fail the
+test.
+
+Needs FN_SOURCE_DIR and FN_BUILD_DIR (set by ctest)."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SOURCE = os.environ["FN_SOURCE_DIR"]
+BUILD = os.environ["FN_BUILD_DIR"]
+MPIEXEC = os.environ.get("FN_MPIEXEC", "")
+MARKER = re.compile(r"^<!-- test: cpu( mpi)? -->$")
+
+
+def doc_files():
+    docs = sorted(glob.glob(os.path.join(SOURCE, "docs", "*.md")))
+    return [os.path.join(SOURCE, "README.md")] + docs
+
+
+def blocks(path):
+    """(line number, needs mpi, text) of each marked block of one file."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    name = os.path.relpath(path, SOURCE)
+    found = []
+    for i, line in enumerate(lines):
+        m = MARKER.match(line.rstrip())
+        if not m:
+            continue
+        if i + 1 >= len(lines) or lines[i + 1].strip() != "```sh":
+            sys.exit(f"{name}:{i + 1}: a test marker must be followed by a ```sh block")
+        end = next((j for j in range(i + 2, len(lines)) if lines[j].strip() == "```"), None)
+        if end is None:
+            sys.exit(f"{name}:{i + 2}: the ```sh block is not closed")
+        text = "\n".join(lines[i + 2:end])
+        if not text.strip():
+            sys.exit(f"{name}:{i + 2}: the marked block is empty")
+        found.append((i + 1, bool(m.group(1)), text))
+    return found
+
+
+def workspace(tmp):
+    """A place that looks like the checkout: data/ copied, build/ the build
+    under test, every other top-level entry (scripts/, tests/, ...) linked."""
+    for entry in os.listdir(SOURCE):
+        if entry in ("build", "runs", ".git") or entry.startswith("build"):
+            continue
+        src = os.path.join(SOURCE, entry)
+        if entry == "data":
+            shutil.copytree(src, os.path.join(tmp, entry))
+        else:
+            os.symlink(src, os.path.join(tmp, entry))
+    os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
+
+
+def command_text(text, mpi):
+    text = text.replace("/usr/bin/python3", sys.executable)
+    if mpi:
+        text = re.sub(r"^mpirun ", MPIEXEC + " ", text, flags=re.M)
+    return text
+
+
+def run(name, line, mpi, text, tmp):
+    env = dict(os.environ)
+    if mpi:
+        # As the dist tests run mpirun: root allowed, oversubscribed cores,
+        # no cross-memory attach (containers often forbid it).
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    print(f"--- {name}:{line}\n{text}", flush=True)
+    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command_text(text, mpi)],
+                            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    if result.returncode != 0:
+        print(result.stdout)
+        sys.exit(f"{name}:{line}: the block failed with exit status {result.returncode}")
+    tail = result.stdout.strip().splitlines()[-3:]
+    print("\n".join("  > " + t for t in tail), flush=True)
+
+
+def main():
+    todo = [(os.path.relpath(p, SOURCE), *b) for p in doc_files() for b in blocks(p)]
+    if not todo:
+        sys.exit("no marked blocks in README.md or docs/*.md")
+    ran = skipped = 0
+    with tempfile.TemporaryDirectory(prefix="fn_doc_commands_") as tmp:
+        workspace(tmp)
+        for name, line, mpi, text in todo:
+            if mpi and not MPIEXEC:
+                print(f"--- {name}:{line}: skipped (this build has no MPI)")
+                skipped += 1
+                continue
+            run(name, line, mpi, text, tmp)
+            ran += 1
+    print(f"doc_commands: {ran} blocks ran, {skipped} skipped, from "
+          f"{len({t[0] for t in todo})} files")
+
+
+if __name__ == "__main__":
+    main()
