@@ -3,7 +3,7 @@
  * each batch's rows, which fn_loader gathers and puts on the device; and
  * the HDF5 file source (data_impl.h): opening and checking (first in a
  * probe's child process, h5_probe.h), slabs read by hyperslab. A memory
- * set is the other source (data_memory.c). */
+ * set is the other source (data_memory.c); data_source.c opens either. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -490,21 +490,6 @@ fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *
     int checked = 0;
     FN_TRY(fn_h5_probe(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked));
     return open_new(data, path, opt, checked, NULL);
-}
-
-fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
-                              const fn_data_options *opt)
-{
-    *data = NULL;
-    if (!source || !opt || (source->path && source->memory))
-        return fn_fail(FN_ERR_INVALID, "fn_data_open_source: %s", !source || !opt
-                       ? "the source or the options are NULL"
-                       : "give a file or a memory set, not both");
-    if (source->memory)
-        return fn_data_open_memory(data, source->memory, opt);
-    if (!source->path)
-        return fn_fail(FN_ERR_INVALID, "fn_data_open_source: no file and no memory set");
-    return fn_data_open(data, source->path, opt);
 }
 
 void fn_data_close(fn_data *d)
