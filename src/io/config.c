@@ -784,6 +784,88 @@ fn_status fn_config_finish(fn_config *cfg)
     return FN_OK;
 }
 
+/* --- the resolved values as text ---------------------------------------- */
+
+int fn_config_n_keys(void) { return N_KEYS; }
+
+/* The keys that may differ between the processes of one run: the progress
+ * lines' interval, the device each process resolves for itself, and paths
+ * (a node's own copy of a file may sit elsewhere: what the run depends on
+ * is the file's content). */
+static int per_process(const key_spec *k)
+{
+    return k->offset == AT(log_every) || k->offset == AT(device) || k->type == T_PATH ||
+           k->type == T_OPTPATH;
+}
+
+static int layers_text(const fn_config *cfg, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (cap)
+        out[0] = '\0';
+    for (int l = 0; l < cfg->n_layers; l++) {
+        char item[64];
+        snprintf(item, sizeof item, "%s%s %d", l ? ", " : "", cfg->layers[l].kind->name,
+                 cfg->layers[l].width);
+        if (len < cap)
+            snprintf(out + len, cap - len, "%s", item);
+        len += strlen(item);
+    }
+    return (int)len;
+}
+
+/* Floats and doubles with the digits that give their bits back. */
+static int value_text(const fn_config *cfg, const key_spec *k, char *out, size_t cap)
+{
+    const char *field = (const char *)cfg + k->offset;
+    switch (k->type) {
+    case T_NAME:
+    case T_PATH:
+    case T_OPTPATH:
+    case T_OPTIMIZER: {
+        const char *s = *(char *const *)field;
+        return snprintf(out, cap, "%s", s ? s : "");
+    }
+    case T_INT:
+        return snprintf(out, cap, "%d", *(const int *)field);
+    case T_FLOAT:
+        return snprintf(out, cap, "%.9g", (double)*(const float *)field);
+    case T_DOUBLE:
+        return snprintf(out, cap, "%.17g", *(const double *)field);
+    case T_BOOL:
+        return snprintf(out, cap, "%s", *(const int *)field ? "true" : "false");
+    case T_SEED:
+        return snprintf(out, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+    case T_LOSS:
+        return snprintf(out, cap, "%s",
+                        *(const fn_loss_kind *)field == FN_LOSS_MSE ? "mse" : "cross_entropy");
+    case T_MATH:
+        return snprintf(out, cap, "%s", fn_math_name(*(const fn_math *)field));
+    case T_DEVICE:
+        return snprintf(out, cap, "%s", cfg->device == FN_CPU ? "cpu" : "cuda");
+    case T_BETAS: {
+        const float *b = (const float *)field;
+        return snprintf(out, cap, "%.9g, %.9g", (double)b[0], (double)b[1]);
+    }
+    case T_SCHEDULE:
+        return snprintf(out, cap, "%s", fn_schedule_name(*(const fn_schedule_kind *)field));
+    case T_LAYERS:
+        return layers_text(cfg, out, cap);
+    }
+    return snprintf(out, cap, "?");
+}
+
+int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
+                       size_t value_cap)
+{
+    if (!cfg || i < 0 || i >= N_KEYS)
+        return -1;
+    snprintf(name, name_cap, "[%s] %s", keys[i].section, keys[i].name);
+    if (per_process(&keys[i]))
+        return -1;
+    return value_text(cfg, &keys[i], value, value_cap);
+}
+
 int fn_config_given(const fn_config *cfg, const char *section, const char *name)
 {
     const int i = cfg && section && name ? find_key(section, name) : -1;

@@ -54,14 +54,20 @@ static fn_status open_sets(fn_trainer *t)
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
     FN_TRY(fn_data_open(&t->train, c->train, &opt));
-    /* Over several ranks each takes its share of every batch (trainer_dist.c). */
-    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
-    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
     if (!c->valid)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
     opt.shuffle = 0;
-    FN_TRY(fn_data_open(&t->valid, c->valid, &opt));
+    return fn_data_open(&t->valid, c->valid, &opt);
+}
+
+static fn_status make_loaders(fn_trainer *t)
+{
+    /* Over several ranks each takes its share of every batch (trainer_dist.c). */
+    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
+    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
+    if (!t->valid)
+        return FN_OK;
     /* Validation runs between epochs, with nothing to overlap. */
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
                                     .parts = share.parts};
@@ -260,7 +266,9 @@ static fn_status setup_norm(fn_trainer *t)
 
 /* Nothing is written here. The output directory is locked first, before
  * any file in it is read or written (made for it when missing: the lock
- * removes it again if the run writes nothing). */
+ * removes it again if the run writes nothing). Over several ranks, they
+ * agree on their config and data (trainer_agree.c) before anything else
+ * goes between them. */
 static fn_status setup(fn_trainer *t, fn_comm_scope scope)
 {
     t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
@@ -271,8 +279,11 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
         FN_TRY(check_output(t));
     }
     FN_TRY(open_context(t));
-    FN_TRY(fn_trainer_dist_setup(t, scope));
     FN_TRY(open_sets(t));
+    if (scope == FN_COMM_WORLD)
+        FN_TRY(fn_trainer_agree(t));
+    FN_TRY(fn_trainer_dist_setup(t, scope));
+    FN_TRY(make_loaders(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,

@@ -107,6 +107,12 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float lo
  * parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
 
+/* trainer_agree.c: in a world of several ranks, before the communicator
+ * and the loaders exist, every rank's config, device and data compared on
+ * rank 0; a difference fails every rank with one message
+ * (FN_ERR_RANKS_DIFFER). Nothing happens in a world of one. */
+fn_status fn_trainer_agree(fn_trainer *t);
+
 /* trainer_dist.c: data parallelism over the ranks of an MPI world */
 
 /* The communicator for the context, and whether steps use it. */
