@@ -260,6 +260,8 @@ static fn_status setup_norm(fn_trainer *t)
         if (count > 0)
             notice_constant(t, count, list, count < LIST ? count : LIST);
     }
+    if (t->norm)
+        FN_TRY(fn_input_norm_check_data(t->norm, t->train, from));
     FN_TRY(fn_loader_set_norm(t->loader, t->norm));
     return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
 }
