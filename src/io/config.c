@@ -71,7 +71,7 @@ static const key_spec keys[] = {
     {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
     {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
     {"train", "betas", T_BETAS, AT(betas), 0, 0, 0, "0.9, 0.999"},
-    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 0, "1e-8"},
+    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 1, "1e-8"},
     {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
     {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
     {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
