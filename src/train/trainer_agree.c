@@ -9,12 +9,12 @@
  * key or file that differs, both values and the ranks that differ
  * (FN_ERR_RANKS_DIFFER). Paths are not compared (a node's own copy of a
  * file may sit elsewhere): a set's content is; an init file's and a
- * resumed checkpoint's are, as the parameters they give, by the trainer's
- * hash of every parameter at the start (trainer_dist.c). It runs before the communicator is made (an NCCL
- * backend's set-up is a collective of its own) and before any step, whose
- * collectives would otherwise meet mismatched ones inside MPI (another
- * batch size or row count) or train on silently (another file of the same
- * shape). */
+ * resumed checkpoint's are, as the parameters they give, by the hash of
+ * every parameter at the start (trainer_dist.c). It runs before the
+ * communicator is made (an NCCL backend's set-up is a collective of its
+ * own) and before any step, whose collectives would otherwise meet
+ * mismatched ones inside MPI (another batch size or row count) or train
+ * on silently (another file of the same shape). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +82,22 @@ static fn_status add_set(fingerprint *f, const char *name, fn_data *set, char *t
 static fn_status fill(const fn_trainer *t, fingerprint *f, char *text)
 {
     char name[NAME_CAP];
-    for (int i = 0; i < fn_config_n_keys(); i++)
-        if (fn_config_key_text(t->cfg, i, name, sizeof name, text, TEXT_CAP) >= 0)
+    for (int i = 0; i < fn_config_n_keys(); i++) {
+        const int len = fn_config_key_text(t->cfg, i, name, sizeof name, text, TEXT_CAP);
+        if (len < 0)
+            continue;
+        if (len < TEXT_CAP) {
             FN_TRY(add_item(f, name, text, text));
+            continue;
+        }
+        char *whole = malloc((size_t)len + 1); /* a value longer than the buffer */
+        if (!whole)
+            return fn_fail(FN_ERR_NOMEM, "out of host memory for the ranks' set-up");
+        fn_config_key_text(t->cfg, i, name, sizeof name, whole, (size_t)len + 1);
+        fn_status st = add_item(f, name, whole, whole);
+        free(whole);
+        FN_TRY(st);
+    }
     const char *device = fn_context_device(t->ctx) == FN_CUDA ? "cuda" : "cpu";
     FN_TRY(add_item(f, "[run] device (as resolved)", device, device));
     const char *resume = t->resuming ? "given" : "not given";
