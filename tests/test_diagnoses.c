@@ -34,7 +34,7 @@
 #include "h5_write.h"
 #include "program.h"
 
-enum { ROWS = 64, IN = 4, CLASSES = 3, BATCH = 8, CAP = 1024 };
+enum { ROWS = 64, IN = 4, HIDDEN = 8, CLASSES = 3, BATCH = 8, CAP = 1024 };
 
 typedef struct fixture {
     char dir[64];
@@ -87,10 +87,10 @@ static fn_config *config(const fixture *f, int standardize, const char *extra)
     FILE *out = fopen(f->ini, "w");
     assert_non_null(out);
     fprintf(out,
-            "[data]\ntrain = %s\nstandardize = %s\n[model]\nlayers = block 8, linear %d\n"
+            "[data]\ntrain = %s\nstandardize = %s\n[model]\nlayers = block %d, linear %d\n"
             "groups = 2\n[train]\nbatch_size = %d\nepochs = 2\nlr = 0.01\nseed = 3\n%s\n"
             "[run]\ndevice = cpu\nlog_every = 0\n[output]\ndir = %s\n",
-            f->data, standardize ? "true" : "false", CLASSES, BATCH, extra, f->out);
+            f->data, standardize ? "true" : "false", HIDDEN, CLASSES, BATCH, extra, f->out);
     fclose(out);
     fn_config *cfg = NULL;
     EXPECT_OK(fn_config_load(&cfg, f->ini));
@@ -246,7 +246,7 @@ static void test_negative_second_moment_refused(void **state)
     assert_true(file >= 0);
     hid_t set = H5Dopen2(file, "exp_avg_sq/layer0.weight", H5P_DEFAULT);
     assert_true(set >= 0);
-    static float v[CLASSES * IN];
+    static float v[HIDDEN * IN]; /* layer 0: block HIDDEN, [HIDDEN, IN] */
     assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
     v[IN + 1] = -1.0f;
     assert_true(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
