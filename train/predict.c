@@ -234,6 +234,8 @@ static fn_status open_inputs(job *j, const options *o)
     j->probabilities = o->probabilities;
     if (kind != FN_DATA_NO_TARGETS)
         FN_TRY(fn_evaluation_create(&j->eval, kind, fn_net_out_features(j->net)));
+    if (j->norm)
+        FN_TRY(fn_input_norm_check_data(j->norm, j->data, o->weights));
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
     FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
     return fn_loader_set_norm(j->loader, j->norm);

@@ -2,7 +2,9 @@
  * build with MPI (FN_HAVE_MPI), the MPI backend of the communicator:
  * MPI_Iallreduce in place on host floats, one request per tensor, each
  * ticket's requests waited for by MPI_Waitall; and the host collectives
- * every backend uses (a gather, a maximum, the NCCL id's broadcast). Every
+ * every backend uses (a gather, a maximum, the NCCL id's broadcast), and
+ * the world's set-up collectives (a gather to rank 0, a broadcast from
+ * it). Every
  * wait for other ranks is a poll (MPI_Testall, which also drives MPI's
  * progress) against the deadline of fn_comm_timeout_s: a rank that stopped
  * answering gives an error naming the wait, which the program turns into
@@ -168,6 +170,23 @@ fn_status fn_comm_broadcast_bytes(void *bytes, int n)
     return wait_requests(&r, 1, "a broadcast from rank 0 (MPI_Ibcast)");
 }
 
+fn_status fn_world_gather_bytes(const void *mine, int n, void *all)
+{
+    if (!world.mpi || world.size == 1) {
+        if (all && n > 0)
+            memcpy(all, mine, (size_t)n);
+        return FN_OK;
+    }
+    MPI_Request r;
+    MPI_Igather(mine, n, MPI_BYTE, all, n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    return wait_requests(&r, 1, "the ranks' set-up gather to rank 0 (MPI_Igather)");
+}
+
+fn_status fn_world_broadcast_bytes(void *bytes, int n)
+{
+    return world.mpi && world.size > 1 ? fn_comm_broadcast_bytes(bytes, n) : FN_OK;
+}
+
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)
 {
     MPI_Request r;
@@ -191,6 +210,20 @@ fn_status fn_comm_broadcast_bytes(void *bytes, int n)
 {
     (void)bytes, (void)n;
     return no_mpi();
+}
+
+/* Without MPI the world is this process alone. */
+fn_status fn_world_gather_bytes(const void *mine, int n, void *all)
+{
+    if (all && n > 0)
+        memcpy(all, mine, (size_t)n);
+    return FN_OK;
+}
+
+fn_status fn_world_broadcast_bytes(void *bytes, int n)
+{
+    (void)bytes, (void)n;
+    return FN_OK;
 }
 
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)

@@ -72,7 +72,7 @@ static const key_spec keys[] = {
     {"train", "checkpoint_every", T_INT, AT(checkpoint_every), 0, 1e6, 0, "0"},
     {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
     {"train", "betas", T_BETAS, AT(betas), 0, 0, 0, "0.9, 0.999"},
-    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 0, "1e-8"},
+    {"train", "adam_eps", T_FLOAT, AT(adam_eps), 0, 1e6, 1, "1e-8"},
     {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
     {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
     {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
@@ -938,6 +938,31 @@ fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size
         return fn_fail(FN_ERR_INVALID, "fn_config_get: %s needs %zu bytes, given %zu", key,
                        need + 1, cap);
     return FN_OK;
+}
+
+/* --- the resolved values as text, for the ranks' agreement ---------------- */
+
+int fn_config_n_keys(void) { return N_KEYS; }
+
+/* The keys that may differ between the processes of one run: the progress
+ * lines' interval, the device each process resolves for itself, and paths
+ * (a node's own copy of a file may sit elsewhere: what the run depends on
+ * is the file's content). */
+static int per_process(const key_spec *k)
+{
+    return k->offset == AT(log_every) || k->offset == AT(device) || k->type == T_PATH ||
+           k->type == T_OPTPATH;
+}
+
+int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
+                       size_t value_cap)
+{
+    if (!cfg || i < 0 || i >= N_KEYS)
+        return -1;
+    snprintf(name, name_cap, "[%s] %s", keys[i].section, keys[i].name);
+    if (per_process(&keys[i]))
+        return -1;
+    return (int)format_value(cfg, &keys[i], value, value_cap);
 }
 
 int fn_config_given(const fn_config *cfg, const char *section, const char *name)

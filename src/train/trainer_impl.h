@@ -97,16 +97,25 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
 /* The state's grad_norm from the clipper's last step (NaN without
  * clipping; kept as it is when no step ran since the checkpoint). */
 fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
-/* After a non-finite loss of the batch whose loss gradient dy is: the
- * error naming the first non-finite value. */
 /* The batch's mean loss in *loss, and *correct rows classified right (0
  * for mse), read back now; dy (NULL: none) the loss's gradient. */
 fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                                 float *loss, int *correct);
-fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
+/* After a non-finite loss of batch b, whose loss gradient dy is: the
+ * error naming the first non-finite value (a non-finite input, as
+ * standardisation made it, first), and, before the run's first update,
+ * saying the learning rate is not the cause. */
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_tensor *dy,
+                                    float loss);
 /* Writes checkpoint.h5 (rank 0; the others do nothing); a non-finite
  * parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+/* trainer_agree.c: in a world of several ranks, before the communicator
+ * and the loaders exist, every rank's config, device and data compared on
+ * rank 0; a difference fails every rank with one message
+ * (FN_ERR_RANKS_DIFFER). Nothing happens in a world of one. */
+fn_status fn_trainer_agree(fn_trainer *t);
 
 /* trainer_dist.c: data parallelism over the ranks of an MPI world */
 
