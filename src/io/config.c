@@ -751,11 +751,17 @@ static fn_status check_best(const fn_config *cfg)
 }
 
 /* [output] dir left unset: runs/<stem of the config file>, so two configs
- * never share a folder by default. */
+ * never share a folder by default. Given empty it is an error: a variable
+ * that expanded to nothing, not a request for the default. */
 static fn_status default_out_dir(fn_config *cfg)
 {
     if (cfg->out_dir)
         return FN_OK;
+    const int key = find_key("output", "dir");
+    if (key_given(cfg, key))
+        return key_fail(cfg, FN_ERR_INVALID, key,
+                        "expected a directory, got nothing (leave [output] dir out for the "
+                        "default runs/<config name>)");
     const char *base = strrchr(cfg->path, '/');
     base = base ? base + 1 : cfg->path;
     size_t len = strlen(base);
