@@ -634,7 +634,8 @@ static fn_status check_required(const fn_config *cfg)
 static fn_status check_groups(const fn_config *cfg)
 {
     int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
-    const fn_layer_hparams hp = {cfg->groups, cfg->eps, cfg->negative_slope};
+    const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
+                               .negative_slope = cfg->negative_slope};
     char problem[512];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];

@@ -453,6 +453,46 @@ fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *
     return open_new(data, path, opt, checked, NULL);
 }
 
+/* The inputs dataset opened and its shape checked as fn_data_open does,
+ * nothing read or allocated for its rows. */
+static fn_status count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    fn_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    d->file = d->xset = d->tset = -1;
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    fn_status st = copy_name(&d->path, path);
+    if (st == FN_OK)
+        st = copy_name(&d->inputs, inputs);
+    if (st == FN_OK)
+        st = fn_h5_open_read(&d->file, path);
+    if (st == FN_OK)
+        st = open_inputs(d, &opt);
+    *rows = st == FN_OK ? d->n : 0;
+    fn_data_close(d);
+    return st;
+}
+
+static fn_status probe_count(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const open_job *job = arg;
+    int64_t rows = 0;
+    return count_rows(job->path, job->opt->inputs, &rows);
+}
+
+fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    *rows = 0;
+    if (!path || !inputs)
+        return fn_fail(FN_ERR_INVALID, "fn_data_count_rows: a NULL argument");
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    open_job job = {path, &opt};
+    FN_TRY(fn_h5_probe(path, probe_count, &job, FN_H5_PROBE_SECONDS, NULL));
+    return count_rows(path, inputs, rows);
+}
+
 void fn_data_close(fn_data *d)
 {
     if (!d)
