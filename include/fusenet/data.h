@@ -78,6 +78,10 @@ typedef struct fn_data_source {
 fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
                               const fn_data_options *opt);
 void fn_data_close(fn_data *data); /* NULL is fine */
+/* The rows of dataset `inputs` in the file at path, its shape checked as
+ * fn_data_open checks it, without reading a row: to size batches before
+ * the set is opened. */
+fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows);
 
 int64_t fn_data_rows(const fn_data *data);
 int fn_data_in_features(const fn_data *data);

@@ -682,7 +682,8 @@ static fn_status check_required(const fn_config *cfg)
 static fn_status check_groups(const fn_config *cfg)
 {
     int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
-    const fn_layer_hparams hp = {cfg->groups, cfg->eps, cfg->negative_slope};
+    const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
+                               .negative_slope = cfg->negative_slope};
     char problem[512];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
@@ -799,11 +800,17 @@ static fn_status check_best(const fn_config *cfg)
 }
 
 /* [output] dir left unset: runs/<stem of the config file>, so two configs
- * never share a folder by default. */
+ * never share a folder by default. Given empty it is an error: a variable
+ * that expanded to nothing, not a request for the default. */
 static fn_status default_out_dir(fn_config *cfg)
 {
     if (cfg->out_dir)
         return FN_OK;
+    const int key = find_key("output", "dir");
+    if (key_given(cfg, key))
+        return key_fail(cfg, FN_ERR_INVALID, key,
+                        "expected a directory, got nothing (leave [output] dir out for the "
+                        "default runs/<config name>)");
     const char *base = strrchr(cfg->path, '/');
     base = base ? base + 1 : cfg->path;
     size_t len = strlen(base);

@@ -511,6 +511,40 @@ fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
     return fn_data_open(data, source->path, opt);
 }
 
+/* The inputs dataset opened and its shape checked as fn_data_open does,
+ * nothing read or allocated for its rows. */
+static fn_status count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    fn_data *d;
+    FN_TRY(fn_data_begin(&d, &hdf5_source, path, &opt));
+    fn_status st = fn_h5_open_read(&d->file, path);
+    if (st == FN_OK)
+        st = open_inputs(d, &opt);
+    *rows = st == FN_OK ? d->n : 0;
+    fn_data_close(d);
+    return st;
+}
+
+static fn_status probe_count(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const open_job *job = arg;
+    int64_t rows = 0;
+    return count_rows(job->path, job->opt->inputs, &rows);
+}
+
+fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    *rows = 0;
+    if (!path || !inputs)
+        return fn_fail(FN_ERR_INVALID, "fn_data_count_rows: a NULL argument");
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    open_job job = {path, &opt};
+    FN_TRY(fn_h5_probe(path, probe_count, &job, FN_H5_PROBE_SECONDS, NULL));
+    return count_rows(path, inputs, rows);
+}
+
 void fn_data_close(fn_data *d)
 {
     if (!d)

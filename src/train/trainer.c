@@ -287,6 +287,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     FN_TRY(output_paths(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
+        FN_TRY(fn_trainer_check_inputs_kept(t));
         FN_TRY(check_output(t));
     }
     FN_TRY(open_context(t));

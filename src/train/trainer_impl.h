@@ -64,6 +64,11 @@ struct fn_trainer {
  * earlier run's files; once, before the first file is written. */
 fn_status fn_trainer_prepare_output(fn_trainer *t);
 
+/* trainer_inputs.c: FN_ERR_INVALID, naming both, when a file the run
+ * writes or removes in its directory is one it reads (compared by device
+ * and inode). */
+fn_status fn_trainer_check_inputs_kept(const fn_trainer *t);
+
 /* trainer_summary.c: on_model, when the caller has it. */
 void fn_trainer_report_model(fn_trainer *t);
 
