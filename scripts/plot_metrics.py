@@ -4,7 +4,10 @@ loss, and accuracy where the run classifies, against the epoch.
 
     /usr/bin/python3 scripts/plot_metrics.py runs/example/metrics.csv [-o curves.png]
 
-Without -o the picture is written beside the CSV as curves.png. Reads the
+Without -o the picture is written beside the CSV as curves.png; an -o
+without an extension gets ".png". An -o that is a directory, in a folder
+that does not exist, or the CSV itself is refused with a one-line error.
+Reads the
 columns by their header names (epoch, train_loss, train_acc, valid_loss,
 valid_acc), so columns added after them change nothing. A dotted line
 marks the best epoch as [train] keep_best chooses it (the highest
@@ -89,6 +92,23 @@ def plot(columns, title, out):
     plt.close(fig)
 
 
+def output_path(out, csv_path):
+    """The file savefig writes for -o out (".png" appended where out has no
+    extension, as matplotlib does); ValueError when it cannot or must not be
+    written: a directory, a missing folder, the CSV itself."""
+    if os.path.isdir(out):
+        raise ValueError(f"-o {out}: is a directory; name the PNG to write, as "
+                         f"{os.path.join(out, 'curves.png')}")
+    if not os.path.splitext(out)[1]:
+        out += ".png"
+    folder = os.path.dirname(out) or "."
+    if not os.path.isdir(folder):
+        raise ValueError(f"-o {out}: no folder {folder}; make it first, or name another")
+    if os.path.exists(out) and os.path.samefile(out, csv_path):
+        raise ValueError(f"-o {out}: is the CSV being read ({csv_path}); name another file")
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", help="a run's metrics.csv")
@@ -97,9 +117,13 @@ def main():
     out = args.output or os.path.join(os.path.dirname(args.csv) or ".", "curves.png")
     try:
         columns = read_metrics(args.csv)
+        out = output_path(out, args.csv)
     except (OSError, ValueError) as e:
         sys.exit(f"plot_metrics.py: {e}")
-    plot(columns, os.path.normpath(args.csv), out)
+    try:
+        plot(columns, os.path.normpath(args.csv), out)
+    except (OSError, ValueError) as e:  # no permission, a format matplotlib lacks
+        sys.exit(f"plot_metrics.py: -o {out}: {e}")
     print(f"plot_metrics.py: wrote {out}")
 
 

@@ -4,7 +4,9 @@ it draws (ctest "plot_metrics"): two panels for a classifying run (12 x
 4.5 inches at 100 dpi: 1200 x 450 pixels), one for an mse run, whose
 accuracy columns are nan (600 x 450); the best epoch it marks is keep_best's
 (highest validation accuracy, first of equals; lowest loss for mse); a CSV
-without epochs or columns is an error naming the file. Needs FN_SOURCE_DIR (set by ctest) and Debian's
+without epochs or columns is an error naming the file; an -o that names a
+missing folder, the CSV itself or a directory is a one-line error naming
+it, the CSV unchanged. Needs FN_SOURCE_DIR (set by ctest) and Debian's
 python3-matplotlib."""
 import os
 import struct
@@ -55,6 +57,22 @@ def check_error(tmp, name, text, needle):
                  f"{r.returncode}:\n{r.stderr}")
 
 
+def check_bad_output(tmp, csv_path):
+    with open(csv_path, "rb") as f:
+        before = f.read()
+    for out, needle in ((os.path.join(tmp, "no", "such", "curves.png"), "no folder"),
+                        (csv_path, "is the CSV"), (tmp, "is a directory")):
+        r = run(csv_path, "-o", out)
+        lines = r.stderr.strip().splitlines()
+        if (r.returncode == 0 or len(lines) != 1 or not lines[0].startswith("plot_metrics.py: ")
+                or out not in lines[0] or needle not in lines[0]):
+            sys.exit(f"-o {out}: expected one line naming it and '{needle}', got "
+                     f"{r.returncode}:\n{r.stderr}")
+        with open(csv_path, "rb") as f:
+            if f.read() != before:
+                sys.exit(f"-o {out}: the CSV was changed")
+
+
 def check_best():
     sys.path.insert(0, os.path.dirname(SCRIPT))
     import plot_metrics
@@ -81,6 +99,7 @@ def main():
         r = run(os.path.join(tmp, "mse.csv"))
         if r.returncode != 0 or png_size(os.path.join(tmp, "curves.png")) != (600, 450):
             sys.exit(f"without -o: no curves.png beside the CSV:\n{r.stderr}")
+        check_bad_output(tmp, os.path.join(tmp, "mse.csv"))
         check_error(tmp, "empty", HEADER, "no epochs")
         check_error(tmp, "columns", "epoch,loss\n1,0.5\n", "no column train_loss")
         check_error(tmp, "bad", HEADER + "1,x,0,0,0,0,0\n", ":2: train_loss is 'x'")

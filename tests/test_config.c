@@ -650,6 +650,32 @@ static void test_get_values(void **state)
     fn_config_destroy(cfg);
 }
 
+/* An empty [output] dir is a mistake (a variable that expanded to
+ * nothing), not a request for the default folder; the empty valid and init
+ * keys mean "none". */
+static void test_empty_output_dir(void **state)
+{
+    const char *empty[] = {"output.dir=", NULL};
+    EXPECT_ERROR(minimal, empty, FN_ERR_INVALID, "--set output.dir=: expected a directory, got "
+                 "nothing", "leave [output] dir out for the default");
+    static const char in_file[] =
+        "[data]\ntrain = train.h5\n[model]\nlayers = block 16, linear 4\n[output]\ndir =\n";
+    EXPECT_ERROR(in_file, NULL, FN_ERR_INVALID, "run.ini:6: output.dir: expected a directory",
+                 NULL);
+    const char *replaced[] = {"output.dir=elsewhere", NULL};
+    fn_config *cfg = NULL;
+    if (load(*state, in_file, replaced, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_non_null(strstr(cfg->out_dir, "elsewhere"));
+    fn_config_destroy(cfg);
+    const char *no_valid[] = {"data.valid=", "model.init=", NULL};
+    if (load(*state, minimal, no_valid, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_null(cfg->valid);
+    assert_null(cfg->init);
+    fn_config_destroy(cfg);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides),
           T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
@@ -660,4 +686,4 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
-          T(test_math_bf16))
+          T(test_math_bf16), T(test_empty_output_dir))

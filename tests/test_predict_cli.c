@@ -5,7 +5,10 @@
  * --probabilities 'outputs' rows that are softmax probabilities; the
  * errors (a missing targets dataset, regression targets of the wrong width,
  * --probabilities with regression targets, usage) exit 1 or 2 with one
- * line naming the cause and leave no output file. */
+ * line naming the cause and leave no output file; so do input
+ * standardisation that overflows on the file's first rows (a std of
+ * 1e-45, a mean of 3.4e38: each passes the statistics' own checks) and an
+ * output that is not finite (an input row of 3e38), named by its row. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <math.h>
@@ -21,6 +24,7 @@
 #include <cmocka.h>
 
 #include "fusenet/version.h"
+#include "h5_write.h"
 #include "program.h"
 #include "test_main.h"
 
@@ -225,7 +229,78 @@ static void test_version(void **state)
     free(text);
 }
 
+/* The digits' inputs, row `bad` set to 3e38 in every column (finite, so
+ * the set opens), as dataset X of `path`. */
+static void write_big_row(const fixture *f, const char *path, int bad)
+{
+    hid_t in = H5Fopen(f->valid, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t xs = H5Dopen2(in, "X", H5P_DEFAULT);
+    static float x[ROWS * 64];
+    assert_true(H5Dread(xs, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
+    H5Dclose(xs);
+    H5Fclose(in);
+    for (int j = 0; j < 64; j++)
+        x[bad * 64 + j] = 3e38f;
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, 64, x);
+    H5Fclose(file);
+}
+
+/* A copy of the trained weights with /input_norm: every column's mean and
+ * std as given. */
+static void write_norm_weights(const fixture *f, const char *path, float mean, float std)
+{
+    FILE *in = fopen(f->weights, "rb"), *out = fopen(path, "wb");
+    assert_true(in && out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    float m[64], s[64];
+    for (int j = 0; j < 64; j++)
+        m[j] = mean, s[j] = std;
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    /* The group is format version 2's. */
+    const long long version = 2;
+    hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
+    assert_true(attr >= 0 && H5Awrite(attr, H5T_NATIVE_LLONG, &version) >= 0);
+    H5Aclose(attr);
+    hid_t group = H5Gcreate2(file, "input_norm", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(group >= 0);
+    h5_put(group, "mean", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 64, 0, m);
+    h5_put(group, "std", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 64, 0, s);
+    H5Gclose(group);
+    H5Fclose(file);
+}
+
+static void test_nonfinite(void **state)
+{
+    fixture *f = *state;
+    char tiny[CAP + 16], big[CAP + 16];
+    snprintf(tiny, sizeof tiny, "%s/tiny_std.h5", f->files->dir);
+    write_norm_weights(f, tiny, 3.4e38f, 1e-45f);
+    const char *overflow[] = {tiny, f->valid, f->out, NULL};
+    EXPECT_FAILURE(overflow, 1, "tiny_std.h5's input standardisation (group 'input_norm') "
+                                "turn");
+    char *err = program_slurp(f->files->err);
+    assert_non_null(strstr(err, "digits_valid.h5 row 0 column 0"));
+    free(err);
+    /* Row 40 of 3e38 makes every output of that row non-finite; the
+     * first batch (16 rows) is fine. */
+    snprintf(big, sizeof big, "%s/big_row.h5", f->files->dir);
+    write_big_row(f, big, 40);
+    const char *outputs[] = {f->weights, big, f->out, "--batch", "16", NULL};
+    EXPECT_FAILURE(outputs, 1, "out.h5: output row 40 column 0 is");
+    char *text = stdout_text(f);
+    assert_null(strstr(text, "rows written"));
+    free(text);
+}
+
 TEST_MAIN(NULL, NULL,
           cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
           cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_version, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_version, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_nonfinite, setup, teardown))

@@ -41,7 +41,7 @@ static const char usage[] =
     "  --probabilities         classification: 'outputs' holds softmax probabilities\n"
     "                          instead of logits; writes 'classes' (argmax)\n"
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
-    "  --batch N               rows per forward pass (default 256)\n"
+    "  --batch N               rows per forward pass (default 256; at most the inputs' rows)\n"
     "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
     "  --help                  this text\n"
     "  --version               the version, commit, backends and GPU architectures\n";
@@ -234,6 +234,8 @@ static fn_status open_inputs(job *j, const options *o)
     j->probabilities = o->probabilities;
     if (kind != FN_DATA_NO_TARGETS)
         FN_TRY(fn_evaluation_create(&j->eval, kind, fn_net_out_features(j->net)));
+    if (j->norm)
+        FN_TRY(fn_input_norm_check_data(j->norm, j->data, o->weights));
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
     FN_TRY(fn_loader_create(&j->loader, j->ctx, j->data, &sync));
     return fn_loader_set_norm(j->loader, j->norm);
@@ -250,11 +252,32 @@ static fn_status alloc_host(job *j, const options *o)
     return FN_OK;
 }
 
-static fn_status predict(job *j, const options *o)
+/* The network for batches of o->batch rows; when its memory is short but
+ * fewer rows would fit, the message says which --batch does. */
+static fn_status build_net(job *j, const options *o)
 {
-    FN_TRY(check_output_path(o));
+    fn_status st = fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch);
+    const char *fits = st == FN_ERR_NOMEM ? strstr(fn_last_error(), "batches of at most ") : NULL;
+    long rows = 0;
+    if (!fits || sscanf(fits, "batches of at most %ld rows", &rows) != 1)
+        return st;
+    char message[1024];
+    snprintf(message, sizeof message, "%s", fn_last_error());
+    return fn_fail(st, "%s: give --batch %ld or less", message, rows);
+}
+
+/* The inputs' rows are counted first: a batch never holds more. */
+static fn_status predict(job *j, const options *given)
+{
+    FN_TRY(check_output_path(given));
+    options sized = *given;
+    const options *o = &sized;
+    int64_t rows = 0;
+    FN_TRY(fn_data_count_rows(o->inputs_path, o->inputs, &rows));
+    if (rows < sized.batch)
+        sized.batch = (long)rows;
     FN_TRY(open_context(o->device, &j->ctx));
-    FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, (int)o->batch));
+    FN_TRY(build_net(j, o));
     FN_TRY(fn_input_norm_load(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
     FN_TRY(open_inputs(j, o));
     FN_TRY(alloc_host(j, o));

@@ -399,7 +399,13 @@ static int execute(const fn_config *cfg, const args *a, int *together)
         .resume = a->resume, .overwrite = a->overwrite,
         .callbacks = fn_world_rank() == 0 ? &callbacks : &quiet_callbacks, .user = &d};
     fn_trainer *t = NULL;
-    if (fn_trainer_create(&t, cfg, &options) != FN_OK)
+    const fn_status created = fn_trainer_create(&t, cfg, &options);
+    if (created == FN_ERR_RANKS_DIFFER) {
+        /* Every rank holds the same message: rank 0 prints it, all exit. */
+        *together = 1;
+        return fn_world_rank() == 0 ? fail(NULL) : EXIT_ERROR;
+    }
+    if (created != FN_OK)
         return fail(NULL);
     fn_status st = fn_trainer_run(t);
     int status = conclude(t, st, &d);

@@ -24,6 +24,7 @@ typedef struct fn_block_config {
     int groups;           /* divides out_features */
     float eps;            /* > 0; PyTorch's default 1e-5 */
     float negative_slope; /* >= 0; PyTorch's default 0.01 */
+    int forward_only;     /* 1: no gradients and no dz cache; backward is an error */
 } fn_block_config;
 
 /* PyTorch's defaults for the given sizes. */

@@ -55,6 +55,21 @@ fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size
 /* Whether section.name was set, in the file or by --set (not a default). */
 int fn_config_given(const fn_config *cfg, const char *section, const char *name);
 
+/* The keys one by one (0 <= i < fn_config_n_keys()), to compare the
+ * configs of the processes of one run: key i's "[section] name" into name
+ * and its resolved value as text into value, the text standing for the
+ * value (two configs resolve a key alike exactly when the texts are
+ * equal). Each follows snprintf's rules; returns the length the value's
+ * text needs, or -1, writing only the name, for a key that may differ
+ * between the processes of one run: [run] log_every (printing only),
+ * [run] device (each process resolves its own; a caller compares the
+ * device it resolved to) and the paths ([data] train and valid, [model]
+ * init, [output] dir: a node's copy of a file may sit elsewhere; a caller
+ * compares the files' contents). */
+int fn_config_n_keys(void);
+int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
+                       size_t value_cap);
+
 /* Parses a [model] layers value ("block 128, block 128, linear 10"): each
  * item is a kind's name (layer_kind.h) and its arguments. On success
  * *layers is malloc'ed; the message names the item on failure. */

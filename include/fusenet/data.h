@@ -85,6 +85,10 @@ typedef struct fn_data_source {
 fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
                               const fn_data_options *opt);
 void fn_data_close(fn_data *data); /* NULL is fine */
+/* The rows of dataset `inputs` in the file at path, its shape checked as
+ * fn_data_open checks it, without reading a row: to size batches before
+ * the set is opened. */
+fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows);
 
 int64_t fn_data_rows(const fn_data *data);
 int fn_data_in_features(const fn_data *data);
@@ -100,6 +104,7 @@ size_t fn_data_host_bytes(const fn_data *data);
 
 /* What a batch's targets are: target_kind, or by rank (targets_by_rank). */
 fn_data_targets fn_data_target_kind(const fn_data *data);
+const char *fn_data_path(const fn_data *data); /* the file, as opened */
 
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */
 fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
@@ -128,6 +133,15 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * a batch from fn_data_next_rows is invalid afterwards, the position in
  * the epoch is kept. For `[data] standardize` (input_norm.h). */
 fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
+
+/* What the set is, to compare the sets of several processes: its
+ * datasets' names, shapes and stored types into text ("'X' [1437, 64]
+ * float64, 'y' [1437] int64"; snprintf's rules) and a 64-bit checksum of
+ * every value as the network gets it (float32 inputs and targets, int32
+ * labels, in file order) into *checksum. A set of several slabs is read
+ * once more; as after fn_data_column_stats, a batch from
+ * fn_data_next_rows is invalid afterwards, the position is kept. */
+fn_status fn_data_fingerprint(fn_data *data, char *text, size_t cap, uint64_t *checksum);
 
 /* Copies rows [begin, end) of the batch to the same rows of x [rows, in],
  * labels [rows], target [rows, out] and index [rows] (file row numbers);

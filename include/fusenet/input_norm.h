@@ -41,6 +41,16 @@ fn_status fn_input_norm_from_data(fn_input_norm **norm, fn_context *ctx, fn_data
 fn_status fn_input_norm_load(fn_input_norm **norm, fn_context *ctx, const char *path,
                              int features);
 
+/* The statistics checked for what they do: data's first batch of rows
+ * (fn_data_next_rows from the start: the file's first rows, or the first
+ * epoch's first batch of a shuffled set) standardised as
+ * fn_input_norm_apply does, on the host; every value must come out finite
+ * (a mean of 3.4e38 or a std of 1e-45 passes fn_input_norm_create's checks
+ * but overflows). The failure names `source` (where the statistics came
+ * from; NULL: the training set's), the data's file, the row, the column,
+ * the value and the statistics. The set is back at its start. */
+fn_status fn_input_norm_check_data(const fn_input_norm *norm, fn_data *data, const char *source);
+
 void fn_input_norm_destroy(fn_input_norm *norm); /* NULL is fine */
 
 int fn_input_norm_features(const fn_input_norm *norm);

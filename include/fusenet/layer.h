@@ -51,6 +51,7 @@ struct fn_layer {
     int in_features, out_features;
     int max_batch;
     int batch;        /* rows of the last forward through fn_layer_forward; 0 before any */
+    int forward_only; /* made without gradients and backward caches: backward is an error */
     fn_param *params; /* [n_params] */
     int n_params;
 };

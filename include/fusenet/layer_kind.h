@@ -30,6 +30,7 @@ typedef struct fn_layer_hparams {
     int groups;           /* block: GroupNorm's groups, divides the width */
     float eps;            /* block: GroupNorm's eps */
     float negative_slope; /* block: LeakyReLU's slope */
+    int forward_only;     /* every kind: no gradients or backward caches (fn_layer.forward_only) */
 } fn_layer_hparams;
 
 /* A kind's own attribute of a weights file, stored as an int32 or a
@@ -83,8 +84,10 @@ struct fn_layer_kind {
     size_t (*buffer_bytes)(const fn_layer *l);
     /* The floats a layer of in_features -> spec->width takes, for the
      * memory check before anything is built (model.h): its parameters
-     * (each has a gradient as large), and its own buffers per row of a
-     * batch (NULL: none). Counted as doubles: 2^24 x 2^24 overflows an int. */
+     * (each has a gradient as large, but with hp->forward_only), and its
+     * own buffers per row of a batch (NULL: none), those of backward left
+     * out with hp->forward_only. Counted as doubles: 2^24 x 2^24
+     * overflows an int. */
     double (*param_floats)(int in_features, const fn_layer_spec *spec);
     double (*row_floats)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
     /* Optional: the bytes of copies of l's parameters that it keeps in

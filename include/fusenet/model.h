@@ -29,7 +29,9 @@ fn_status fn_model_create_each(fn_net **net, fn_context *ctx, const fn_layer_spe
                                int max_batch, uint64_t seed);
 /* What the layers specs[0 .. n_layers) take in bytes, before any is built:
  * parameter values, their gradients, and for batches of max_batch rows the
- * activations, their gradients (net.c) and the layers' own buffers. A lower
+ * activations, their gradients (net.c) and the layers' own buffers; with
+ * hp->forward_only (a net for forward passes) no gradient and no buffer
+ * only backward uses. A lower
  * bound of the run's need: an optimiser's state, data slabs and allocator
  * overhead come on top. */
 typedef struct fn_model_memory {
@@ -43,7 +45,8 @@ void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_featu
 void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int in_features,
                          const fn_layer_hparams *hp, int max_batch, int first);
 /* FN_ERR_NOMEM naming need and limit when need->total exceeds what ctx can
- * still take. */
+ * still take, and when smaller batches would fit, the most rows that do
+ * ("; batches of at most 96 rows would fit"). */
 fn_status fn_model_memory_fits(const fn_context *ctx, const fn_model_memory *need,
                                int max_batch);
 /* FN_ERR_NOMEM, naming the need and the limit, when fn_model_memory_need's

@@ -16,6 +16,10 @@ extern "C" {
 typedef struct fn_net fn_net; /* private to nn/net.c: read it through the accessors below */
 
 fn_status fn_net_create(fn_net **net, fn_context *ctx, int max_batch);
+/* A net for forward passes only (inference): no gradient buffers between
+ * its layers, which should be made forward only too (fn_layer_hparams);
+ * backward is an error. */
+fn_status fn_net_create_forward_only(fn_net **net, fn_context *ctx, int max_batch);
 /* Appends a layer and takes ownership of it (also on failure, when it is
  * destroyed). Its in_features must equal the previous layer's out_features. */
 fn_status fn_net_add(fn_net *net, fn_layer *layer);

@@ -47,6 +47,9 @@ typedef struct fn_optimizer_ops {
     void (*set_lr)(fn_optimizer *opt, float lr);
     int n_state;                    /* kinds of per-parameter state */
     const char *const *state_names; /* [n_state]: "momentum" */
+    /* Optional, [n_state]: 1 for a kind no value of which can be negative
+     * (a second moment): a checkpoint holding one is refused when read. */
+    const unsigned char *state_nonnegative;
     /* Parameter `param`'s state of kind `kind`, shaped like its value, or
      * NULL when this configuration keeps none. */
     fn_tensor *(*state)(fn_optimizer *opt, int kind, int param);
@@ -77,7 +80,13 @@ struct fn_optimizer {
     long long steps;   /* steps taken */
 };
 
-/* Checked entry points. A step that fails is not counted. */
+/* The most steps an optimiser takes: its step count t is exact in the
+ * double arithmetic of Adam's bias corrections up to 2^53, and t + 1
+ * never overflows. A checkpoint with more is refused when it is read. */
+#define FN_OPTIMIZER_MAX_STEPS (1LL << 53)
+
+/* Checked entry points. A step that fails is not counted; one after
+ * FN_OPTIMIZER_MAX_STEPS steps, or from a negative count, fails. */
 fn_status fn_optimizer_step(fn_optimizer *opt);
 /* The parts of a step (ops->step_params): FN_ERR_INVALID without them or
  * for a range outside the parameters; step_done counts the step. */
@@ -105,6 +114,8 @@ void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
 /* The published state (see fn_optimizer_ops); NULL out of range. */
 int fn_optimizer_n_state(const fn_optimizer *opt);
 const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
+/* 1 when no value of kind `kind` can be negative (state_nonnegative). */
+int fn_optimizer_state_nonnegative(const fn_optimizer *opt, int kind);
 fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
 /* The bytes of every state tensor it publishes, on the parameters' device. */
 size_t fn_optimizer_state_bytes(fn_optimizer *opt);

@@ -17,7 +17,9 @@ extern "C" {
 typedef struct fn_outputs fn_outputs;
 
 fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols);
-/* rows [row0, row0 + n) from host memory, [n, cols] row-major. */
+/* rows [row0, row0 + n) from host memory, [n, cols] row-major; a value
+ * that is not finite fails (FN_ERR_NUMERIC) naming its row, so no file
+ * with one is ever committed. */
 fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host);
 /* Adds dataset 'classes', int32 [rows] (before the first write). */
 fn_status fn_outputs_add_classes(fn_outputs *o);

@@ -20,7 +20,9 @@ typedef enum fn_status {
     FN_ERR_CUDA,        /* a CUDA, cuBLAS or cuRAND call failed */
     FN_ERR_NODEV,       /* no GPU, or not the one asked for */
     FN_ERR_NUMERIC,     /* a value went non-finite */
-    FN_ERR_INTERRUPTED  /* stopped by a signal */
+    FN_ERR_INTERRUPTED, /* stopped by a signal */
+    FN_ERR_RANKS_DIFFER /* the ranks of a world run different configs or data: every rank
+                         * failed at once with the same message */
 } fn_status;
 
 /* The message of the most recent failure on this thread ("" if none). */

@@ -41,8 +41,9 @@ fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, con
  * file's in kind, sizes and block settings. */
 fn_status fn_weights_load(fn_net *net, const char *path);
 
-/* Builds the network a weights file describes, for batches of up to
- * max_batch rows, with its values. Its input standardisation, when the
+/* Builds the network a weights file describes, for forward passes of
+ * batches of up to max_batch rows, with its values: without gradients
+ * (fn_net_create_forward_only), and its memory checked for that alone. Its input standardisation, when the
  * file has one, is read apart (fn_input_norm_load) and applied to the
  * inputs before the network (fn_loader_set_norm), as predict does. */
 fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);

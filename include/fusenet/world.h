@@ -33,6 +33,16 @@ int fn_world_local_rank(void); /* this process's rank among those of its node */
 int fn_world_mpi(void);        /* 1: MPI was started (even with one rank) */
 /* What this build can do: "MPI and NCCL", "MPI, no NCCL", ... */
 const char *fn_world_build(void);
+/* World collectives for a run's set-up, before any communicator exists
+ * (the ranks' agreement on their config and data, which must come before
+ * a backend's own collectives); each bounded like every wait for other
+ * ranks (comm.h). In a world of one, or without MPI, the identity.
+ * fn_world_gather_bytes: every rank's n bytes to rank 0 (MPI_Igather),
+ * in rank order into all [size * n] there (all is not touched elsewhere
+ * and may be NULL); fn_world_broadcast_bytes: rank 0's n bytes to every
+ * rank (MPI_Ibcast). */
+fn_status fn_world_gather_bytes(const void *mine, int n, void *all);
+fn_status fn_world_broadcast_bytes(void *bytes, int n);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@ const char *fn_status_name(fn_status status)
     case FN_ERR_NODEV: return "no such device";
     case FN_ERR_NUMERIC: return "non-finite value";
     case FN_ERR_INTERRUPTED: return "interrupted";
+    case FN_ERR_RANKS_DIFFER: return "the ranks differ";
     }
     return "unknown status";
 }

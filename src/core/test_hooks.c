@@ -2,8 +2,11 @@
  * FN_TEST_HOOKS and no-ops without it. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/test_hooks.h"
 
@@ -21,6 +24,22 @@ void fn_test_write_delay(void)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+void fn_test_lock_gate(void)
+{
+    const char *gate = getenv("FN_TEST_LOCK_GATE");
+    if (!gate || !*gate)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/opened", gate);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    snprintf(path, sizeof path, "%s/go", gate);
+    struct timespec tick = {0, 10000000L}; /* 10 ms */
+    for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
 }
 
 /* The variable's value as a number, or -1 when unset. */
@@ -57,6 +76,8 @@ int fn_test_defer_lag(void)
 int fn_test_hooks_enabled(void) { return 0; }
 
 void fn_test_write_delay(void) {}
+
+void fn_test_lock_gate(void) {}
 
 int fn_test_rank_fails(int rank, long long step)
 {

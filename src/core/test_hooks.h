@@ -15,6 +15,13 @@ int fn_test_hooks_enabled(void);
  * length instead of hoping to hit a ~10 ms one. */
 void fn_test_write_delay(void);
 
+/* FN_TEST_LOCK_GATE=G holds fn_dir_lock_take (io/dir_lock.h) between its
+ * open of the output directory and its flock: it creates the file
+ * G/opened, then waits until G/go exists (at most 10 s), so
+ * tests/test_dir_lock_race.c can let other runs take, release or remove
+ * the directory inside that window, by design rather than by luck. */
+void fn_test_lock_gate(void);
+
 /* Data parallelism's failure tests (tests/dist_*.sh): with
  * FN_TEST_FAIL_RANK=r and FN_TEST_FAIL_STEP=s, rank r's step s (the global
  * step, from 1) fails with a message naming them: 1 there, else 0. */

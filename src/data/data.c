@@ -105,8 +105,10 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
     if (st == FN_OK)
         st = check_type(d, d->inputs, type, 1);
-    if (type >= 0)
+    if (type >= 0) {
+        fn_h5_type_name(type, d->xtype, sizeof d->xtype);
         H5Tclose(type);
+    }
     FN_TRY(st);
     if (rank != 2)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected 2 ([N, in])",
@@ -151,8 +153,10 @@ static fn_status open_targets(fn_data *d)
         d->labels = rank == 1;
     if (st == FN_OK)
         st = check_type(d, d->targets, type, !d->labels);
-    if (type >= 0)
+    if (type >= 0) {
+        fn_h5_type_name(type, d->ttype, sizeof d->ttype);
         H5Tclose(type);
+    }
     FN_TRY(st);
     FN_TRY(check_target_shape(d, rank, dims));
     return fn_h5_check_storage(d->tset, d->path, d->targets);
@@ -492,6 +496,40 @@ fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *
     return open_new(data, path, opt, checked, NULL);
 }
 
+/* The inputs dataset opened and its shape checked as fn_data_open does,
+ * nothing read or allocated for its rows. */
+static fn_status count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    fn_data *d;
+    FN_TRY(fn_data_begin(&d, &hdf5_source, path, &opt));
+    fn_status st = fn_h5_open_read(&d->file, path);
+    if (st == FN_OK)
+        st = open_inputs(d, &opt);
+    *rows = st == FN_OK ? d->n : 0;
+    fn_data_close(d);
+    return st;
+}
+
+static fn_status probe_count(fn_h5_child *probe, void *arg)
+{
+    (void)probe;
+    const open_job *job = arg;
+    int64_t rows = 0;
+    return count_rows(job->path, job->opt->inputs, &rows);
+}
+
+fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows)
+{
+    *rows = 0;
+    if (!path || !inputs)
+        return fn_fail(FN_ERR_INVALID, "fn_data_count_rows: a NULL argument");
+    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    open_job job = {path, &opt};
+    FN_TRY(fn_h5_probe(path, probe_count, &job, FN_H5_PROBE_SECONDS, NULL));
+    return count_rows(path, inputs, rows);
+}
+
 void fn_data_close(fn_data *d)
 {
     if (!d)
@@ -514,6 +552,7 @@ int fn_data_in_features(const fn_data *d) { return d->in; }
 int64_t fn_data_slab_rows(const fn_data *d) { return d->slab_rows; }
 int fn_data_batch_size(const fn_data *d) { return d->batch_size; }
 int fn_data_out_features(const fn_data *d) { return d->out; }
+const char *fn_data_path(const fn_data *d) { return d->path; }
 
 fn_data_targets fn_data_target_kind(const fn_data *d)
 {
@@ -596,6 +635,48 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
     free(lo);
     free(hi);
     return st;
+}
+
+/* --- fingerprint ---------------------------------------------------------- */
+
+/* A running 64-bit hash of bytes, eight at a time: each step a bijection
+ * of the state, so one changed word always changes the result. */
+static uint64_t hash_bytes(uint64_t h, const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, sizeof w);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    for (; n > 0; n--, p++)
+        h = ((h ^ *p) * 0x100000001b3ULL) ^ (h >> 31);
+    return h;
+}
+
+fn_status fn_data_fingerprint(fn_data *d, char *text, size_t cap, uint64_t *checksum)
+{
+    if (d->targets && d->labels)
+        snprintf(text, cap, "'%s' [%lld, %d] %s, '%s' [%lld] %s", d->inputs, (long long)d->n,
+                 d->in, d->xtype, d->targets, (long long)d->n, d->ttype);
+    else if (d->targets)
+        snprintf(text, cap, "'%s' [%lld, %d] %s, '%s' [%lld, %d] %s", d->inputs, (long long)d->n,
+                 d->in, d->xtype, d->targets, (long long)d->n, d->out, d->ttype);
+    else
+        snprintf(text, cap, "'%s' [%lld, %d] %s", d->inputs, (long long)d->n, d->in, d->xtype);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int64_t k = 0; k < d->n_slabs; k++) {
+        FN_TRY(load_slab(d, k));
+        const size_t rows = (size_t)slab_length(d, k);
+        h = hash_bytes(h, d->view_x, rows * (size_t)d->in * sizeof(float));
+        if (d->view_l)
+            h = hash_bytes(h, d->view_l, rows * sizeof(int32_t));
+        if (d->view_t)
+            h = hash_bytes(h, d->view_t, rows * (size_t)d->out * sizeof(float));
+    }
+    *checksum = h;
+    return FN_OK;
 }
 
 /* --- iteration ----------------------------------------------------------- */

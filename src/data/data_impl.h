@@ -36,6 +36,7 @@ struct fn_data {
     int batch_size, shuffle;
     uint64_t seed;
     int64_t slab_rows, n_slabs;
+    char xtype[32], ttype[32]; /* the datasets' types as stored ("float64", "int64") */
 
     float *slab_x;      /* [slab_rows, in], buffered sources */
     float *slab_t;      /* [slab_rows, out] when !labels */

@@ -72,6 +72,8 @@ static fn_status open_memory(fn_data *d, const fn_data_options *opt)
     const fn_memory_set *m = d->memory;
     d->n = fn_memory_set_rows(m);
     d->in = fn_memory_set_in_features(m);
+    snprintf(d->xtype, sizeof d->xtype, "float32");
+    snprintf(d->ttype, sizeof d->ttype, fn_memory_set_has_labels(m) ? "int32" : "float32");
     if (opt->in_features && d->in != opt->in_features)
         return fn_fail(FN_ERR_INVALID, "%s has %d input columns, expected %d", d->path, d->in,
                        opt->in_features);

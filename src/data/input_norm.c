@@ -135,6 +135,50 @@ fn_status fn_input_norm_from_data(fn_input_norm **out, fn_context *ctx, fn_data 
     return st;
 }
 
+/* --- checking against data ------------------------------------------------------------ */
+
+/* Row r (of the batch's) standardised: the first column whose value does
+ * not come out finite, or -1. */
+static int bad_column(const fn_input_norm *n, const fn_batch_rows *b, int r)
+{
+    const float *x = b->x + (size_t)b->order[r] * (size_t)b->in;
+    for (int j = 0; j < b->in; j++) {
+        const float z = (x[j] - n->mean[j]) / n->std[j];
+        if (!isfinite(z))
+            return j;
+    }
+    return -1;
+}
+
+fn_status fn_input_norm_check_data(const fn_input_norm *n, fn_data *data, const char *source)
+{
+    if (!n || !data || fn_data_in_features(data) != n->features)
+        return fn_fail(FN_ERR_INVALID, "fn_input_norm_check_data: bad arguments");
+    FN_TRY(fn_data_seek(data, 0, 0));
+    fn_batch_rows b;
+    fn_status st = fn_data_next_rows(data, &b);
+    for (int r = 0; st == FN_OK && r < b.rows; r++) {
+        const int j = bad_column(n, &b, r);
+        if (j < 0)
+            continue;
+        const float v = b.x[(size_t)b.order[r] * (size_t)b.in + (size_t)j];
+        const float z = (v - n->mean[j]) / n->std[j];
+        char from[WHERE_CAP] = "[data] standardize's statistics";
+        if (source)
+            snprintf(from, sizeof from, "%s's input standardisation (group '%s')", source,
+                     FN_INPUT_NORM_GROUP);
+        st = fn_fail(FN_ERR_NUMERIC,
+                     "%s turn %s row %lld column %d (%g) into %s: (x - mean %g) / std %g "
+                     "overflows float32; the statistics do not fit these inputs",
+                     from, fn_data_path(data), (long long)(b.first + b.order[r]), j, (double)v,
+                     isnan(z) ? "nan" : z > 0 ? "inf" : "-inf", (double)n->mean[j],
+                     (double)n->std[j]);
+    }
+    fn_status back = fn_data_seek(data, 0, 0);
+    FN_TRY(st);
+    return back;
+}
+
 /* --- applying --------------------------------------------------------------------- */
 
 fn_status fn_input_norm_apply(const fn_input_norm *n, fn_tensor *x)

@@ -5,9 +5,11 @@
  * error naming the wait, which the program turns into MPI_Abort, never a
  * hang. MPI's default error handler (MPI_ERRORS_ARE_FATAL) stays: a failing
  * MPI call ends every rank with MPI's own message. Without MPI each is an
- * error saying so. */
+ * error saying so, but the world's set-up collectives (a gather to rank 0,
+ * a broadcast from it), which are then the identity. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "dist/host_collectives.h"
@@ -59,6 +61,23 @@ fn_status fn_comm_broadcast_bytes(void *bytes, int n)
     return fn_mpi_wait_requests(&r, 1, "a broadcast from rank 0 (MPI_Ibcast)");
 }
 
+fn_status fn_world_gather_bytes(const void *mine, int n, void *all)
+{
+    if (!fn_world_mpi() || fn_world_size() == 1) {
+        if (all && n > 0)
+            memcpy(all, mine, (size_t)n);
+        return FN_OK;
+    }
+    MPI_Request r;
+    MPI_Igather(mine, n, MPI_BYTE, all, n, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    return fn_mpi_wait_requests(&r, 1, "the ranks' set-up gather to rank 0 (MPI_Igather)");
+}
+
+fn_status fn_world_broadcast_bytes(void *bytes, int n)
+{
+    return fn_world_mpi() && fn_world_size() > 1 ? fn_comm_broadcast_bytes(bytes, n) : FN_OK;
+}
+
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)
 {
     MPI_Request r;
@@ -82,6 +101,20 @@ fn_status fn_comm_broadcast_bytes(void *bytes, int n)
 {
     (void)bytes, (void)n;
     return no_mpi();
+}
+
+/* Without MPI the world is this process alone. */
+fn_status fn_world_gather_bytes(const void *mine, int n, void *all)
+{
+    if (all && n > 0)
+        memcpy(all, mine, (size_t)n);
+    return FN_OK;
+}
+
+fn_status fn_world_broadcast_bytes(void *bytes, int n)
+{
+    (void)bytes, (void)n;
+    return FN_OK;
 }
 
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)

@@ -55,7 +55,8 @@ static fn_status alloc_params(fn_block *b, fn_device dev)
         const int rows = i == FN_BLOCK_WEIGHT ? out : 1;
         p->name = param_names[i];
         FN_TRY(fn_tensor_alloc(&p->value, rows, cols, dev));
-        FN_TRY(fn_tensor_alloc(&p->grad, rows, cols, dev));
+        if (!b->cfg.forward_only)
+            FN_TRY(fn_tensor_alloc(&p->grad, rows, cols, dev));
     }
     return FN_OK;
 }
@@ -70,7 +71,7 @@ static fn_status alloc_caches(fn_block *b, fn_device dev, int max_batch)
         FN_TRY(fn_tensor_alloc(&b->z, max_batch, b->cfg.out_features, dev));
     FN_TRY(fn_tensor_alloc(&b->mean, max_batch, b->cfg.groups, dev));
     FN_TRY(fn_tensor_alloc(&b->rstd, max_batch, b->cfg.groups, dev));
-    if (!half)
+    if (!half && !b->cfg.forward_only)
         FN_TRY(fn_tensor_alloc(&b->dz, max_batch, b->cfg.out_features, dev));
     return FN_OK;
 }
@@ -117,6 +118,7 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
         .in_features = cfg->in_features,
         .out_features = cfg->out_features,
         .max_batch = max_batch,
+        .forward_only = cfg->forward_only != 0,
         .params = b->params,
         .n_params = FN_BLOCK_N_PARAMS,
     };

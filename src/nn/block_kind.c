@@ -27,6 +27,7 @@ static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
     fn_block_config bc = fn_block_config_default(in_features, spec->width, hp->groups);
     bc.eps = hp->eps;
     bc.negative_slope = hp->negative_slope;
+    bc.forward_only = hp->forward_only;
     return fn_block_create(layer, ctx, &bc, max_batch, rng);
 }
 
@@ -61,11 +62,11 @@ static double param_floats(int in_features, const fn_layer_spec *spec)
     return (double)spec->width * ((double)in_features + 3.0);
 }
 
-/* z and dz [rows, out], mean and rstd [rows, groups] (block.c's
- * alloc_caches). */
+/* z and dz [rows, out] (no dz forward only), mean and rstd [rows, groups]
+ * (block.c's alloc_caches). */
 static double row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp)
 {
-    return 2.0 * spec->width + 2.0 * (hp->groups > 0 ? hp->groups : 1);
+    return (hp->forward_only ? 1.0 : 2.0) * spec->width + 2.0 * (hp->groups > 0 ? hp->groups : 1);
 }
 
 const fn_layer_kind fn_block_kind = {

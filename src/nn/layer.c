@@ -76,9 +76,19 @@ static fn_status check_backward(const fn_layer *l, const fn_tensor *dy, const fn
     return FN_OK;
 }
 
+/* A layer made for forward passes only has no gradients to write. */
+static fn_status check_trainable(const fn_layer *l)
+{
+    if (l->forward_only)
+        return fn_fail(FN_ERR_INVALID, "%s: made for forward passes only (no gradients): no "
+                       "backward", kind_of(l));
+    return FN_OK;
+}
+
 fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     FN_TRY(check_layer(l, "fn_layer_backward"));
+    FN_TRY(check_trainable(l));
     FN_TRY(check_backward(l, dy, dx));
     return l->ops->backward(l, dy, dx);
 }
@@ -86,6 +96,7 @@ fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr)
 {
     FN_TRY(check_layer(l, "fn_layer_backward_sgd"));
+    FN_TRY(check_trainable(l));
     if (!l->ops->backward_sgd)
         return fn_fail(FN_ERR_INVALID, "%s: no fused backward and SGD step on the %s",
                        kind_of(l), fn_device_name(l->device));

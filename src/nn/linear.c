@@ -14,9 +14,11 @@ static fn_status setup(fn_linear *l, fn_rng *rng)
     w->name = "weight";
     b->name = "bias";
     FN_TRY(fn_tensor_alloc(&w->value, out, in, dev));
-    FN_TRY(fn_tensor_alloc(&w->grad, out, in, dev));
     FN_TRY(fn_tensor_alloc(&b->value, 1, out, dev));
-    FN_TRY(fn_tensor_alloc(&b->grad, 1, out, dev));
+    if (!l->base.forward_only) {
+        FN_TRY(fn_tensor_alloc(&w->grad, out, in, dev));
+        FN_TRY(fn_tensor_alloc(&b->grad, 1, out, dev));
+    }
     if (dev == FN_CUDA)
         FN_TRY(fn_linear_cuda_setup(l));
     /* nn.Linear's reset_parameters: U(-1/sqrt(in), 1/sqrt(in)), weight first. */
@@ -41,6 +43,12 @@ static fn_status check_args(fn_context *ctx, int in_features, int out_features, 
 fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features, int out_features,
                            int max_batch, fn_rng *rng)
 {
+    return fn_linear_create_as(layer, ctx, in_features, out_features, max_batch, rng, 0);
+}
+
+fn_status fn_linear_create_as(fn_layer **layer, fn_context *ctx, int in_features,
+                              int out_features, int max_batch, fn_rng *rng, int forward_only)
+{
     if (!layer)
         return fn_fail(FN_ERR_INVALID, "fn_linear_create: layer is NULL");
     *layer = NULL;
@@ -56,6 +64,7 @@ fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features, i
         .in_features = in_features,
         .out_features = out_features,
         .max_batch = max_batch,
+        .forward_only = forward_only != 0,
         .params = l->params,
         .n_params = FN_LINEAR_N_PARAMS,
     };

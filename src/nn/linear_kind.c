@@ -2,13 +2,14 @@
  * item "linear N"; it uses none of the [model] settings, and its
  * weights-file group has no attributes beyond kind and sizes. */
 #include "fusenet/linear.h"
+#include "nn/linear_impl.h"
 
 static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
                         const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
                         fn_rng *rng)
 {
-    (void)hp;
-    return fn_linear_create(layer, ctx, in_features, spec->width, max_batch, rng);
+    return fn_linear_create_as(layer, ctx, in_features, spec->width, max_batch, rng,
+                               hp->forward_only);
 }
 
 /* weight [out, in] and bias [out] (linear.c). */

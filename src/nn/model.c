@@ -1,5 +1,8 @@
 /* model.c — builds an fn_net from a list of layer specs, each created by its
  * kind (layer_kind.h). */
+#include <math.h>
+#include <stdio.h>
+
 #include "fusenet/model.h"
 
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
@@ -21,11 +24,12 @@ void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int i
     const double f = (double)sizeof(float), rows = (double)(max_batch > 0 ? max_batch : 1);
     double params = k && k->param_floats ? k->param_floats(in_features, spec) : 0;
     double row = k && k->row_floats ? k->row_floats(spec, hp ? hp : &none) : 0;
-    /* net.c: the layer's output and, but for the first, its input's
-     * gradient. */
-    row += (double)spec->width + (first ? 0.0 : (double)in_features);
+    /* net.c: the layer's output and, but for the first or forward only,
+     * its input's gradient. */
+    const int training = !(hp && hp->forward_only);
+    row += (double)spec->width + (first || !training ? 0.0 : (double)in_features);
     need->params += params * f;
-    need->grads += params * f;
+    need->grads += training ? params * f : 0.0;
     need->activations += row * rows * f;
     need->total = need->params + need->grads + need->activations;
 }
@@ -51,14 +55,21 @@ fn_status fn_model_memory_fits(const fn_context *ctx, const fn_model_memory *nee
     if (limit <= 0 || need->total <= limit)
         return FN_OK;
     const double gb = 1e9;
+    char grads[64] = ""; /* none in a net for forward passes only */
+    if (need->grads > 0)
+        snprintf(grads, sizeof grads, ", their gradients %.1f GB", need->grads / gb);
+    /* The activations grow with the batch: say which batches would fit. */
+    const double per_row = need->activations / (max_batch > 0 ? max_batch : 1);
+    const double rows = per_row > 0 ? floor((limit - need->params - need->grads) / per_row) : 0;
+    char fits[96] = "";
+    if (rows >= 1 && rows < max_batch)
+        snprintf(fits, sizeof fits, "; batches of at most %.0f rows would fit", rows);
     return fn_fail(FN_ERR_NOMEM,
-                   "the network needs at least %.1f GB of %s memory (parameters %.1f GB, their "
-                   "gradients %.1f GB, activations for batches of %d row%s %.1f GB), more than "
-                   "the %.1f GB of %s",
+                   "the network needs at least %.1f GB of %s memory (parameters %.1f GB%s, "
+                   "activations for batches of %d row%s %.1f GB), more than the %.1f GB of %s%s",
                    need->total / gb, fn_context_device(ctx) == FN_CUDA ? "GPU" : "host",
-                   need->params / gb, need->grads / gb, max_batch, max_batch == 1 ? "" : "s",
-                   need->activations / gb,
-                   limit / gb, source);
+                   need->params / gb, grads, max_batch, max_batch == 1 ? "" : "s",
+                   need->activations / gb, limit / gb, source, fits);
 }
 
 fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *specs,

@@ -9,6 +9,7 @@
 struct fn_net {
     fn_context *ctx;     /* borrowed */
     int max_batch;
+    int forward_only;    /* no gradient buffers (dacts); backward is an error */
     int in_features;     /* of the first layer; 0 while empty */
     fn_layer **layers;   /* [n_layers], owned */
     int n_layers;
@@ -19,7 +20,7 @@ struct fn_net {
     int batch;           /* rows of the last forward; 0 before any */
 };
 
-fn_status fn_net_create(fn_net **out, fn_context *ctx, int max_batch)
+static fn_status create_net(fn_net **out, fn_context *ctx, int max_batch, int forward_only)
 {
     if (!out)
         return fn_fail(FN_ERR_INVALID, "fn_net_create: out is NULL");
@@ -33,8 +34,19 @@ fn_status fn_net_create(fn_net **out, fn_context *ctx, int max_batch)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for a net");
     net->ctx = ctx;
     net->max_batch = max_batch;
+    net->forward_only = forward_only;
     *out = net;
     return FN_OK;
+}
+
+fn_status fn_net_create(fn_net **out, fn_context *ctx, int max_batch)
+{
+    return create_net(out, ctx, max_batch, 0);
+}
+
+fn_status fn_net_create_forward_only(fn_net **out, fn_context *ctx, int max_batch)
+{
+    return create_net(out, ctx, max_batch, 1);
 }
 
 static fn_status check_new_layer(const fn_net *net, const fn_layer *layer)
@@ -97,7 +109,7 @@ static fn_status alloc_buffers(fn_net *net, const fn_layer *layer)
     const int i = net->n_layers;
     const fn_device dev = layer->device;
     FN_TRY(fn_tensor_alloc(&net->acts[i], net->max_batch, layer->out_features, dev));
-    if (i > 0)
+    if (i > 0 && !net->forward_only)
         FN_TRY(fn_tensor_alloc(&net->dacts[i - 1], net->max_batch, layer->in_features, dev));
     return FN_OK;
 }
@@ -197,6 +209,9 @@ fn_status fn_net_backward_each(fn_net *net, const fn_tensor *dy, fn_net_layer_ba
 {
     if (!net)
         return fn_fail(FN_ERR_INVALID, "fn_net_backward: net is NULL");
+    if (net->forward_only)
+        return fn_fail(FN_ERR_INVALID, "net: made for forward passes only (no gradients): no "
+                       "backward");
     if (net->batch < 1)
         return fn_fail(FN_ERR_INVALID, "net: backward before forward");
     const int n = net->n_layers, batch = net->batch;

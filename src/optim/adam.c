@@ -21,6 +21,7 @@ typedef struct fn_adam {
 } fn_adam;
 
 static const char *const adam_state_names[] = {"exp_avg", "exp_avg_sq"};
+static const unsigned char adam_state_nonnegative[] = {0, 1}; /* exp_avg_sq: squares */
 
 fn_adam_config fn_adam_config_default(float lr, int decoupled)
 {
@@ -42,9 +43,13 @@ fn_status fn_adam_config_check(const fn_adam_config *cfg)
         return fn_fail(FN_ERR_INVALID, "%s: beta1 %g must be in [0, 1)", who, (double)cfg->beta1);
     if (!(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
         return fn_fail(FN_ERR_INVALID, "%s: beta2 %g must be in [0, 1)", who, (double)cfg->beta2);
-    if (!(cfg->eps >= 0.0f) || !isfinite(cfg->eps))
-        return fn_fail(FN_ERR_INVALID, "%s: eps %g must be >= 0 and finite", who,
-                       (double)cfg->eps);
+    /* torch allows 0, but then a parameter whose gradient is 0 so far
+     * (a column of zeros in the inputs) is updated by 0 / 0. */
+    if (!(cfg->eps > 0.0f) || !isfinite(cfg->eps))
+        return fn_fail(FN_ERR_INVALID,
+                       "%s: eps %g must be > 0 and finite (with 0, a parameter whose gradient "
+                       "is 0 gets the update 0 / 0)",
+                       who, (double)cfg->eps);
     if (!(cfg->weight_decay >= 0.0f) || !isfinite(cfg->weight_decay))
         return fn_fail(FN_ERR_INVALID, "%s: weight_decay %g must be >= 0 and finite", who,
                        (double)cfg->weight_decay);
@@ -246,6 +251,7 @@ static const fn_optimizer_ops adam_ops = {
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
+    .state_nonnegative = adam_state_nonnegative,
     .state = adam_state,
     .destroy = adam_destroy,
     .prepare = adam_prepare,
@@ -260,6 +266,7 @@ static const fn_optimizer_ops adamw_ops = {
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
+    .state_nonnegative = adam_state_nonnegative,
     .state = adam_state,
     .destroy = adam_destroy,
     .prepare = adam_prepare,

@@ -11,13 +11,13 @@
 
 static const fn_option adam_options[] = {
     {"betas", FN_OPTION_PAIR, AT(beta1), 0, 0, 0, "0.9, 0.999"},
-    {"adam_eps", FN_OPTION_FLOAT, AT(eps), 0, 1e6, 0, "1e-8"},
+    {"adam_eps", FN_OPTION_FLOAT, AT(eps), 0, 1e6, 1, "1e-8"},
     {"weight_decay", FN_OPTION_FLOAT, AT(weight_decay), 0, 1e6, 0, "0"},
 };
 
 static const fn_option adamw_options[] = {
     {"betas", FN_OPTION_PAIR, AT(beta1), 0, 0, 0, "0.9, 0.999"},
-    {"adam_eps", FN_OPTION_FLOAT, AT(eps), 0, 1e6, 0, "1e-8"},
+    {"adam_eps", FN_OPTION_FLOAT, AT(eps), 0, 1e6, 1, "1e-8"},
     {"weight_decay", FN_OPTION_FLOAT, AT(weight_decay), 0, 1e6, 0, "1e-2"},
 };
 

@@ -20,9 +20,20 @@ static fn_status check_optimizer(const fn_optimizer *opt, const char *caller)
     return FN_OK;
 }
 
+/* Every step's entry point: the count the ops compute with (steps + 1)
+ * stays in 1..FN_OPTIMIZER_MAX_STEPS. */
+static fn_status check_step(const fn_optimizer *opt, const char *caller)
+{
+    FN_TRY(check_optimizer(opt, caller));
+    if (opt->steps < 0 || opt->steps >= FN_OPTIMIZER_MAX_STEPS)
+        return fn_fail(FN_ERR_INVALID, "%s: %s has taken %lld steps; a step count is 0 to 2^53",
+                       caller, name_of(opt), opt->steps);
+    return FN_OK;
+}
+
 fn_status fn_optimizer_step(fn_optimizer *opt)
 {
-    FN_TRY(check_optimizer(opt, "fn_optimizer_step"));
+    FN_TRY(check_step(opt, "fn_optimizer_step"));
     FN_TRY(opt->ops->step(opt));
     opt->steps++;
     return FN_OK;
@@ -30,7 +41,7 @@ fn_status fn_optimizer_step(fn_optimizer *opt)
 
 fn_status fn_optimizer_step_params(fn_optimizer *opt, int first, int count)
 {
-    FN_TRY(check_optimizer(opt, "fn_optimizer_step_params"));
+    FN_TRY(check_step(opt, "fn_optimizer_step_params"));
     if (!opt->ops->step_params)
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_step_params: %s has no partial steps",
                        name_of(opt));
@@ -49,7 +60,7 @@ void fn_optimizer_step_done(fn_optimizer *opt)
 
 fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy)
 {
-    FN_TRY(check_optimizer(opt, "fn_optimizer_backward_step"));
+    FN_TRY(check_step(opt, "fn_optimizer_backward_step"));
     if (!opt->ops->backward_step)
         return fn_fail(FN_ERR_INVALID,
                        "fn_optimizer_backward_step: %s, as configured, has no fused backward step",
@@ -72,7 +83,7 @@ int fn_optimizer_can_split(const fn_optimizer *opt)
 
 fn_status fn_optimizer_prepare(fn_optimizer *opt)
 {
-    FN_TRY(check_optimizer(opt, "fn_optimizer_prepare"));
+    FN_TRY(check_step(opt, "fn_optimizer_prepare"));
     if (!fn_optimizer_can_split(opt))
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_prepare: %s has no split step", name_of(opt));
     FN_TRY(opt->ops->prepare(opt));
@@ -127,6 +138,12 @@ const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind)
     if (kind < 0 || kind >= fn_optimizer_n_state(opt))
         return NULL;
     return opt->ops->state_names[kind];
+}
+
+int fn_optimizer_state_nonnegative(const fn_optimizer *opt, int kind)
+{
+    return kind >= 0 && kind < fn_optimizer_n_state(opt) && opt->ops->state_nonnegative &&
+           opt->ops->state_nonnegative[kind];
 }
 
 fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param)

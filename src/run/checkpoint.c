@@ -225,9 +225,11 @@ static fn_status read_optimizer(hid_t file, const char *path, const fn_optimizer
                      "%s was written by optimizer %s; the config has optimizer %s, whose state "
                      "it does not hold",
                      path, got, fn_optimizer_name(opt));
-    else if (c->optimizer_steps < 0)
-        st = fn_fail(FN_ERR_FORMAT, "%s: optimizer_steps %lld is negative", path,
-                     c->optimizer_steps);
+    else if (c->optimizer_steps < 0 || c->optimizer_steps > FN_OPTIMIZER_MAX_STEPS)
+        st = fn_fail(FN_ERR_FORMAT,
+                     "%s: attribute 'optimizer_steps' is %lld, expected 0 to 2^53 (the steps a "
+                     "run can have taken)",
+                     path, c->optimizer_steps);
     free(name);
     return st;
 }
@@ -241,6 +243,22 @@ static fn_status read_tensor(hid_t group, const char *where, const char *name,
     long long dims[2];
     tensor_dims(like, dims);
     return fn_h5_get_floats(group, where, name, *values, 2, dims);
+}
+
+/* A kind no value of which can be negative (a second moment) holding one:
+ * a damaged file, refused naming the dataset and the place. */
+static fn_status check_nonnegative(const char *where, const char *label, const fn_tensor *like,
+                                   const float *values)
+{
+    const size_t n = fn_tensor_count(like);
+    for (size_t i = 0; i < n; i++)
+        if (values[i] < 0)
+            return fn_fail(FN_ERR_FORMAT,
+                           "%s: dataset '%s' holds %g at [%zu, %zu]: this state cannot be "
+                           "negative (the file is damaged)",
+                           where, label, (double)values[i], i / (size_t)like->cols,
+                           i % (size_t)like->cols);
+    return FN_OK;
 }
 
 /* Kind `kind`'s group: a dataset for every parameter opt keeps it for. */
@@ -262,6 +280,8 @@ static fn_status read_kind(hid_t file, const char *path, const fn_net *net, fn_o
             continue;
         param_label(net, i, label, sizeof label);
         st = read_tensor(group, where, label, t, &values[i]);
+        if (st == FN_OK && fn_optimizer_state_nonnegative(opt, kind))
+            st = check_nonnegative(where, label, t, values[i]);
     }
     H5Gclose(group);
     return st;

@@ -755,7 +755,8 @@ static fn_status check_required(const fn_config *cfg)
 static fn_status check_groups(const fn_config *cfg)
 {
     int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
-    const fn_layer_hparams hp = {cfg->groups, cfg->eps, cfg->negative_slope};
+    const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
+                               .negative_slope = cfg->negative_slope};
     char problem[512];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
@@ -886,11 +887,17 @@ static fn_status check_best(const fn_config *cfg)
 }
 
 /* [output] dir left unset: runs/<stem of the config file>, so two configs
- * never share a folder by default. */
+ * never share a folder by default. Given empty it is an error: a variable
+ * that expanded to nothing, not a request for the default. */
 static fn_status default_out_dir(fn_config *cfg)
 {
     if (cfg->out_dir)
         return FN_OK;
+    const int key = find_key("output", "dir");
+    if (key_given(cfg, key))
+        return key_fail(cfg, FN_ERR_INVALID, key,
+                        "expected a directory, got nothing (leave [output] dir out for the "
+                        "default runs/<config name>)");
     const char *base = strrchr(cfg->path, '/');
     base = base ? base + 1 : cfg->path;
     size_t len = strlen(base);
@@ -1057,6 +1064,38 @@ fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size
         return fn_fail(FN_ERR_INVALID, "fn_config_get: %s needs %zu bytes, given %zu", key,
                        need + 1, cap);
     return FN_OK;
+}
+
+/* --- the resolved values as text, for the ranks' agreement ---------------- */
+
+/* Every key: the table's and the optimisers' (option_name). */
+int fn_config_n_keys(void)
+{
+    int n = N_KEYS;
+    while (option_name(n - N_KEYS))
+        n++;
+    return n;
+}
+
+/* The keys that may differ between the processes of one run: the progress
+ * lines' interval, the device each process resolves for itself, and paths
+ * (a node's own copy of a file may sit elsewhere: what the run depends on
+ * is the file's content). */
+static int per_process(const key_spec *k)
+{
+    return k->offset == AT(log_every) || k->offset == AT(device) || k->type == T_PATH ||
+           k->type == T_OPTPATH;
+}
+
+int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
+                       size_t value_cap)
+{
+    if (!cfg || i < 0 || i >= fn_config_n_keys())
+        return -1;
+    snprintf(name, name_cap, "[%s] %s", key_section(i), key_name(i));
+    if (i < N_KEYS && per_process(&keys[i]))
+        return -1;
+    return (int)format_key(cfg, i, value, value_cap);
 }
 
 int fn_config_given(const fn_config *cfg, const char *section, const char *name)

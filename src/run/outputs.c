@@ -1,5 +1,6 @@
 /* outputs.c — the predictions file of outputs.h, through the atomic
  * temporary-and-rename of atomic_file.h (fn_h5_create_tmp, fn_h5_commit). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,6 @@ fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, in
     return create_set(o, rows);
 }
 
-/* Rows [row0, row0 + n) of a set of rank 1 (cols 0) or 2 from host memory. */
 /* Rows [row0, row0 + n) of `set` (cols 0: a rank-1 set) from host memory,
  * as `what` in messages. */
 static fn_status write_rows(const fn_outputs *o, hid_t set, const char *what, hid_t mem_type,
@@ -70,8 +70,26 @@ static fn_status write_rows(const fn_outputs *o, hid_t set, const char *what, hi
     return st;
 }
 
+/* A non-finite output is refused as it comes, so the file is never
+ * renamed into place with one. */
+static fn_status check_finite(const fn_outputs *o, int64_t row0, int n, const float *host)
+{
+    const size_t count = (size_t)n * (size_t)o->cols;
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(host[i]))
+            return fn_fail(FN_ERR_NUMERIC,
+                           "%s: output row %lld column %d is %s: the network gives a non-finite "
+                           "output for that input row (its values or the input standardisation "
+                           "overflow); nothing written",
+                           o->path, (long long)(row0 + (int64_t)(i / (size_t)o->cols)),
+                           (int)(i % (size_t)o->cols),
+                           isnan(host[i]) ? "nan" : host[i] > 0 ? "inf" : "-inf");
+    return FN_OK;
+}
+
 fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host)
 {
+    FN_TRY(check_finite(o, row0, n, host));
     return write_rows(o, o->set, "outputs", H5T_NATIVE_FLOAT, row0, n, o->cols, host);
 }
 

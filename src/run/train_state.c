@@ -48,6 +48,11 @@ fn_status fn_train_state_check(const fn_train_state *s, const char *where)
         s->slab_rows < 0)
         return fn_fail(FN_ERR_FORMAT, "%s: negative epoch, step, batch size, rows or slab rows",
                        where);
+    /* Step counts as a run can have them, so no count + 1 overflows. */
+    const long long most = 1LL << 53;
+    if (s->epoch > most || s->step > most || s->global_step > most)
+        return fn_fail(FN_ERR_FORMAT, "%s: epoch %lld, step %lld or global_step %lld is beyond "
+                       "2^53", where, s->epoch, s->step, s->global_step);
     if (s->best_epoch < 0 || s->best_epoch > s->epoch || s->since_best < 0)
         return fn_fail(FN_ERR_FORMAT, "%s: best_epoch %lld or since_best %lld is out of range",
                        where, s->best_epoch, s->since_best);

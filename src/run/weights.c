@@ -530,8 +530,10 @@ static fn_status build_layers(hid_t file, const char *path, fn_net *net)
     layer_desc *d = st == FN_OK && n > 0 ? calloc((size_t)n, sizeof *d) : NULL;
     if (st == FN_OK && !d)
         st = fn_fail(FN_ERR_NOMEM, "out of host memory");
-    for (int i = 0; st == FN_OK && i < n; i++)
+    for (int i = 0; st == FN_OK && i < n; i++) {
         st = describe_named(file, path, names[i], &d[i]);
+        d[i].hp.forward_only = 1; /* counted and made without gradients */
+    }
     if (st == FN_OK)
         st = check_described(path, net, d, n);
     /* The values are read right after, so the generator's numbers are
@@ -553,7 +555,7 @@ static fn_status build_file(fn_net **out, fn_context *ctx, const char *path, int
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
     fn_net *net = NULL;
-    fn_status st = fn_net_create(&net, ctx, max_batch);
+    fn_status st = fn_net_create_forward_only(&net, ctx, max_batch);
     if (st == FN_OK)
         st = build_layers(file, path, net);
     H5Fclose(file);

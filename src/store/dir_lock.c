@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "core/test_hooks.h"
 #include "store/dir_lock.h"
 
 struct fn_dir_lock {
@@ -92,30 +93,63 @@ static long holder_pid(const struct stat *st)
     return found;
 }
 
-/* The lock on the open directory fd; *lock takes fd. */
+/* 1 when path names the directory that fd has open: between a run's open and
+ * its flock another run may have removed the directory (the last holder,
+ * removing the one it made) or put a new one at its path, and a lock on
+ * the old one guards nothing. */
+static int still_at_path(int fd, const char *path)
+{
+    struct stat held, named;
+    return fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+           held.st_ino == named.st_ino;
+}
+
+/* The flock on the open directory fd, without waiting; on success *lock
+ * takes fd, else fd is closed. */
 static fn_status lock_fd(fn_dir_lock **lock, const char *dir, int fd);
 
+/* Rounds of mkdir, open, flock that may find the directory replaced under
+ * them before one is given up: each needs another run to remove or replace
+ * the directory in the instant between its open and its flock. */
+enum { TAKE_ROUNDS = 8 };
+
+/* A lost lock removes nothing, not even a directory this call made: the
+ * run that holds the lock may have found it there a moment later, and owns
+ * it now. Only a holder removes what it made (fn_dir_lock_release). */
 fn_status fn_dir_lock_take(fn_dir_lock **lock, const char *dir)
 {
     *lock = NULL;
-    char *made = NULL;
-    FN_TRY(make_dirs(dir, &made));
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    fn_status st = fd < 0 ? fn_fail(FN_ERR_IO, "%s: cannot open the directory: %s", dir,
-                                    strerror(errno))
-                          : lock_fd(lock, dir, fd);
-    if (st == FN_OK) {
-        (*lock)->made = made;
-        return FN_OK;
+    for (int round = 0; round < TAKE_ROUNDS; round++) {
+        char *made = NULL;
+        FN_TRY(make_dirs(dir, &made));
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            const int err = errno;
+            free(made);
+            if (err == ENOENT)
+                continue; /* removed since the mkdir: make it again */
+            return fn_fail(FN_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(err));
+        }
+        fn_test_lock_gate();
+        fn_status st = lock_fd(lock, dir, fd);
+        if (st != FN_OK) {
+            free(made);
+            return st;
+        }
+        if (still_at_path(fd, dir)) {
+            (*lock)->made = made;
+            return FN_OK;
+        }
+        free(made);
+        free((*lock)->dir);
+        free(*lock);
+        *lock = NULL;
+        close(fd);
     }
-    if (made) {
-        char *leaf = strdup(dir);
-        if (leaf)
-            remove_made(leaf, made);
-        free(leaf);
-    }
-    free(made);
-    return st;
+    return fn_fail(FN_ERR_IO,
+                   "%s: the directory was removed or replaced %d times while this run locked it; "
+                   "is another program deleting it?",
+                   dir, TAKE_ROUNDS);
 }
 
 static fn_status lock_fd(fn_dir_lock **lock, const char *dir, int fd)
@@ -152,13 +186,16 @@ static fn_status lock_fd(fn_dir_lock **lock, const char *dir, int fd)
     return st;
 }
 
+/* The directories it made are removed while the flock is still held, and
+ * only if the path still names the directory locked: a run that opened it
+ * meanwhile finds it gone once it has the flock, and makes a new one. */
 void fn_dir_lock_release(fn_dir_lock *lock)
 {
     if (!lock)
         return;
-    close(lock->fd); /* drops the flock */
-    if (lock->made)
+    if (lock->made && still_at_path(lock->fd, lock->dir))
         remove_made(lock->dir, lock->made);
+    close(lock->fd); /* drops the flock */
     free(lock->made);
     free(lock->dir);
     free(lock);

@@ -6,7 +6,11 @@
  * into the directory for it. The lock makes the directory (and its
  * missing parents) when there is none, and on release removes those it
  * made that are still empty: a run that fails or stops before writing a
- * file leaves nothing behind. */
+ * file leaves nothing behind. A run that does not get the lock removes
+ * nothing: what it made may already be the holder's. A lock is taken only
+ * on the directory its path still names once the flock is held, so one
+ * removed or replaced in between (by a holder's release) is never
+ * written by two runs. */
 #ifndef FUSENET_SRC_DIR_LOCK_H
 #define FUSENET_SRC_DIR_LOCK_H
 
@@ -20,8 +24,9 @@ typedef struct fn_dir_lock fn_dir_lock; /* opaque */
  * from /proc/locks ("pid unknown" where that cannot tell). */
 fn_status fn_dir_lock_take(fn_dir_lock **lock, const char *dir);
 
-/* Releases it and removes the directories it made that are still empty;
- * NULL is fine. */
+/* Removes the directories it made that are still empty (the lock still
+ * held, and only when the path still names the locked one), then releases
+ * it; NULL is fine. */
 void fn_dir_lock_release(fn_dir_lock *lock);
 
 #endif

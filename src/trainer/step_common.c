@@ -5,7 +5,9 @@
  * when a loss, or a parameter about to be saved, is not finite. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "fusenet/input_norm.h"
 #include "trainer/trainer_impl.h"
 
 fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
@@ -40,22 +42,79 @@ void fn_trainer_describe_nonfinite(fn_status st, const fn_nonfinite *nf, char *b
 
 /* What the stop leaves behind: weights.h5 is never written over. A
  * checkpoint.h5 in the directory is named only when it is this run's (it
- * resumed from it or wrote it), not one an earlier run left there. */
+ * resumed from it or wrote it), not one an earlier run left there. Before
+ * the run's first update the learning rate cannot be the cause. */
 void fn_trainer_describe_kept(const fn_trainer *t, char *buf, size_t n)
 {
-    if (t->checkpoint_ours)
+    if (t->state.global_step == 0)
+        snprintf(buf, n, "no update has run yet, so the learning rate is not the cause: the "
+                 "initial weights give a non-finite value on this batch (the magnitude of its "
+                 "inputs or targets: see [data] standardize); no weights written");
+    else if (t->checkpoint_ours)
         snprintf(buf, n, "%s (the last good state) is kept; lower [train] lr and --resume",
                  t->checkpoint_path);
     else
         snprintf(buf, n, "no weights written; try a smaller [train] lr");
 }
 
-/* After a non-finite training loss: a backward of the batch, then the first
- * non-finite value in the order the step computes them. */
-fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss)
+/* The first non-finite value of the batch's inputs as the network gets
+ * them (standardised), in *row (the file's) and *col; 0 when none. */
+static fn_status find_bad_input(const fn_batch *b, int64_t *row, int *col, float *value,
+                                int *found)
 {
+    const size_t n = (size_t)b->x.rows * (size_t)b->x.cols;
+    float *x = malloc(n * sizeof *x);
+    *found = 0;
+    if (!x)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    fn_status st = fn_tensor_download(&b->x, x, n);
+    for (size_t i = 0; st == FN_OK && i < n && !*found; i++)
+        if (!isfinite(x[i])) {
+            *found = 1;
+            *row = b->index[i / (size_t)b->x.cols];
+            *col = (int)(i % (size_t)b->x.cols);
+            *value = x[i];
+        }
+    free(x);
+    return st;
+}
+
+/* A non-finite input of the batch: only standardisation can make one (a
+ * set's values are checked finite when it is opened). */
+static fn_status stop_bad_input(const fn_trainer *t, int64_t row, int col, float value)
+{
+    const fn_train_state *s = &t->state;
+    char why[256] = "";
+    if (t->norm)
+        snprintf(why, sizeof why,
+                 ": [data] standardize's (x - mean %g) / std %g overflows float32 for that "
+                 "value; rescale the column, or train without standardize",
+                 (double)fn_input_norm_mean(t->norm)[col], (double)fn_input_norm_std(t->norm)[col]);
+    char kept[512] = "no weights written";
+    if (t->checkpoint_ours)
+        snprintf(kept, sizeof kept, "no weights written; %s is kept", t->checkpoint_path);
+    return fn_fail(FN_ERR_NUMERIC,
+                   "step %lld (epoch %lld, batch %lld): loss is not finite; first non-finite: "
+                   "the input %s row %lld column %d, %s as the network gets it%s; %s",
+                   s->global_step + 1, s->epoch + 1, s->step + 1, fn_data_path(t->train),
+                   (long long)row, col, fn_trainer_number_name(value), why, kept);
+}
+
+/* After a non-finite training loss on batch b: its inputs, then a
+ * backward of the batch and the first non-finite value in the order the
+ * step computes them. */
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_tensor *dy,
+                                    float loss)
+{
+    int64_t row = 0;
+    int col = 0, bad = 0;
+    float value = 0;
+    fn_status st = find_bad_input(b, &row, &col, &value, &bad);
+    if (st == FN_OK && bad)
+        return stop_bad_input(t, row, col, value);
     fn_nonfinite nf;
-    fn_status st = fn_net_zero_grad(t->net);
+    if (st == FN_OK)
+        st = fn_net_zero_grad(t->net);
     if (st == FN_OK)
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)
@@ -86,7 +145,7 @@ fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss
     int correct = 0;
     FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, &loss, &correct));
     if (!isfinite(loss))
-        return fn_trainer_stop_nonfinite(t, &dy, loss);
+        return fn_trainer_stop_nonfinite(t, b, &dy, loss);
     const fn_train_state *s = &t->state;
     return fn_fail(FN_ERR_NUMERIC,
                    "step %lld (epoch %lld, batch %lld): loss was %s on the device, but %g when "

@@ -101,7 +101,7 @@ static fn_status stop_together(fn_trainer *t, const fn_batch *b, fn_tensor *dy, 
 {
     t->failed_together = 1;
     if (b->rows > 0 && !isfinite(mine))
-        return fn_trainer_stop_nonfinite(t, dy, mine);
+        return fn_trainer_stop_nonfinite(t, b, dy, mine);
     const fn_train_state *s = &t->state;
     return fn_fail(FN_ERR_NUMERIC,
                    "step %lld (epoch %lld, batch %lld): the loss is not finite on another rank, "

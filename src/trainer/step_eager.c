@@ -25,7 +25,7 @@ static fn_status eager_step(fn_trainer *t, const fn_batch *b, float *loss)
     int correct = 0;
     FN_TRY(fn_trainer_batch_loss(t, b, &y, &dy, loss, &correct));
     if (!isfinite(*loss))
-        return fn_trainer_stop_nonfinite(t, &dy, *loss);
+        return fn_trainer_stop_nonfinite(t, b, &dy, *loss);
     FN_TRY(backward_and_update(t, &dy));
     fn_train_state_add_step(&t->state, (double)*loss, b->rows, correct);
     return FN_OK;

@@ -116,9 +116,12 @@ fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
  * forward, the loss counted in the tally, the gradients, the optimiser's
  * split update (skipped on the device once a loss was not finite). */
 fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b);
-/* After a non-finite loss of the batch whose loss gradient dy is: the
- * error naming the first non-finite value. */
-fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_tensor *dy, float loss);
+/* After a non-finite loss of batch b, whose loss gradient dy is: the
+ * error naming the first non-finite value (a non-finite input, as
+ * standardisation made it, first), and, before the run's first update,
+ * saying the learning rate is not the cause. */
+fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_tensor *dy,
+                                    float loss);
 /* The batch's forward and loss read back: FN_ERR_NUMERIC with the
  * diagnosis of a non-finite loss (the step's own); FN_ERR_NUMERIC too,
  * saying so, when the loss the device found non-finite comes out finite. */
@@ -157,6 +160,17 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
 /* trainer_checkpoint.c: writes checkpoint.h5 (rank 0; the others do
  * nothing); a non-finite parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+/* trainer_inputs.c: FN_ERR_INVALID, naming both, when a file the run
+ * writes or removes in its directory is one it reads (compared by device
+ * and inode). */
+fn_status fn_trainer_check_inputs_kept(const fn_trainer *t);
+
+/* trainer_agree.c: in a world of several ranks, before the communicator
+ * and the loaders exist, every rank's config, device and data compared on
+ * rank 0; a difference fails every rank with one message
+ * (FN_ERR_RANKS_DIFFER). Nothing happens in a world of one. */
+fn_status fn_trainer_agree(fn_trainer *t);
 
 /* --- trainer_dist.c: data parallelism over the ranks of an MPI world ---------------- */
 

@@ -62,14 +62,20 @@ static fn_status open_sets(fn_trainer *t)
     const fn_data_source train = {.path = c->train, .memory = c->train_set},
                          valid = {.path = c->valid, .memory = c->valid_set};
     FN_TRY(fn_data_open_source(&t->train, &train, &opt));
-    /* Over several ranks each takes its share of every batch (step_dist.c). */
-    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
-    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
     if (!valid.path && !valid.memory)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
     opt.shuffle = 0;
-    FN_TRY(fn_data_open_source(&t->valid, &valid, &opt));
+    return fn_data_open_source(&t->valid, &valid, &opt);
+}
+
+static fn_status make_loaders(fn_trainer *t)
+{
+    /* Over several ranks each takes its share of every batch (step_dist.c). */
+    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
+    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
+    if (!t->valid)
+        return FN_OK;
     /* Validation runs between epochs, with nothing to overlap. */
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC, .part = share.part,
                                     .parts = share.parts};
@@ -212,13 +218,17 @@ static fn_status setup_norm(fn_trainer *t)
         if (count > 0)
             notice_constant(t, count, list, count < LIST ? count : LIST);
     }
+    if (t->norm)
+        FN_TRY(fn_input_norm_check_data(t->norm, t->train, from));
     FN_TRY(fn_loader_set_norm(t->loader, t->norm));
     return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
 }
 
 /* Nothing is written here. The output directory is locked first, before
  * any file in it is read or written (made for it when missing: the lock
- * removes it again if the run writes nothing). */
+ * removes it again if the run writes nothing). Over several ranks, they
+ * agree on their config and data (trainer_agree.c) before anything else
+ * goes between them. */
 static fn_status setup(fn_trainer *t, fn_comm_scope scope)
 {
     t->rank = scope == FN_COMM_WORLD ? fn_world_rank() : 0;
@@ -226,11 +236,15 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     FN_TRY(fn_trainer_output_paths(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_dir_lock_take(&t->lock, t->cfg->out_dir));
+        FN_TRY(fn_trainer_check_inputs_kept(t));
         FN_TRY(fn_trainer_check_output(t));
     }
     FN_TRY(open_context(t));
-    FN_TRY(fn_trainer_dist_setup(t, scope));
     FN_TRY(open_sets(t));
+    if (scope == FN_COMM_WORLD)
+        FN_TRY(fn_trainer_agree(t));
+    FN_TRY(fn_trainer_dist_setup(t, scope));
+    FN_TRY(make_loaders(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,

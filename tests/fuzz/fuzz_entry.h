@@ -74,7 +74,7 @@ static inline int fuzz_clean(fn_status st, const char *what, const char *name, c
     const char *msg = fn_last_error();
     if (st == FN_OK)
         return 1;
-    if (st < FN_ERR_INVALID || st > FN_ERR_INTERRUPTED) {
+    if (st < FN_ERR_INVALID || st > FN_ERR_RANKS_DIFFER) {
         fprintf(stderr, "fuzz: %s returned unknown status %d\n", what, (int)st);
         return 0;
     }

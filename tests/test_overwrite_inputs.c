@@ -1,0 +1,237 @@
+/* test_overwrite_inputs.c — a train run never replaces or removes a file it
+ * reads. Each case puts an input where the run writes: the training set as
+ * out/weights.h5 (with --overwrite), the init weights as out/best.h5 (with
+ * --overwrite), the validation set as out/checkpoint.h5 named through a
+ * symbolically linked directory (with --overwrite), the config as
+ * out/metrics.csv (with --overwrite), the training set as out/weights.h5
+ * of a run continued with --resume, and the training set as
+ * out/metrics.csv.tmp, the temporary a run removes before it writes. Each
+ * run fails (exit 1) before it writes anything, naming the output and the
+ * input, and the input is byte for byte what it was. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "program.h"
+
+enum { FILE_CAP = 1 << 20 };
+
+typedef struct file_bytes {
+    char *data;
+    size_t n;
+} file_bytes;
+
+static file_bytes read_bytes(const char *path)
+{
+    file_bytes b = {calloc(1, FILE_CAP), 0};
+    assert_non_null(b.data);
+    FILE *in = fopen(path, "rb");
+    if (!in)
+        fail_msg("cannot read %s", path);
+    b.n = fread(b.data, 1, FILE_CAP, in);
+    fclose(in);
+    return b;
+}
+
+static void write_bytes(const char *path, const file_bytes *b)
+{
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(b->data, 1, b->n, out), b->n);
+    fclose(out);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    file_bytes b = read_bytes(from);
+    write_bytes(to, &b);
+    free(b.data);
+}
+
+static char *in_dir(const program_files *f, const char *name)
+{
+    static char buf[4][PROGRAM_PATH_CAP];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, PROGRAM_PATH_CAP, "%s/%s", f->dir, name);
+    return p;
+}
+
+/* A config at path: the corpus' good.h5 (24 rows, 6 columns, 4 classes),
+ * as the training and the validation set, output in <dir>/out, with `extra` lines in [train]. */
+static void write_config(const program_files *f, const char *path, const char *extra)
+{
+    char good[PROGRAM_PATH_CAP];
+    snprintf(good, sizeof good, "%s", source_path("tests/bad_inputs/good.h5"));
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fprintf(out,
+            "[data]\ntrain = %s\nvalid = %s\n[model]\nlayers = block 8, linear 4\ngroups = 2\n"
+            "[train]\nbatch_size = 8\nepochs = 1\n%s\n[run]\ndevice = cpu\nlog_every = 0\n"
+            "[output]\ndir = %s\n",
+            good, good, extra, in_dir(f, "out"));
+    fclose(out);
+}
+
+static int setup(void **state)
+{
+    program_files *f = program_files_new("fn_overwrite_inputs_");
+    write_config(f, f->ini, "keep_best = true\ncheckpoint_every = 1");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    program_files_free(*state);
+    return 0;
+}
+
+/* train <ini> with up to three more arguments; its exit status. */
+static int train(const program_files *f, const char *ini, const char *a, const char *b,
+                 const char *c)
+{
+    const char *argv[] = {ini, a, b, c, NULL};
+    return program_run("train", argv, NULL, f->out, f->err);
+}
+
+/* A first run, so that out/ holds weights.h5, checkpoint.h5, metrics.csv
+ * and best.h5. */
+static void first_run(const program_files *f)
+{
+    if (train(f, f->ini, NULL, NULL, NULL) != 0) {
+        char *err = program_slurp(f->err);
+        fail_msg("the first run failed:\n%s", err);
+    }
+}
+
+/* The run exited 1 naming `output` and "is the <what> <input>", and input
+ * holds `before`. */
+static void expect_kept(const program_files *f, int status, const char *output, const char *what,
+                        const char *input, const file_bytes *before)
+{
+    char expected[3 * PROGRAM_PATH_CAP];
+    snprintf(expected, sizeof expected, "train: %s: is the %s %s (or a link to it)", output, what,
+             input);
+    char *err = program_slurp(f->err);
+    if (status != 1 || !strstr(err, expected))
+        fail_msg("exit status %d (expected 1); stderr does not hold '%s'; it holds:\n%s", status,
+                 expected, err);
+    free(err);
+    struct stat st;
+    if (stat(input, &st) != 0)
+        fail_msg("%s, an input of the run, is gone", input);
+    file_bytes after = read_bytes(input);
+    if (after.n != before->n || memcmp(after.data, before->data, after.n) != 0)
+        fail_msg("%s, an input of the run, was changed", input);
+    free(after.data);
+}
+
+static void test_training_set_as_weights(void **state)
+{
+    program_files *f = *state;
+    first_run(f);
+    char *weights = in_dir(f, "out/weights.h5");
+    copy_file(source_path("tests/bad_inputs/good.h5"), weights);
+    file_bytes before = read_bytes(weights);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "data.train=%s", weights);
+    int status = train(f, f->ini, "--set", set, "--overwrite");
+    expect_kept(f, status, weights, "[data] train file", weights, &before);
+    free(before.data);
+}
+
+static void test_init_as_best(void **state)
+{
+    program_files *f = *state;
+    first_run(f);
+    char *best = in_dir(f, "out/best.h5");
+    file_bytes before = read_bytes(best);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "model.init=%s", best);
+    int status = train(f, f->ini, "--set", set, "--overwrite");
+    expect_kept(f, status, best, "[model] init file", best, &before);
+    free(before.data);
+}
+
+/* Named through another path: out is reached as alias/. */
+static void test_validation_set_through_linked_dir(void **state)
+{
+    program_files *f = *state;
+    first_run(f);
+    char checkpoint[PROGRAM_PATH_CAP], valid[PROGRAM_PATH_CAP];
+    snprintf(checkpoint, sizeof checkpoint, "%s", in_dir(f, "out/checkpoint.h5"));
+    snprintf(valid, sizeof valid, "%s", in_dir(f, "alias/checkpoint.h5"));
+    assert_int_equal(symlink(in_dir(f, "out"), in_dir(f, "alias")), 0);
+    copy_file(source_path("tests/bad_inputs/good.h5"), checkpoint);
+    file_bytes before = read_bytes(valid);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "data.valid=%s", valid);
+    int status = train(f, f->ini, "--set", set, "--overwrite");
+    expect_kept(f, status, checkpoint, "[data] valid file", valid, &before);
+    free(before.data);
+}
+
+static void test_config_as_metrics(void **state)
+{
+    program_files *f = *state;
+    first_run(f);
+    char *csv = in_dir(f, "out/metrics.csv");
+    write_config(f, csv, "");
+    file_bytes before = read_bytes(csv);
+    int status = train(f, csv, "--overwrite", NULL, NULL);
+    expect_kept(f, status, csv, "config file", csv, &before);
+    free(before.data);
+}
+
+/* A resumed run writes weights.h5 at its end. */
+static void test_training_set_as_weights_resumed(void **state)
+{
+    program_files *f = *state;
+    first_run(f);
+    char *weights = in_dir(f, "out/weights.h5");
+    copy_file(source_path("tests/bad_inputs/good.h5"), weights);
+    file_bytes before = read_bytes(weights);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "data.train=%s", weights);
+    int status = train(f, f->ini, "--set", set, "--resume");
+    expect_kept(f, status, weights, "[data] train file", weights, &before);
+    free(before.data);
+}
+
+/* A write removes what its temporary's name holds first; no --overwrite
+ * needed, the directory holding no run's files. */
+static void test_training_set_as_temporary(void **state)
+{
+    program_files *f = *state;
+    assert_int_equal(mkdir(in_dir(f, "out"), 0777), 0);
+    char *tmp = in_dir(f, "out/metrics.csv.tmp");
+    copy_file(source_path("tests/bad_inputs/good.h5"), tmp);
+    file_bytes before = read_bytes(tmp);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "data.train=%s", tmp);
+    int status = train(f, f->ini, "--set", set, NULL);
+    expect_kept(f, status, tmp, "[data] train file", tmp, &before);
+    free(before.data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_training_set_as_weights, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_init_as_best, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validation_set_through_linked_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_as_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_training_set_as_weights_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_training_set_as_temporary, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,237 @@
+/* test_predict_memory.c — the memory predict's network takes and is checked
+ * for: forward passes only, at most as many rows a batch as the inputs have.
+ * - A network built from a weights file (fn_weights_build) has no
+ *   gradients, no block dz cache and no gradient buffers between its
+ *   layers; backward on it is an error; fn_model_memory_need with
+ *   forward_only counts exactly what it allocated.
+ * - predict under RLIMIT_AS of 4 GiB (the limit the check reads): --batch
+ *   1048576 over the corpus' 24 rows runs (its batches hold 24 rows); a
+ *   network whose activations for all 60000 rows of its inputs do not fit
+ *   is refused naming the capped batch and the --batch that would fit.
+ *   These skip under AddressSanitizer, which cannot run under RLIMIT_AS. */
+#define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <hdf5.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+#include "fusenet/layer_kind.h"
+#include "fusenet/model.h"
+#include "fusenet/net.h"
+#include "fusenet/weights.h"
+#include "h5_write.h"
+#include "program.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+enum { CAP = 1024, IN = 6 /* the corpus' good.h5 */ };
+static const double LIMIT = 4.0 * 1024 * 1024 * 1024;
+
+static int setup(void **state)
+{
+    *state = program_files_new("fn_predict_memory_");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    program_files_free(*state);
+    return 0;
+}
+
+static char *in_dir(const program_files *f, const char *name)
+{
+    static char buf[4][CAP];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, CAP, "%s/%s", f->dir, name);
+    return p;
+}
+
+/* weights.h5 of block width (groups groups), linear 4, for IN inputs. */
+static void write_weights(const char *path, int width, int groups)
+{
+    fn_context *cpu = NULL;
+    EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
+    const fn_layer_kind *block = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_spec specs[] = {{block, width}, {linear, 4}};
+    const fn_layer_hparams hp = {.groups = groups, .eps = 1e-5f, .negative_slope = 0.01f};
+    fn_net *net = NULL;
+    EXPECT_OK(fn_model_create(&net, cpu, specs, 2, IN, &hp, 1, 1));
+    EXPECT_OK(fn_weights_save(net, path, NULL));
+    fn_net_destroy(net);
+    fn_context_destroy(cpu);
+}
+
+static void test_built_forward_only(void **state)
+{
+    program_files *f = *state;
+    const char *path = in_dir(f, "w.h5");
+    write_weights(path, 16, 4);
+    fn_context *cpu = NULL;
+    EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
+    enum { BATCH = 5 };
+    fn_net *net = NULL;
+    EXPECT_OK(fn_weights_build(&net, cpu, path, BATCH));
+    double params = 0, buffers = 0;
+    for (int i = 0; i < fn_net_n_params(net); i++) {
+        const fn_param *p = fn_net_param(net, i);
+        params += (double)fn_tensor_count(&p->value) * sizeof(float);
+        if (p->grad.data || fn_tensor_count(&p->grad))
+            fail_msg("parameter %d (%s) has a gradient in a network for forward passes", i,
+                     p->name);
+    }
+    for (int i = 0; i < fn_net_n_layers(net); i++)
+        buffers += (double)fn_layer_buffer_bytes(fn_net_layer(net, i));
+    /* The block caches z [5, 16], mean and rstd [5, 4]; no dz. */
+    assert_true(buffers == BATCH * (16 + 2 * 4) * sizeof(float));
+    const fn_layer_kind *block = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_spec specs[] = {{block, 16}, {linear, 4}};
+    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f,
+                                 .forward_only = 1};
+    fn_model_memory need;
+    fn_model_memory_need(specs, 2, IN, &hp, BATCH, &need);
+    assert_true(need.params == params && need.grads == 0);
+    /* Per row: the block's z [16], mean and rstd [4] and output [16]; the
+     * linear's output [4]: no gradient between the layers. */
+    assert_true(need.activations == BATCH * (16 + 2 * 4 + 16 + 4) * sizeof(float));
+    fn_tensor x = {0}, y = {0}, dy = {0};
+    EXPECT_OK(fn_tensor_alloc(&x, BATCH, IN, FN_CPU));
+    EXPECT_OK(fn_tensor_alloc(&dy, BATCH, 4, FN_CPU));
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    EXPECT_FAIL(fn_net_backward(net, &dy), FN_ERR_INVALID, "forward passes only");
+    EXPECT_FAIL(fn_layer_backward(fn_net_layer(net, 1), &dy, NULL), FN_ERR_INVALID,
+                "forward passes only");
+    fn_tensor_free(&x);
+    fn_tensor_free(&dy);
+    fn_net_destroy(net);
+    fn_context_destroy(cpu);
+}
+
+/* predict argv (NULL-terminated) under RLIMIT_AS = LIMIT: its exit status;
+ * stdout and stderr in f->out and f->err. */
+static int predict_limited(const program_files *f, const char *const *argv)
+{
+    const char *full[16] = {program_path("predict")};
+    int n = 1;
+    for (; argv[n - 1] && n < 15; n++)
+        full[n] = argv[n - 1];
+    full[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit as = {(rlim_t)LIMIT, (rlim_t)LIMIT};
+        int out = open(f->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(f->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (setrlimit(RLIMIT_AS, &as) != 0 || out < 0 || err < 0 || dup2(out, 1) < 0 ||
+            dup2(err, 2) < 0)
+            _exit(126);
+        execv(full[0], (char *const *)full);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status))
+        fail_msg("predict died of signal %d under RLIMIT_AS", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+static void skip_under_asan(void)
+{
+    if (UNDER_ASAN) {
+        print_message("skipped: AddressSanitizer cannot run under RLIMIT_AS\n");
+        skip();
+    }
+}
+
+static void test_batch_capped_at_rows(void **state)
+{
+    skip_under_asan();
+    program_files *f = *state;
+    char weights[CAP], out[CAP];
+    snprintf(weights, sizeof weights, "%s", in_dir(f, "w.h5"));
+    snprintf(out, sizeof out, "%s", in_dir(f, "out.h5"));
+    /* 2^20 rows of this network's activations take 8.7 GB; 24 rows 0.2 MB. */
+    write_weights(weights, 1024, 8);
+    const char *argv[] = {weights, source_path("tests/bad_inputs/good.h5"), out, "--device",
+                          "cpu", "--batch", "1048576", NULL};
+    int status = predict_limited(f, argv);
+    char *text = program_slurp(f->out);
+    char *err = program_slurp(f->err);
+    if (status != 0 || !strstr(text, "predict: 24 rows written"))
+        fail_msg("exit status %d (expected 0, 24 rows written); stdout:\n%s\nstderr:\n%s", status,
+                 text, err);
+    free(text);
+    free(err);
+}
+
+static void test_suggests_batch(void **state)
+{
+    skip_under_asan();
+    program_files *f = *state;
+    char weights[CAP], inputs[CAP], out[CAP];
+    snprintf(weights, sizeof weights, "%s", in_dir(f, "w.h5"));
+    snprintf(inputs, sizeof inputs, "%s", in_dir(f, "x.h5"));
+    snprintf(out, sizeof out, "%s", in_dir(f, "out.h5"));
+    /* 131 KB of activations a row: 60000 rows take 7.9 GB. */
+    write_weights(weights, 16384, 16);
+    enum { ROWS = 60000 };
+    float *x = calloc((size_t)ROWS * IN, sizeof *x);
+    assert_non_null(x);
+    hid_t file = H5Fcreate(inputs, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, IN, x);
+    H5Fclose(file);
+    free(x);
+    const char *argv[] = {weights, inputs, out, "--device", "cpu", "--batch", "1048576", NULL};
+    int status = predict_limited(f, argv);
+    char *err = program_slurp(f->err);
+    long most = 0;
+    const char *fits = strstr(err, "batches of at most ");
+    if (status != 1 || !strstr(err, "activations for batches of 60000 rows") || !fits ||
+        sscanf(fits, "batches of at most %ld rows would fit: give --batch", &most) != 1 ||
+        most < 1 || most >= ROWS)
+        fail_msg("exit status %d (expected 1, naming batches of 60000 rows and the --batch that "
+                 "fits); stderr:\n%s", status, err);
+    char hint[96];
+    snprintf(hint, sizeof hint, "give --batch %ld or less", most);
+    if (!strstr(err, hint))
+        fail_msg("stderr lacks '%s':\n%s", hint, err);
+    free(err);
+    assert_int_not_equal(access(out, F_OK), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_built_forward_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_capped_at_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_suggests_batch, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
