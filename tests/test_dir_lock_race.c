@@ -29,6 +29,7 @@
 #include "store/dir_lock.h"
 #include "core/test_hooks.h"
 #include "program.h"
+#include "test_main.h"
 
 typedef struct race {
     program_files *files;
@@ -200,12 +201,6 @@ static void test_directory_replaced(void **state)
     fn_dir_lock_release(third);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_loser_removes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_holder_removed_directory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_directory_replaced, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_loser_removes_nothing, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_holder_removed_directory, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_directory_replaced, setup, teardown))

@@ -19,6 +19,7 @@
 #include "core/philox.h"
 #include "fusenet/init.h"
 #include "fusenet/tensor.h"
+#include "test_main.h"
 
 static void expect_curand(uint64_t seed, uint64_t offset, size_t n)
 {
@@ -74,11 +75,5 @@ static void test_init_uniform_continues(void **state)
     fn_tensor_free(&second);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_is_curand),
-        cmocka_unit_test(test_init_uniform_continues),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test(test_philox_is_curand),
+          cmocka_unit_test(test_init_uniform_continues))

@@ -35,6 +35,7 @@
 #include "h5_write.h"
 #include "program.h"
 #include "trainer_run.h"
+#include "test_main.h"
 
 enum { ROWS = 300, VALID_ROWS = 70, IN = 5, CLASSES = 3, OUT = 2, PATH_CAP = 1024 };
 
@@ -423,17 +424,8 @@ static void config_takes_one_source(void **state)
     fn_memory_set_destroy(m);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(labels_match_files),
-        cmocka_unit_test(values_match_files),
-        cmocka_unit_test(slabs_and_standardize_match_files),
-        cmocka_unit_test(set_is_a_copy),
-        cmocka_unit_test(infer_is_the_forward_pass),
-        cmocka_unit_test(bad_arrays_fail_when_made),
-        cmocka_unit_test(bad_sets_fail_when_opened),
-        cmocka_unit_test(config_takes_one_source),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_MAIN(setup, teardown, cmocka_unit_test(labels_match_files),
+          cmocka_unit_test(values_match_files),
+          cmocka_unit_test(slabs_and_standardize_match_files), cmocka_unit_test(set_is_a_copy),
+          cmocka_unit_test(infer_is_the_forward_pass), cmocka_unit_test(bad_arrays_fail_when_made),
+          cmocka_unit_test(bad_sets_fail_when_opened), cmocka_unit_test(config_takes_one_source))

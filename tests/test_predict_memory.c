@@ -32,6 +32,7 @@
 #include "fusenet/weights.h"
 #include "h5_write.h"
 #include "program.h"
+#include "test_main.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -226,12 +227,6 @@ static void test_suggests_batch(void **state)
     assert_int_not_equal(access(out, F_OK), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_built_forward_only, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_batch_capped_at_rows, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_suggests_batch, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_built_forward_only, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_batch_capped_at_rows, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_suggests_batch, setup, teardown))
