@@ -373,30 +373,11 @@ static void test_deferred_resume(void **state)
 {
     if (!fn_test_hooks_enabled())
         skip();
-    fixture *f = *state;
-    char msg[MSG_CAP];
-    fn_status st;
-    fn_config *cw = NULL, *cr = NULL;
-    fn_trainer *whole = run(f, "whole", 0, NULL, 0, -1, &cw, &st, msg);
-    EXPECT_OK(st);
-    fn_trainer *t = run(f, "parts", 3, NULL, 0, 10, &cr, &st, msg); /* mid second epoch */
-    EXPECT_OK(st);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
-    assert_int_equal(fn_trainer_state(t)->global_step, 10);
+    const fixture *f = *state;
+    fn_config *cfg = NULL;
+    fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, "3", 10, &cfg); /* mid epoch 2 */
     fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    t = run(f, "parts", 3, NULL, 1, -1, &cr, &st, msg);
-    EXPECT_OK(st);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
-    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
-    char *mw = metrics_without_times(f->dir, "whole"), *mp = metrics_without_times(f->dir, "parts");
-    assert_string_equal(mw, mp);
-    free(mw);
-    free(mp);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    fn_trainer_destroy(whole);
-    fn_config_destroy(cw);
+    fn_config_destroy(cfg);
 }
 
 TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_tally_counts),

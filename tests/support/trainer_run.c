@@ -132,3 +132,38 @@ int deferred_run_teardown(void **state)
     unsetenv("FN_TEST_DEFER_LAG");
     return 0;
 }
+
+/* A run that must succeed. */
+static fn_trainer *must_run(const char *dir, const char *ini, const char *out,
+                            const char *lag, int resume, long long stop_after, fn_config **cfg)
+{
+    char msg[2048];
+    fn_status st;
+    fn_trainer *t = trainer_run(dir, ini, out, lag, NULL, resume, stop_after, cfg, &st, msg,
+                                sizeof msg);
+    if (st != FN_OK)
+        fail_msg("run %s: %s", out, msg);
+    return t;
+}
+
+fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
+                                    const char *lag, long long stop_after, fn_config **cfg)
+{
+    fn_config *cw = NULL, *cr = NULL;
+    fn_trainer *whole = must_run(dir, ini, "whole", whole_lag, 0, -1, &cw);
+    fn_trainer *t = must_run(dir, ini, "parts", lag, 0, stop_after, &cr);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    assert_int_equal(fn_trainer_state(t)->global_step, stop_after);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    t = must_run(dir, ini, "parts", lag, 1, -1, cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    char *mw = metrics_without_times(dir, "whole"), *mp = metrics_without_times(dir, "parts");
+    assert_string_equal(mw, mp);
+    free(mw);
+    free(mp);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(cw);
+    return t;
+}

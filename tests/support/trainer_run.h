@@ -38,6 +38,14 @@ program_files *deferred_run_files(const char *prefix, const set_shape *shape, in
 /* A cmocka teardown for them: the folder removed, FN_TEST_DEFER_LAG unset. */
 int deferred_run_teardown(void **state);
 
+/* A run of `ini` into <dir>/parts stopped after stop_after steps and
+ * resumed, both with the deferral lag `lag`, must end as the whole run
+ * into <dir>/whole with lag `whole_lag`: the same weights bit for bit and
+ * metrics.csv (times aside). Returns the resumed trainer, its config in
+ * *cfg, for further checks; the caller destroys both. */
+fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
+                                    const char *lag, long long stop_after, fn_config **cfg);
+
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
 
