@@ -1,6 +1,6 @@
 /* test_dir_lock_race.c — the output directory's lock where two runs race for
  * it. A train run is held between its open of the directory and its flock
- * by the test-only hook FN_TEST_LOCK_GATE (src/io/test_hooks.h; the tests
+ * by the test-only hook FN_TEST_LOCK_GATE (src/core/test_hooks.h; the tests
  * skip in builds without the hooks), while this process, standing for the
  * other run, takes, releases or replaces the directory; then the run goes on.
  * - The run made the directory and loses the flock: it fails naming the

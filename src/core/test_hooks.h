@@ -15,7 +15,7 @@ int fn_test_hooks_enabled(void);
  * length instead of hoping to hit a ~10 ms one. */
 void fn_test_write_delay(void);
 
-/* FN_TEST_LOCK_GATE=G holds fn_dir_lock_take (io/dir_lock.h) between its
+/* FN_TEST_LOCK_GATE=G holds fn_dir_lock_take (store/dir_lock.h) between its
  * open of the output directory and its flock: it creates the file
  * G/opened, then waits until G/go exists (at most 10 s), so
  * tests/test_dir_lock_race.c can let other runs take, release or remove

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dist_agree.sh MPIRUN PYTHON — the ranks of a 2-rank `train` must agree on
-# their config and data before the first step (src/train/trainer_agree.c).
+# their config and data before the first step (src/trainer/trainer_agree.c).
 # Each case starts the two ranks with different arguments (mpirun's
 # `-np 1 A : -np 1 B`) and expects exit status 1, one message (printed
 # once, by rank 0) naming the key or file and rank 1, no step taken, and
