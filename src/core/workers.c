@@ -23,7 +23,7 @@ struct fn_workers {
     int threads;      /* parts of a full job, the caller's included */
     int started;      /* helper threads running */
     helper *helpers;  /* [threads - 1] */
-    sem_t done;       /* a helper finished its part */
+    sem_t done;       /* a helper started, or finished its part */
     fn_work work;     /* the job in flight */
     void *arg;
     int parts;        /* its parts, the caller's included */
@@ -40,6 +40,7 @@ static void *helper_main(void *p)
 {
     helper *h = p;
     fn_workers *w = h->w;
+    sem_post(&w->done); /* started: fn_workers_create may return */
     for (;;) {
         wait_for(&h->go);
         if (w->quit)
@@ -97,6 +98,12 @@ fn_status fn_workers_create(fn_workers **out, int threads)
     w->helpers = calloc((size_t)threads, sizeof *w->helpers);
     fn_status st = w->helpers ? start_helpers(w)
                               : fn_fail(FN_ERR_NOMEM, "out of memory for worker threads");
+    /* Each started helper is waiting for work before this returns: a thread
+     * still starting may hold the allocator's locks (a sanitizer's runtime
+     * sets a new thread up with them), and a fork then (the HDF5 probe's)
+     * would leave them held in the child. */
+    for (int i = 0; i < w->started; i++)
+        wait_for(&w->done);
     if (st != FN_OK) {
         fn_workers_destroy(w);
         return st;

@@ -42,9 +42,10 @@
  * uses HDF5 (train and predict open their sets, weights and checkpoints
  * before fn_loader_start, and a loader's thread first calls HDF5 after
  * it: so no thread is inside HDF5, or holds a thread-safe HDF5's lock, at
- * the fork; idle loader or CUDA threads do not matter, since the child uses
- * only malloc, which glibc keeps usable across fork, HDF5 and fusenet's
- * host code). */
+ * the fork; idle worker, loader or CUDA threads do not matter (a worker
+ * pool returns from its creation only once every thread is parked,
+ * core/workers.c), since the child uses only malloc, which glibc keeps
+ * usable across fork, HDF5 and fusenet's host code). */
 
 /* A message as long as the library keeps (status.c); a record stays within
  * PIPE_BUF, so one write() delivers it whole. */
