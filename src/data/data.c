@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "fusenet/data.h"
 #include "data/data_impl.h"
 #include "data/shuffle.h"
@@ -639,22 +640,6 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
 
 /* --- fingerprint ---------------------------------------------------------- */
 
-/* A running 64-bit hash of bytes, eight at a time: each step a bijection
- * of the state, so one changed word always changes the result. */
-static uint64_t hash_bytes(uint64_t h, const void *bytes, size_t n)
-{
-    const unsigned char *p = bytes;
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t w;
-        memcpy(&w, p, sizeof w);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-        h ^= h >> 29;
-    }
-    for (; n > 0; n--, p++)
-        h = ((h ^ *p) * 0x100000001b3ULL) ^ (h >> 31);
-    return h;
-}
-
 fn_status fn_data_fingerprint(fn_data *d, char *text, size_t cap, uint64_t *checksum)
 {
     if (d->targets && d->labels)
@@ -665,15 +650,15 @@ fn_status fn_data_fingerprint(fn_data *d, char *text, size_t cap, uint64_t *chec
                  d->in, d->xtype, d->targets, (long long)d->n, d->out, d->ttype);
     else
         snprintf(text, cap, "'%s' [%lld, %d] %s", d->inputs, (long long)d->n, d->in, d->xtype);
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = FN_HASH_START;
     for (int64_t k = 0; k < d->n_slabs; k++) {
         FN_TRY(load_slab(d, k));
         const size_t rows = (size_t)slab_length(d, k);
-        h = hash_bytes(h, d->view_x, rows * (size_t)d->in * sizeof(float));
+        h = fn_hash_words(h, d->view_x, rows * (size_t)d->in * sizeof(float));
         if (d->view_l)
-            h = hash_bytes(h, d->view_l, rows * sizeof(int32_t));
+            h = fn_hash_words(h, d->view_l, rows * sizeof(int32_t));
         if (d->view_t)
-            h = hash_bytes(h, d->view_t, rows * (size_t)d->out * sizeof(float));
+            h = fn_hash_words(h, d->view_t, rows * (size_t)d->out * sizeof(float));
     }
     *checksum = h;
     return FN_OK;

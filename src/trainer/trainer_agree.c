@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "fusenet/config.h"
 #include "trainer/trainer_impl.h"
 
@@ -38,21 +39,13 @@ typedef struct fingerprint {
     agree_item items[MAX_ITEMS];
 } fingerprint;
 
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
 /* An item compared by the hash of `compared` and shown as `text`. */
 static fn_status add_item(fingerprint *f, const char *name, const char *text, const char *compared)
 {
     if (f->n >= MAX_ITEMS)
         return fn_fail(FN_ERR_INVALID, "the ranks' fingerprint has more than %d items", MAX_ITEMS);
     agree_item *it = &f->items[f->n++];
-    it->hash = hash_text(compared);
+    it->hash = fn_hash_bytes(FN_HASH_START, compared, strlen(compared));
     snprintf(it->name, sizeof it->name, "%s", name);
     const size_t len = strlen(text);
     if (len < sizeof it->value)

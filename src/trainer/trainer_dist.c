@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/test_hooks.h"
 #include "trainer/trainer_impl.h"
 
@@ -74,18 +75,10 @@ fn_status fn_trainer_dist_written(fn_trainer *t, fn_status st)
 
 /* --- the same weights on every rank ------------------------------------------------ */
 
-static uint64_t fnv1a(uint64_t h, const void *bytes, size_t n)
-{
-    const unsigned char *p = bytes;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 /* Every parameter value's bits, hashed in order. */
 static fn_status hash_params(fn_trainer *t, uint64_t *hash)
 {
-    *hash = 0xcbf29ce484222325ULL;
+    *hash = FN_HASH_START;
     for (int i = 0; i < fn_net_n_params(t->net); i++) {
         const fn_tensor *v = &fn_net_param(t->net, i)->value;
         const size_t n = (size_t)v->rows * (size_t)v->cols;
@@ -94,7 +87,7 @@ static fn_status hash_params(fn_trainer *t, uint64_t *hash)
             return fn_fail(FN_ERR_NOMEM, "out of host memory comparing the ranks' weights");
         fn_status st = fn_tensor_download(v, host, n);
         if (st == FN_OK)
-            *hash = fnv1a(*hash, host, sizeof *host * n);
+            *hash = fn_hash_bytes(*hash, host, sizeof *host * n);
         free(host);
         FN_TRY(st);
     }
