@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — the test command. On a fresh Debian 12 machine (the CUDA
 # toolkit in /usr/local/cuda, or none): installs the Debian packages the
-# build and the tests need (only those missing), then
+# build and the tests need (only those missing) and the Python environment
+# of the Python-side tests (scripts/python_env.sh, build/pyenv), then
 #   1. builds with warnings as errors and the test-only hooks (FN_TEST_HOOKS,
 #      which test_faults needs), CUDA when the toolkit is there (every GPU
 #      architecture of the default), and runs every ctest test;
@@ -22,11 +23,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_deps.sh
+pyenv_python=$(scripts/python_env.sh)
 
 export PATH=/usr/local/cuda/bin:$PATH
 jobs=$(nproc)
 
-cmake -S . -B build/test -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON -DFN_TEST_HOOKS=ON
+cmake -S . -B build/test -DCMAKE_BUILD_TYPE=Release -DFN_WERROR=ON -DFN_TEST_HOOKS=ON \
+    -DFN_PYENV_PYTHON="$pyenv_python"
 cmake --build build/test -j"$jobs"
 ctest --test-dir build/test --output-on-failure -j"$jobs"
 
