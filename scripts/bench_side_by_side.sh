@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_side_by_side.sh — fusenet against PyTorch at one shape, in one run
-# on a GPU machine: runs ./bench in fp32, tf32, tf32x3 and bf16 with SGD
-# momentum 0 and 0.9, then scripts/bench_torch.py (eager and torch.compile,
+# on a GPU machine: runs ./bench in fp32, tf32, tf32x3 and bf16 with AdamW,
+# then with SGD momentum 0 and 0.9 (SGD's runs last: their kernel and memory
+# figures are the ones shown), then scripts/bench_torch.py (eager and torch.compile,
 # matmul precision 'ieee' and 'tf32', and autocast bf16), and prints one
 # markdown table of the medians side by side (fusenet fp32 against torch
 # 'ieee', tf32 against 'tf32', bf16 against autocast bf16; tf32x3 has no
@@ -31,6 +32,11 @@ if [ ! -x "$bench" ]; then
 fi
 
 for math in fp32 tf32 tf32x3 bf16; do
+    echo "bench_side_by_side.sh: ./bench --math $math --optimizer adamw $*" >&2
+    if ! "$bench" --math "$math" --optimizer adamw "$@" | tee -a "$raw" >&2; then
+        echo "bench_side_by_side.sh: FAILED: bench --math $math --optimizer adamw" >&2
+        failed+=("bench --math $math --optimizer adamw")
+    fi
     for momentum in 0 0.9; do
         echo "bench_side_by_side.sh: ./bench --math $math --momentum $momentum $*" >&2
         if ! "$bench" --math "$math" --momentum "$momentum" "$@" | tee -a "$raw" >&2; then
@@ -71,7 +77,9 @@ whats = [("forward", "forward"),
          ("step_dx_m0", "step with dx, momentum 0"),
          ("step_dx_m0.9", "step with dx, momentum 0.9"),
          ("step_nodx_m0", "step without dx, momentum 0"),
-         ("step_nodx_m0.9", "step without dx, momentum 0.9")]
+         ("step_nodx_m0.9", "step without dx, momentum 0.9"),
+         ("step_dx_adamw", "step with dx, AdamW"),
+         ("step_nodx_adamw", "step without dx, AdamW")]
 out = []
 out.append("| math | what | fusenet ms | fusenet / products | torch eager ms | torch.compile ms | eager / fusenet | compile / fusenet |")
 out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -12,8 +12,10 @@
 #   eager     the loss read back every step (FN_TEST_DEFER_LAG=0: builds with
 #             -DFN_TEST_HOOKS=ON, as scripts/gpu_check.sh's; elsewhere this
 #             column repeats "no graphs" and says so)
-# and PyTorch eager (scripts/bench_small_torch.py: the set on the GPU,
-# batches gathered there, the loss not read; median of 5 epochs).
+# and PyTorch three ways (scripts/bench_small_torch.py: the set on the GPU,
+# batches gathered there, the loss not read; median of 5 epochs): eager, the
+# whole step as a CUDA graph, and torch.compile inside that graph; the last
+# column is fusenet's graphs over the fastest PyTorch way.
 #
 #   BUILD=build/gpu scripts/bench_small.sh
 #
@@ -97,21 +99,28 @@ for s in $shapes; do
     torch_args+=(--shape "$s:$in:$hidden:$batch")
 done
 
-declare -A target=([S]=">= 15000" [M]=">= 10000" [L]=">= 587 (not slower)")
+# fusenet's graphs over the fastest PyTorch way, e.g. 2.41x
+over_best() {
+    awk -v f="$1" -v a="${2:--}" -v b="${3:--}" -v c="${4:--}" 'BEGIN {
+        best = 0; n = split(a " " b " " c, t, " ")
+        for (i = 1; i <= n; i++) if (t[i] != "-" && t[i] + 0 > best) best = t[i] + 0
+        if (best > 0 && f != "-") printf "%.2fx", f / best; else printf "-" }'
+}
 declare -A torch
 if [ "${TORCH:-1}" = 1 ] && "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    while read -r _ name rate; do torch[$name]=$rate; done \
+    while read -r _ way name rate; do torch[$way.$name]=$rate; done \
         < <("$python" scripts/bench_small_torch.py --rows "$rows" "${torch_args[@]}")
 fi
 
-table="| shape | net | batch | train, graphs | train, no graphs | train, eager (loss read each step) | PyTorch eager | target |
-| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+table="| shape | net | batch | train, graphs | train, no graphs | train, eager (loss read each step) | PyTorch eager | PyTorch, step as CUDA graph | PyTorch, compile in CUDA graph | train graphs / PyTorch best |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for s in $shapes; do
     IFS='|' read -r in layers batch epochs hidden <<<"$(spec "$s")"
     declare -A rate=([graphs]=- [plain]=- [eager]=-)
     for m in $modes; do rate[$m]=$(run "$s" "$m"); done
     g=${rate[graphs]} p=${rate[plain]} e=${rate[eager]}
-    table+=$'\n'"| $s | in $in, $layers | $batch | $g | $p | $e | ${torch[$s]:--} | ${target[$s]} |"
+    te=${torch[eager.$s]:--} tg=${torch[graph.$s]:--} tc=${torch[compile_graph.$s]:--}
+    table+=$'\n'"| $s | in $in, $layers | $batch | $g | $p | $e | $te | $tg | $tc | $(over_best "$g" "$te" "$tg" "$tc") |"
 done
 echo "$table"
 echo

@@ -11,7 +11,9 @@ and each mode (eager, torch.compile) it times:
   step_dx        forward, backward from a fixed dy with x.requires_grad
                  (three products: a block inside a network), SGD update
   step_nodx      the same without dx (a first layer: two products)
-with SGD momentum 0 and 0.9, plus GroupNorm+LeakyReLU+x2 alone (eager).
+with SGD momentum 0 and 0.9 and with AdamW (torch.optim.AdamW(fused=True),
+its defaults but the rate: the fastest AdamW PyTorch has), plus
+GroupNorm+LeakyReLU+x2 alone (eager).
 Prints one line per figure: `torch <mode> <precision> <what> <ms>`, which
 scripts/bench_side_by_side.sh merges with ./bench's output.
 
@@ -90,11 +92,13 @@ def bench_mode(args, precision, compiled, report):
 
     with torch.no_grad():
         report(mode, precision, "forward", time_ms(forward, args.warmup, args.reps))
-    for momentum in (0.0, 0.9):
-        opt = torch.optim.SGD(block.parameters(), lr=1e-4, momentum=momentum)
+    optimizers = [(f"m{m:g}", torch.optim.SGD(block.parameters(), lr=1e-4, momentum=m))
+                  for m in (0.0, 0.9)]
+    optimizers.append(("adamw", torch.optim.AdamW(block.parameters(), lr=1e-4, fused=True)))
+    for suffix, opt in optimizers:
         for name, inp in (("step_dx", x_grad), ("step_nodx", x)):
             ms = time_ms(make_step(run, opt, inp, dy, amp), args.warmup, args.reps)
-            report(mode, precision, f"{name}_m{momentum:g}", ms)
+            report(mode, precision, f"{name}_{suffix}", ms)
 
 
 def bench_norm_alone(args, report):

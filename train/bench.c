@@ -7,8 +7,8 @@
  * the kernels, the sum of the step's bare products for passes and steps.
  *
  *   bench [--batch 1024] [--in 8192] [--hidden 8192] [--groups 512]
- *         [--math fp32|tf32|tf32x3|bf16] [--momentum 0] [--lr 1e-4]
- *         [--reps 20] [--warmup 5]
+ *         [--math fp32|tf32|tf32x3|bf16] [--optimizer sgd|adamw]
+ *         [--momentum 0] [--lr 1e-4] [--reps 20] [--warmup 5]
  *
  * Every figure is one line `fusenet <math> <what> <value> [floor <ms> ratio
  * <r>]` (milliseconds unless `what` says otherwise) that
@@ -16,6 +16,10 @@
  * lines starting with '#' are for people. With momentum 0 the step is the
  * fused one (fn_block_backward_sgd: plain SGD folded into the dW product);
  * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too.
+ * With --optimizer adamw the step is the unfused one with AdamW
+ * (torch.optim.AdamW's defaults but the rate: betas 0.9, 0.999, eps 1e-8,
+ * weight decay 0.01), named step_*_adamw as bench_torch.py names its fused
+ * AdamW's; --momentum does not apply to it.
  * Each product's relative error against float64 sums of the fp32 operands
  * is reported (relerr_*): in bf16 it is the error of rounding both operands
  * to bfloat16 and accumulating in fp32, the error a bf16 step's products
@@ -36,6 +40,7 @@
 #include "nn/block_impl.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
+#include "fusenet/adam.h"
 #include "fusenet/sgd.h"
 
 enum { INNER_KERNEL = 20, INNER_PASS = 4, ERROR_ROWS = 8 };
@@ -43,6 +48,7 @@ enum { INNER_KERNEL = 20, INNER_PASS = 4, ERROR_ROWS = 8 };
 typedef struct options {
     int batch, in, hidden, groups;
     fn_math math;
+    int adamw; /* --optimizer adamw, else SGD */
     float momentum, lr;
     int reps, warmup;
 } options;
@@ -52,7 +58,8 @@ typedef struct bench {
     fn_context *ctx;
     fn_layer *layer;
     fn_block *block;
-    fn_sgd *opt;
+    fn_sgd *sgd;       /* --optimizer sgd, else NULL */
+    fn_optimizer *opt; /* the optimiser the unfused step runs */
     fn_tensor x, y, dy, dx;  /* [batch, in], [batch, hidden], [batch, hidden], [batch, in] */
     /* Bare products' operands: TF32 parts (tf32x3), bfloat16 copies (bf16,
      * in fn_bf16_floats of a tensor's values) or plain copies. */
@@ -114,6 +121,14 @@ static float parse_float(const char *flag, const char *text, float lo)
     return (float)v;
 }
 
+static int parse_optimizer(const char *text)
+{
+    if (strcmp(text, "sgd") == 0 || strcmp(text, "adamw") == 0)
+        return strcmp(text, "adamw") == 0;
+    fprintf(stderr, "bench: --optimizer: expected sgd or adamw, got '%s'\n", text);
+    exit(2);
+}
+
 static options parse(int argc, char **argv)
 {
     options o = {.batch = 1024, .in = 8192, .hidden = 8192, .groups = 512,
@@ -122,8 +137,8 @@ static options parse(int argc, char **argv)
         const char *flag = argv[i];
         if (strcmp(flag, "--help") == 0) {
             printf("usage: bench [--batch N] [--in N] [--hidden N] [--groups N] "
-                   "[--math fp32|tf32|tf32x3|bf16] [--momentum M] [--lr LR] [--reps N] "
-                   "[--warmup N]\n");
+                   "[--math fp32|tf32|tf32x3|bf16] [--optimizer sgd|adamw] [--momentum M] "
+                   "[--lr LR] [--reps N] [--warmup N]\n");
             exit(0);
         }
         if (i + 1 >= argc) {
@@ -141,6 +156,8 @@ static options parse(int argc, char **argv)
             o.groups = parse_int(flag, v, 1);
         else if (strcmp(flag, "--math") == 0)
             check(fn_math_parse(v, &o.math), "--math");
+        else if (strcmp(flag, "--optimizer") == 0)
+            o.adamw = parse_optimizer(v);
         else if (strcmp(flag, "--momentum") == 0)
             o.momentum = parse_float(flag, v, 0.0f);
         else if (strcmp(flag, "--lr") == 0)
@@ -243,7 +260,7 @@ static fn_status step_unfused(bench *b, fn_tensor *dx)
     FN_TRY(fn_layer_zero_grad(b->layer));
     FN_TRY(fn_layer_forward(b->layer, &b->x, &b->y));
     FN_TRY(fn_layer_backward(b->layer, &b->dy, dx));
-    return fn_sgd_step(b->opt);
+    return fn_optimizer_step(b->opt);
 }
 
 /* Plain SGD folded into backward: no gradient tensors touched. */
@@ -426,9 +443,15 @@ static void build(bench *b, const options *o)
     fn_param *params[FN_BLOCK_N_PARAMS];
     for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
         params[i] = &b->layer->params[i];
-    fn_sgd_config sc = fn_sgd_config_default(o->lr);
-    sc.momentum = o->momentum;
-    check(fn_sgd_create(&b->opt, b->ctx, params, FN_BLOCK_N_PARAMS, &sc), "sgd");
+    if (o->adamw) {
+        fn_adam_config ac = fn_adam_config_default(o->lr, 1);
+        check(fn_adam_create(&b->opt, b->ctx, params, FN_BLOCK_N_PARAMS, &ac), "adamw");
+    } else {
+        fn_sgd_config sc = fn_sgd_config_default(o->lr);
+        sc.momentum = o->momentum;
+        check(fn_sgd_create(&b->sgd, b->ctx, params, FN_BLOCK_N_PARAMS, &sc), "sgd");
+        b->opt = fn_sgd_optimizer(b->sgd);
+    }
     alloc(&b->x, o->batch, o->in, "x");
     alloc(&b->y, o->batch, o->hidden, "y");
     alloc(&b->dy, o->batch, o->hidden, "dy");
@@ -664,19 +687,22 @@ static void report_passes(bench *b, const product_times *t)
     report(b, "backward_nodx", time_op(b, op_backward_nodx, INNER_PASS), t->dw);
 }
 
-/* One step, timed under a name that carries the momentum as bench_torch.py
- * writes it (%g). */
+/* One step, timed under a name that carries the optimiser as bench_torch.py
+ * writes it: the momentum (%g) for SGD, "adamw" for AdamW. */
 static void report_step(bench *b, const char *what, bench_op op, double floor_ms)
 {
     char name[64];
-    snprintf(name, sizeof name, "%s_m%g", what, (double)b->o.momentum);
+    if (b->o.adamw)
+        snprintf(name, sizeof name, "%s_adamw", what);
+    else
+        snprintf(name, sizeof name, "%s_m%g", what, (double)b->o.momentum);
     report(b, name, time_op(b, op, INNER_PASS), floor_ms);
 }
 
 static void report_steps(bench *b, const product_times *t)
 {
     const double floor_dx = t->fwd + t->dx + t->dw, floor_nodx = t->fwd + t->dw;
-    const int fused = b->o.momentum == 0.0f;
+    const int fused = !b->o.adamw && b->o.momentum == 0.0f;
     report_step(b, "step_dx", fused ? op_step_fused_dx : op_step_unfused_dx, floor_dx);
     report_step(b, "step_nodx", fused ? op_step_fused_nodx : op_step_unfused_nodx, floor_nodx);
     if (fused) {
@@ -691,7 +717,10 @@ static void destroy(bench *b)
     fn_tensor_free(&b->y);
     fn_tensor_free(&b->dy);
     fn_tensor_free(&b->dx);
-    fn_sgd_destroy(b->opt);
+    if (b->sgd)
+        fn_sgd_destroy(b->sgd);
+    else
+        fn_optimizer_destroy(b->opt);
     fn_layer_destroy(b->layer);
     cudaEventDestroy(b->start);
     cudaEventDestroy(b->stop);
@@ -717,10 +746,10 @@ int main(int argc, char **argv)
     build(&b, &o);
     check(fn_context_sync(b.ctx), "build");
     const double built = free_mib();
-    printf("# fusenet bench: batch %d, in %d, hidden %d, groups %d, math %s, momentum %g, "
+    printf("# fusenet bench: batch %d, in %d, hidden %d, groups %d, math %s, %s, momentum %g, "
            "lr %g; medians of %d samples after %d warm-up calls\n",
-           o.batch, o.in, o.hidden, o.groups, math, (double)o.momentum, (double)o.lr, o.reps,
-           o.warmup);
+           o.batch, o.in, o.hidden, o.groups, math, o.adamw ? "adamw" : "sgd",
+           (double)o.momentum, (double)o.lr, o.reps, o.warmup);
     const double gbps = measure_copy(&b);
     const double steady = free_mib(); /* the block and its data, nothing else */
 
