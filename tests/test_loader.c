@@ -166,9 +166,9 @@ static void check_loader(const fixture *f, fn_context *ctx, fn_loader_mode mode,
     fn_loader_stats s = fn_loader_get_stats(l);
     assert_int_equal(s.threads, mode == FN_LOADER_SYNC ? 0 : threads);
     assert_true(s.batches == 3 * (last + 1) + 1);
-    /* Kept on the device (auto: this set is small): one slab's inputs and
-     * float targets. */
-    const int on_device = gather != FN_GATHER_HOST && mode == FN_LOADER_BACKGROUND &&
+    /* Kept on the device (not by auto: the batches are small): one slab's
+     * inputs and float targets. */
+    const int on_device = gather == FN_GATHER_DEVICE && mode == FN_LOADER_BACKGROUND &&
                           fn_context_device(ctx) == FN_CUDA;
     const size_t row_bytes = (IN + (mse ? OUT : 0)) * sizeof(float);
     assert_int_equal(s.device_set_bytes,
@@ -337,7 +337,7 @@ static void test_cuda(void **state)
     EXPECT_OK(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32));
     check_modes(f, gpu, FN_GATHER_HOST);
     check_modes(f, gpu, FN_GATHER_DEVICE);
-    check_modes(f, gpu, FN_GATHER_AUTO); /* a small set: on the device */
+    check_modes(f, gpu, FN_GATHER_AUTO); /* batches of 40 bytes: on the host */
     fn_context_destroy(gpu);
 }
 

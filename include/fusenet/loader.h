@@ -58,8 +58,9 @@ typedef enum fn_loader_mode {
 } fn_loader_mode;
 
 typedef enum fn_loader_gather {
-    FN_GATHER_AUTO = 0, /* on the device when a slab's inputs and targets take at most
-                         * a quarter of the GPU's free memory, else on the host */
+    FN_GATHER_AUTO = 0, /* on the device when a batch's inputs take 1 MiB or more and a
+                         * slab's inputs and targets at most a quarter of the GPU's
+                         * free memory, else on the host */
     FN_GATHER_HOST,     /* on the host, each batch's rows copied over */
     FN_GATHER_DEVICE    /* on the device (fails when its memory cannot be had) */
 } fn_loader_gather;

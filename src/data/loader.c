@@ -33,6 +33,11 @@
 
 enum { K = FN_LOADER_SLOTS, DEFAULT_THREADS_CAP = 8, THREADS_CAP = 64, MESSAGE_CAP = 1024 };
 enum { SMALL_GATHER_FLOATS = 1 << 16 }; /* 256 KiB: gathered without the workers */
+/* FN_GATHER_AUTO gathers on the device from batches of this many bytes of
+ * inputs: below it the host's gather, the copy and the kernels that follow
+ * take less time than a gather kernel on the copy stream, above it less
+ * than the host's threads (measured: docs/gpus.md). */
+enum { DEVICE_GATHER_MIN_BYTES = 1 << 20 };
 
 typedef struct slot {
     float *hx, *ht;   /* host [batch, in], [batch, out]; pinned on the GPU */
@@ -527,6 +532,8 @@ static fn_status place_set(fn_loader *l, fn_loader_gather gather)
                        INT32_MAX);
     }
     if (gather == FN_GATHER_AUTO) {
+        if ((size_t)l->batch * (size_t)l->in * sizeof(float) < DEVICE_GATHER_MIN_BYTES)
+            return FN_OK;
         size_t free_bytes = 0, total = 0;
         FN_TRY(fn_cuda_memory_free(l->ctx->gpu, &free_bytes, &total));
         if (x_bytes + t_bytes > free_bytes / 4)
