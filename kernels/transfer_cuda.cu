@@ -2,12 +2,15 @@
  * kernels: a non-blocking copy stream of their own and, per slot (one pair of
  * host and device buffers that batches go through in turn), an event saying
  * the context's stream is done with the slot and one saying its last copy
- * has landed. src/cuda_backend.h states the protocol. */
+ * has landed; and a set's rows kept on the device, each batch's rows
+ * gathered from them by a kernel on the copy stream. core/cuda_runtime.h
+ * states the protocol. */
 #include <stdlib.h>
 
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/launch_cuda.cuh"
 
 struct fn_cuda_transfer {
     fn_context *ctx;      /* borrowed */
@@ -87,14 +90,61 @@ extern "C" fn_status fn_cuda_transfer_release(fn_cuda_transfer *t, int slot)
     return FN_OK;
 }
 
-extern "C" fn_status fn_cuda_transfer_send(fn_cuda_transfer *t, int slot,
-                                           const fn_cuda_piece *pieces, int n)
+/* The pieces' copies on the copy stream, after slot's release. */
+static fn_status copy_pieces(fn_cuda_transfer *t, int slot, const fn_cuda_piece *pieces, int n)
 {
     FN_CUDA_CHECK(cudaStreamWaitEvent(t->stream, t->released[slot], 0));
     for (int i = 0; i < n; i++)
         FN_CUDA_CHECK(cudaMemcpyAsync(pieces[i].dst, pieces[i].src, pieces[i].bytes,
                                       cudaMemcpyHostToDevice, t->stream));
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_transfer_send(fn_cuda_transfer *t, int slot,
+                                           const fn_cuda_piece *pieces, int n)
+{
+    FN_TRY(copy_pieces(t, slot, pieces, n));
     FN_CUDA_CHECK(cudaEventRecord(t->sent[slot], t->stream));
+    return FN_OK;
+}
+
+/* out[i, :] = set[rows[i], :] for the n rows, cols floats each: a copy, so
+ * the batch has the bits of the set's rows. */
+__global__ void gather_rows_kernel(float *__restrict__ out,        /* [n, cols] */
+                                   const float *__restrict__ set,  /* [set rows, cols] */
+                                   const int32_t *__restrict__ rows, /* [n] */
+                                   int n, int cols)
+{
+    const size_t total = (size_t)n * (size_t)cols;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < total;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const size_t i = k / (size_t)cols, j = k % (size_t)cols;
+        out[k] = set[(size_t)rows[i] * (size_t)cols + j];
+    }
+}
+
+extern "C" fn_status fn_cuda_transfer_send_gather(fn_cuda_transfer *t, int slot,
+                                                  const fn_cuda_piece *pieces, int n,
+                                                  const int32_t *rows, int count,
+                                                  const fn_cuda_rows_gather *gathers, int g)
+{
+    FN_TRY(copy_pieces(t, slot, pieces, n));
+    const int threads = 256;
+    for (int i = 0; i < g && count > 0; i++) {
+        const size_t blocks = fn_stride_blocks(t->ctx, (size_t)count * (size_t)gathers[i].cols,
+                                               threads);
+        gather_rows_kernel<<<(unsigned)blocks, threads, 0, t->stream>>>(
+            gathers[i].dst, gathers[i].set, rows, count, gathers[i].cols);
+        FN_CUDA_CHECK(cudaGetLastError());
+    }
+    FN_CUDA_CHECK(cudaEventRecord(t->sent[slot], t->stream));
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_transfer_upload(fn_cuda_transfer *t, void *dst, const void *src,
+                                             size_t bytes)
+{
+    FN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, t->stream));
     return FN_OK;
 }
 

@@ -25,7 +25,8 @@
 # ROWS (65536), EPOCHS (S 4, M 6, L 6 by default: EPOCHS overrides all),
 # WORK (a temporary directory), PYTHON (python3), SHAPES ("S M L"), MODES
 # ("graphs plain eager"), TORCH (1; 0 leaves PyTorch out), DEVICE (cuda; cpu
-# for a smoke test) may be set; with OUT set, the table also goes to
+# for a smoke test), MATH ([run] math: fp32), DATA_ON_DEVICE ([run] data_on_device: auto; false
+# gathers every batch on the host) may be set; with OUT set, the table also goes to
 # $OUT/bench_small.md. The configs and sets stay in WORK, for a profiler:
 #   WORK=/tmp/bs SHAPES=M MODES=graphs TORCH=0 scripts/bench_small.sh
 #   ncu --clock-control none build/gpu/train /tmp/bs/M_graphs.ini --overwrite
@@ -76,9 +77,10 @@ momentum = 0.9
 seed = 1
 [run]
 device = $device
-math = fp32
+math = ${MATH:-fp32}
 log_every = 0
 cuda_graphs = $graphs
+data_on_device = ${DATA_ON_DEVICE:-auto}
 [output]
 dir = $name
 INI
@@ -124,7 +126,7 @@ for s in $shapes; do
 done
 echo "$table"
 echo
-echo "steps/s, medians; ROWS=$rows, fp32, SGD momentum 0.9, groups 8; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
+echo "steps/s, medians; ROWS=$rows, ${MATH:-fp32}, SGD momentum 0.9, groups 8, data_on_device ${DATA_ON_DEVICE:-auto}; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
 echo "command: BUILD=$build scripts/bench_small.sh"
 [ -n "${OUT:-}" ] && echo "$table" >"$OUT/bench_small.md"
 exit 0

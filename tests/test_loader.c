@@ -4,7 +4,8 @@
  * background thread) on the CPU and on the GPU (skipped without one), over
  * whole epochs, from a step inside an epoch, after a halt in the middle,
  * with the set read in slabs (the thread then reads HDF5), and with 1 and 3
- * gathering threads; the epoch's end is answered again when asked again;
+ * gathering threads; on the GPU also with the set's rows kept on the
+ * device, each slab uploaded and each batch gathered there by a kernel; the epoch's end is answered again when asked again;
  * next before start or after halt is an error; and a slab that turns bad
  * after the set was opened fails fn_loader_next with the set's message. */
 #define _POSIX_C_SOURCE 200809L
@@ -149,11 +150,11 @@ static void compare_run(fn_loader *l, fn_data *ref, int mse, long long epoch, lo
 }
 
 static void check_loader(const fixture *f, fn_context *ctx, fn_loader_mode mode, int mse,
-                         int slabs, int threads)
+                         int slabs, int threads, fn_loader_gather gather)
 {
     fn_data *ref = open_set(f, mse, slabs);
     fn_data *d = open_set(f, mse, slabs);
-    fn_loader_options opt = {.mode = mode, .threads = threads};
+    fn_loader_options opt = {.mode = mode, .threads = threads, .gather = gather};
     fn_loader *l = NULL;
     EXPECT_OK(fn_loader_create(&l, ctx, d, &opt));
     long long last = fn_data_batches(d) - 1;
@@ -165,19 +166,27 @@ static void check_loader(const fixture *f, fn_context *ctx, fn_loader_mode mode,
     fn_loader_stats s = fn_loader_get_stats(l);
     assert_int_equal(s.threads, mode == FN_LOADER_SYNC ? 0 : threads);
     assert_true(s.batches == 3 * (last + 1) + 1);
+    /* Kept on the device (not by auto: the batches are small): one slab's
+     * inputs and float targets. */
+    const int on_device = gather == FN_GATHER_DEVICE && mode == FN_LOADER_BACKGROUND &&
+                          fn_context_device(ctx) == FN_CUDA;
+    const size_t row_bytes = (IN + (mse ? OUT : 0)) * sizeof(float);
+    assert_int_equal(s.device_set_bytes,
+                     on_device ? (size_t)fn_data_slab_capacity(d) * row_bytes : 0);
     fn_loader_destroy(l);
     fn_data_close(d);
     fn_data_close(ref);
 }
 
-/* Both modes on ctx, with 1 and 3 gathering threads in the background. */
-static void check_modes(const fixture *f, fn_context *ctx)
+/* Both modes on ctx, with 1 and 3 gathering threads in the background,
+ * the batches gathered where `gather` says. */
+static void check_modes(const fixture *f, fn_context *ctx, fn_loader_gather gather)
 {
     for (int mse = 0; mse <= 1; mse++)
         for (int slabs = 0; slabs <= 1; slabs++) {
-            check_loader(f, ctx, FN_LOADER_SYNC, mse, slabs, 0);
-            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 1);
-            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 3);
+            check_loader(f, ctx, FN_LOADER_SYNC, mse, slabs, 0, gather);
+            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 1, gather);
+            check_loader(f, ctx, FN_LOADER_BACKGROUND, mse, slabs, 3, gather);
         }
 }
 
@@ -185,7 +194,8 @@ static void test_cpu(void **state)
 {
     fixture *f = *state;
     write_indexed_set(f);
-    check_modes(f, f->ctx);
+    check_modes(f, f->ctx, FN_GATHER_AUTO);
+    check_modes(f, f->ctx, FN_GATHER_DEVICE); /* no device set on the CPU */
 }
 
 /* The automatic mode on the CPU is the synchronous one. */
@@ -243,6 +253,9 @@ static void test_bad_mode(void **state)
     assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_ERR_INVALID);
     assert_null(l);
     assert_non_null(strstr(fn_last_error(), "unknown mode 7"));
+    opt = (fn_loader_options){.gather = (fn_loader_gather)9};
+    assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "unknown gather 9"));
     fn_data_close(d);
 }
 
@@ -322,7 +335,9 @@ static void test_cuda(void **state)
     write_indexed_set(f);
     fn_context *gpu = NULL;
     EXPECT_OK(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32));
-    check_modes(f, gpu);
+    check_modes(f, gpu, FN_GATHER_HOST);
+    check_modes(f, gpu, FN_GATHER_DEVICE);
+    check_modes(f, gpu, FN_GATHER_AUTO); /* batches of 40 bytes: on the host */
     fn_context_destroy(gpu);
 }
 

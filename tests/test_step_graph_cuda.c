@@ -9,7 +9,9 @@
  *    metrics.csv but its times, with a last short batch (uncaptured) and a
  *    warm-up schedule (its lr written before each replay); for SGD with
  *    momentum, AdamW with clipping, and the mse loss; the graph run holds
- *    one graph a loader slot;
+ *    one graph a loader slot; the eager run gathers its batches on the host
+ *    ([run] data_on_device = false), the others from the set kept on the GPU
+ *    (true);
  *  - a graph run stopped mid-epoch and resumed ends as the uninterrupted one;
  *  - a diverging graph run stops with the eager run's message (the step
  *    where the loss first went non-finite, the first non-finite value) and
@@ -204,10 +206,12 @@ static fn_trainer *run(const fixture *f, const char *out, int eager, const char 
 /* The graph run, the run without graphs and the eager run of `sets`. */
 static void expect_three_same(const fixture *f, const char *name, const char *sets)
 {
-    char msg[MSG_CAP], out[3][64], with_off[600];
-    snprintf(with_off, sizeof with_off, "%s%srun.cuda_graphs=false", sets ? sets : "",
-             sets ? ";" : "");
-    const char *how[3] = {sets, with_off, sets};
+    char msg[MSG_CAP], out[3][64], graph[600], plain[600], eager[600];
+    const char *more = sets ? sets : "", *sep = sets ? ";" : "";
+    snprintf(graph, sizeof graph, "%s%srun.data_on_device=true", more, sep);
+    snprintf(plain, sizeof plain, "%s%srun.data_on_device=true;run.cuda_graphs=false", more, sep);
+    snprintf(eager, sizeof eager, "%s%srun.data_on_device=false", more, sep);
+    const char *how[3] = {graph, plain, eager};
     fn_config *cfg[3] = {NULL, NULL, NULL};
     fn_trainer *t[3];
     fn_status st;

@@ -306,10 +306,12 @@ static void on_done(void *user, const fn_train_summary *s)
     (void)user;
     const fn_loader_stats *ls = &s->loader;
     if (ls->threads && ls->batches)
-        printf("loader: %lld batches, %.3f ms each to prepare on %d thread%s; steps waited "
+        printf("loader: %lld batches, %.3f ms each to prepare on %d thread%s%s; steps waited "
                "%.3f ms each for their batch\n",
                ls->batches, 1e3 * ls->prepare_seconds / (double)ls->batches, ls->threads,
-               ls->threads == 1 ? "" : "s", 1e3 * ls->wait_seconds / (double)ls->batches);
+               ls->threads == 1 ? "" : "s",
+               ls->device_set_bytes ? ", gathered on the GPU from the set kept there" : "",
+               1e3 * ls->wait_seconds / (double)ls->batches);
     if (s->stopped_early)
         printf("stopped early: no improvement in the last %lld epochs (the best, %.4f, at "
                "epoch %lld)\n",

@@ -121,7 +121,11 @@ typedef struct fn_batch_rows {
     const float *target;   /* the slab's targets [slab rows, out], or NULL */
     const int64_t *order;  /* [rows]: the batch's rows, as rows of the slab */
     int64_t first;         /* the slab's first row in the file */
+    int64_t slab_rows;     /* the slab's rows: x holds [slab_rows, in] */
 } fn_batch_rows;
+
+/* The rows a slab holds at most (every row when the set is one slab). */
+int64_t fn_data_slab_capacity(const fn_data *data);
 
 fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
 

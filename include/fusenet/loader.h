@@ -28,7 +28,16 @@
  * for tests.
  *
  * FN_LOADER_AUTO (the default, options NULL): background on the GPU,
- * synchronous on the CPU. */
+ * synchronous on the CPU.
+ *
+ * Where the background mode on the GPU gathers a batch (fn_loader_gather):
+ * on the host, as above, or from the set's rows kept on the device: each
+ * slab's inputs (and float targets) are uploaded once when the set enters
+ * it (a set of one slab: once for the whole run), and each batch's row
+ * numbers go over instead of its rows, a kernel on the copy stream
+ * gathering the rows there. The same batches, bit for bit: a gather is a
+ * copy. Labels and row numbers are still gathered on the host (the batch
+ * hands them out there too). */
 #ifndef FUSENET_LOADER_H
 #define FUSENET_LOADER_H
 
@@ -48,6 +57,14 @@ typedef enum fn_loader_mode {
     FN_LOADER_BACKGROUND  /* ahead, on a background thread */
 } fn_loader_mode;
 
+typedef enum fn_loader_gather {
+    FN_GATHER_AUTO = 0, /* on the device when a batch's inputs take 1 MiB or more and a
+                         * slab's inputs and targets at most a quarter of the GPU's
+                         * free memory, else on the host */
+    FN_GATHER_HOST,     /* on the host, each batch's rows copied over */
+    FN_GATHER_DEVICE    /* on the device (fails when its memory cannot be had) */
+} fn_loader_gather;
+
 typedef struct fn_loader_options {
     fn_loader_mode mode;
     /* Background mode: the threads that gather a batch's rows, the
@@ -60,6 +77,9 @@ typedef struct fn_loader_options {
      * process would take, so shares differ by at most one row and may be
      * empty (a short last batch). */
     int part, parts;
+    /* The background mode on the GPU: where a batch's rows are gathered
+     * (above). Unused in the synchronous mode and on the CPU. */
+    fn_loader_gather gather;
 } fn_loader_options;
 
 /* What the loader did, since it was created. */
@@ -70,6 +90,7 @@ typedef struct fn_loader_stats {
                              * into the host buffers, copying them (synchronous)
                              * or queuing their copies (background) */
     double wait_seconds;   /* fn_loader_next waiting for a batch not ready yet */
+    size_t device_set_bytes; /* the set's rows kept on the device; 0: gathered on the host */
 } fn_loader_stats;
 
 /* One mini-batch on the loader's device, valid until the next call of
@@ -118,7 +139,7 @@ fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
 
 fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
 /* The memory its slots hold: host buffers (pinned on the GPU) and their
- * device copies (GPU only). */
+ * device copies (GPU only), and the set's rows kept on the device. */
 void fn_loader_bytes(const fn_loader *loader, size_t *host, size_t *device);
 
 #ifdef __cplusplus

@@ -120,6 +120,20 @@ fn_status fn_cuda_transfer_wait_sent(fn_cuda_transfer *t, int slot)
     return fn_cuda_absent("the GPU's copy stream");
 }
 
+fn_status fn_cuda_transfer_upload(fn_cuda_transfer *t, void *dst, const void *src, size_t bytes)
+{
+    (void)t, (void)dst, (void)src, (void)bytes;
+    return fn_cuda_absent("the GPU's copy stream");
+}
+
+fn_status fn_cuda_transfer_send_gather(fn_cuda_transfer *t, int slot, const fn_cuda_piece *pieces,
+                                       int n, const int32_t *rows, int count,
+                                       const fn_cuda_rows_gather *gathers, int g)
+{
+    (void)t, (void)slot, (void)pieces, (void)n, (void)rows, (void)count, (void)gathers, (void)g;
+    return fn_cuda_absent("the GPU's copy stream");
+}
+
 fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,
                                uint64_t offset)
 {

@@ -57,6 +57,12 @@ fn_status fn_cuda_memory_free(int gpu, size_t *free_bytes, size_t *total);
  *                                next waits for slot s's last send;
  *   fn_cuda_transfer_wait_sent(s) the host waits for slot s's last send to
  *                                have read its host buffers.
+ * A set kept on the device: fn_cuda_transfer_upload copies its rows on the
+ * copy stream (from any host memory, which is free again when the call
+ * returns), and fn_cuda_transfer_send_gather is a send whose pieces carry
+ * the batch's row numbers, after whose copies kernels on the copy stream
+ * gather those rows of the uploaded arrays into the slot's device buffers
+ * (the copy stream's order puts them after every upload before them).
  * The copy stream is non-blocking: the synchronous copies of memory_cuda.cu
  * (legacy default stream) never wait for it. A thread other than the one that
  * created the context calls fn_cuda_transfer_bind_thread first. */
@@ -74,6 +80,17 @@ fn_status fn_cuda_transfer_release(fn_cuda_transfer *t, int slot);
 fn_status fn_cuda_transfer_send(fn_cuda_transfer *t, int slot, const fn_cuda_piece *pieces, int n);
 fn_status fn_cuda_transfer_acquire(fn_cuda_transfer *t, int slot);
 fn_status fn_cuda_transfer_wait_sent(fn_cuda_transfer *t, int slot);
+typedef struct fn_cuda_rows_gather {
+    float *dst;       /* device [count, cols]: a slot's buffer */
+    const float *set; /* device [set rows, cols]: uploaded rows */
+    int cols;
+} fn_cuda_rows_gather;
+fn_status fn_cuda_transfer_upload(fn_cuda_transfer *t, void *dst, const void *src, size_t bytes);
+/* rows: device [count], row numbers into each gather's set, copied by one of
+ * the pieces. */
+fn_status fn_cuda_transfer_send_gather(fn_cuda_transfer *t, int slot, const fn_cuda_piece *pieces,
+                                       int n, const int32_t *rows, int count,
+                                       const fn_cuda_rows_gather *gathers, int g);
 
 /* kernels/init_cuda.cu: Philox uniforms on the GPU, same numbers as the host API */
 fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,

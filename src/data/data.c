@@ -345,6 +345,11 @@ static void plan_slabs(fn_data *d, size_t budget)
 }
 
 /* What the source holds and alloc_buffers' two orders. */
+int64_t fn_data_slab_capacity(const fn_data *d)
+{
+    return d ? d->slab_rows : 0;
+}
+
 size_t fn_data_host_bytes(const fn_data *d)
 {
     if (!d)
@@ -730,6 +735,7 @@ fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
     r->target = d->view_t;
     r->order = d->row_order + d->pos_row;
     r->first = k * d->slab_rows;
+    r->slab_rows = slab_length(d, k);
     d->pos_row += r->rows;
     if (d->pos_row >= slab_length(d, k)) {
         d->pos_slab++;

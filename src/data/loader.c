@@ -12,7 +12,11 @@
  * into the host buffers on the workers and queues their copy to the slot's
  * device buffers, after the event the consumer recorded when it released
  * the slot. Counters under one mutex say what is ready (produced) and what
- * is free again (released). */
+ * is free again (released).
+ *
+ * With the set kept on the device (loader.h), the producer sends a batch's
+ * row numbers in place of its rows and the copy stream gathers them from
+ * the uploaded slab (send_gathered); everything else is the same. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/cuda_runtime.h"
+#include "core/device_impl.h"
 #include "core/workers.h"
 #include "fusenet/loader.h"
 #include "fusenet/input_norm.h"
@@ -28,6 +33,11 @@
 
 enum { K = FN_LOADER_SLOTS, DEFAULT_THREADS_CAP = 8, THREADS_CAP = 64, MESSAGE_CAP = 1024 };
 enum { SMALL_GATHER_FLOATS = 1 << 16 }; /* 256 KiB: gathered without the workers */
+/* FN_GATHER_AUTO gathers on the device from batches of this many bytes of
+ * inputs: below it the host's gather, the copy and the kernels that follow
+ * take less time than a gather kernel on the copy stream, above it less
+ * than the host's threads (measured: docs/gpus.md). */
+enum { DEVICE_GATHER_MIN_BYTES = 1 << 20 };
 
 typedef struct slot {
     float *hx, *ht;   /* host [batch, in], [batch, out]; pinned on the GPU */
@@ -35,6 +45,7 @@ typedef struct slot {
     int64_t *hidx;    /* host [batch] file rows */
     fn_tensor dx, dt; /* on the GPU only */
     int32_t *dl;      /* on the GPU only */
+    int32_t *hrows, *drows; /* the set on the device: [batch] slab rows, pinned and device */
     int rows;         /* of the batch in it: this process's share */
     int batch_rows;   /* of the whole batch; 0: the epoch's end */
 } slot;
@@ -47,6 +58,10 @@ struct fn_loader {
     int batch, in, out; /* batch: the rows a slot holds (a share's at most) */
     int part, parts; /* the share of each batch (loader.h); parts 1: all */
     fn_data_targets targets;
+    int on_device;     /* the set's rows kept on the device (loader.h) */
+    float *set_x;      /* device [slab capacity, in]: the slab set_first starts */
+    float *set_t;      /* device [slab capacity, out] (float targets), or NULL */
+    int64_t set_first; /* the uploaded slab's first row in the file; -1: none */
     int n_slots; /* K in the background, 1 in the synchronous mode */
     slot slots[K];
     fn_cuda_transfer *xfer; /* GPU only */
@@ -129,6 +144,41 @@ static void take_share(const fn_loader *l, fn_batch_rows *r, slot *sl)
     sl->rows = r->rows;
 }
 
+/* The set kept on the device: the batch's slab uploaded unless it is there
+ * already, then the batch's row numbers (and labels) sent, and its inputs
+ * and float targets gathered from the slab on the copy stream. The row
+ * numbers, file rows and labels are gathered here, on the host. */
+static fn_status send_gathered(fn_loader *l, int s, const fn_batch_rows *r)
+{
+    slot *sl = &l->slots[s];
+    const size_t rows = (size_t)r->rows;
+    if (r->first != l->set_first) {
+        l->set_first = -1; /* until both are in */
+        FN_TRY(fn_cuda_transfer_upload(l->xfer, l->set_x, r->x,
+                                       (size_t)r->slab_rows * (size_t)l->in * sizeof(float)));
+        if (l->targets == FN_DATA_FLOATS)
+            FN_TRY(fn_cuda_transfer_upload(l->xfer, l->set_t, r->target,
+                                           (size_t)r->slab_rows * (size_t)l->out * sizeof(float)));
+        l->set_first = r->first;
+    }
+    for (size_t i = 0; i < rows; i++) {
+        const int64_t local = r->order[i];
+        sl->hrows[i] = (int32_t)local; /* a slab has at most INT32_MAX rows here (build) */
+        sl->hidx[i] = r->first + local;
+        if (r->labels)
+            sl->hl[i] = r->labels[local];
+    }
+    fn_cuda_piece pieces[2] = {{sl->drows, sl->hrows, rows * sizeof(int32_t)}};
+    int n = 1;
+    if (l->targets == FN_DATA_LABELS)
+        pieces[n++] = (fn_cuda_piece){sl->dl, sl->hl, rows * sizeof(int32_t)};
+    fn_cuda_rows_gather gathers[2] = {{sl->dx.data, l->set_x, l->in}};
+    int g = 1;
+    if (l->targets == FN_DATA_FLOATS)
+        gathers[g++] = (fn_cuda_rows_gather){sl->dt.data, l->set_t, l->out};
+    return fn_cuda_transfer_send_gather(l->xfer, s, pieces, n, sl->drows, r->rows, gathers, g);
+}
+
 /* Makes the next batch of the set in slot s (rows 0 at the epoch's end). */
 static fn_status prepare(fn_loader *l, int s)
 {
@@ -144,6 +194,8 @@ static fn_status prepare(fn_loader *l, int s)
     take_share(l, &r, sl);
     if (!r.rows)
         return FN_OK;
+    if (l->on_device)
+        return send_gathered(l, s, &r);
     gather_job job = {&r, sl};
     /* A small batch is gathered on this thread alone: waking the workers
      * costs tens of microseconds, more than copying it (at 15000 steps a
@@ -412,8 +464,12 @@ void fn_loader_bytes(const fn_loader *l, size_t *host, size_t *device)
     h += t;
     if (l->cuda)
         d = b * (size_t)l->in * sizeof(float) + t;
+    if (l->on_device) {
+        h += b * sizeof(int32_t);
+        d += b * sizeof(int32_t);
+    }
     *host = h * (size_t)l->n_slots;
-    *device = d * (size_t)l->n_slots;
+    *device = d * (size_t)l->n_slots + l->stats.device_set_bytes;
 }
 
 static fn_status alloc_slot(fn_loader *l, slot *sl)
@@ -432,7 +488,10 @@ static fn_status alloc_slot(fn_loader *l, slot *sl)
         FN_TRY(fn_cuda_alloc((void **)&sl->dl, b * sizeof(int32_t)));
     if (l->targets == FN_DATA_FLOATS)
         FN_TRY(fn_tensor_alloc(&sl->dt, l->batch, l->out, FN_CUDA));
-    return FN_OK;
+    if (!l->on_device)
+        return FN_OK;
+    FN_TRY(host_alloc(l, (void **)&sl->hrows, b * sizeof(int32_t)));
+    return fn_cuda_alloc((void **)&sl->drows, b * sizeof(int32_t));
 }
 
 static void host_free(const fn_loader *l, void *p)
@@ -449,15 +508,50 @@ static void free_slot(const fn_loader *l, slot *sl)
     host_free(l, sl->ht);
     host_free(l, sl->hl);
     host_free(l, sl->hidx);
+    host_free(l, sl->hrows);
+    fn_cuda_free(sl->drows);
     fn_tensor_free(&sl->dx);
     fn_tensor_free(&sl->dt);
     fn_cuda_free(sl->dl);
+}
+
+/* Whether the set's rows are kept on the device (loader.h), and if so
+ * their device arrays, one slab's worth. */
+static fn_status place_set(fn_loader *l, fn_loader_gather gather)
+{
+    if (!l->cuda || !l->background || gather == FN_GATHER_HOST)
+        return FN_OK;
+    const int64_t cap = fn_data_slab_capacity(l->data);
+    const size_t x_bytes = (size_t)cap * (size_t)l->in * sizeof(float),
+                 t_bytes = l->targets == FN_DATA_FLOATS ? (size_t)cap * (size_t)l->out * sizeof(float) : 0;
+    if (cap > INT32_MAX) {
+        if (gather == FN_GATHER_AUTO)
+            return FN_OK;
+        return fn_fail(FN_ERR_INVALID, "%s: the set's rows on the device: a slab of %lld rows; "
+                       "at most %d can be gathered there", fn_data_path(l->data), (long long)cap,
+                       INT32_MAX);
+    }
+    if (gather == FN_GATHER_AUTO) {
+        if ((size_t)l->batch * (size_t)l->in * sizeof(float) < DEVICE_GATHER_MIN_BYTES)
+            return FN_OK;
+        size_t free_bytes = 0, total = 0;
+        FN_TRY(fn_cuda_memory_free(l->ctx->gpu, &free_bytes, &total));
+        if (x_bytes + t_bytes > free_bytes / 4)
+            return FN_OK;
+    }
+    l->on_device = 1;
+    FN_TRY(fn_cuda_alloc((void **)&l->set_x, x_bytes));
+    if (t_bytes)
+        FN_TRY(fn_cuda_alloc((void **)&l->set_t, t_bytes));
+    l->stats.device_set_bytes = x_bytes + t_bytes;
+    return FN_OK;
 }
 
 /* The slots, and in the background the thread, its workers and the copy
  * stream. */
 static fn_status build(fn_loader *l, const fn_loader_options *opt)
 {
+    FN_TRY(place_set(l, opt ? opt->gather : FN_GATHER_AUTO));
     for (int s = 0; s < l->n_slots; s++)
         FN_TRY(alloc_slot(l, &l->slots[s]));
     if (!l->background)
@@ -483,6 +577,8 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     fn_loader_mode mode = opt ? opt->mode : FN_LOADER_AUTO;
     if (mode != FN_LOADER_AUTO && mode != FN_LOADER_SYNC && mode != FN_LOADER_BACKGROUND)
         return fn_fail(FN_ERR_INVALID, "fn_loader_create: unknown mode %d", (int)mode);
+    if (opt && (opt->gather < FN_GATHER_AUTO || opt->gather > FN_GATHER_DEVICE))
+        return fn_fail(FN_ERR_INVALID, "fn_loader_create: unknown gather %d", (int)opt->gather);
     if (opt && opt->parts > 0 && (opt->part < 0 || opt->part >= opt->parts))
         return fn_fail(FN_ERR_INVALID, "fn_loader_create: share %d of %d", opt->part, opt->parts);
     fn_loader *l = calloc(1, sizeof *l);
@@ -490,6 +586,7 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the loader");
     l->ctx = ctx;
     l->data = data;
+    l->set_first = -1;
     l->cuda = fn_context_device(ctx) == FN_CUDA;
     l->background = mode == FN_LOADER_BACKGROUND || (mode == FN_LOADER_AUTO && l->cuda);
     l->n_slots = l->background ? K : 1;
@@ -525,6 +622,8 @@ void fn_loader_destroy(fn_loader *l)
     fn_cuda_transfer_destroy(l->xfer); /* waits for the copies from the host buffers */
     for (int s = 0; s < K; s++)
         free_slot(l, &l->slots[s]);
+    fn_cuda_free(l->set_x);
+    fn_cuda_free(l->set_t);
     if (l->sync_made) {
         pthread_cond_destroy(&l->cv);
         pthread_mutex_destroy(&l->mu);

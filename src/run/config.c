@@ -26,6 +26,7 @@ typedef enum key_type {
     T_FLOAT,
     T_DOUBLE,
     T_BOOL,
+    T_AUTO_BOOL, /* auto, or a boolean: an int -1 (auto), 0 or 1 */
     T_SEED,
     T_LAYERS,
     T_LOSS,
@@ -80,6 +81,7 @@ static const key_spec keys[] = {
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
     {"run", "cuda_graphs", T_BOOL, AT(cuda_graphs), 0, 0, 0, "true"},
+    {"run", "data_on_device", T_AUTO_BOOL, AT(data_on_device), 0, 0, 0, "auto"},
     /* Empty: runs/<the config file's stem>, beside the file (finish). */
     {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, ""},
 };
@@ -280,6 +282,15 @@ static fn_status parse_bool(const char *text, int *out)
     return fn_fail(FN_ERR_INVALID, "expected true or false, got '%s'", text);
 }
 
+static fn_status parse_auto_bool(const char *text, int *out)
+{
+    if (strcasecmp(text, "auto") == 0)
+        return *out = -1, FN_OK;
+    if (parse_bool(text, out) != FN_OK)
+        return fn_fail(FN_ERR_INVALID, "expected auto, true or false, got '%s'", text);
+    return FN_OK;
+}
+
 static fn_status parse_seed(const char *text, uint64_t *out)
 {
     char *end = NULL;
@@ -463,6 +474,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return set_number((char *)cfg, k, text);
     case T_BOOL:
         return parse_bool(text, (int *)field);
+    case T_AUTO_BOOL:
+        return parse_auto_bool(text, (int *)field);
     case T_SEED:
         return parse_seed(text, (uint64_t *)field);
     case T_LOSS:
@@ -989,6 +1002,11 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
     case T_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
     case T_DOUBLE: n = snprintf(buf, cap, "%.17g", *(const double *)field); break;
     case T_BOOL: n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false"); break;
+    case T_AUTO_BOOL: {
+        const int v = *(const int *)field;
+        n = snprintf(buf, cap, "%s", v < 0 ? "auto" : v ? "true" : "false");
+        break;
+    }
     case T_SEED:
         n = snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
         break;

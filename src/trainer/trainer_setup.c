@@ -72,8 +72,12 @@ static fn_status open_sets(fn_trainer *t)
 static fn_status make_loaders(fn_trainer *t)
 {
     /* Over several ranks each takes its share of every batch (step_dist.c). */
-    const fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
-    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &share));
+    fn_loader_options share = {.part = t->dist ? t->rank : 0, .parts = t->dist ? t->ranks : 1};
+    /* The training set's rows on the GPU ([run] data_on_device). */
+    const int on_device = t->cfg->data_on_device;
+    fn_loader_options train = share;
+    train.gather = on_device < 0 ? FN_GATHER_AUTO : on_device ? FN_GATHER_DEVICE : FN_GATHER_HOST;
+    FN_TRY(fn_loader_create(&t->loader, t->ctx, t->train, &train));
     if (!t->valid)
         return FN_OK;
     /* Validation runs between epochs, with nothing to overlap. */
