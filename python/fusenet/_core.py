@@ -10,7 +10,9 @@ import contextlib
 import ctypes
 import os
 import shutil
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
@@ -84,6 +86,25 @@ def memory_set(handles, name, inputs, labels=None, targets=None):
     return handles.add(out, lib.fn_memory_set_destroy)
 
 
+@contextlib.contextmanager
+def _interrupt_flag():
+    """Ctrl-C during a run: a flag the trainer's should_stop reads (the run
+    stops after its step), then KeyboardInterrupt once the run is over. A
+    callback cannot raise into C, so the usual handler is set aside for the
+    run (main thread only: elsewhere signals do not arrive)."""
+    flag = []
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: flag.append(True))
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if flag:
+        raise KeyboardInterrupt
+
+
 class RunResult:
     """What a training run left: its model's bytes and its epochs' figures."""
 
@@ -117,13 +138,14 @@ def run_training(config_path=None, settings=(), train=None, valid=None, output_d
                 errors.append(exc)
 
     def should_stop(_user):
-        return 1 if errors else 0
+        return 1 if errors or interrupted else 0
 
     callbacks = _lib.TrainerCallbacks(on_epoch=_lib.ON_EPOCH(epoch_done),
                                       should_stop=_lib.SHOULD_STOP(should_stop),
                                       on_notice=_lib.ON_NOTICE(lambda _u, _t: None))
     options = _lib.TrainerOptions(overwrite=1, callbacks=ctypes.pointer(callbacks))
-    with _Handles() as handles, _private_dir(output_dir) as folder:
+    with _interrupt_flag() as interrupted, _Handles() as handles, \
+            _private_dir(output_dir) as folder:
         cfg = ctypes.c_void_p()
         if config_path is not None:
             check(lib.fn_config_load(ctypes.byref(cfg), os.fsencode(config_path)))
@@ -144,6 +166,8 @@ def run_training(config_path=None, settings=(), train=None, valid=None, output_d
         check(lib.fn_trainer_run(trainer))
         if errors:
             raise errors[0]
+        if interrupted:
+            return None
         best = lib.fn_trainer_best_path(trainer)
         path = (best if use_best and best else lib.fn_trainer_weights_path(trainer)).decode()
         with open(path, "rb") as f:

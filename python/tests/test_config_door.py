@@ -38,3 +38,20 @@ def test_train_errors_carry_the_message(source_dir, tmp_path):
         fusenet.train(config, train__lr="fast", output__dir=str(tmp_path))
     with pytest.raises(fusenet.FusenetError, match="nothing.ini"):
         fusenet.train(str(tmp_path / "nothing.ini"))
+
+
+def test_ctrl_c_stops_the_run_and_raises(source_dir, tmp_path):
+    import signal
+    from fusenet import _core
+    config = os.path.join(source_dir, "data", "example.ini")
+    seen = []
+
+    def on_epoch(row):
+        seen.append(row["epoch"])
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.run_training(config_path=config, settings=["output.dir=%s" % (tmp_path / "r")],
+                           on_epoch=on_epoch)
+    assert seen == [1]  # stopped in the second epoch, before its end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
