@@ -3,14 +3,19 @@
 mark as runnable on a CPU, so the docs cannot drift from the programs.
 
 A block is marked by `<!-- test: cpu -->` (or `<!-- test: cpu mpi -->` for
-one that needs mpirun) on the line before a fenced ```sh block. Each block
+one that needs mpirun, `<!-- test: cpu python -->` for one that runs the
+Python package) on the line before a fenced ```sh block. Each block
 runs with bash (`set -e -o pipefail`), in order (README.md first, then
 docs/*.md by name), in a temporary copy of the checkout's data/ beside
 links to the rest of it, with build/ linked to the build being tested, so
 `./build/train` is the program just built and no run writes into the
 checkout. `/usr/bin/python3` in a block becomes this interpreter (ctest's
 FN_PYTHON). `mpi` blocks need FN_MPIEXEC (set by ctest when the build has
-MPI) and are skipped with a line saying so otherwise. A marker that is not
+MPI) and are skipped with a line saying so otherwise. `python` blocks need
+FN_PYENV_PYTHON (the interpreter with scikit-learn, set by ctest when there
+is one; skipped otherwise): `python3` at a line's start becomes it, and the
+package is found as if installed (PYTHONPATH=python/, FUSENET_LIBRARY the
+build's libfusenet.so). A marker that is not
 followed by a ```sh block, or docs without a single marked block, fail the
 test.
 
@@ -26,7 +31,8 @@ import tempfile
 SOURCE = os.environ["FN_SOURCE_DIR"]
 BUILD = os.environ["FN_BUILD_DIR"]
 MPIEXEC = os.environ.get("FN_MPIEXEC", "")
-MARKER = re.compile(r"^<!-- test: cpu( mpi)? -->$")
+PYENV = os.environ.get("FN_PYENV_PYTHON", "")
+MARKER = re.compile(r"^<!-- test: cpu(?: (mpi|python))? -->$")
 
 
 def doc_files():
@@ -35,7 +41,7 @@ def doc_files():
 
 
 def blocks(path):
-    """(line number, needs mpi, text) of each marked block of one file."""
+    """(line number, "mpi", "python" or "", text) of each marked block of one file."""
     lines = open(path, encoding="utf-8").read().splitlines()
     name = os.path.relpath(path, SOURCE)
     found = []
@@ -51,7 +57,7 @@ def blocks(path):
         text = "\n".join(lines[i + 2:end])
         if not text.strip():
             sys.exit(f"{name}:{i + 2}: the marked block is empty")
-        found.append((i + 1, bool(m.group(1)), text))
+        found.append((i + 1, m.group(1) or "", text))
     return found
 
 
@@ -69,23 +75,28 @@ def workspace(tmp):
     os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
 
 
-def command_text(text, mpi):
+def command_text(text, kind):
     text = text.replace("/usr/bin/python3", sys.executable)
-    if mpi:
+    if kind == "mpi":
         text = re.sub(r"^mpirun ", MPIEXEC + " ", text, flags=re.M)
+    if kind == "python":
+        text = re.sub(r"^python3 ", PYENV + " ", text, flags=re.M)
     return text
 
 
-def run(name, line, mpi, text, tmp):
+def run(name, line, kind, text, tmp):
     env = dict(os.environ)
-    if mpi:
+    if kind == "python":
+        env.update(PYTHONPATH=os.path.join(SOURCE, "python"),
+                   FUSENET_LIBRARY=os.path.join(os.path.abspath(BUILD), "libfusenet.so"))
+    if kind == "mpi":
         # As the dist tests run mpirun: root allowed, oversubscribed cores,
         # no cross-memory attach (containers often forbid it).
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                    OMPI_MCA_rmaps_base_oversubscribe="1",
                    OMPI_MCA_btl_vader_single_copy_mechanism="none")
     print(f"--- {name}:{line}\n{text}", flush=True)
-    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command_text(text, mpi)],
+    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command_text(text, kind)],
                             cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     if result.returncode != 0:
@@ -102,12 +113,16 @@ def main():
     ran = skipped = 0
     with tempfile.TemporaryDirectory(prefix="fn_doc_commands_") as tmp:
         workspace(tmp)
-        for name, line, mpi, text in todo:
-            if mpi and not MPIEXEC:
+        for name, line, kind, text in todo:
+            if kind == "mpi" and not MPIEXEC:
                 print(f"--- {name}:{line}: skipped (this build has no MPI)")
                 skipped += 1
                 continue
-            run(name, line, mpi, text, tmp)
+            if kind == "python" and not PYENV:
+                print(f"--- {name}:{line}: skipped (no FN_PYENV_PYTHON with scikit-learn)")
+                skipped += 1
+                continue
+            run(name, line, kind, text, tmp)
             ran += 1
     print(f"doc_commands: {ran} blocks ran, {skipped} skipped, from "
           f"{len({t[0] for t in todo})} files")
