@@ -68,6 +68,19 @@ def _context(device, math):
     return ctx
 
 
+_scratch_sizes = {}
+
+
+def _scratch_floats(lctx, cfg, rows, math):
+    """fn_block_memory_scratch_floats, asked once a shape."""
+    key = (lctx.value, cfg.in_features, cfg.out_features, cfg.groups, rows, math)
+    floats = _scratch_sizes.get(key)
+    if floats is None:
+        floats = lib.fn_block_memory_scratch_floats(lctx, ctypes.byref(cfg), rows)
+        _scratch_sizes[key] = floats
+    return floats
+
+
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
@@ -103,7 +116,7 @@ class _FusedBlockFunction(torch.autograd.Function):
         scratch = None
         if rows:
             lctx = _context(device, math)
-            floats = lib.fn_block_memory_scratch_floats(lctx, ctypes.byref(cfg), rows)
+            floats = _scratch_floats(lctx, cfg, rows, math)
             scratch = x.new_empty(floats) if floats else None
             m = _memory(x, weight, bias, gamma, beta, z, mean, rstd, scratch)
             check(lib.fn_block_memory_forward(lctx, ctypes.byref(cfg), rows, ctypes.byref(m),
