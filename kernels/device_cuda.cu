@@ -65,7 +65,9 @@ static fn_status create_state(fn_cuda_state *s, int gpu)
     FN_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, gpu));
     /* A blocking stream, so the synchronous copies of memory_cuda.cu (legacy
      * default stream) are ordered after the kernels queued here. */
-    FN_CUDA_CHECK(cudaStreamCreate(&s->stream));
+    FN_CUDA_CHECK(cudaStreamCreate(&s->own_stream));
+    s->stream = s->own_stream;
+    FN_CUDA_CHECK(cudaEventCreateWithFlags(&s->switch_event, cudaEventDisableTiming));
     FN_CUBLAS_CHECK(cublasCreate(&s->cublas));
     FN_CUBLAS_CHECK(cublasSetStream(s->cublas, s->stream));
     /* Bit-identical runs: no atomics-based reductions inside cuBLAS. */
@@ -114,6 +116,8 @@ extern "C" void fn_cuda_context_release(fn_context *ctx)
         return;
     if (s->stream)
         cudaStreamSynchronize(s->stream);
+    if (s->own_stream)
+        cudaStreamSynchronize(s->own_stream);
     if (s->side_stream)
         cudaStreamSynchronize(s->side_stream);
     if (s->cublas)
@@ -130,10 +134,29 @@ extern "C" void fn_cuda_context_release(fn_context *ctx)
     if (s->side_stream)
         cudaStreamDestroy(s->side_stream);
     cudaFree(s->reduce);
-    if (s->stream)
-        cudaStreamDestroy(s->stream);
+    if (s->switch_event)
+        cudaEventDestroy(s->switch_event);
+    if (s->own_stream)
+        cudaStreamDestroy(s->own_stream); /* never a caller's stream */
     free(s);
     ctx->cuda = NULL;
+}
+
+extern "C" fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, int own)
+{
+    fn_cuda_state *s = ctx->cuda;
+    cudaStream_t next = own ? s->own_stream : (cudaStream_t)stream;
+    if (s->on_side)
+        return fn_fail(FN_ERR_INVALID, "fn_context_use_stream: called between a side stream's "
+                                       "begin and end");
+    if (next == s->stream)
+        return FN_OK;
+    FN_CUDA_CHECK(cudaSetDevice(ctx->gpu));
+    FN_CUDA_CHECK(cudaEventRecord(s->switch_event, s->stream));
+    FN_CUDA_CHECK(cudaStreamWaitEvent(next, s->switch_event, 0));
+    FN_CUBLAS_CHECK(cublasSetStream(s->cublas, next));
+    s->stream = next;
+    return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_side_begin(fn_context *ctx)

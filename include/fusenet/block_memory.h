@@ -5,8 +5,12 @@
  * arithmetic is the block layer's own (its backend's forward and backward),
  * so the values are those of a block of the same parameters.
  *
- * Only the CPU backend is reached this way: a context on a GPU is refused
- * with FN_ERR_INVALID naming the call. */
+ * On a GPU context every array is device memory of the context's GPU and
+ * the work is queued on the context's stream (fn_context_use_stream puts it
+ * on a caller's, e.g. PyTorch's current stream); forward also leaves in
+ * `scratch` what the math mode keeps for backward (bf16 copies of x, W, z;
+ * tf32's transposes), sized by fn_block_memory_scratch_floats. In bf16 z
+ * and dz live there, as bfloat16, and the float z and dz are not used. */
 #ifndef FUSENET_BLOCK_MEMORY_H
 #define FUSENET_BLOCK_MEMORY_H
 
@@ -27,7 +31,14 @@ typedef struct fn_block_memory {
     float *z;            /* [rows, out]: x W^T without the bias; forward writes it */
     float *mean;         /* [rows, groups]: of z + b; forward writes it */
     float *rstd;         /* [rows, groups]: 1/sqrt(var + eps); forward writes it */
+    /* GPU: [fn_block_memory_scratch_floats] the backend's workspace, which
+     * forward writes and backward reads; unused (may be NULL) on the CPU. */
+    float *scratch;
 } fn_block_memory;
+
+/* The floats of fn_block_memory.scratch for `rows` rows on ctx (0 on the
+ * CPU); 0 with a message for bad sizes. */
+size_t fn_block_memory_scratch_floats(fn_context *ctx, const fn_block_config *cfg, int rows);
 
 /* y [rows, out] = 2 leaky_relu(group_norm(x W^T + b)), leaving z, mean and
  * rstd for backward. cfg->forward_only is ignored. */

@@ -50,6 +50,17 @@ fn_status fn_context_memory_available(const fn_context *ctx, double *bytes, cons
 /* Waits for all work queued on the context (a no-op on the CPU). */
 fn_status fn_context_sync(fn_context *ctx);
 
+/* On the GPU: the context queues its work on `stream` (a cudaStream_t of
+ * the context's GPU; 0 is the legacy default stream), another library's
+ * stream such as PyTorch's current one, until fn_context_own_stream. What
+ * was queued before is ordered before what follows (an event on the old
+ * stream that the new one waits for), both ways. The caller keeps the
+ * stream alive while the context uses it. The context's own copies
+ * (fn_tensor_upload, _download) stay ordered by its own stream only.
+ * FN_ERR_INVALID on the CPU. */
+fn_status fn_context_use_stream(fn_context *ctx, void *stream);
+fn_status fn_context_own_stream(fn_context *ctx);
+
 const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
 const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3", "bf16" */
 /* Parses "fp32", "tf32", "tf32x3" or "bf16"; FN_ERR_INVALID otherwise. */

@@ -26,20 +26,25 @@ def unfused(block, dtype):
 
 
 def run(module, x, dy, double=False):
-    """y and the gradients of (y * dy).sum() wrt x and the four parameters."""
-    x = x.clone().requires_grad_()
+    """y and the gradients of (y * dy).sum() wrt x and the four parameters,
+    on the module's device, returned on the CPU."""
+    device = next(module.parameters()).device
+    x = x.to(device).clone().requires_grad_()
     y = module(x) * (2 if double else 1)
     params = list(module.parameters())
-    grads = torch.autograd.grad((y * dy).sum(), [x] + params)
-    return [y.detach()] + [g.detach() for g in grads]
+    grads = torch.autograd.grad((y * dy.to(device)).sum(), [x] + params)
+    return [y.detach().cpu()] + [g.detach().cpu() for g in grads]
 
 
-def bounds(block, x, dy):
+def bounds(block, x, dy, operand_u=0.0):
     """Per element bounds of the float32 rounding error of y, dx, dW, db,
     dgamma, dbeta, to first order in u, from the float64 values. Each line
     bounds one step: a sum of n products is off by at most gamma_n times
     the sum of their absolute values, and one rounding by u times the
-    value; errors coming in are carried through the step's derivatives."""
+    value; errors coming in are carried through the step's derivatives.
+    operand_u > 0: the forward product's operands are first rounded to a
+    format of that unit roundoff (each term then off by 2 operand_u more);
+    only y's bound is meant then."""
     d = torch.float64
     x, dy = x.to(d), dy.to(d)
     W, b = block.linear.weight.detach().to(d), block.linear.bias.detach().to(d)
@@ -49,7 +54,7 @@ def bounds(block, x, dy):
     s = block.negative_slope
     # Forward. z + b: the product's K terms, then the bias' addition.
     z = x @ W.T + b
-    E_z = gamma_n(K) * (x.abs() @ W.abs().T) + U * (z.abs() + b.abs())
+    E_z = (2 * operand_u + gamma_n(K)) * (x.abs() @ W.abs().T) + U * (z.abs() + b.abs())
     zg = z.view(N, G, C)
     mu = zg.mean(-1, keepdim=True)
     var = zg.var(-1, unbiased=False, keepdim=True)
@@ -68,10 +73,10 @@ def bounds(block, x, dy):
     E_u = g.abs() * A + 2 * U * ((g * zhat).abs() + beta.abs())
     slope = torch.where(uval > 0, torch.ones_like(uval), torch.full_like(uval, s))
     y = 2 * uval * slope
-    # leaky_relu is max(1, slope)-Lipschitz away from its kink; the data
-    # keeps every u farther from 0 than its error (asserted), so each
+    # leaky_relu is max(1, slope)-Lipschitz; for the backward's bounds the
+    # data keeps every u farther from 0 than its error (asserted), so each
     # implementation takes the same branch.
-    assert (uval.abs() > E_u).all()
+    assert operand_u > 0 or (uval.abs() > E_u).all()
     B_y = 2 * max(1.0, s) * E_u + U * y.abs()
     # Backward. du = 2 dy slope (one rounding); ghat = du gamma (one more).
     du = 2 * dy * slope
@@ -102,9 +107,13 @@ def bounds(block, x, dy):
 NAMES = ["y", "dx", "linear.weight", "linear.bias", "norm.weight", "norm.bias"]
 
 
-@pytest.mark.parametrize("rows, inp, out, groups, slope", [
-    (64, 96, 128, 8, 0.01), (33, 17, 40, 5, 0.2), (1, 8, 16, 1, 0.01)])
-def test_outputs_and_gradients_within_float32_rounding(rows, inp, out, groups, slope):
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+SHAPES = [(64, 96, 128, 8, 0.01), (33, 17, 40, 5, 0.2), (1, 8, 16, 1, 0.01)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows, inp, out, groups, slope", SHAPES)
+def test_outputs_and_gradients_within_float32_rounding(rows, inp, out, groups, slope, device):
     torch.manual_seed(rows)
     block = ft.FusedBlock(inp, out, groups, eps=1e-5, negative_slope=slope)
     with torch.no_grad():
@@ -112,7 +121,8 @@ def test_outputs_and_gradients_within_float32_rounding(rows, inp, out, groups, s
         block.norm.bias.uniform_(-0.5, 0.5)
     x = torch.randn(rows, inp)
     dy = torch.randn(rows, out)
-    fused = run(block, x, dy)
+    fused = run(block.to(device), x, dy)
+    block.cpu()
     torch32 = run(unfused(block, torch.float32), x, dy, double=True)
     exact = run(unfused(block, torch.float64), x.double(), dy.double(), double=True)
     for name, f, t, e, bound in zip(NAMES, fused, torch32, exact, bounds(block, x, dy)):
@@ -171,7 +181,52 @@ def test_bad_inputs_say_what_is_wrong():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_tensors_are_refused_with_a_message():
-    block = ft.FusedBlock(8, 8, 2).cuda()
-    with pytest.raises(NotImplementedError, match="CPU only"):
-        block(torch.randn(3, 8, device="cuda"))
+def test_cuda_on_the_current_stream_without_copies():
+    """On a side stream of PyTorch's, the block's work is ordered on it: the
+    input written on that stream just before and the output read just
+    after; the output equals the default stream's bit for bit; x, the
+    parameters and the output stay the tensors' own memory."""
+    torch.manual_seed(0)
+    block = ft.FusedBlock(256, 512, 16).cuda()
+    x = torch.randn(1024, 256, device="cuda")
+    with torch.no_grad():
+        want = block(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x2 = torch.empty_like(x)
+        x2.copy_(x)  # queued on `side`, not yet done when forward is queued
+        x2.requires_grad_()
+        y = block(x2)
+        assert y.grad_fn.saved_tensors[0].data_ptr() == x2.data_ptr()
+        got = y.clone()
+        y.sum().backward()
+    torch.cuda.current_stream().wait_stream(side)
+    assert torch.equal(got, want)
+    assert x2.grad is not None and block.linear.weight.grad is not None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("math, operand_u", [("tf32", 2.0 ** -10), ("tf32x3", 2.0 ** -10),
+                                             ("bf16", 2.0 ** -8)])
+def test_cuda_math_modes_within_their_rounding(math, operand_u):
+    """The library's other math modes: y within the float32 bound plus the
+    rounding of the product's operands to TF32 (10 stored mantissa bits:
+    2^-11 rounded, 2^-10 if the tensor cores truncate, which is taken) or
+    bfloat16 (7, rounded to nearest by the library: 2^-8); tf32x3 keeps
+    more than TF32, so TF32's bound holds for it too. bf16 differs from fp32: the mode is in use."""
+    torch.manual_seed(1)
+    block = ft.FusedBlock(128, 256, 8, math=math)
+    x = torch.randn(64, 128)
+    y = block.cuda()(x.cuda()).detach().cpu()
+    block.cpu()
+    exact = unfused(block, torch.float64)(x.double()) * 2
+    bound = bounds(block, x, torch.zeros(64, 256), operand_u)[0]
+    assert ((y.double() - exact).abs() <= bound).all()
+    if math == "bf16":
+        assert not torch.equal(y, block(x).detach())
+
+
+def test_bad_math_is_refused():
+    with pytest.raises(ValueError, match="expected one of fp32"):
+        ft.FusedBlock(8, 8, 2, math="fp16")

@@ -75,6 +75,12 @@ fn_status fn_cuda_host_alloc(void **ptr, size_t bytes)
 
 void fn_cuda_host_free(void *ptr) { (void)ptr; }
 
+fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, int own)
+{
+    (void)ctx, (void)stream, (void)own;
+    return fn_cuda_absent("a GPU's stream");
+}
+
 fn_status fn_cuda_memory_free(int gpu, size_t *free_bytes, size_t *total)
 {
     (void)gpu, (void)free_bytes, (void)total;

@@ -18,6 +18,8 @@ int fn_cuda_count_devices(void);
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu);
 void fn_cuda_context_release(fn_context *ctx);
 fn_status fn_cuda_context_sync(fn_context *ctx);
+/* fn_context_use_stream (stream) or, when own, fn_context_own_stream. */
+fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, int own);
 /* The context's side stream, for work independent of what the main stream
  * does meanwhile (a layer's weight gradient beside its input gradient):
  *   fn_cuda_side_begin  what is queued next on the context (kernels,

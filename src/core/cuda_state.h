@@ -16,7 +16,9 @@
 enum { FN_CUDA_REDUCE_SLOTS = 1024 };
 
 struct fn_cuda_state {
-    cudaStream_t stream;
+    cudaStream_t stream;      /* own_stream, or the caller's (fn_context_use_stream) */
+    cudaStream_t own_stream;
+    cudaEvent_t switch_event; /* orders work across a change of stream */
     cudaStream_t side_stream; /* cuda_runtime.h: fn_cuda_side_begin */
     int on_side;              /* work goes to side_stream now */
     cudaEvent_t fork_event, join_event;

@@ -57,6 +57,20 @@ fn_status fn_context_sync(fn_context *ctx)
     return ctx->device == FN_CUDA ? fn_cuda_context_sync(ctx) : FN_OK;
 }
 
+fn_status fn_context_use_stream(fn_context *ctx, void *stream)
+{
+    if (!ctx || ctx->device != FN_CUDA)
+        return fn_fail(FN_ERR_INVALID, "fn_context_use_stream: the context is not on a GPU");
+    return fn_cuda_context_use_stream(ctx, stream, 0);
+}
+
+fn_status fn_context_own_stream(fn_context *ctx)
+{
+    if (!ctx || ctx->device != FN_CUDA)
+        return fn_fail(FN_ERR_INVALID, "fn_context_own_stream: the context is not on a GPU");
+    return fn_cuda_context_use_stream(ctx, NULL, 1);
+}
+
 const char *fn_device_name(fn_device device) { return device == FN_CUDA ? "cuda" : "cpu"; }
 
 /* --- math modes: one row each ------------------------------------------------------ */

@@ -35,6 +35,13 @@ const fn_layer_ops fn_linear_cuda_ops = {
     .destroy = destroy_linear,
 };
 
+size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws)
+{
+    (void)b, (void)base;
+    *ws = (fn_block_ws){0};
+    return 0;
+}
+
 fn_status fn_block_cuda_setup(fn_block *b)
 {
     (void)b;

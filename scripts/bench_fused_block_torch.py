@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""bench_fused_block_torch.py — fusenet.torch.FusedBlock against the same
+block as PyTorch modules (Linear -> GroupNorm -> LeakyReLU -> x2), eager and
+under torch.compile, on the GPU: the forward alone (no autograd) and the
+forward with the backward of every parameter and the input, each timed with
+CUDA events over INNER calls queued back to back (the time a call takes in a
+loop of them: host overheads overlap the GPU's work as in training), after
+warm-up, the median of REPS. fp32 ('ieee' products, and
+FusedBlock's math fp32) and tf32 ('tf32' products, FusedBlock's math tf32).
+
+Prints a markdown table. Run on a GPU machine from the checkout, with the
+library built (FUSENET_LIBRARY names it):
+
+  FUSENET_LIBRARY=build/gpu/libfusenet.so PYTHONPATH=python \\
+      python3 scripts/bench_fused_block_torch.py [--reps 50]
+"""
+import argparse
+import statistics
+
+import torch
+import torch.nn as nn
+
+import fusenet.torch as ft
+
+SHAPES = [("benchmark", 1024, 8192, 8192, 512), ("small", 256, 512, 512, 8)]
+
+
+class Block(nn.Module):
+    def __init__(self, n_in, n_out, groups):
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+        self.norm = nn.GroupNorm(groups, n_out)
+        self.act = nn.LeakyReLU(0.01)
+
+    def forward(self, x):
+        a = self.act(self.norm(self.linear(x)))
+        return a + a
+
+
+INNER = 10
+
+
+def time_ms(fn, warmup, reps):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(INNER):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / INNER)
+    return statistics.median(times)
+
+
+def figures(module, x, dy, warmup, reps):
+    def forward():
+        with torch.no_grad():
+            module(x)
+
+    def forward_backward():
+        module(x).backward(dy)
+
+    return time_ms(forward, warmup, reps), time_ms(forward_backward, warmup, reps)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=10)
+    a = p.parse_args()
+    rows = ["| shape | math | what | FusedBlock ms | PyTorch eager ms | torch.compile ms "
+            "| eager / FusedBlock | compile / FusedBlock |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, batch, n_in, n_out, groups in SHAPES:
+        for math in ("fp32", "tf32"):
+            torch.backends.cuda.matmul.fp32_precision = "ieee" if math == "fp32" else "tf32"
+            torch.manual_seed(0)
+            ref = Block(n_in, n_out, groups).cuda()
+            fused = ft.FusedBlock(n_in, n_out, groups, math=math).cuda()
+            fused.load_state_dict(ref.state_dict(), strict=False)
+            x = torch.randn(batch, n_in, device="cuda", requires_grad=True)
+            dy = torch.randn(batch, n_out, device="cuda")
+            f = figures(fused, x, dy, a.warmup, a.reps)
+            e = figures(ref, x, dy, a.warmup, a.reps)
+            c = figures(torch.compile(ref), x, dy, a.warmup, a.reps)
+            for i, what in enumerate(("forward", "forward + backward")):
+                rows.append(f"| {name} ({batch}, {n_in} → {n_out}, {groups} groups) | {math} | "
+                            f"{what} | {f[i]:.3f} | {e[i]:.3f} | {c[i]:.3f} | "
+                            f"{e[i] / f[i]:.2f}× | {c[i] / f[i]:.2f}× |")
+    print("\n".join(rows))
+    print(f"\ntorch {torch.__version__} on {torch.cuda.get_device_name()}; medians of {a.reps} "
+          f"samples of {INNER} calls each, after {a.warmup} warm-up calls")
+
+
+if __name__ == "__main__":
+    main()
