@@ -320,6 +320,56 @@ static void bad_safetensors_are_refused(void **state)
     rmdir(path);
 }
 
+/* Every truncation of a good file, and every byte of its length field and
+ * header replaced by values that matter to JSON and to the length: each
+ * load either succeeds or fails with a message naming the file (under the
+ * sanitizers, with no memory error). */
+static void load_mutant(const fixture *f, const char *path, const unsigned char *m, size_t len,
+                        int *loaded)
+{
+    write_bytes(path, m, len);
+    fn_net *net = NULL;
+    fn_input_norm *norm = NULL;
+    fn_status st = fn_weights_build(&net, f->ctx, path, 1);
+    if (st != FN_OK && !strstr(fn_last_error(), path))
+        fail_msg("%zu bytes: '%s' does not name the file", len, fn_last_error());
+    *loaded += st == FN_OK;
+    st = fn_weights_input_norm(&norm, f->ctx, path, 0);
+    if (st != FN_OK && !strstr(fn_last_error(), path))
+        fail_msg("%zu bytes: '%s' does not name the file", len, fn_last_error());
+    fn_net_destroy(net);
+    fn_input_norm_destroy(norm);
+}
+
+static void mutated_safetensors_fail_cleanly(void **state)
+{
+    fixture *f = *state;
+    char good[CAP], path[CAP];
+    path_in(f, "good.safetensors", good);
+    path_in(f, "mutant.safetensors", path);
+    EXPECT_OK(fn_export_write(f->net, f->norm, NULL, FN_EXPORT_SAFETENSORS, good));
+    char *bytes = program_slurp(good);
+    struct stat st;
+    assert_int_equal(stat(good, &st), 0);
+    const size_t n = (size_t)st.st_size;
+    const size_t header_end = 8 + ((unsigned char)bytes[0] | (size_t)(unsigned char)bytes[1] << 8);
+    assert_true(header_end < n);
+    static const unsigned char values[] = {0xff, '"', '}'};
+    unsigned char *m = malloc(n);
+    int loaded = 0;
+    for (size_t at = 0; at < n; at++)
+        load_mutant(f, path, (const unsigned char *)bytes, at, &loaded);
+    for (size_t at = 0; at < header_end; at++)
+        for (size_t v = 0; v < sizeof values; v++) {
+            memcpy(m, bytes, n);
+            m[at] = values[v];
+            load_mutant(f, path, m, n, &loaded);
+        }
+    assert_true(loaded > 0); /* a blank of the padding, say */
+    free(m);
+    free(bytes);
+}
+
 /* --- failed writes ----------------------------------------------------------------- */
 
 static void directory_path_leaves_nothing(void **state)
@@ -368,5 +418,6 @@ TEST_MAIN(setup, teardown, cmocka_unit_test(unmapped_kind_is_refused),
           cmocka_unit_test(safetensors_round_trip_is_bit_identical),
           cmocka_unit_test(safetensors_load_checks_layers),
           cmocka_unit_test(bad_safetensors_are_refused),
+          cmocka_unit_test(mutated_safetensors_fail_cleanly),
           cmocka_unit_test(directory_path_leaves_nothing),
           cmocka_unit_test(full_disk_leaves_nothing))

@@ -146,14 +146,20 @@ typedef struct job {
     int rows;
 } job;
 
-/* The first rows of the check file's inputs, as fusenet reads them. */
-static fn_status read_rows(job *j, const options *o)
+/* The rows --check stores: --rows, at most the file's. */
+static fn_status count_rows(job *j, const options *o)
 {
     int64_t count = 0;
     FN_TRY(fn_data_count_rows(o->check, o->inputs, &count));
     j->rows = (int)(count < o->rows ? count : o->rows);
     if (j->rows < 1)
         return fn_fail(FN_ERR_INVALID, "%s: dataset '%s' has no rows", o->check, o->inputs);
+    return FN_OK;
+}
+
+/* The first rows of the check file's inputs, as fusenet reads them. */
+static fn_status read_rows(job *j, const options *o)
+{
     fn_data_options d = {.inputs = o->inputs, .targets_by_rank = 1,
                          .in_features = fn_net_in_features(j->net),
                          .out_features = fn_net_out_features(j->net), .batch_size = j->rows,
@@ -200,8 +206,10 @@ static fn_status run(job *j, const options *o)
     FN_TRY(check_output(o->model, o));
     if (o->check)
         FN_TRY(check_output(j->check_path, o));
+    if (o->check)
+        FN_TRY(count_rows(j, o));
     FN_TRY(fn_context_create(&j->ctx, FN_CPU, -1, FN_MATH_FP32));
-    FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, o->check ? (int)o->rows : 1));
+    FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, o->check ? j->rows : 1));
     FN_TRY(fn_weights_input_norm(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
     FN_TRY(fn_export_meta_read(&j->meta, o->weights));
     if (o->check)
