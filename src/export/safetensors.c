@@ -159,8 +159,9 @@ static fn_status collect_params(const fn_net *net, out_tensor *ts, int *n)
     return FN_OK;
 }
 
-static int collect(const fn_net *net, const fn_input_norm *norm, out_tensor *ts, int *n,
-                   fn_status *st)
+/* The tensors to write: the standardisation's (borrowed), then every
+ * parameter's (downloaded); *n counts them. */
+static fn_status collect(const fn_net *net, const fn_input_norm *norm, out_tensor *ts, int *n)
 {
     *n = 0;
     if (norm) {
@@ -174,8 +175,7 @@ static int collect(const fn_net *net, const fn_input_norm *norm, out_tensor *ts,
             o->values = values[k];
         }
     }
-    *st = collect_params(net, ts, n);
-    return *st == FN_OK;
+    return collect_params(net, ts, n);
 }
 
 /* The tensors' bytes, float32 little-endian, one after the other. */
@@ -224,8 +224,8 @@ fn_status fn_export_safetensors(const fn_net *net, const fn_input_norm *norm,
     if (!ts)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     int n = 0;
-    fn_status st = FN_OK;
-    if (collect(net, norm, ts, &n, &st))
+    fn_status st = collect(net, norm, ts, &n);
+    if (st == FN_OK)
         st = write_file(path, ts, n, all);
     for (int i = 0; i < most; i++)
         free(ts[i].owned);
