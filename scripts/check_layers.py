@@ -3,7 +3,7 @@
 
 The rooms (layers), lowest floor first (docs/design.md):
 
-    core < dist < store < data < nn < optim < run < trainer < programs
+    core < dist < store < data < nn < optim < export < run < trainer < programs
 
 A file may include headers of its own layer or lower ones. Where a file
 sits says its layer:
@@ -26,7 +26,8 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["core", "dist", "store", "data", "nn", "optim", "run", "trainer", "programs"]
+LAYERS = ["core", "dist", "store", "data", "nn", "optim", "export", "run", "trainer",
+          "programs"]
 # Headers and kernels without a same-stem source in src/.
 FALLBACK = {"param": "core", "memory": "core", "transfer": "core",
             "fusenet": "trainer"}  # fusenet.h, the umbrella: every public header

@@ -11,7 +11,11 @@
  * "linear"), in_features, out_features and, for blocks, groups, eps and
  * negative_slope; and, when the network was trained on standardised
  * inputs, the group "input_norm" (input_norm.h). Files are written to "<path>.tmp", synced and renamed, so
- * a crash never leaves a broken file where a good one was. */
+ * a crash never leaves a broken file where a good one was.
+ *
+ * Where a path ends in ".safetensors", fn_weights_load, fn_weights_build
+ * and fn_weights_input_norm read a safetensors file that fusenet exported
+ * instead (safetensors.h), so `[model] init` takes either. */
 #ifndef FUSENET_WEIGHTS_H
 #define FUSENET_WEIGHTS_H
 
@@ -47,6 +51,11 @@ fn_status fn_weights_load(fn_net *net, const char *path);
  * file has one, is read apart (fn_input_norm_load) and applied to the
  * inputs before the network (fn_loader_set_norm), as predict does. */
 fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
+
+/* The input standardisation a weights file (fn_input_norm_load), a
+ * checkpoint or an exported safetensors file holds; *norm NULL: none. */
+fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                int features);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 # fusenet_install.cmake — `cmake --install` and CPack's .deb: the public
 # headers under include/fusenet/, libfusenet.so (with its SONAME link) and
-# libfusenet.a, train and predict, the CMake package (find_package(fusenet):
+# libfusenet.a, the programs (train, predict, export), the CMake package (find_package(fusenet):
 # the target fusenet::fusenet, the shared library, and FUSENET_HAS_CUDA /
 # FUSENET_BACKENDS / FUSENET_CUDA_ARCHITECTURES for the variant), and
 # fusenet.pc for pkg-config (`pkg-config --static` adds what libfusenet.a

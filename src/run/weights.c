@@ -12,6 +12,7 @@
 #include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
+#include "fusenet/safetensors.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 #include "store/h5util.h"
@@ -432,6 +433,8 @@ static fn_status probe_load(fn_h5_child *probe, void *arg)
  * are small. */
 fn_status fn_weights_load(fn_net *net, const char *path)
 {
+    if (fn_safetensors_path(path))
+        return fn_safetensors_load(net, path);
     load_job job = {.net = net, .path = path};
     FN_TRY(fn_h5_probe(path, probe_load, &job, FN_H5_PROBE_SECONDS, NULL));
     fn_weights_host host;
@@ -585,7 +588,17 @@ static fn_status probe_build(fn_h5_child *probe, void *arg)
 fn_status fn_weights_build(fn_net **out, fn_context *ctx, const char *path, int max_batch)
 {
     *out = NULL;
+    if (fn_safetensors_path(path))
+        return fn_safetensors_build(out, ctx, path, max_batch);
     load_job job = {.path = path};
     FN_TRY(fn_h5_probe(path, probe_build, &job, FN_H5_PROBE_SECONDS, NULL));
     return build_file(out, ctx, path, max_batch);
+}
+
+fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                int features)
+{
+    if (fn_safetensors_path(path))
+        return fn_safetensors_input_norm(norm, ctx, path, features);
+    return fn_input_norm_load(norm, ctx, path, features);
 }

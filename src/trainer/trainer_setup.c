@@ -206,7 +206,7 @@ static fn_status setup_norm(fn_trainer *t)
     const int in = fn_data_in_features(t->train);
     const char *from = t->resuming ? t->checkpoint_path : c->init;
     if (from) {
-        FN_TRY(fn_input_norm_load(&t->norm, t->ctx, from, in));
+        FN_TRY(fn_weights_input_norm(&t->norm, t->ctx, from, in));
         if (t->norm && !c->standardize)
             return fn_fail(FN_ERR_INVALID, "%s holds input standardisation (/input_norm): set "
                            "[data] standardize = true to %s it", from,

@@ -1,0 +1,63 @@
+/* export.h — a network leaves fusenet: as an ONNX model (for ONNX Runtime,
+ * TensorRT, OpenVINO, a browser) or as safetensors (for PyTorch and any
+ * reader of the format). Both files carry the same metadata: the
+ * architecture (each layer's kind, sizes and attributes), whether inputs
+ * are standardised, the weights file's config text and every attribute of
+ * its `/provenance` group as `provenance.<name>`. docs/formats.md
+ * describes both files.
+ *
+ * Every layer kind has a row in the export table (src/export/export_kind.c):
+ * its parameters' state_dict names and its ONNX nodes; a kind without one
+ * is refused by name. Files are written atomically (temporary, fsync,
+ * rename): a failed export leaves nothing at the path. A safetensors file
+ * reads back as a network (safetensors.h). */
+#ifndef FUSENET_EXPORT_H
+#define FUSENET_EXPORT_H
+
+#include "fusenet/input_norm.h"
+#include "fusenet/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fn_export_format { FN_EXPORT_ONNX, FN_EXPORT_SAFETENSORS, FN_EXPORT_FORMATS } fn_export_format;
+
+/* "onnx", "safetensors". */
+const char *fn_export_format_name(fn_export_format format);
+/* By name ("onnx"); else FN_ERR_INVALID listing the names. */
+fn_status fn_export_format_find(const char *name, fn_export_format *format);
+/* By a path's extension (".onnx", ".safetensors"); else FN_ERR_INVALID
+ * saying to name the format. */
+fn_status fn_export_format_of_path(const char *path, fn_export_format *format);
+
+/* Text entries (key, value) a model file carries besides the architecture. */
+typedef struct fn_export_meta fn_export_meta; /* opaque */
+
+/* A weights file's (or checkpoint's) entries: its root attribute `config`
+ * as "config", and each attribute of its group `/provenance` (strings,
+ * integers and floats, as text) as "provenance.<name>"; either may be
+ * absent. */
+fn_status fn_export_meta_read(fn_export_meta **meta, const char *weights_path);
+void fn_export_meta_destroy(fn_export_meta *meta); /* NULL is fine */
+int fn_export_meta_count(const fn_export_meta *meta);
+const char *fn_export_meta_key(const fn_export_meta *meta, int i);   /* [0, count) */
+const char *fn_export_meta_value(const fn_export_meta *meta, int i); /* [0, count) */
+
+/* Writes net (with norm, its input standardisation; NULL: none) to path in
+ * `format`, with meta's entries (NULL: none). */
+fn_status fn_export_write(const fn_net *net, const fn_input_norm *norm, const fn_export_meta *meta,
+                          fn_export_format format, const char *path);
+
+/* The check file of an export ("<model>.check.h5"): rows of inputs
+ * [rows, in] as a data file holds them (before standardisation) and
+ * fusenet's outputs for them [rows, out], as float32 datasets `inputs` and
+ * `outputs`; scripts/verify_export.py runs the exported model on the
+ * inputs and compares. Written atomically. */
+fn_status fn_export_check_write(const char *path, const float *inputs, const float *outputs,
+                                int rows, int in, int out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

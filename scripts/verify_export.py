@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""verify_export.py — runs a model fusenet exported on the rows its check
+file holds and compares with fusenet's own outputs for them.
+
+    build/pyenv/bin/python scripts/verify_export.py model.onnx [--check FILE]
+    build/pyenv/bin/python scripts/verify_export.py model.safetensors
+
+The check file (`export --check data.h5`, default "<model>.check.h5")
+holds `inputs` (rows of a data file, before standardisation) and
+`outputs` (fusenet's, CPU, fp32). An .onnx model runs in ONNX Runtime (CPU),
+a .safetensors model in PyTorch (the module of scripts/weights_to_torch.py,
+filled by load_state_dict). Every output element's difference is held
+against its bound (docs/formats.md, "How an export is checked"): the
+float32 rounding error two implementations of the network can each make,
+propagated to first order through each layer from the model's own
+parameters in float64. Prints the largest difference, its bound and the
+largest ratio; exit 0 when every difference is within its bound, 1 when
+one is not, 2 on a usage or file error.
+
+Needs onnx and onnxruntime, or safetensors, from the Python environment
+scripts/python_env.sh makes (build/pyenv), and numpy, h5py and torch
+(Debian's, which that environment sees).
+"""
+import argparse
+import os
+import sys
+
+import h5py
+import numpy as np
+
+U = 2.0 ** -24  # float32's unit roundoff
+
+
+def gamma(n):
+    """The worst-case relative error of a float32 sum of n rounded terms
+    (Higham, Accuracy and Stability of Numerical Algorithms, 3.1)."""
+    return n * U / (1 - n * U)
+
+
+def load_onnx(path):
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(path)
+    meta = {p.key: p.value for p in model.metadata_props}
+    tensors = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    return meta, tensors
+
+
+def load_safetensors(path):
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+    with safe_open(path, "np") as f:
+        meta = f.metadata() or {}
+    return meta, load_file(path)
+
+
+def architecture(meta, path):
+    """[(kind, prefix, attrs)] of the model's layers, from its metadata."""
+    if meta.get("format") != "fusenet-export" or meta.get("format_version") != "1":
+        raise ValueError(f"{path}: not a fusenet export of format version 1 (metadata "
+                         f"format {meta.get('format')!r}, version {meta.get('format_version')!r})")
+    layers = []
+    for i in range(int(meta["n_layers"])):
+        p = f"layer{i}"
+        kind = meta[f"{p}.kind"]
+        if kind not in ("block", "linear"):
+            raise ValueError(f"{path}: layer {i}: kind '{kind}' has no error bound in "
+                             f"{os.path.basename(__file__)}")
+        attrs = {}
+        if kind == "block":
+            attrs = {"groups": int(meta[f"{p}.groups"]), "eps": float(meta[f"{p}.eps"]),
+                     "slope": float(meta[f"{p}.negative_slope"])}
+        layers.append((kind, p, attrs))
+    return layers
+
+
+def linear_bound(x, ex, w, b):
+    """z = x w^T + b in float64 and its error bound: the sum of in + 1
+    rounded terms, plus the input's error carried through |w|."""
+    z = x @ w.T + b
+    ez = gamma(w.shape[1] + 1) * (np.abs(x) @ np.abs(w).T + np.abs(b)) + ex @ np.abs(w).T
+    return z, ez
+
+
+def block_bound(x, ex, t, p, groups, eps, slope):
+    """The block's value and error bound, operation by operation."""
+    z, ez = linear_bound(x, ex, t[f"{p}.linear.weight"], t[f"{p}.linear.bias"])
+    n, h = z.shape
+    k = h // groups
+    zg, ezg = z.reshape(n, groups, k), ez.reshape(n, groups, k)
+    mu = zg.mean(axis=2, keepdims=True)
+    emu = ezg.mean(axis=2, keepdims=True) + gamma(k + 1) * np.abs(zg).mean(axis=2, keepdims=True)
+    d = zg - mu
+    ed = ezg + emu + U * np.abs(d)
+    v = (d * d).mean(axis=2, keepdims=True)
+    ev = (2 * np.abs(d) * ed).mean(axis=2, keepdims=True) + gamma(k + 1) * v
+    s = np.sqrt(v + eps)
+    rel_s = ev / (2 * (v + eps)) + 2 * U
+    zhat = d / s
+    ezhat = ed / s + np.abs(zhat) * (rel_s + U)
+    zhat, ezhat = zhat.reshape(n, h), ezhat.reshape(n, h)
+    g, beta = t[f"{p}.norm.weight"], t[f"{p}.norm.bias"]
+    u = g * zhat + beta
+    eu = np.abs(g) * ezhat + U * (np.abs(g * zhat) + np.abs(u))
+    a = np.where(u > 0, u, slope * u)
+    ea = max(1.0, slope) * eu + U * np.abs(a)
+    return 2 * a, 2 * ea
+
+
+def reference(x, tensors, layers):
+    """The network in float64 and, per output element, the bound on the
+    difference of two float32 implementations (each within e of it)."""
+    t = {k: np.asarray(v, dtype=np.float64) for k, v in tensors.items()}
+    y, e = np.asarray(x, dtype=np.float64), np.zeros(x.shape)
+    if "input_norm.mean" in t:
+        c = y - t["input_norm.mean"]
+        y = c / t["input_norm.std"]
+        e = U * np.abs(c) / t["input_norm.std"] + U * np.abs(y)
+    for kind, p, attrs in layers:
+        if kind == "block":
+            y, e = block_bound(y, e, t, p, **attrs)
+        else:
+            y, e = linear_bound(y, e, t[f"{p}.weight"], t[f"{p}.bias"])
+            e = e + U * np.abs(y)
+    return y, 2 * e
+
+
+def run_onnx(path, x):
+    import onnxruntime as ort
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, {"input": x})[0]
+
+
+def run_torch(path, x, meta, layers):
+    import collections
+    import torch
+    from safetensors.torch import load_file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import weights_to_torch
+    children = collections.OrderedDict()
+    n_in = int(meta["in_features"])
+    if meta.get("standardize") == "true":
+        children["input_norm"] = weights_to_torch.Standardize(torch.zeros(n_in),
+                                                              torch.ones(n_in))
+    for kind, p, attrs in layers:
+        i, o = int(meta[f"{p}.in_features"]), int(meta[f"{p}.out_features"])
+        children[p] = (weights_to_torch.Block(i, o, attrs["groups"], attrs["eps"], attrs["slope"])
+                       if kind == "block" else torch.nn.Linear(i, o))
+    model = torch.nn.Sequential(children).eval()
+    model.load_state_dict(load_file(path))
+    with torch.no_grad():
+        return model(torch.from_numpy(x)).numpy()
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="model.onnx or model.safetensors")
+    parser.add_argument("--check", help="the check file (default <model>.check.h5)")
+    args = parser.parse_args(argv)
+    check = args.check or args.model + ".check.h5"
+    onnx_model = args.model.endswith(".onnx")
+    try:
+        with h5py.File(check, "r") as f:
+            x = np.asarray(f["inputs"], dtype=np.float32)
+            y = np.asarray(f["outputs"], dtype=np.float32)
+        meta, tensors = (load_onnx if onnx_model else load_safetensors)(args.model)
+        layers = architecture(meta, args.model)
+    except (OSError, KeyError, ValueError) as e:
+        print(f"verify_export: {e}", file=sys.stderr)
+        return 2
+    got = run_onnx(args.model, x) if onnx_model else run_torch(args.model, x, meta, layers)
+    _, bound = reference(x, tensors, layers)
+    diff = np.abs(got.astype(np.float64) - y)
+    worst = np.unravel_index(np.argmax(diff), diff.shape)
+    ratio = diff / bound
+    runtime = "ONNX Runtime" if onnx_model else "PyTorch"
+    print(f"verify_export: {runtime} on {x.shape[0]} rows of {check}: largest difference "
+          f"{diff[worst]:.3g} at [{worst[0]}, {worst[1]}] (bound there {bound[worst]:.3g}); "
+          f"largest difference / bound {ratio.max():.3g}")
+    if np.all(diff <= bound):
+        print("verify_export: within the float32 bound")
+        return 0
+    bad = np.unravel_index(np.argmax(ratio), ratio.shape)
+    print(f"verify_export: output [{bad[0]}, {bad[1]}] differs by {diff[bad]:.3g}, above its "
+          f"bound {bound[bad]:.3g}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,423 @@
+/* test_export.c — the exports of export.h and the safetensors reader of
+ * safetensors.h on the CPU: a layer kind without an export row is refused
+ * by name and leaves no file; HDF5 -> safetensors -> [model] init's reads
+ * (fn_weights_build, fn_weights_load, fn_weights_input_norm) -> HDF5 gives
+ * the same values bit for bit; damaged or foreign safetensors files (short,
+ * a header longer than the file, bad JSON, another format or version, a
+ * missing tensor, a wrong shape, a NaN) are refused naming the problem;
+ * and a write that fails (a directory at the path, a full disk) leaves no
+ * file and no temporary. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+#include "program.h"
+#include "test_main.h"
+#include "fusenet/block.h"
+#include "fusenet/export.h"
+#include "fusenet/linear.h"
+#include "fusenet/model.h"
+#include "fusenet/safetensors.h"
+#include "fusenet/weights.h"
+
+enum { IN = 6, CAP = 512 };
+
+typedef struct fixture {
+    fn_context *ctx;
+    fn_net *net;
+    fn_input_norm *norm;
+    char dir[64];
+} fixture;
+
+/* block 8 (groups 2, eps 1e-3, slope 0.2), linear 3, on standardised
+ * inputs; gamma and beta drawn away from their defaults. */
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    EXPECT_OK(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32));
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 3}};
+    const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
+                                    {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f}};
+    EXPECT_OK(fn_model_create_each(&f->net, f->ctx, specs, 2, IN, hp, 4, 7));
+    for (int i = 0; i < fn_net_n_params(f->net); i++) {
+        fn_param *p = fn_net_param(f->net, i);
+        for (size_t k = 0; k < fn_tensor_count(&p->value); k++)
+            p->value.data[k] += 0.001f * (float)((k * 7919 + (size_t)i * 104729) % 997) - 0.5f;
+    }
+    float mean[IN], sd[IN];
+    for (int j = 0; j < IN; j++) {
+        mean[j] = 0.25f * (float)j - 1.0f;
+        sd[j] = 0.5f + 0.125f * (float)j;
+    }
+    EXPECT_OK(fn_input_norm_create(&f->norm, f->ctx, IN, mean, sd));
+    program_temp_dir(f->dir, sizeof f->dir, "fn_export_");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    program_remove_dir(f->dir);
+    fn_input_norm_destroy(f->norm);
+    fn_net_destroy(f->net);
+    fn_context_destroy(f->ctx);
+    free(f);
+    return 0;
+}
+
+static const char *path_in(const fixture *f, const char *name, char *buf)
+{
+    snprintf(buf, CAP, "%s/%s", f->dir, name);
+    return buf;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static void expect_nothing_at(const char *path)
+{
+    char tmp[CAP + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_false(exists(path));
+    assert_false(exists(tmp));
+}
+
+static void expect_error(fn_status st, fn_status want, const char *part)
+{
+    assert_int_equal(st, want);
+    if (!strstr(fn_last_error(), part))
+        fail_msg("message '%s' lacks '%s'", fn_last_error(), part);
+}
+
+/* Every parameter of a and b, bit for bit. */
+static void expect_same_values(const fn_net *a, const fn_net *b)
+{
+    assert_int_equal(fn_net_n_params(a), fn_net_n_params(b));
+    for (int i = 0; i < fn_net_n_params(a); i++) {
+        const fn_param *p = fn_net_param(a, i), *q = fn_net_param(b, i);
+        assert_string_equal(p->name, q->name);
+        assert_int_equal(fn_tensor_count(&p->value), fn_tensor_count(&q->value));
+        assert_memory_equal(p->value.data, q->value.data,
+                            fn_tensor_count(&p->value) * sizeof(float));
+    }
+}
+
+static void expect_same_norm(const fn_input_norm *a, const fn_input_norm *b)
+{
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(fn_input_norm_features(a), fn_input_norm_features(b));
+    assert_memory_equal(fn_input_norm_mean(a), fn_input_norm_mean(b), IN * sizeof(float));
+    assert_memory_equal(fn_input_norm_std(a), fn_input_norm_std(b), IN * sizeof(float));
+}
+
+/* --- a kind without an export row --------------------------------------------------- */
+
+static fn_status mystery_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
+{
+    (void)l;
+    return fn_tensor_copy(y, x);
+}
+
+static void mystery_destroy(fn_layer *l)
+{
+    free(l);
+}
+
+static const fn_layer_ops mystery_ops = {
+    .kind = "mystery", .forward = mystery_forward, .destroy = mystery_destroy};
+
+static void unmapped_kind_is_refused(void **state)
+{
+    fixture *f = *state;
+    fn_net *net = NULL;
+    const fn_layer_spec spec = {&fn_linear_kind, 4};
+    const fn_layer_hparams hp = {.groups = 1};
+    EXPECT_OK(fn_model_create_each(&net, f->ctx, &spec, 1, IN, &hp, 4, 1));
+    fn_layer *l = calloc(1, sizeof *l);
+    *l = (fn_layer){.ops = &mystery_ops, .ctx = f->ctx, .device = FN_CPU, .in_features = 4,
+                    .out_features = 4, .max_batch = 4, .forward_only = 1};
+    EXPECT_OK(fn_net_add(net, l));
+    char path[CAP];
+    for (int format = 0; format < FN_EXPORT_FORMATS; format++) {
+        path_in(f, format == FN_EXPORT_ONNX ? "m.onnx" : "m.safetensors", path);
+        expect_error(fn_export_write(net, NULL, NULL, (fn_export_format)format, path),
+                     FN_ERR_INVALID, "layer 1 (mystery): kind 'mystery' has no export mapping");
+        expect_nothing_at(path);
+    }
+    fn_net_destroy(net);
+}
+
+/* --- the round trip ------------------------------------------------------------------ */
+
+static void safetensors_round_trip_is_bit_identical(void **state)
+{
+    fixture *f = *state;
+    char h5[CAP], st[CAP], h5_again[CAP];
+    path_in(f, "w.h5", h5);
+    path_in(f, "w.safetensors", st);
+    path_in(f, "again.h5", h5_again);
+    EXPECT_OK(fn_weights_save_norm(f->net, f->norm, h5, "[model]\n"));
+    fn_net *from_h5 = NULL;
+    fn_input_norm *norm_h5 = NULL;
+    EXPECT_OK(fn_weights_build(&from_h5, f->ctx, h5, 4));
+    EXPECT_OK(fn_weights_input_norm(&norm_h5, f->ctx, h5, IN));
+    EXPECT_OK(fn_export_write(from_h5, norm_h5, NULL, FN_EXPORT_SAFETENSORS, st));
+    /* [model] init's reads: the settings (build), the values into a net
+     * of the config (load), the standardisation. */
+    fn_net *built = NULL, *loaded = NULL;
+    fn_input_norm *norm_st = NULL;
+    EXPECT_OK(fn_weights_build(&built, f->ctx, st, 4));
+    expect_same_values(f->net, built);
+    fn_block_config bc;
+    EXPECT_OK(fn_block_get_config(fn_net_layer(built, 0), &bc));
+    assert_int_equal(bc.groups, 2);
+    assert_true(bc.eps == 1e-3f && bc.negative_slope == 0.2f);
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 3}};
+    const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
+                                    {.groups = 1}};
+    EXPECT_OK(fn_model_create_each(&loaded, f->ctx, specs, 2, IN, hp, 4, 99));
+    EXPECT_OK(fn_weights_load(loaded, st));
+    expect_same_values(f->net, loaded);
+    EXPECT_OK(fn_weights_input_norm(&norm_st, f->ctx, st, IN));
+    expect_same_norm(f->norm, norm_st);
+    /* ... and written as HDF5 again: the same values as the first file. */
+    EXPECT_OK(fn_weights_save_norm(loaded, norm_st, h5_again, "[model]\n"));
+    fn_net *again = NULL;
+    fn_input_norm *norm_again = NULL;
+    EXPECT_OK(fn_weights_build(&again, f->ctx, h5_again, 4));
+    EXPECT_OK(fn_weights_input_norm(&norm_again, f->ctx, h5_again, IN));
+    expect_same_values(from_h5, again);
+    expect_same_norm(norm_h5, norm_again);
+    fn_input_norm_destroy(norm_again);
+    fn_input_norm_destroy(norm_st);
+    fn_input_norm_destroy(norm_h5);
+    fn_net_destroy(again);
+    fn_net_destroy(loaded);
+    fn_net_destroy(built);
+    fn_net_destroy(from_h5);
+}
+
+/* A net of other sizes is refused by fn_weights_load, naming the layer. */
+static void safetensors_load_checks_layers(void **state)
+{
+    fixture *f = *state;
+    char st[CAP];
+    path_in(f, "w.safetensors", st);
+    EXPECT_OK(fn_export_write(f->net, NULL, NULL, FN_EXPORT_SAFETENSORS, st));
+    fn_net *other = NULL;
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 4}};
+    const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
+                                    {.groups = 1}};
+    EXPECT_OK(fn_model_create_each(&other, f->ctx, specs, 2, IN, hp, 4, 1));
+    expect_error(fn_weights_load(other, st), FN_ERR_FORMAT,
+                 "layer 1 is linear 8 -> 3, the model has linear 8 -> 4");
+    fn_net_destroy(other);
+    fn_input_norm *norm = NULL;
+    EXPECT_OK(fn_weights_input_norm(&norm, f->ctx, st, IN));
+    assert_null(norm);
+}
+
+/* --- damaged and foreign safetensors files ------------------------------------------- */
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(data, 1, n, out), n);
+    fclose(out);
+}
+
+/* A safetensors file of this header and n data bytes (zeros, except a
+ * NaN at the start when nan is set). */
+static void write_st(const char *path, const char *header, size_t n, int nan)
+{
+    size_t h = strlen(header);
+    unsigned char *buf = calloc(8 + h + n + 1, 1);
+    for (int b = 0; b < 8; b++)
+        buf[b] = (unsigned char)((uint64_t)h >> (8 * b));
+    memcpy(buf + 8, header, h);
+    if (nan) {
+        const float v = NAN;
+        memcpy(buf + 8 + h, &v, 4);
+    }
+    write_bytes(path, buf, 8 + h + n);
+    free(buf);
+}
+
+#define META_1 "\"__metadata__\":{\"format\":\"fusenet-export\",\"format_version\":\"1\"," \
+               "\"n_layers\":\"1\",\"standardize\":\"false\",\"in_features\":\"2\","       \
+               "\"layer0.kind\":\"linear\",\"layer0.in_features\":\"2\","               \
+               "\"layer0.out_features\":\"1\"}"
+#define WEIGHT "\"layer0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}"
+#define BIAS "\"layer0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}"
+
+static void bad_safetensors_are_refused(void **state)
+{
+    fixture *f = *state;
+    char path[CAP];
+    path_in(f, "bad.safetensors", path);
+    fn_net *net = NULL;
+    struct {
+        const char *header;
+        size_t data;
+        int nan;
+        const char *message;
+    } cases[] = {
+        {"{" META_1 "," WEIGHT "," BIAS "}", 12, 0, NULL},
+        {"{" META_1 "," WEIGHT "," BIAS "}", 12, 1, "tensor 'layer0.weight' holds nan at index 0"},
+        {"{" META_1 "," WEIGHT "}", 12, 0, "tensor 'layer0.bias' is missing"},
+        {"{" META_1 "," WEIGHT "," BIAS "}", 8, 0, "data_offsets are not a range of 4 bytes"},
+        {"{" META_1 ",\"layer0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":"
+         "[0,8]}," BIAS "}", 12, 0, "tensor 'layer0.weight': shape is not the model's [1, 2]"},
+        {"{" META_1 ",\"layer0.weight\":{\"dtype\":\"F16\",\"shape\":[1,2],\"data_offsets\":"
+         "[0,4]}," BIAS "}", 12, 0, "dtype is F16, expected F32"},
+        {"{\"__metadata__\":{\"format\":\"fusenet-export\",\"format_version\":\"2\"}}", 0, 0,
+         "format_version is 2, this build reads 1"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0,
+         "not a fusenet export"},
+        {"{" META_1 ",}", 0, 0, "invalid JSON at byte"},
+        {"[1, 2", 0, 0, "invalid JSON at byte"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_st(path, cases[i].header, cases[i].data, cases[i].nan);
+        fn_status st = fn_weights_build(&net, f->ctx, path, 1);
+        if (!cases[i].message) {
+            EXPECT_OK(st);
+            fn_net_destroy(net);
+            continue;
+        }
+        expect_error(st, FN_ERR_FORMAT, cases[i].message);
+        assert_null(net);
+    }
+    /* Shorter than its length field, and a length past the file's end. */
+    write_bytes(path, "\x10\0\0", 3);
+    expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_FORMAT, "too short");
+    write_bytes(path, "\xff\xff\0\0\0\0\0\0{}", 10);
+    expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_FORMAT,
+                 "the header length 65535 exceeds the file's 10 bytes");
+    assert_int_equal(remove(path), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_IO, "is a directory");
+    rmdir(path);
+}
+
+/* Every truncation of a good file, and every byte of its length field and
+ * header replaced by values that matter to JSON and to the length: each
+ * load either succeeds or fails with a message naming the file (under the
+ * sanitizers, with no memory error). */
+static void load_mutant(const fixture *f, const char *path, const unsigned char *m, size_t len,
+                        int *loaded)
+{
+    write_bytes(path, m, len);
+    fn_net *net = NULL;
+    fn_input_norm *norm = NULL;
+    fn_status st = fn_weights_build(&net, f->ctx, path, 1);
+    if (st != FN_OK && !strstr(fn_last_error(), path))
+        fail_msg("%zu bytes: '%s' does not name the file", len, fn_last_error());
+    *loaded += st == FN_OK;
+    st = fn_weights_input_norm(&norm, f->ctx, path, 0);
+    if (st != FN_OK && !strstr(fn_last_error(), path))
+        fail_msg("%zu bytes: '%s' does not name the file", len, fn_last_error());
+    fn_net_destroy(net);
+    fn_input_norm_destroy(norm);
+}
+
+static void mutated_safetensors_fail_cleanly(void **state)
+{
+    fixture *f = *state;
+    char good[CAP], path[CAP];
+    path_in(f, "good.safetensors", good);
+    path_in(f, "mutant.safetensors", path);
+    EXPECT_OK(fn_export_write(f->net, f->norm, NULL, FN_EXPORT_SAFETENSORS, good));
+    char *bytes = program_slurp(good);
+    struct stat st;
+    assert_int_equal(stat(good, &st), 0);
+    const size_t n = (size_t)st.st_size;
+    const size_t header_end = 8 + ((unsigned char)bytes[0] | (size_t)(unsigned char)bytes[1] << 8);
+    assert_true(header_end < n);
+    static const unsigned char values[] = {0xff, '"', '}'};
+    unsigned char *m = malloc(n);
+    int loaded = 0;
+    for (size_t at = 0; at < n; at++)
+        load_mutant(f, path, (const unsigned char *)bytes, at, &loaded);
+    for (size_t at = 0; at < header_end; at++)
+        for (size_t v = 0; v < sizeof values; v++) {
+            memcpy(m, bytes, n);
+            m[at] = values[v];
+            load_mutant(f, path, m, n, &loaded);
+        }
+    assert_true(loaded > 0); /* a blank of the padding, say */
+    free(m);
+    free(bytes);
+}
+
+/* --- failed writes ----------------------------------------------------------------- */
+
+static void directory_path_leaves_nothing(void **state)
+{
+    fixture *f = *state;
+    char dir[CAP];
+    path_in(f, "model.onnx", dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_not_equal(fn_export_write(f->net, f->norm, NULL, FN_EXPORT_ONNX, dir), FN_OK);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    char tmp[CAP + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+    assert_false(exists(tmp));
+    rmdir(dir);
+}
+
+/* A full disk (RLIMIT_FSIZE with SIGXFSZ ignored: writes fail with EFBIG,
+ * as with ENOSPC), in a child: exit 0 when the export failed with an I/O
+ * error naming the system's reason. */
+static void full_disk_leaves_nothing(void **state)
+{
+    fixture *f = *state;
+    for (int format = 0; format < FN_EXPORT_FORMATS; format++) {
+        char path[CAP];
+        path_in(f, format == FN_EXPORT_ONNX ? "full.onnx" : "full.safetensors", path);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit lim = {.rlim_cur = 64, .rlim_max = RLIM_INFINITY};
+            setrlimit(RLIMIT_FSIZE, &lim);
+            fn_status st = fn_export_write(f->net, f->norm, NULL, (fn_export_format)format, path);
+            _exit(st == FN_ERR_IO && strstr(fn_last_error(), "File too large") ? 0 : 1);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        expect_nothing_at(path);
+    }
+}
+
+TEST_MAIN(setup, teardown, cmocka_unit_test(unmapped_kind_is_refused),
+          cmocka_unit_test(safetensors_round_trip_is_bit_identical),
+          cmocka_unit_test(safetensors_load_checks_layers),
+          cmocka_unit_test(bad_safetensors_are_refused),
+          cmocka_unit_test(mutated_safetensors_fail_cleanly),
+          cmocka_unit_test(directory_path_leaves_nothing),
+          cmocka_unit_test(full_disk_leaves_nothing))
