@@ -18,6 +18,8 @@
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
 #include "fusenet/sgd.h"
+#include "optim/cosine_schedule.h"
+#include "optim/step_schedule.h"
 #include "run/config_impl.h"
 #include "test_main.h"
 
@@ -362,10 +364,8 @@ static void test_optimizer_keys(void **state)
     assert_float_equal(sgd_of(cfg)->momentum, 0, 0);
     assert_float_equal(sgd_of(cfg)->dampening, 0, 0);
     assert_float_equal(sgd_of(cfg)->weight_decay, 0, 0);
-    assert_int_equal(cfg->schedule, FN_SCHEDULE_CONSTANT);
+    assert_string_equal(cfg->schedule->name, "constant");
     assert_int_equal(cfg->warmup_steps, 0);
-    assert_float_equal(cfg->gamma, 0.1f, 0);
-    assert_float_equal(cfg->min_lr, 0, 0);
     assert_float_equal(cfg->clip_grad_norm, 0, 0);
     fn_config_destroy(cfg);
 
@@ -378,9 +378,10 @@ static void test_optimizer_keys(void **state)
     assert_float_equal(adam_of(cfg)->beta1, 0.8f, 0);
     assert_float_equal(adam_of(cfg)->beta2, 0.99f, 0);
     assert_float_equal(adam_of(cfg)->eps, 1e-6f, 0);
-    assert_int_equal(cfg->schedule, FN_SCHEDULE_COSINE);
+    assert_string_equal(cfg->schedule->name, "cosine");
     assert_int_equal(cfg->warmup_steps, 10);
-    assert_float_equal(cfg->min_lr, 1e-4f, 0);
+    assert_float_equal(((const fn_cosine_schedule_options *)cfg->schedule_options)->min_lr, 1e-4f,
+                       0);
     assert_float_equal(cfg->clip_grad_norm, 2.5f, 0);
     /* AdamW's weight decay defaults to torch.optim.AdamW's. */
     assert_float_equal(adam_of(cfg)->weight_decay, 1e-2f, 0);
@@ -393,8 +394,12 @@ static void test_optimizer_keys(void **state)
     const char *const step[] = {"train.schedule=step", "train.step_size=100", "train.gamma=0.5",
                                 NULL};
     assert_int_equal(load(f, minimal, step, &cfg), FN_OK);
-    assert_int_equal(cfg->step_size, 100);
-    assert_float_equal(cfg->gamma, 0.5f, 0);
+    const fn_step_schedule_options *so = cfg->schedule_options;
+    assert_int_equal(so->step_size, 100);
+    assert_float_equal(so->gamma, 0.5f, 0);
+    char v[32];
+    assert_int_equal(fn_config_get(cfg, "train.step_size", v, sizeof v), FN_OK);
+    assert_string_equal(v, "100");
     fn_config_destroy(cfg);
     /* momentum = 0 with Adam says nothing wrong: allowed. */
     const char *const adam_m0[] = {"train.optimizer=adam", "train.momentum=0", NULL};

@@ -28,7 +28,8 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
-#include "fusenet/schedule.h"
+#include "fusenet/schedule_kind.h"
+#include "optim/cosine_schedule.h"
 #include "fusenet/trainer.h"
 #include "program.h"
 #include "sets.h"
@@ -465,8 +466,11 @@ static void test_adam_stop_and_resume(void **state)
     assert_non_null(strstr(csv, ",seconds,samples_per_s,lr,grad_norm\n"));
     const char *line = strchr(csv, '\n') + 1;
     /* The config's float32 values, as the trainer takes them. */
-    const fn_schedule s = {.kind = FN_SCHEDULE_COSINE, .lr = 0.01f, .warmup_steps = 20,
-                           .min_lr = 1e-4f, .total_steps = (long long)EPOCHS * STEPS};
+    const fn_schedule_kind *cosine = NULL;
+    assert_int_equal(fn_schedule_kind_find("cosine", &cosine), FN_OK);
+    const fn_cosine_schedule_options o = {.min_lr = 1e-4f};
+    const fn_schedule s = {.kind = cosine, .lr = 0.01f, .warmup_steps = 20, .options = &o,
+                           .total_steps = (long long)EPOCHS * STEPS};
     for (int e = 1; e <= EPOCHS; e++) {
         double v[9]; /* ..., seconds, samples_per_s, lr, grad_norm */
         assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
