@@ -17,6 +17,7 @@
 #include "expect.h"
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
+#include "fusenet/rmsprop.h"
 #include "fusenet/sgd.h"
 #include "optim/cosine_schedule.h"
 #include "optim/step_schedule.h"
@@ -412,7 +413,8 @@ static void test_optimizer_key_errors(void **state)
     char text[512];
     snprintf(text, sizeof text, "%s[train]\noptimizer = adam\nmomentum = 0.9\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
-                 "run.ini:7: train.momentum: applies to optimizer = sgd only, not adam", NULL);
+                 "run.ini:7: train.momentum: applies to optimizer = sgd or rmsprop only, not adam",
+                 NULL);
     snprintf(text, sizeof text, "%s[train]\noptimizer = adamw\ndampening = 0.5\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.dampening: applies to optimizer = "
                  "sgd only, not adamw", NULL);
@@ -425,8 +427,8 @@ static void test_optimizer_key_errors(void **state)
     const char *const eps[] = {"train.adam_eps=1e-3", NULL};
     EXPECT_ERROR(minimal, eps, FN_ERR_INVALID, "--set train.adam_eps=1e-3: applies to optimizer "
                  "= adam or adamw only, not sgd", NULL);
-    EXPECT_ERROR("[train]\noptimizer = rmsprop\n", NULL, FN_ERR_INVALID,
-                 "train.optimizer: expected sgd, adam or adamw, got 'rmsprop'", NULL);
+    EXPECT_ERROR("[train]\noptimizer = adagrad\n", NULL, FN_ERR_INVALID,
+                 "train.optimizer: expected sgd, adam, adamw or rmsprop, got 'adagrad'", NULL);
     EXPECT_ERROR("[train]\nbetas = 0.9\n", NULL, FN_ERR_INVALID,
                  "train.betas: expected two numbers 'beta1, beta2', got '0.9'", NULL);
     EXPECT_ERROR("[train]\nbetas = 0.9, 1\n", NULL, FN_ERR_INVALID,
@@ -455,6 +457,57 @@ static void test_optimizer_key_errors(void **state)
                  "train.clip_grad_norm: -1 is out of range", NULL);
     EXPECT_ERROR("[train]\nwarmup_steps = -1\n", NULL, FN_ERR_INVALID,
                  "train.warmup_steps: -1 is out of range", NULL);
+}
+
+/* RMSprop's keys: torch's defaults, read into its block; each bad value
+ * names its key; its own keys refused with another optimiser. */
+static void test_rmsprop_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    const char *const plain[] = {"train.optimizer=rmsprop", NULL};
+    assert_int_equal(load(f, minimal, plain, &cfg), FN_OK);
+    const fn_rmsprop_config *r = cfg->optimizer_options;
+    assert_string_equal(cfg->optimizer->name, "rmsprop");
+    assert_float_equal(r->alpha, 0.99f, 0);
+    assert_float_equal(r->eps, 1e-8f, 0);
+    assert_float_equal(r->momentum, 0, 0);
+    assert_float_equal(r->weight_decay, 0, 0);
+    assert_int_equal(r->centered, 0);
+    fn_config_destroy(cfg);
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\noptimizer = rmsprop\nalpha = 0.5\nrmsprop_eps = 1e-6\n"
+             "momentum = 0.9\ncentered = yes\nweight_decay = 0.01\n", minimal);
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    r = cfg->optimizer_options;
+    assert_float_equal(r->alpha, 0.5f, 0);
+    assert_float_equal(r->eps, 1e-6f, 0);
+    assert_float_equal(r->momentum, 0.9f, 0);
+    assert_float_equal(r->weight_decay, 0.01f, 0);
+    assert_int_equal(r->centered, 1);
+    fn_config_destroy(cfg);
+
+    snprintf(text, sizeof text, "%s[train]\noptimizer = rmsprop\nalpha = 1.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.alpha: 1.5 is out of range", NULL);
+    const char *const eps0[] = {"train.optimizer=rmsprop", "train.rmsprop_eps=0", NULL};
+    EXPECT_ERROR(minimal, eps0, FN_ERR_INVALID, "--set train.rmsprop_eps=0: 0 is out of range",
+                 "expected > 0");
+    const char *const negative[] = {"train.optimizer=rmsprop", "train.momentum=-1", NULL};
+    EXPECT_ERROR(minimal, negative, FN_ERR_INVALID, "--set train.momentum=-1: -1 is out of range",
+                 NULL);
+    const char *const centered[] = {"train.optimizer=rmsprop", "train.centered=maybe", NULL};
+    EXPECT_ERROR(minimal, centered, FN_ERR_INVALID, "train.centered=maybe: expected true or false",
+                 NULL);
+    snprintf(text, sizeof text, "%s[train]\nalpha = 0.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.alpha: applies to optimizer = rmsprop only, not sgd", NULL);
+    const char *const on_adam[] = {"train.optimizer=adam", "train.centered=true", NULL};
+    EXPECT_ERROR(minimal, on_adam, FN_ERR_INVALID,
+                 "--set train.centered=true: applies to optimizer = rmsprop only, not adam",
+                 "(adam's keys: betas, adam_eps, weight_decay)");
+    const char *const dampening[] = {"train.optimizer=rmsprop", "train.dampening=0.5", NULL};
+    EXPECT_ERROR(minimal, dampening, FN_ERR_INVALID,
+                 "--set train.dampening=0.5: applies to optimizer = sgd only, not rmsprop", NULL);
 }
 
 static void test_missing_required(void **state)
@@ -690,5 +743,6 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
+          T(test_rmsprop_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

@@ -508,6 +508,17 @@ static void make_version_1(const fixture *f, const char *out)
 
 /* A version-1 checkpoint (SGD) still resumes, to the uninterrupted run's
  * weights; one written by SGD does not resume an Adam config. */
+/* RMSprop with every kind of state (square_avg, momentum_buffer, grad_avg)
+ * and L2 decay: a run stopped mid-epoch and resumed ends with the weights
+ * and metrics of the run that never stopped, bit for bit. */
+static void test_rmsprop_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    write_ini(f, "optimizer = rmsprop\nlr = 0.003\nalpha = 0.9\nmomentum = 0.5\n"
+                 "centered = true\nweight_decay = 1e-3\n");
+    check_stop_and_resume(f);
+}
+
 static void test_version_1_checkpoint(void **state)
 {
     fixture *f = *state;
@@ -594,5 +605,6 @@ TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, s
           cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
           cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_rmsprop_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
           cmocka_unit_test(test_best_rule))

@@ -38,6 +38,7 @@ typedef struct fn_optimizer_kind {
 extern const fn_optimizer_kind fn_sgd_kind;
 extern const fn_optimizer_kind fn_adam_kind;
 extern const fn_optimizer_kind fn_adamw_kind;
+extern const fn_optimizer_kind fn_rmsprop_kind;
 
 int fn_optimizer_kind_count(void);
 const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */

@@ -11,6 +11,7 @@ static const fn_optimizer_kind *const kinds[] = {
     &fn_sgd_kind,
     &fn_adam_kind,
     &fn_adamw_kind,
+    &fn_rmsprop_kind,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 
