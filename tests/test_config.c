@@ -20,6 +20,7 @@
 #include "fusenet/rmsprop.h"
 #include "fusenet/sgd.h"
 #include "optim/cosine_schedule.h"
+#include "optim/plateau_schedule.h"
 #include "optim/step_schedule.h"
 #include "run/config_impl.h"
 #include "test_main.h"
@@ -436,7 +437,7 @@ static void test_optimizer_key_errors(void **state)
     EXPECT_ERROR("[train]\nbetas = x, 0.9\n", NULL, FN_ERR_INVALID,
                  "train.betas: expected a number, got 'x'", NULL);
     EXPECT_ERROR("[train]\nschedule = linear\n", NULL, FN_ERR_INVALID,
-                 "train.schedule: expected constant, step or cosine, got 'linear'", NULL);
+                 "train.schedule: expected constant, step, cosine or plateau, got 'linear'", NULL);
     snprintf(text, sizeof text, "%s[train]\nschedule = step\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
                  "run.ini:6: train.schedule: schedule = step needs step_size", NULL);
@@ -448,7 +449,7 @@ static void test_optimizer_key_errors(void **state)
                  "run.ini:7: train.gamma: applies to schedule = step only", NULL);
     snprintf(text, sizeof text, "%s[train]\nmin_lr = 0.001\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
-                 "run.ini:6: train.min_lr: applies to schedule = cosine only", NULL);
+                 "run.ini:6: train.min_lr: applies to schedule = cosine or plateau only", NULL);
     snprintf(text, sizeof text, "%s[train]\nschedule = cosine\nlr = 0.1\nmin_lr = 0.5\n",
              minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
@@ -508,6 +509,61 @@ static void test_rmsprop_keys(void **state)
     const char *const dampening[] = {"train.optimizer=rmsprop", "train.dampening=0.5", NULL};
     EXPECT_ERROR(minimal, dampening, FN_ERR_INVALID,
                  "--set train.dampening=0.5: applies to optimizer = sgd only, not rmsprop", NULL);
+}
+
+/* schedule = plateau: torch's ReduceLROnPlateau defaults, its keys read
+ * into its block, each bad value naming its key, its keys refused with
+ * another schedule; min_lr is cosine's and plateau's. */
+static void test_plateau_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    const char *const plain[] = {"train.schedule=plateau", NULL};
+    assert_int_equal(load(f, minimal, plain, &cfg), FN_OK);
+    const fn_plateau_schedule_options *p = cfg->schedule_options;
+    assert_string_equal(cfg->schedule->name, "plateau");
+    assert_float_equal(p->factor, 0.1f, 0);
+    assert_int_equal(p->patience, 10);
+    assert_float_equal(p->threshold, 1e-4f, 0);
+    assert_int_equal(p->cooldown, 0);
+    assert_float_equal(p->min_lr, 0, 0);
+    fn_config_destroy(cfg);
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\nschedule = plateau\nfactor = 0.5\n"
+             "plateau_patience = 2\nthreshold = 0.01\ncooldown = 1\nmin_lr = 1e-4\n", minimal);
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    p = cfg->schedule_options;
+    assert_float_equal(p->factor, 0.5f, 0);
+    assert_int_equal(p->patience, 2);
+    assert_float_equal(p->threshold, 0.01f, 0);
+    assert_int_equal(p->cooldown, 1);
+    assert_float_equal(p->min_lr, 1e-4f, 0);
+    char v[32];
+    assert_int_equal(fn_config_get(cfg, "train.plateau_patience", v, sizeof v), FN_OK);
+    assert_string_equal(v, "2");
+    fn_config_destroy(cfg);
+
+    snprintf(text, sizeof text, "%s[train]\nschedule = plateau\nfactor = 1\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.factor: factor 1 must be > 0 and "
+                 "< 1", NULL);
+    const char *const zero[] = {"train.schedule=plateau", "train.factor=0", NULL};
+    EXPECT_ERROR(minimal, zero, FN_ERR_INVALID, "--set train.factor=0: 0 is out of range", NULL);
+    const char *const patience[] = {"train.schedule=plateau", "train.plateau_patience=-1", NULL};
+    EXPECT_ERROR(minimal, patience, FN_ERR_INVALID,
+                 "--set train.plateau_patience=-1: -1 is out of range: expected >= 0", NULL);
+    const char *const fraction[] = {"train.schedule=plateau", "train.cooldown=1.5", NULL};
+    EXPECT_ERROR(minimal, fraction, FN_ERR_INVALID,
+                 "--set train.cooldown=1.5: expected an integer, got '1.5'", NULL);
+    const char *const threshold[] = {"train.schedule=plateau", "train.threshold=1", NULL};
+    EXPECT_ERROR(minimal, threshold, FN_ERR_INVALID, "--set train.threshold=1: threshold 1 must "
+                 "be >= 0 and < 1", NULL);
+    snprintf(text, sizeof text, "%s[train]\nschedule = cosine\ncooldown = 3\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.cooldown: applies to schedule = plateau only, not cosine",
+                 "(cosine's keys: min_lr)");
+    const char *const on_constant[] = {"train.factor=0.5", NULL};
+    EXPECT_ERROR(minimal, on_constant, FN_ERR_INVALID, "--set train.factor=0.5: applies to "
+                 "schedule = plateau only, not constant (constant's keys: none)", NULL);
 }
 
 static void test_missing_required(void **state)
@@ -743,6 +799,6 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
-          T(test_rmsprop_keys),
+          T(test_rmsprop_keys), T(test_plateau_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

@@ -16,6 +16,7 @@
 
 #include "fusenet/schedule_kind.h"
 #include "optim/cosine_schedule.h"
+#include "optim/plateau_schedule.h"
 #include "optim/step_schedule.h"
 #include "test_main.h"
 
@@ -99,6 +100,54 @@ static void test_cosine(void **state)
     expect_lr(&s, 3, 0.5);
 }
 
+/* ReduceLROnPlateau(factor 0.5, patience 1, threshold 0.1, cooldown 1,
+ * min_lr 0.2) from lr 1, mode 'min', 'rel', as torch steps it: an epoch is
+ * better when its metric is below best * 0.9. 10: best. 9.5: bad 1. 9.5:
+ * bad 2 > 1, lr 0.5, cooldown 1. 8: best (8 < 9); the cooldown epoch.
+ * 8: bad 1. 8: bad 2, lr 0.25, cooldown 1. 8: cooldown. 7.1: best (< 7.2).
+ * 7.1: bad 1. 7.1: lr max(0.125, 0.2) = 0.2. 7.1: cooldown. 7.1: bad 1.
+ * 7.1: max(0.1, 0.2) = 0.2, no change. (torch.optim.lr_scheduler gives
+ * the same sequence.) The rate between epochs is the one in effect, times
+ * the warm-up factor; a NaN metric is a bad epoch. */
+static void test_plateau(void **state)
+{
+    (void)state;
+    const fn_plateau_schedule_options o = {.factor = 0.5f, .patience = 1, .threshold = 0.1f,
+                                           .cooldown = 1, .min_lr = 0.2f};
+    fn_schedule s = {.kind = kind("plateau"), .lr = 1, .options = &o, .warmup_steps = 2};
+    assert_int_equal(fn_schedule_check(&s), FN_OK);
+    expect_lr(&s, 0, 0.5);
+    expect_lr(&s, 5, 1);
+    static const double metric[] = {10, 9.5, 9.5, 8, 8, 8, 8, 7.1, 7.1, 7.1, 7.1, 7.1, 7.1};
+    const double min = 0.2f;
+    const double lr[] = {1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, min, min, min, min};
+    for (int e = 0; e < 13; e++) {
+        fn_schedule_epoch_end(&s, metric[e]);
+        expect_lr(&s, 100, lr[e]);
+    }
+    assert_true(s.state[FN_PLATEAU_BEST] == 7.1);
+    assert_true(s.state[FN_PLATEAU_COOLDOWN] == 1);
+    expect_lr(&s, 0, min * 0.5); /* the warm-up factor multiplies it */
+    /* Another schedule made from the state continues it: the checkpoint's
+     * use. */
+    fn_schedule copy = {.kind = s.kind, .lr = 1, .options = &o};
+    for (int i = 0; i < FN_SCHEDULE_STATE_MAX; i++)
+        copy.state[i] = s.state[i];
+    expect_lr(&copy, 7, min);
+    /* patience 0: every epoch without improvement reduces; NaN is one. */
+    const fn_plateau_schedule_options eager = {.factor = 0.1f, .threshold = 1e-4f};
+    s = (fn_schedule){.kind = kind("plateau"), .lr = 1, .options = &eager};
+    fn_schedule_epoch_end(&s, 1);
+    expect_lr(&s, 0, 1);
+    fn_schedule_epoch_end(&s, NAN);
+    expect_lr(&s, 0, (double)0.1f);
+    /* A constant schedule ignores epoch ends. */
+    s = (fn_schedule){.kind = kind("constant"), .lr = 0.3};
+    fn_schedule_epoch_end(&s, 1);
+    fn_schedule_epoch_end(&s, 2);
+    expect_lr(&s, 0, 0.3);
+}
+
 static void expect_invalid(const fn_schedule *s, const char *text)
 {
     assert_int_equal(fn_schedule_check(s), FN_ERR_INVALID);
@@ -125,8 +174,15 @@ static void test_checks(void **state)
     expect_invalid(&s, "step has no options block");
     const fn_schedule_kind *k = NULL;
     assert_int_equal(fn_schedule_kind_find("linear", &k), FN_ERR_INVALID);
-    assert_non_null(strstr(fn_last_error(), "expected constant, step or cosine, got 'linear'"));
-    assert_string_equal(fn_schedule_name(&s), "step");
+    assert_non_null(
+        strstr(fn_last_error(), "expected constant, step, cosine or plateau, got 'linear'"));
+    const fn_plateau_schedule_options factor1 = {.factor = 1};
+    s = (fn_schedule){.kind = kind("plateau"), .lr = 1, .options = &factor1};
+    expect_invalid(&s, "factor 1 must be > 0 and < 1");
+    const fn_plateau_schedule_options threshold1 = {.factor = 0.5f, .threshold = 1};
+    s.options = &threshold1;
+    expect_invalid(&s, "threshold 1 must be >= 0 and < 1");
+    assert_string_equal(fn_schedule_name(&s), "plateau");
     /* Every kind has a name and a rate, and is found by its name. */
     for (int i = 0; i < fn_schedule_kind_count(); i++) {
         const fn_schedule_kind *ki = fn_schedule_kind_at(i);
@@ -137,4 +193,5 @@ static void test_checks(void **state)
 }
 
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_constant_and_warmup), cmocka_unit_test(test_step),
-          cmocka_unit_test(test_cosine), cmocka_unit_test(test_checks))
+          cmocka_unit_test(test_cosine), cmocka_unit_test(test_plateau),
+          cmocka_unit_test(test_checks))

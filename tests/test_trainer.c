@@ -519,6 +519,45 @@ static void test_rmsprop_stop_and_resume(void **state)
     check_stop_and_resume(f);
 }
 
+/* The lr column of <out>/metrics.csv, one value an epoch. */
+static void metrics_lr(const fixture *f, const char *out, double lr[EPOCHS])
+{
+    char *csv = slurp(f, out, "metrics.csv");
+    const char *line = strchr(csv, '\n') + 1;
+    for (int e = 0; e < EPOCHS; e++) {
+        double v[8];
+        assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
+                                &v[3], &v[4], &v[5], &v[6], &v[7]),
+                         8);
+        lr[e] = v[7];
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+}
+
+/* schedule = plateau on the validation loss, asking for it to halve every
+ * epoch: the rate falls at epoch ends, so a run stopped mid-epoch after
+ * reductions resumes only with the schedule's state from the checkpoint;
+ * it ends with the weights and metrics (the lr column too) of the run
+ * that never stopped, bit for bit. */
+static void test_plateau_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    write_ini(f, "lr = 0.05\nmomentum = 0.9\nschedule = plateau\nfactor = 0.5\n"
+                 "plateau_patience = 0\nthreshold = 0.5\n");
+    check_stop_and_resume(f);
+    double lr[EPOCHS];
+    metrics_lr(f, "ref", lr);
+    assert_true(fabs(lr[0] - 0.05) < 1e-8); /* printed with 9 digits */
+    int reduced = 0;
+    for (int e = 1; e < EPOCHS; e++) {
+        assert_true(lr[e] <= lr[e - 1]);
+        reduced += lr[e] < lr[e - 1];
+    }
+    assert_true(lr[STOP_AFTER / STEPS] < lr[0]); /* reduced before the stop */
+    assert_true(reduced >= 2);
+}
+
 static void test_version_1_checkpoint(void **state)
 {
     fixture *f = *state;
@@ -606,5 +645,6 @@ TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, s
           cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
           cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_rmsprop_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_plateau_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
           cmocka_unit_test(test_best_rule))

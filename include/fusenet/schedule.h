@@ -22,7 +22,7 @@ extern "C" {
 struct fn_schedule_kind;
 
 /* The most doubles of state a kind keeps. */
-enum { FN_SCHEDULE_STATE_MAX = 4 };
+enum { FN_SCHEDULE_STATE_MAX = 8 };
 
 typedef struct fn_schedule {
     const struct fn_schedule_kind *kind;

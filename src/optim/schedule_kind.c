@@ -9,11 +9,13 @@
 extern const fn_schedule_kind fn_constant_schedule; /* constant_schedule.c */
 extern const fn_schedule_kind fn_step_schedule;     /* step_schedule.c */
 extern const fn_schedule_kind fn_cosine_schedule;   /* cosine_schedule.c */
+extern const fn_schedule_kind fn_plateau_schedule;  /* plateau_schedule.c */
 
 static const fn_schedule_kind *const kinds[] = {
     &fn_constant_schedule,
     &fn_step_schedule,
     &fn_cosine_schedule,
+    &fn_plateau_schedule,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 

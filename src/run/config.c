@@ -608,16 +608,23 @@ static fn_status set_key(fn_config *cfg, int i, const char *text)
     return FN_OK;
 }
 
-/* A name declared by two families would be one key for both. */
+/* A name declared by two families would be one key for both; one of the
+ * table's [train] keys would hide it. */
 static fn_status check_option_names(void)
 {
     int f = 0;
-    for (int j = 0; option_name(j, &f); j++)
+    for (int j = 0; option_name(j, &f); j++) {
+        for (int i = 0; i < N_KEYS; i++)
+            if (strcmp(keys[i].section, "train") == 0 &&
+                strcmp(keys[i].name, option_name(j, NULL)) == 0)
+                return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and "
+                               "by config.c's table", keys[i].name, families[f].selector);
         for (int g = f + 1; g < N_FAMILIES; g++)
             if (first_taking(g, option_name(j, NULL)) >= 0)
                 return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and a "
                                "%s", option_name(j, NULL), families[f].selector,
                                families[g].selector);
+    }
     return FN_OK;
 }
 

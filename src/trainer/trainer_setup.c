@@ -167,6 +167,7 @@ static fn_status resume(fn_trainer *t)
     }
     FN_TRY(check_resumable(t, &s));
     t->state = s;
+    memcpy(t->schedule.state, s.schedule, sizeof t->schedule.state);
     t->checkpoint_ours = 1;
     /* A run that stopped early stays stopped unless patience grew: it
      * ends at once, writing the same weights. */
