@@ -112,14 +112,19 @@ static void test_stop_and_resume(void **state)
 }
 
 /* RMSprop with all three kinds of state, in the multi-tensor launch of a
- * graphed step: two runs bit-identical, and a run stopped mid-epoch and
- * resumed ends with the uninterrupted run's weights bit for bit. */
+ * graphed step, under a plateau schedule on the training loss (the
+ * deferred step's sums) that asks for the loss to halve every epoch, so
+ * the rate falls at epoch ends: two runs bit-identical, and a run stopped
+ * mid-epoch and resumed ends with the uninterrupted run's weights bit for
+ * bit. */
 static void test_rmsprop_runs(void **state)
 {
     skip_without_gpu();
     fixture *f = *state;
     const char *sets = "train.optimizer=rmsprop;train.lr=0.003;train.alpha=0.9;"
-                       "train.momentum=0.5;train.centered=true;train.weight_decay=1e-3";
+                       "train.momentum=0.5;train.centered=true;train.weight_decay=1e-3;"
+                       "train.schedule=plateau;train.factor=0.5;train.plateau_patience=0;"
+                       "train.threshold=0.5";
     fn_config *cw = NULL, *c2 = NULL, *cr = NULL;
     fn_trainer *whole = run_with(f, "whole", sets, 0, -1, &cw);
     assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(whole)), "rmsprop");

@@ -3,13 +3,14 @@
  * default; shared keys such as weight_decay are declared by every kind
  * that takes them), the check across them, and the optimiser made from
  * them. The config reads a kind's keys from this table into the kind's own
- * options block; its messages ("applies to optimizer = adam or adamw only",
- * "expected sgd, adam or adamw") are generated from it; the trainer makes
+ * options block; its messages ("applies to optimizer = adam or adamw
+ * only", "expected sgd, adam, adamw or rmsprop") are generated from it (the
+ * same code reads the schedules' keys, schedule_kind.h); the trainer makes
  * the optimiser through it. None of them names an optimiser.
  *
  * A new optimiser is its own files (optimizer.h's interface; its
  * descriptor, src/optim/sgd_kind.c's pattern) plus one line in the table
- * of src/optim/optimizer_kind.c. */
+ * of src/optim/optimizer_kind.c and its extern below. */
 #ifndef FUSENET_OPTIMIZER_KIND_H
 #define FUSENET_OPTIMIZER_KIND_H
 
@@ -43,19 +44,12 @@ extern const fn_optimizer_kind fn_rmsprop_kind;
 int fn_optimizer_kind_count(void);
 const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */
 
-/* The kind called `name`; FN_ERR_INVALID "expected sgd, adam or adamw, got
- * 'x'" (the table's names) when there is none. */
+/* The kind called `name`; FN_ERR_INVALID "expected sgd, adam, adamw or rmsprop,
+ * got 'x'" (the table's names) when there is none. */
 fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind);
 
 /* kind's option called `name`, or NULL. */
 const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *name);
-
-/* The names of the kinds that take option `name`, "adam or adamw", into
- * buf; returns buf. */
-const char *fn_optimizer_kinds_taking(const char *name, char *buf, size_t cap);
-
-/* kind's option names, "betas, adam_eps, weight_decay", into buf. */
-const char *fn_optimizer_option_list(const fn_optimizer_kind *kind, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

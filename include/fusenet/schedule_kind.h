@@ -3,7 +3,7 @@
  * type, range, default; a key two kinds share, such as min_lr, is declared
  * by each), the check across them, and its rate. The config reads a kind's
  * keys from this table into the kind's own options block; its messages
- * ("applies to schedule = step only", "expected constant, step or cosine",
+ * ("applies to schedule = step only", "expected constant, step, cosine or plateau",
  * "schedule = step needs step_size") are generated from it; the trainer
  * computes each step's rate through it. None of them names a schedule.
  *
@@ -40,8 +40,8 @@ typedef struct fn_schedule_kind {
 int fn_schedule_kind_count(void);
 const fn_schedule_kind *fn_schedule_kind_at(int i); /* NULL past the end */
 
-/* The kind called `name`; FN_ERR_INVALID "expected constant, step or
- * cosine, got 'x'" (the table's names) when there is none. */
+/* The kind called `name`; FN_ERR_INVALID "expected constant, step, cosine
+ * or plateau, got 'x'" (the table's names) when there is none. */
 fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind);
 
 /* kind's option called `name`, or NULL. */
