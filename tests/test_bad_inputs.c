@@ -75,7 +75,7 @@ static const bad_input cases[] = {
           "negative_epochs.ini"),
     TRAIN("negative lr", 1, "negative_lr.ini:7: train.lr: -0.1 is out of range", "negative_lr.ini"),
     TRAIN("momentum with adam", 1,
-          "adam_momentum.ini:8: train.momentum: applies to optimizer = sgd only, not adam",
+          "adam_momentum.ini:8: train.momentum: applies to optimizer = sgd or rmsprop only, not adam",
           "adam_momentum.ini"),
     TRAIN("bad betas", 1, "bad_betas.ini:8: train.betas: beta2 1.5 is out of range",
           "bad_betas.ini"),

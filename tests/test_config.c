@@ -17,7 +17,11 @@
 #include "expect.h"
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
+#include "fusenet/rmsprop.h"
 #include "fusenet/sgd.h"
+#include "optim/cosine_schedule.h"
+#include "optim/plateau_schedule.h"
+#include "optim/step_schedule.h"
 #include "run/config_impl.h"
 #include "test_main.h"
 
@@ -362,10 +366,8 @@ static void test_optimizer_keys(void **state)
     assert_float_equal(sgd_of(cfg)->momentum, 0, 0);
     assert_float_equal(sgd_of(cfg)->dampening, 0, 0);
     assert_float_equal(sgd_of(cfg)->weight_decay, 0, 0);
-    assert_int_equal(cfg->schedule, FN_SCHEDULE_CONSTANT);
+    assert_string_equal(cfg->schedule->name, "constant");
     assert_int_equal(cfg->warmup_steps, 0);
-    assert_float_equal(cfg->gamma, 0.1f, 0);
-    assert_float_equal(cfg->min_lr, 0, 0);
     assert_float_equal(cfg->clip_grad_norm, 0, 0);
     fn_config_destroy(cfg);
 
@@ -378,9 +380,10 @@ static void test_optimizer_keys(void **state)
     assert_float_equal(adam_of(cfg)->beta1, 0.8f, 0);
     assert_float_equal(adam_of(cfg)->beta2, 0.99f, 0);
     assert_float_equal(adam_of(cfg)->eps, 1e-6f, 0);
-    assert_int_equal(cfg->schedule, FN_SCHEDULE_COSINE);
+    assert_string_equal(cfg->schedule->name, "cosine");
     assert_int_equal(cfg->warmup_steps, 10);
-    assert_float_equal(cfg->min_lr, 1e-4f, 0);
+    assert_float_equal(((const fn_cosine_schedule_options *)cfg->schedule_options)->min_lr, 1e-4f,
+                       0);
     assert_float_equal(cfg->clip_grad_norm, 2.5f, 0);
     /* AdamW's weight decay defaults to torch.optim.AdamW's. */
     assert_float_equal(adam_of(cfg)->weight_decay, 1e-2f, 0);
@@ -393,8 +396,12 @@ static void test_optimizer_keys(void **state)
     const char *const step[] = {"train.schedule=step", "train.step_size=100", "train.gamma=0.5",
                                 NULL};
     assert_int_equal(load(f, minimal, step, &cfg), FN_OK);
-    assert_int_equal(cfg->step_size, 100);
-    assert_float_equal(cfg->gamma, 0.5f, 0);
+    const fn_step_schedule_options *so = cfg->schedule_options;
+    assert_int_equal(so->step_size, 100);
+    assert_float_equal(so->gamma, 0.5f, 0);
+    char v[32];
+    assert_int_equal(fn_config_get(cfg, "train.step_size", v, sizeof v), FN_OK);
+    assert_string_equal(v, "100");
     fn_config_destroy(cfg);
     /* momentum = 0 with Adam says nothing wrong: allowed. */
     const char *const adam_m0[] = {"train.optimizer=adam", "train.momentum=0", NULL};
@@ -407,7 +414,8 @@ static void test_optimizer_key_errors(void **state)
     char text[512];
     snprintf(text, sizeof text, "%s[train]\noptimizer = adam\nmomentum = 0.9\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
-                 "run.ini:7: train.momentum: applies to optimizer = sgd only, not adam", NULL);
+                 "run.ini:7: train.momentum: applies to optimizer = sgd or rmsprop only, not adam",
+                 NULL);
     snprintf(text, sizeof text, "%s[train]\noptimizer = adamw\ndampening = 0.5\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.dampening: applies to optimizer = "
                  "sgd only, not adamw", NULL);
@@ -420,8 +428,8 @@ static void test_optimizer_key_errors(void **state)
     const char *const eps[] = {"train.adam_eps=1e-3", NULL};
     EXPECT_ERROR(minimal, eps, FN_ERR_INVALID, "--set train.adam_eps=1e-3: applies to optimizer "
                  "= adam or adamw only, not sgd", NULL);
-    EXPECT_ERROR("[train]\noptimizer = rmsprop\n", NULL, FN_ERR_INVALID,
-                 "train.optimizer: expected sgd, adam or adamw, got 'rmsprop'", NULL);
+    EXPECT_ERROR("[train]\noptimizer = adagrad\n", NULL, FN_ERR_INVALID,
+                 "train.optimizer: expected sgd, adam, adamw or rmsprop, got 'adagrad'", NULL);
     EXPECT_ERROR("[train]\nbetas = 0.9\n", NULL, FN_ERR_INVALID,
                  "train.betas: expected two numbers 'beta1, beta2', got '0.9'", NULL);
     EXPECT_ERROR("[train]\nbetas = 0.9, 1\n", NULL, FN_ERR_INVALID,
@@ -429,7 +437,7 @@ static void test_optimizer_key_errors(void **state)
     EXPECT_ERROR("[train]\nbetas = x, 0.9\n", NULL, FN_ERR_INVALID,
                  "train.betas: expected a number, got 'x'", NULL);
     EXPECT_ERROR("[train]\nschedule = linear\n", NULL, FN_ERR_INVALID,
-                 "train.schedule: expected constant, step or cosine, got 'linear'", NULL);
+                 "train.schedule: expected constant, step, cosine or plateau, got 'linear'", NULL);
     snprintf(text, sizeof text, "%s[train]\nschedule = step\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
                  "run.ini:6: train.schedule: schedule = step needs step_size", NULL);
@@ -441,7 +449,7 @@ static void test_optimizer_key_errors(void **state)
                  "run.ini:7: train.gamma: applies to schedule = step only", NULL);
     snprintf(text, sizeof text, "%s[train]\nmin_lr = 0.001\n", minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
-                 "run.ini:6: train.min_lr: applies to schedule = cosine only", NULL);
+                 "run.ini:6: train.min_lr: applies to schedule = cosine or plateau only", NULL);
     snprintf(text, sizeof text, "%s[train]\nschedule = cosine\nlr = 0.1\nmin_lr = 0.5\n",
              minimal);
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
@@ -450,6 +458,112 @@ static void test_optimizer_key_errors(void **state)
                  "train.clip_grad_norm: -1 is out of range", NULL);
     EXPECT_ERROR("[train]\nwarmup_steps = -1\n", NULL, FN_ERR_INVALID,
                  "train.warmup_steps: -1 is out of range", NULL);
+}
+
+/* RMSprop's keys: torch's defaults, read into its block; each bad value
+ * names its key; its own keys refused with another optimiser. */
+static void test_rmsprop_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    const char *const plain[] = {"train.optimizer=rmsprop", NULL};
+    assert_int_equal(load(f, minimal, plain, &cfg), FN_OK);
+    const fn_rmsprop_config *r = cfg->optimizer_options;
+    assert_string_equal(cfg->optimizer->name, "rmsprop");
+    assert_float_equal(r->alpha, 0.99f, 0);
+    assert_float_equal(r->eps, 1e-8f, 0);
+    assert_float_equal(r->momentum, 0, 0);
+    assert_float_equal(r->weight_decay, 0, 0);
+    assert_int_equal(r->centered, 0);
+    fn_config_destroy(cfg);
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\noptimizer = rmsprop\nalpha = 0.5\nrmsprop_eps = 1e-6\n"
+             "momentum = 0.9\ncentered = yes\nweight_decay = 0.01\n", minimal);
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    r = cfg->optimizer_options;
+    assert_float_equal(r->alpha, 0.5f, 0);
+    assert_float_equal(r->eps, 1e-6f, 0);
+    assert_float_equal(r->momentum, 0.9f, 0);
+    assert_float_equal(r->weight_decay, 0.01f, 0);
+    assert_int_equal(r->centered, 1);
+    fn_config_destroy(cfg);
+
+    snprintf(text, sizeof text, "%s[train]\noptimizer = rmsprop\nalpha = 1.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.alpha: 1.5 is out of range", NULL);
+    const char *const eps0[] = {"train.optimizer=rmsprop", "train.rmsprop_eps=0", NULL};
+    EXPECT_ERROR(minimal, eps0, FN_ERR_INVALID, "--set train.rmsprop_eps=0: 0 is out of range",
+                 "expected > 0");
+    const char *const negative[] = {"train.optimizer=rmsprop", "train.momentum=-1", NULL};
+    EXPECT_ERROR(minimal, negative, FN_ERR_INVALID, "--set train.momentum=-1: -1 is out of range",
+                 NULL);
+    const char *const centered[] = {"train.optimizer=rmsprop", "train.centered=maybe", NULL};
+    EXPECT_ERROR(minimal, centered, FN_ERR_INVALID, "train.centered=maybe: expected true or false",
+                 NULL);
+    snprintf(text, sizeof text, "%s[train]\nalpha = 0.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.alpha: applies to optimizer = rmsprop only, not sgd", NULL);
+    const char *const on_adam[] = {"train.optimizer=adam", "train.centered=true", NULL};
+    EXPECT_ERROR(minimal, on_adam, FN_ERR_INVALID,
+                 "--set train.centered=true: applies to optimizer = rmsprop only, not adam",
+                 "(adam's keys: betas, adam_eps, weight_decay)");
+    const char *const dampening[] = {"train.optimizer=rmsprop", "train.dampening=0.5", NULL};
+    EXPECT_ERROR(minimal, dampening, FN_ERR_INVALID,
+                 "--set train.dampening=0.5: applies to optimizer = sgd only, not rmsprop", NULL);
+}
+
+/* schedule = plateau: torch's ReduceLROnPlateau defaults, its keys read
+ * into its block, each bad value naming its key, its keys refused with
+ * another schedule; min_lr is cosine's and plateau's. */
+static void test_plateau_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    const char *const plain[] = {"train.schedule=plateau", NULL};
+    assert_int_equal(load(f, minimal, plain, &cfg), FN_OK);
+    const fn_plateau_schedule_options *p = cfg->schedule_options;
+    assert_string_equal(cfg->schedule->name, "plateau");
+    assert_float_equal(p->factor, 0.1f, 0);
+    assert_int_equal(p->patience, 10);
+    assert_float_equal(p->threshold, 1e-4f, 0);
+    assert_int_equal(p->cooldown, 0);
+    assert_float_equal(p->min_lr, 0, 0);
+    fn_config_destroy(cfg);
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\nschedule = plateau\nfactor = 0.5\n"
+             "plateau_patience = 2\nthreshold = 0.01\ncooldown = 1\nmin_lr = 1e-4\n", minimal);
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    p = cfg->schedule_options;
+    assert_float_equal(p->factor, 0.5f, 0);
+    assert_int_equal(p->patience, 2);
+    assert_float_equal(p->threshold, 0.01f, 0);
+    assert_int_equal(p->cooldown, 1);
+    assert_float_equal(p->min_lr, 1e-4f, 0);
+    char v[32];
+    assert_int_equal(fn_config_get(cfg, "train.plateau_patience", v, sizeof v), FN_OK);
+    assert_string_equal(v, "2");
+    fn_config_destroy(cfg);
+
+    snprintf(text, sizeof text, "%s[train]\nschedule = plateau\nfactor = 1\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.factor: factor 1 must be > 0 and "
+                 "< 1", NULL);
+    const char *const zero[] = {"train.schedule=plateau", "train.factor=0", NULL};
+    EXPECT_ERROR(minimal, zero, FN_ERR_INVALID, "--set train.factor=0: 0 is out of range", NULL);
+    const char *const patience[] = {"train.schedule=plateau", "train.plateau_patience=-1", NULL};
+    EXPECT_ERROR(minimal, patience, FN_ERR_INVALID,
+                 "--set train.plateau_patience=-1: -1 is out of range: expected >= 0", NULL);
+    const char *const fraction[] = {"train.schedule=plateau", "train.cooldown=1.5", NULL};
+    EXPECT_ERROR(minimal, fraction, FN_ERR_INVALID,
+                 "--set train.cooldown=1.5: expected an integer, got '1.5'", NULL);
+    const char *const threshold[] = {"train.schedule=plateau", "train.threshold=1", NULL};
+    EXPECT_ERROR(minimal, threshold, FN_ERR_INVALID, "--set train.threshold=1: threshold 1 must "
+                 "be >= 0 and < 1", NULL);
+    snprintf(text, sizeof text, "%s[train]\nschedule = cosine\ncooldown = 3\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.cooldown: applies to schedule = plateau only, not cosine",
+                 "(cosine's keys: min_lr)");
+    const char *const on_constant[] = {"train.factor=0.5", NULL};
+    EXPECT_ERROR(minimal, on_constant, FN_ERR_INVALID, "--set train.factor=0.5: applies to "
+                 "schedule = plateau only, not constant (constant's keys: none)", NULL);
 }
 
 static void test_missing_required(void **state)
@@ -685,5 +799,6 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
+          T(test_rmsprop_keys), T(test_plateau_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

@@ -3,7 +3,8 @@
  * from one seed give bit-identical weights (the clipping's norm is summed
  * without atomics), and a run stopped mid-epoch and resumed ends with the
  * same weights bit for bit (exp_avg, exp_avg_sq and the step count in the
- * checkpoint). It also puts Adam's and the clipper's kernels under
+ * checkpoint); the same for RMSprop. It also puts Adam's, RMSprop's and
+ * the clipper's kernels under
  * scripts/gpu_check.sh's compute-sanitizer run. Skips without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -56,16 +57,22 @@ static int teardown(void **state)
 
 /* Runs run.ini into <dir>/<out> (trainer_run.h), which must succeed; the
  * caller destroys the trainer, then cfg. */
-static fn_trainer *run(const fixture *f, const char *out, int resume, long long stop_after,
-                       fn_config **cfg)
+static fn_trainer *run_with(const fixture *f, const char *out, const char *sets, int resume,
+                            long long stop_after, fn_config **cfg)
 {
     fn_status st;
     char msg[512];
-    fn_trainer *t = trainer_run(f->dir, f->ini, out, NULL, NULL, resume, stop_after, cfg, &st,
+    fn_trainer *t = trainer_run(f->dir, f->ini, out, NULL, sets, resume, stop_after, cfg, &st,
                                 msg, sizeof msg);
     if (st != FN_OK)
         fail_msg("train %s: %s", out, msg);
     return t;
+}
+
+static fn_trainer *run(const fixture *f, const char *out, int resume, long long stop_after,
+                       fn_config **cfg)
+{
+    return run_with(f, out, NULL, resume, stop_after, cfg);
 }
 
 static void test_two_runs_bit_identical(void **state)
@@ -104,6 +111,41 @@ static void test_stop_and_resume(void **state)
     fn_config_destroy(cw);
 }
 
+/* RMSprop with all three kinds of state, in the multi-tensor launch of a
+ * graphed step, under a plateau schedule on the training loss (the
+ * deferred step's sums) that asks for the loss to halve every epoch, so
+ * the rate falls at epoch ends: two runs bit-identical, and a run stopped
+ * mid-epoch and resumed ends with the uninterrupted run's weights bit for
+ * bit. */
+static void test_rmsprop_runs(void **state)
+{
+    skip_without_gpu();
+    fixture *f = *state;
+    const char *sets = "train.optimizer=rmsprop;train.lr=0.003;train.alpha=0.9;"
+                       "train.momentum=0.5;train.centered=true;train.weight_decay=1e-3;"
+                       "train.schedule=plateau;train.factor=0.5;train.plateau_patience=0;"
+                       "train.threshold=0.5";
+    fn_config *cw = NULL, *c2 = NULL, *cr = NULL;
+    fn_trainer *whole = run_with(f, "whole", sets, 0, -1, &cw);
+    assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(whole)), "rmsprop");
+    fn_trainer *again = run_with(f, "again", sets, 0, -1, &c2);
+    expect_same_weights(fn_trainer_net(again), fn_trainer_net(whole));
+    fn_trainer_destroy(again);
+    fn_config_destroy(c2);
+    fn_trainer *t = run_with(f, "parts", sets, 0, STOP_AFTER, &cr);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    t = run_with(f, "parts", sets, 1, -1, &cr);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
+    fn_trainer_destroy(t);
+    fn_config_destroy(cr);
+    fn_trainer_destroy(whole);
+    fn_config_destroy(cw);
+}
+
 TEST_MAIN(NULL, NULL,
+          cmocka_unit_test_setup_teardown(test_rmsprop_runs, setup, teardown),
           cmocka_unit_test_setup_teardown(test_two_runs_bit_identical, setup, teardown),
           cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown))

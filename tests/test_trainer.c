@@ -28,7 +28,8 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/config.h"
-#include "fusenet/schedule.h"
+#include "fusenet/schedule_kind.h"
+#include "optim/cosine_schedule.h"
 #include "fusenet/trainer.h"
 #include "program.h"
 #include "sets.h"
@@ -465,8 +466,11 @@ static void test_adam_stop_and_resume(void **state)
     assert_non_null(strstr(csv, ",seconds,samples_per_s,lr,grad_norm\n"));
     const char *line = strchr(csv, '\n') + 1;
     /* The config's float32 values, as the trainer takes them. */
-    const fn_schedule s = {.kind = FN_SCHEDULE_COSINE, .lr = 0.01f, .warmup_steps = 20,
-                           .min_lr = 1e-4f, .total_steps = (long long)EPOCHS * STEPS};
+    const fn_schedule_kind *cosine = NULL;
+    assert_int_equal(fn_schedule_kind_find("cosine", &cosine), FN_OK);
+    const fn_cosine_schedule_options o = {.min_lr = 1e-4f};
+    const fn_schedule s = {.kind = cosine, .lr = 0.01f, .warmup_steps = 20, .options = &o,
+                           .total_steps = (long long)EPOCHS * STEPS};
     for (int e = 1; e <= EPOCHS; e++) {
         double v[9]; /* ..., seconds, samples_per_s, lr, grad_norm */
         assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
@@ -504,6 +508,56 @@ static void make_version_1(const fixture *f, const char *out)
 
 /* A version-1 checkpoint (SGD) still resumes, to the uninterrupted run's
  * weights; one written by SGD does not resume an Adam config. */
+/* RMSprop with every kind of state (square_avg, momentum_buffer, grad_avg)
+ * and L2 decay: a run stopped mid-epoch and resumed ends with the weights
+ * and metrics of the run that never stopped, bit for bit. */
+static void test_rmsprop_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    write_ini(f, "optimizer = rmsprop\nlr = 0.003\nalpha = 0.9\nmomentum = 0.5\n"
+                 "centered = true\nweight_decay = 1e-3\n");
+    check_stop_and_resume(f);
+}
+
+/* The lr column of <out>/metrics.csv, one value an epoch. */
+static void metrics_lr(const fixture *f, const char *out, double lr[EPOCHS])
+{
+    char *csv = slurp(f, out, "metrics.csv");
+    const char *line = strchr(csv, '\n') + 1;
+    for (int e = 0; e < EPOCHS; e++) {
+        double v[8];
+        assert_int_equal(sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
+                                &v[3], &v[4], &v[5], &v[6], &v[7]),
+                         8);
+        lr[e] = v[7];
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+}
+
+/* schedule = plateau on the validation loss, asking for it to halve every
+ * epoch: the rate falls at epoch ends, so a run stopped mid-epoch after
+ * reductions resumes only with the schedule's state from the checkpoint;
+ * it ends with the weights and metrics (the lr column too) of the run
+ * that never stopped, bit for bit. */
+static void test_plateau_stop_and_resume(void **state)
+{
+    fixture *f = *state;
+    write_ini(f, "lr = 0.05\nmomentum = 0.9\nschedule = plateau\nfactor = 0.5\n"
+                 "plateau_patience = 0\nthreshold = 0.5\n");
+    check_stop_and_resume(f);
+    double lr[EPOCHS];
+    metrics_lr(f, "ref", lr);
+    assert_true(fabs(lr[0] - 0.05) < 1e-8); /* printed with 9 digits */
+    int reduced = 0;
+    for (int e = 1; e < EPOCHS; e++) {
+        assert_true(lr[e] <= lr[e - 1]);
+        reduced += lr[e] < lr[e - 1];
+    }
+    assert_true(lr[STOP_AFTER / STEPS] < lr[0]); /* reduced before the stop */
+    assert_true(reduced >= 2);
+}
+
 static void test_version_1_checkpoint(void **state)
 {
     fixture *f = *state;
@@ -590,5 +644,7 @@ TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, s
           cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
           cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_rmsprop_stop_and_resume, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_plateau_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_version_1_checkpoint, setup, teardown),
           cmocka_unit_test(test_best_rule))

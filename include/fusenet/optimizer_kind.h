@@ -3,39 +3,25 @@
  * default; shared keys such as weight_decay are declared by every kind
  * that takes them), the check across them, and the optimiser made from
  * them. The config reads a kind's keys from this table into the kind's own
- * options block; its messages ("applies to optimizer = adam or adamw only",
- * "expected sgd, adam or adamw") are generated from it; the trainer makes
+ * options block; its messages ("applies to optimizer = adam or adamw
+ * only", "expected sgd, adam, adamw or rmsprop") are generated from it (the
+ * same code reads the schedules' keys, schedule_kind.h); the trainer makes
  * the optimiser through it. None of them names an optimiser.
  *
  * A new optimiser is its own files (optimizer.h's interface; its
  * descriptor, src/optim/sgd_kind.c's pattern) plus one line in the table
- * of src/optim/optimizer_kind.c. */
+ * of src/optim/optimizer_kind.c and its extern below. */
 #ifndef FUSENET_OPTIMIZER_KIND_H
 #define FUSENET_OPTIMIZER_KIND_H
 
 #include <stddef.h>
 
+#include "fusenet/option.h"
 #include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum fn_option_type {
-    FN_OPTION_FLOAT, /* a float32 number in [min, max] (min excluded when min_exclusive) */
-    FN_OPTION_BOOL,  /* true/false, yes/no, on/off, 1/0: an int */
-    FN_OPTION_PAIR   /* "a, b": two float32 numbers, each in [0, 1) (betas) */
-} fn_option_type;
-
-/* One [train] key of an optimiser's options. */
-typedef struct fn_option {
-    const char *name;     /* the [train] key */
-    fn_option_type type;
-    size_t offset;        /* of its field in the kind's options block */
-    double min, max;      /* FN_OPTION_FLOAT: the allowed range */
-    int min_exclusive;    /* min itself is not allowed */
-    const char *fallback; /* the default, as text */
-} fn_option;
 
 typedef struct fn_optimizer_kind {
     const char *name;    /* "sgd": the [train] optimizer value */
@@ -53,23 +39,17 @@ typedef struct fn_optimizer_kind {
 extern const fn_optimizer_kind fn_sgd_kind;
 extern const fn_optimizer_kind fn_adam_kind;
 extern const fn_optimizer_kind fn_adamw_kind;
+extern const fn_optimizer_kind fn_rmsprop_kind;
 
 int fn_optimizer_kind_count(void);
 const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */
 
-/* The kind called `name`; FN_ERR_INVALID "expected sgd, adam or adamw, got
- * 'x'" (the table's names) when there is none. */
+/* The kind called `name`; FN_ERR_INVALID "expected sgd, adam, adamw or rmsprop,
+ * got 'x'" (the table's names) when there is none. */
 fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind);
 
 /* kind's option called `name`, or NULL. */
 const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *name);
-
-/* The names of the kinds that take option `name`, "adam or adamw", into
- * buf; returns buf. */
-const char *fn_optimizer_kinds_taking(const char *name, char *buf, size_t cap);
-
-/* kind's option names, "betas, adam_eps, weight_decay", into buf. */
-const char *fn_optimizer_option_list(const fn_optimizer_kind *kind, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,15 @@
-/* schedule.h — the learning rate of each step: a schedule (constant, step
- * decay or cosine annealing) with an optional linear warm-up, a pure
- * function of the global step t (0-based), so a resumed run continues it
- * without state. With base rate lr, W = warmup_steps and T the run's total
- * steps:
- *   constant: f(t) = lr
- *   step:     f(t) = lr * gamma^floor(t / step_size)
- *   cosine:   f(t) = min_lr + (lr - min_lr) * (1 + cos(pi * (t - W) / (T - W))) / 2
- *             for W <= t < T; lr for t < W (and when T <= W)
- *   lr(t) = f(t) * (t + 1) / W for t < W (warm-up), f(t) otherwise.
- * As PyTorch's LambdaLR with that factor; cosine after the warm-up is
- * CosineAnnealingLR(T_max = T - W, eta_min = min_lr). */
+/* schedule.h — the learning rate of each step: a schedule kind
+ * (schedule_kind.h: constant, step decay, cosine annealing, ...) with an
+ * optional linear warm-up. With base rate lr and W = warmup_steps, the rate
+ * of global step t (0-based) is
+ *   lr(t) = f(t) * (t + 1) / W for t < W (warm-up), f(t) otherwise,
+ * where f is the kind's rate (its file states its formula). As PyTorch's
+ * LambdaLR with that factor over the kind's own scheduler.
+ *
+ * Most kinds are pure functions of t and their options, so a resumed run
+ * continues them without state. A kind that reacts to the run (reduce on
+ * plateau) keeps its state in `state`, which the trainer stores in
+ * checkpoints and restores on resume; all zeros is a fresh start. */
 #ifndef FUSENET_SCHEDULE_H
 #define FUSENET_SCHEDULE_H
 
@@ -19,32 +19,29 @@
 extern "C" {
 #endif
 
-typedef enum fn_schedule_kind {
-    FN_SCHEDULE_CONSTANT = 0,
-    FN_SCHEDULE_STEP,
-    FN_SCHEDULE_COSINE
-} fn_schedule_kind;
-/* How many kinds there are: schedule.c's table of names is checked against
- * it when it compiles. */
-enum { FN_SCHEDULE_KINDS = FN_SCHEDULE_COSINE + 1 };
+struct fn_schedule_kind;
+
+/* The most doubles of state a kind keeps. */
+enum { FN_SCHEDULE_STATE_MAX = 8 };
 
 typedef struct fn_schedule {
-    fn_schedule_kind kind;
+    const struct fn_schedule_kind *kind;
     double lr;              /* the base rate, > 0 */
     long long warmup_steps; /* W >= 0; 0: no warm-up */
-    long long step_size;    /* step: >= 1 */
-    double gamma;           /* step: > 0 */
-    double min_lr;          /* cosine: >= 0 and <= lr */
-    long long total_steps;  /* cosine: T, the run's steps */
+    long long total_steps;  /* T, the run's steps (cosine spans them) */
+    const void *options;    /* the kind's options block (its struct), borrowed */
+    double state[FN_SCHEDULE_STATE_MAX]; /* the kind's state between epochs; zeros: fresh */
 } fn_schedule;
 
-/* "constant", "step" or "cosine"; FN_ERR_INVALID naming the choices. */
-fn_status fn_schedule_parse(const char *text, fn_schedule_kind *kind);
-const char *fn_schedule_name(fn_schedule_kind kind);
 /* FN_ERR_INVALID with a message naming the offending field. */
 fn_status fn_schedule_check(const fn_schedule *s);
-/* The learning rate of global step t >= 0 (the formulas above). */
+/* The learning rate of global step t >= 0 (the formula above). */
 double fn_schedule_lr(const fn_schedule *s, long long t);
+/* The end of an epoch whose monitored metric (lower is better) is
+ * `metric`: a kind with state updates it; the others do nothing. */
+void fn_schedule_epoch_end(fn_schedule *s, double metric);
+/* The kind's name ("cosine"). */
+const char *fn_schedule_name(const fn_schedule *s);
 
 #ifdef __cplusplus
 }

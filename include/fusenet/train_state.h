@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "fusenet/schedule.h"
 #include "fusenet/status.h"
 
 #ifdef __cplusplus
@@ -34,6 +35,10 @@ typedef struct fn_train_state {
     double best;
     long long best_epoch;
     long long since_best;
+    /* The learning-rate schedule's state (schedule.h: a kind that reacts
+     * to the run keeps it; zeros for the others and before the first
+     * epoch's end). */
+    double schedule[FN_SCHEDULE_STATE_MAX];
 } fn_train_state;
 
 /* The start of a run: epoch 0, nothing taken. */

@@ -1,7 +1,6 @@
 /* optimizer_kind.c — the registry of optimisers (optimizer_kind.h): the
- * one table that lists them, lookup by name, and the phrases messages
- * make of it. A new optimiser adds its line to the table. */
-#include <stdio.h>
+ * one table that lists them and lookup by name. A new optimiser adds its
+ * line to the table. */
 #include <string.h>
 
 #include "core/name_list.h"
@@ -11,6 +10,7 @@ static const fn_optimizer_kind *const kinds[] = {
     &fn_sgd_kind,
     &fn_adam_kind,
     &fn_adamw_kind,
+    &fn_rmsprop_kind,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -40,25 +40,4 @@ const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *
         if (strcmp(kind->options[i].name, name) == 0)
             return &kind->options[i];
     return NULL;
-}
-
-const char *fn_optimizer_kinds_taking(const char *name, char *buf, size_t cap)
-{
-    const char *names[N_KINDS];
-    int n = 0;
-    for (int i = 0; i < N_KINDS; i++)
-        if (fn_optimizer_option(kinds[i], name))
-            names[n++] = kinds[i]->name;
-    return fn_name_list(buf, cap, names, n);
-}
-
-const char *fn_optimizer_option_list(const fn_optimizer_kind *kind, char *buf, size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < kind->n_options && len < cap; i++) {
-        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", kind->options[i].name);
-        len += w > 0 ? (size_t)w : 0;
-    }
-    return buf;
 }

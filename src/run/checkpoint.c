@@ -106,6 +106,7 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     FN_TRY(fn_h5_put_double(file, path, "best", s->best));
     FN_TRY(fn_h5_put_int(file, path, "best_epoch", s->best_epoch));
     FN_TRY(fn_h5_put_int(file, path, "since_best", s->since_best));
+    FN_TRY(fn_h5_put_doubles(file, path, "schedule_state", s->schedule, FN_SCHEDULE_STATE_MAX));
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
@@ -198,6 +199,10 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
         FN_TRY(fn_h5_get_int(file, path, "best_epoch", &s->best_epoch));
         FN_TRY(fn_h5_get_int(file, path, "since_best", &s->since_best));
     }
+    /* The schedule's state; none before it existed: a fresh one. */
+    if (H5Aexists(file, "schedule_state") > 0)
+        FN_TRY(fn_h5_get_doubles(file, path, "schedule_state", s->schedule,
+                                 FN_SCHEDULE_STATE_MAX));
     s->seed = (uint64_t)seed;
     s->batch_size = batch >= 1 && batch <= INT_MAX ? (int)batch : 0;
     return fn_train_state_check(s, path);

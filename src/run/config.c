@@ -15,6 +15,7 @@
 
 #include "fusenet/config.h"
 #include "run/config_impl.h"
+#include "core/name_list.h"
 #include "run/ini_reader.h"
 #include "store/regular_file.h"
 
@@ -47,9 +48,9 @@ typedef struct key_spec {
 
 #define AT(field) offsetof(fn_config, field)
 
-/* Every key but the optimisers' own, which each optimiser declares
- * (optimizer_kind.h). docs/configuration.md's table of keys is written from
- * these. */
+/* Every key but the optimisers' and the schedules' own, which each kind
+ * declares (optimizer_kind.h, schedule_kind.h). docs/configuration.md's
+ * table of keys is written from these. */
 static const key_spec keys[] = {
     {"data", "train", T_PATH, AT(train), 0, 0, 0, NULL},
     {"data", "valid", T_OPTPATH, AT(valid), 0, 0, 0, ""},
@@ -71,9 +72,6 @@ static const key_spec keys[] = {
     {"train", "optimizer", T_OPTIMIZER, AT(optimizer), 0, 0, 0, "sgd"},
     {"train", "schedule", T_SCHEDULE, AT(schedule), 0, 0, 0, "constant"},
     {"train", "warmup_steps", T_INT, AT(warmup_steps), 0, 1e9, 0, "0"},
-    {"train", "step_size", T_INT, AT(step_size), 1, 1e9, 0, "1"},
-    {"train", "gamma", T_FLOAT, AT(gamma), 0, 1e6, 1, "0.1"},
-    {"train", "min_lr", T_FLOAT, AT(min_lr), 0, 1e6, 0, "0"},
     {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
     {"train", "keep_best", T_BOOL, AT(keep_best), 0, 0, 0, "false"},
     {"train", "patience", T_INT, AT(patience), 0, 1e6, 0, "0"},
@@ -87,18 +85,20 @@ static const key_spec keys[] = {
 };
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
-/* The optimisers' keys follow the table's in one numbering: key N_KEYS + j
- * is the j-th distinct option name of the optimiser registry, in its order
- * (option_name). Every optimiser's options block is kept, each key's value
- * read into the block of every optimiser that takes it; finish checks the
- * chosen one's and hands it on as cfg->optimizer_options. */
-enum { MAX_OPTIONS = 32, MAX_OPTIMIZERS = 16, ALL_KEYS = N_KEYS + MAX_OPTIONS };
+/* The keys the registries' kinds declare (option.h) follow the table's in
+ * one numbering: key N_KEYS + j is the j-th distinct option name of the
+ * families below, the optimisers' first, each in its registry's order
+ * (option_name). Every kind's options block is kept, each key's value read
+ * into the block of every kind of its family that takes it; finish checks
+ * the chosen kind's and hands it on (cfg->optimizer_options,
+ * cfg->schedule_options). */
+enum { MAX_OPTIONS = 48, MAX_KINDS = 16, N_FAMILIES = 2, ALL_KEYS = N_KEYS + MAX_OPTIONS };
 
 /* Where each key's value came from: a file line, an override, or the default. */
 struct fn_config_keys {
     int line[ALL_KEYS];         /* > 0: set on this line of the file */
     char *assignment[ALL_KEYS]; /* non-NULL: set by this --set argument */
-    void *options[MAX_OPTIMIZERS]; /* each optimiser kind's options block */
+    void *options[N_FAMILIES][MAX_KINDS]; /* each kind's options block */
 };
 
 static const char *const sections[] = {"data", "model", "train", "run", "output"};
@@ -183,37 +183,122 @@ static char *directory_of(const char *path)
     return d;
 }
 
-/* --- the optimisers' keys ------------------------------------------------ */
+/* --- the keys the kinds declare ------------------------------------------ */
 
-/* The j-th distinct option name of the registry's optimisers; NULL past
- * the last. */
-static const char *option_name(int j)
+/* One kind of a registry, as the config sees it. */
+typedef struct kind_view {
+    const void *kind; /* the registry's entry */
+    const char *name; /* the selector's value */
+    size_t options_size;
+    const fn_option *options;
+    int n_options;
+} kind_view;
+
+/* A registry whose kinds declare their own [train] keys. */
+typedef struct family {
+    const char *selector; /* the [train] key that chooses a kind */
+    size_t chosen;        /* of the chosen kind's pointer in fn_config */
+    size_t chosen_options; /* of the chosen kind's options block in fn_config */
+    int (*count)(void);
+    kind_view (*at)(int k);
+    /* The chosen kind's rule across its keys (*key: the one to name). */
+    fn_status (*check)(const fn_config *cfg, int k, const void *block, const char **key);
+} family;
+
+static kind_view optimizer_at(int k)
 {
-    int seen = 0;
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
-        for (int o = 0; o < kind->n_options; o++) {
-            const char *name = kind->options[o].name;
-            int earlier = 0;
-            for (int e = 0; e < k && !earlier; e++)
-                earlier = fn_optimizer_option(fn_optimizer_kind_at(e), name) != NULL;
-            if (!earlier && seen++ == j)
-                return name;
-        }
-    }
+    const fn_optimizer_kind *o = fn_optimizer_kind_at(k);
+    return (kind_view){o, o->name, o->options_size, o->options, o->n_options};
+}
+
+static kind_view schedule_at(int k)
+{
+    const fn_schedule_kind *s = fn_schedule_kind_at(k);
+    return (kind_view){s, s->name, s->options_size, s->options, s->n_options};
+}
+
+static fn_status optimizer_check(const fn_config *cfg, int k, const void *block, const char **key)
+{
+    (void)cfg;
+    const fn_optimizer_kind *o = fn_optimizer_kind_at(k);
+    return o->check ? o->check(block, key) : FN_OK;
+}
+
+static fn_status schedule_check(const fn_config *cfg, int k, const void *block, const char **key)
+{
+    const fn_schedule_kind *s = fn_schedule_kind_at(k);
+    return s->check ? s->check(block, cfg->lr, key) : FN_OK;
+}
+
+static const family families[N_FAMILIES] = {
+    {"optimizer", AT(optimizer), AT(optimizer_options), fn_optimizer_kind_count, optimizer_at,
+     optimizer_check},
+    {"schedule", AT(schedule), AT(schedule_options), fn_schedule_kind_count, schedule_at,
+     schedule_check},
+};
+
+/* Kind k of family f's option called `name`, or NULL. */
+static const fn_option *kind_option(int f, int k, const char *name)
+{
+    const kind_view v = families[f].at(k);
+    for (int o = 0; o < v.n_options; o++)
+        if (strcmp(v.options[o].name, name) == 0)
+            return &v.options[o];
     return NULL;
 }
 
+/* The first kind of family f that takes option `name`; -1 for none. */
+static int first_taking(int f, const char *name)
+{
+    for (int k = 0; k < families[f].count(); k++)
+        if (kind_option(f, k, name))
+            return k;
+    return -1;
+}
+
+/* The j-th distinct option name of the families' kinds, its family in
+ * *fam; NULL past the last. */
+static const char *option_name(int j, int *fam)
+{
+    int seen = 0;
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (int k = 0; k < families[f].count(); k++) {
+            const kind_view v = families[f].at(k);
+            for (int o = 0; o < v.n_options; o++) {
+                const char *name = v.options[o].name;
+                if (first_taking(f, name) == k && seen++ == j) {
+                    if (fam)
+                        *fam = f;
+                    return name;
+                }
+            }
+        }
+    return NULL;
+}
+
+/* The index in family f of the kind cfg chose. */
+static int chosen_kind(const fn_config *cfg, int f)
+{
+    const void *chosen = *(const void *const *)((const char *)cfg + families[f].chosen);
+    int k = 0;
+    while (k < families[f].count() - 1 && families[f].at(k).kind != chosen)
+        k++;
+    return k;
+}
+
 static const char *key_section(int i) { return i < N_KEYS ? keys[i].section : "train"; }
-static const char *key_name(int i) { return i < N_KEYS ? keys[i].name : option_name(i - N_KEYS); }
+static const char *key_name(int i)
+{
+    return i < N_KEYS ? keys[i].name : option_name(i - N_KEYS, NULL);
+}
 
 static int find_key(const char *section, const char *name)
 {
     for (int i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
             return i;
-    for (int j = 0; strcmp(section, "train") == 0 && option_name(j); j++)
-        if (strcmp(option_name(j), name) == 0)
+    for (int j = 0; strcmp(section, "train") == 0 && option_name(j, NULL); j++)
+        if (strcmp(option_name(j, NULL), name) == 0)
             return N_KEYS + j;
     return -1;
 }
@@ -487,7 +572,7 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     case T_OPTIMIZER:
         return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
     case T_SCHEDULE:
-        return fn_schedule_parse(text, (fn_schedule_kind *)field);
+        return fn_schedule_kind_find(text, (const fn_schedule_kind **)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -501,14 +586,15 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     return fn_fail(FN_ERR_INVALID, "unhandled key type");
 }
 
-/* An optimiser's option from text into its options block. */
+/* A kind's option from text into its options block. */
 static fn_status set_option(void *block, const fn_option *o, const char *text)
 {
     char *field = (char *)block + o->offset;
     switch (o->type) {
-    case FN_OPTION_FLOAT: {
-        const key_spec k = {"train", o->name, T_FLOAT, o->offset, o->min, o->max,
-                            o->min_exclusive, o->fallback};
+    case FN_OPTION_FLOAT:
+    case FN_OPTION_INT: {
+        const key_spec k = {"train", o->name, o->type == FN_OPTION_INT ? T_INT : T_FLOAT,
+                            o->offset, o->min, o->max, o->min_exclusive, o->fallback};
         return set_number(block, &k, text);
     }
     case FN_OPTION_BOOL:
@@ -519,39 +605,67 @@ static fn_status set_option(void *block, const fn_option *o, const char *text)
     return fn_fail(FN_ERR_INVALID, "unhandled option type");
 }
 
-/* Key i's value: into cfg, or into the options block of every optimiser
- * that takes the option. */
+/* Key i's value: into cfg, or into the options block of every kind of its
+ * family that takes the option. */
 static fn_status set_key(fn_config *cfg, int i, const char *text)
 {
     if (i < N_KEYS)
         return set_value(cfg, &keys[i], text);
-    const char *name = option_name(i - N_KEYS);
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_option *o = fn_optimizer_option(fn_optimizer_kind_at(k), name);
+    int f = 0;
+    const char *name = option_name(i - N_KEYS, &f);
+    for (int k = 0; k < families[f].count(); k++) {
+        const fn_option *o = kind_option(f, k, name);
         if (o)
-            FN_TRY(set_option(cfg->keys->options[k], o, text));
+            FN_TRY(set_option(cfg->keys->options[f][k], o, text));
     }
     return FN_OK;
 }
 
-/* Every optimiser's options block, at its defaults. */
+/* A name declared by two families would be one key for both; one of the
+ * table's [train] keys would hide it. */
+static fn_status check_option_names(void)
+{
+    int f = 0;
+    for (int j = 0; option_name(j, &f); j++) {
+        for (int i = 0; i < N_KEYS; i++)
+            if (strcmp(keys[i].section, "train") == 0 &&
+                strcmp(keys[i].name, option_name(j, NULL)) == 0)
+                return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and "
+                               "by config.c's table", keys[i].name, families[f].selector);
+        for (int g = f + 1; g < N_FAMILIES; g++)
+            if (first_taking(g, option_name(j, NULL)) >= 0)
+                return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and a "
+                               "%s", option_name(j, NULL), families[f].selector,
+                               families[g].selector);
+    }
+    return FN_OK;
+}
+
+/* Every kind's options block, at its defaults (zeros for a key without). */
 static fn_status option_defaults(fn_config *cfg)
 {
-    if (fn_optimizer_kind_count() > MAX_OPTIMIZERS || option_name(MAX_OPTIONS))
-        return fn_fail(FN_ERR_INVALID, "config.c: more optimisers or options than it keeps");
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
-        if (!(cfg->keys->options[k] = calloc(1, kind->options_size)))
-            return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
-        for (int o = 0; o < kind->n_options; o++) {
-            fn_status st = set_option(cfg->keys->options[k], &kind->options[o],
-                                      kind->options[o].fallback);
-            if (st != FN_OK) {
-                fn_error_prefix("default of %s's %s: ", kind->name, kind->options[o].name);
-                return st;
+    for (int f = 0; f < N_FAMILIES; f++)
+        if (families[f].count() > MAX_KINDS)
+            return fn_fail(FN_ERR_INVALID, "config.c: more %ss than it keeps", families[f].selector);
+    if (option_name(MAX_OPTIONS, NULL))
+        return fn_fail(FN_ERR_INVALID, "config.c: more options than it keeps");
+    FN_TRY(check_option_names());
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (int k = 0; k < families[f].count(); k++) {
+            const kind_view v = families[f].at(k);
+            if (!(cfg->keys->options[f][k] = calloc(1, v.options_size ? v.options_size : 1)))
+                return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
+            for (int o = 0; o < v.n_options; o++) {
+                if (!v.options[o].fallback)
+                    continue;
+                fn_status st = set_option(cfg->keys->options[f][k], &v.options[o],
+                                          v.options[o].fallback);
+                if (st != FN_OK) {
+                    fn_error_prefix("default of %s's %s: ", v.name, v.options[o].name);
+                    return st;
+                }
             }
         }
-    }
     return FN_OK;
 }
 
@@ -793,69 +907,87 @@ static fn_status not_applicable(const fn_config *cfg, const char *name, int diff
     return key_fail(cfg, FN_ERR_INVALID, i, why);
 }
 
-/* Whether option o of the k-th optimiser holds other than its default. */
-static int option_differs(const fn_config *cfg, int k, const fn_option *o)
+/* Whether option o of kind k of family f holds other than its default
+ * (an option without one always does). */
+static int option_differs(const fn_config *cfg, int f, int k, const fn_option *o)
 {
-    const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
     char fallback[256] = {0};
-    if (kind->options_size > sizeof fallback || set_option(fallback, o, o->fallback) != FN_OK)
+    if (!o->fallback || families[f].at(k).options_size > sizeof fallback ||
+        set_option(fallback, o, o->fallback) != FN_OK)
         return 1;
-    const size_t size = o->type == FN_OPTION_BOOL ? sizeof(int)
-                        : o->type == FN_OPTION_PAIR ? 2 * sizeof(float) : sizeof(float);
-    return memcmp((const char *)cfg->keys->options[k] + o->offset, fallback + o->offset, size) != 0;
+    const size_t size = o->type == FN_OPTION_PAIR ? 2 * sizeof(float)
+                        : o->type == FN_OPTION_FLOAT ? sizeof(float) : sizeof(int);
+    return memcmp((const char *)cfg->keys->options[f][k] + o->offset, fallback + o->offset,
+                  size) != 0;
 }
 
-/* An option of other optimisers, given with a value other than its
- * default, is an error naming the optimisers it applies to; then the
- * chosen optimiser's own check; its options block goes to the config. */
-static fn_status check_optimizer(fn_config *cfg)
+/* "adam or adamw": the kinds of family f that take option `name`. */
+static const char *kinds_taking(int f, const char *name, char *buf, size_t cap)
 {
-    const fn_optimizer_kind *chosen = cfg->optimizer;
-    int c = 0;
-    while (fn_optimizer_kind_at(c) != chosen)
-        c++;
-    for (int j = 0; option_name(j); j++) {
-        const char *name = option_name(j);
-        if (fn_optimizer_option(chosen, name))
+    const char *names[MAX_KINDS];
+    int n = 0;
+    for (int k = 0; k < families[f].count() && n < MAX_KINDS; k++)
+        if (kind_option(f, k, name))
+            names[n++] = families[f].at(k).name;
+    return fn_name_list(buf, cap, names, n);
+}
+
+/* "betas, adam_eps, weight_decay": kind k's options, or "none". */
+static const char *own_options(int f, int k, char *buf, size_t cap)
+{
+    const kind_view v = families[f].at(k);
+    size_t len = 0;
+    snprintf(buf, cap, "none");
+    for (int i = 0; i < v.n_options && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", v.options[i].name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+/* An option of family f's other kinds, given with a value other than its
+ * default, is an error naming the kinds it applies to. */
+static fn_status check_others(const fn_config *cfg, int f, int c)
+{
+    const char *chosen = families[f].at(c).name, *selector = families[f].selector;
+    int fam = 0;
+    for (int j = 0; option_name(j, &fam); j++) {
+        const char *name = option_name(j, NULL);
+        if (fam != f || kind_option(f, c, name))
             continue;
-        int k = 0;
-        while (!fn_optimizer_option(fn_optimizer_kind_at(k), name))
-            k++;
+        const int k = first_taking(f, name);
         char taking[128], own[256], why[512];
-        snprintf(why, sizeof why, "applies to optimizer = %s only, not %s (%s's keys: %s)",
-                 fn_optimizer_kinds_taking(name, taking, sizeof taking), chosen->name,
-                 chosen->name, fn_optimizer_option_list(chosen, own, sizeof own));
-        FN_TRY(not_applicable(cfg, name,
-                              option_differs(cfg, k, fn_optimizer_option(fn_optimizer_kind_at(k), name)),
+        snprintf(why, sizeof why, "applies to %s = %s only, not %s (%s's keys: %s)", selector,
+                 kinds_taking(f, name, taking, sizeof taking), chosen, chosen,
+                 own_options(f, c, own, sizeof own));
+        FN_TRY(not_applicable(cfg, name, option_differs(cfg, f, k, kind_option(f, k, name)),
                               why));
     }
+    return FN_OK;
+}
+
+/* Family f: the other kinds' options, the chosen kind's options that have
+ * no default, then its own check; its options block goes to the config. */
+static fn_status check_family(fn_config *cfg, int f)
+{
+    const family *fam = &families[f];
+    const int c = chosen_kind(cfg, f);
+    const kind_view v = fam->at(c);
+    FN_TRY(check_others(cfg, f, c));
+    for (int o = 0; o < v.n_options; o++) {
+        if (v.options[o].fallback || key_given(cfg, find_key("train", v.options[o].name)))
+            continue;
+        char why[256];
+        snprintf(why, sizeof why, "%s = %s needs %s", fam->selector, v.name, v.options[o].name);
+        return key_fail(cfg, FN_ERR_INVALID, find_key("train", fam->selector), why);
+    }
     const char *key = NULL;
-    if (chosen->check && chosen->check(cfg->keys->options[c], &key) != FN_OK) {
+    if (fam->check(cfg, c, cfg->keys->options[f][c], &key) != FN_OK) {
         char problem[512];
         snprintf(problem, sizeof problem, "%s", fn_last_error());
         return key_fail(cfg, FN_ERR_INVALID, find_key("train", key), problem);
     }
-    cfg->optimizer_options = cfg->keys->options[c];
-    return FN_OK;
-}
-
-static fn_status check_schedule(const fn_config *cfg)
-{
-    const fn_schedule_kind k = cfg->schedule;
-    if (k == FN_SCHEDULE_STEP && !key_given(cfg, find_key("train", "step_size")))
-        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "schedule"),
-                        "schedule = step needs step_size (steps between decays)");
-    const char *step_only = "applies to schedule = step only";
-    FN_TRY(not_applicable(cfg, "step_size", k != FN_SCHEDULE_STEP, step_only));
-    FN_TRY(not_applicable(cfg, "gamma", k != FN_SCHEDULE_STEP && cfg->gamma != 0.1f, step_only));
-    FN_TRY(not_applicable(cfg, "min_lr", k != FN_SCHEDULE_COSINE && cfg->min_lr != 0,
-                          "applies to schedule = cosine only"));
-    if (k == FN_SCHEDULE_COSINE && cfg->min_lr > cfg->lr) {
-        char why[128];
-        snprintf(why, sizeof why, "min_lr %g is above lr %g", (double)cfg->min_lr,
-                 (double)cfg->lr);
-        return key_fail(cfg, FN_ERR_INVALID, find_key("train", "min_lr"), why);
-    }
+    *(const void **)((char *)cfg + fam->chosen_options) = cfg->keys->options[f][c];
     return FN_OK;
 }
 
@@ -946,8 +1078,8 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
-    FN_TRY(check_optimizer(cfg));
-    FN_TRY(check_schedule(cfg));
+    for (int f = 0; f < N_FAMILIES; f++)
+        FN_TRY(check_family(cfg, f));
     FN_TRY(check_best(cfg));
     FN_TRY(default_out_dir(cfg));
     for (int i = 0; i < N_KEYS; i++)
@@ -1016,7 +1148,7 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
         break;
     case T_MATH: n = snprintf(buf, cap, "%s", fn_math_name(*(const fn_math *)field)); break;
     case T_SCHEDULE:
-        n = snprintf(buf, cap, "%s", fn_schedule_name(*(const fn_schedule_kind *)field));
+        n = snprintf(buf, cap, "%s", (*(const fn_schedule_kind *const *)field)->name);
         break;
     case T_DEVICE:
         n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
@@ -1033,6 +1165,7 @@ static size_t format_option(const void *block, const fn_option *o, char *buf, si
     int n = 0;
     switch (o->type) {
     case FN_OPTION_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
+    case FN_OPTION_INT: n = snprintf(buf, cap, "%d", *(const int *)field); break;
     case FN_OPTION_BOOL:
         n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false");
         break;
@@ -1044,21 +1177,18 @@ static size_t format_option(const void *block, const fn_option *o, char *buf, si
     return (size_t)(n > 0 ? n : 0);
 }
 
-/* Key i's value: a field of cfg, or an optimiser's option (the chosen
- * optimiser's when it takes it, else the first that does). */
+/* Key i's value: a field of cfg, or a kind's option (the chosen kind's
+ * when it takes it, else the first that does). */
 static size_t format_key(const fn_config *cfg, int i, char *buf, size_t cap)
 {
     if (i < N_KEYS)
         return format_value(cfg, &keys[i], buf, cap);
-    const char *name = option_name(i - N_KEYS);
-    int k = 0;
-    while (fn_optimizer_kind_at(k) != cfg->optimizer)
-        k++;
-    if (!fn_optimizer_option(cfg->optimizer, name))
-        for (k = 0; !fn_optimizer_option(fn_optimizer_kind_at(k), name); k++)
-            ;
-    return format_option(cfg->keys->options[k],
-                         fn_optimizer_option(fn_optimizer_kind_at(k), name), buf, cap);
+    int f = 0;
+    const char *name = option_name(i - N_KEYS, &f);
+    int k = chosen_kind(cfg, f);
+    if (!kind_option(f, k, name))
+        k = first_taking(f, name);
+    return format_option(cfg->keys->options[f][k], kind_option(f, k, name), buf, cap);
 }
 
 fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap)
@@ -1086,11 +1216,11 @@ fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size
 
 /* --- the resolved values as text, for the ranks' agreement ---------------- */
 
-/* Every key: the table's and the optimisers' (option_name). */
+/* Every key: the table's and the kinds' (option_name). */
 int fn_config_n_keys(void)
 {
     int n = N_KEYS;
-    while (option_name(n - N_KEYS))
+    while (option_name(n - N_KEYS, NULL))
         n++;
     return n;
 }
@@ -1133,8 +1263,9 @@ void fn_config_destroy(fn_config *cfg)
     }
     for (int i = 0; cfg->keys && i < ALL_KEYS; i++)
         free(cfg->keys->assignment[i]);
-    for (int k = 0; cfg->keys && k < MAX_OPTIMIZERS; k++)
-        free(cfg->keys->options[k]);
+    for (int f = 0; cfg->keys && f < N_FAMILIES; f++)
+        for (int k = 0; k < MAX_KINDS; k++)
+            free(cfg->keys->options[f][k]);
     free(cfg->layers);
     free(cfg->keys);
     free(cfg->path);

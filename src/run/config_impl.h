@@ -12,7 +12,7 @@
 #include "fusenet/loss_kind.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/optimizer_kind.h"
-#include "fusenet/schedule.h"
+#include "fusenet/schedule_kind.h"
 
 struct fn_config {
     char *path; /* the config file as given */
@@ -49,11 +49,12 @@ struct fn_config {
      * fn_sgd_config, fn_adam_config), read from the [train] keys it
      * declares; set by fn_config_finish, owned by the config. */
     const void *optimizer_options;
-    fn_schedule_kind schedule; /* constant */
-    int warmup_steps;     /* 0 */
-    int step_size;        /* schedule = step: required */
-    float gamma;          /* schedule = step: 0.1 */
-    float min_lr;         /* schedule = cosine: 0 */
+    const fn_schedule_kind *schedule; /* constant (schedule_kind.h) */
+    /* The chosen schedule's own options block (its options struct), read
+     * from the [train] keys it declares; set by fn_config_finish, owned by
+     * the config. */
+    const void *schedule_options;
+    int warmup_steps;     /* 0: every schedule's linear warm-up */
     float clip_grad_norm; /* 0 = off */
     int keep_best;        /* write best.h5 when the validation metric improves */
     int patience;         /* stop after this many epochs without improvement, 0 = never */

@@ -159,6 +159,23 @@ fn_status fn_h5_put_double(hid_t obj, const char *where, const char *name, doubl
     return FN_OK;
 }
 
+fn_status fn_h5_put_doubles(hid_t obj, const char *where, const char *name, const double *values,
+                            int n)
+{
+    const hsize_t dims[1] = {(hsize_t)n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t attr = space < 0 ? -1
+                           : H5Acreate2(obj, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t w = attr < 0 ? -1 : H5Awrite(attr, H5T_NATIVE_DOUBLE, values);
+    if (attr >= 0)
+        H5Aclose(attr);
+    if (space >= 0)
+        H5Sclose(space);
+    if (w < 0)
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot write attribute '%s'", where, name);
+    return FN_OK;
+}
+
 /* Opens attribute `name` and checks its class; the caller closes it. */
 static fn_status open_attr(hid_t obj, const char *where, const char *name, H5T_class_t want,
                            const char *want_text, hid_t *attr)
@@ -249,6 +266,31 @@ fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, doubl
     fn_status st = H5Aread(attr, H5T_NATIVE_DOUBLE, value) < 0
                        ? fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name)
                        : FN_OK;
+    H5Aclose(attr);
+    return st;
+}
+
+fn_status fn_h5_get_doubles(hid_t obj, const char *where, const char *name, double *values,
+                            int n)
+{
+    if (H5Aexists(obj, name) <= 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: attribute '%s' is missing", where, name);
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: cannot open attribute '%s'", where, name);
+    hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+    const H5T_class_t cls = type < 0 ? H5T_NO_CLASS : H5Tget_class(type);
+    const hssize_t count = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    fn_status st = FN_OK;
+    if (cls != H5T_FLOAT || count != n)
+        st = fn_fail(FN_ERR_FORMAT, "%s: attribute '%s' is not %d floating-point numbers", where,
+                     name, n);
+    else if (H5Aread(attr, H5T_NATIVE_DOUBLE, values) < 0)
+        st = fn_h5_fail(FN_ERR_FORMAT, "%s: cannot read attribute '%s'", where, name);
+    if (type >= 0)
+        H5Tclose(type);
+    if (space >= 0)
+        H5Sclose(space);
     H5Aclose(attr);
     return st;
 }

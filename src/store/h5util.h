@@ -34,10 +34,17 @@ void fn_h5_abandon(hid_t file, const char *tmp);
 fn_status fn_h5_put_string(hid_t obj, const char *where, const char *name, const char *value);
 fn_status fn_h5_put_int(hid_t obj, const char *where, const char *name, long long value);
 fn_status fn_h5_put_double(hid_t obj, const char *where, const char *name, double value);
+/* An attribute of n doubles (a one-dimensional float64 array). */
+fn_status fn_h5_put_doubles(hid_t obj, const char *where, const char *name, const double *values,
+                            int n);
 /* *value is malloc'ed; both fixed and variable length strings are read. */
 fn_status fn_h5_get_string(hid_t obj, const char *where, const char *name, char **value);
 fn_status fn_h5_get_int(hid_t obj, const char *where, const char *name, long long *value);
 fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, double *value);
+/* Reads an attribute of exactly n numbers as doubles; FN_ERR_FORMAT naming
+ * it for another count. */
+fn_status fn_h5_get_doubles(hid_t obj, const char *where, const char *name, double *values,
+                            int n);
 
 /* A float32 dataset of rank 1 or 2 (dims[0] only when rank is 1), chunked
  * with a Fletcher-32 checksum per chunk. Refuses

@@ -2,6 +2,7 @@
  * clipper's last norm; a non-finite parameter is named and nothing is
  * written. */
 #include <stdio.h>
+#include <string.h>
 
 #include "fusenet/checkpoint.h"
 #include "trainer/trainer_impl.h"
@@ -23,6 +24,7 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t)
         return FN_OK;
     }
     FN_TRY(fn_trainer_prepare_output(t));
+    memcpy(t->state.schedule, t->schedule.state, sizeof t->state.schedule);
     fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
                                           t->cfg->text);
     if (st == FN_OK)

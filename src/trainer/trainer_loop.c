@@ -170,6 +170,15 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved
     return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
 }
 
+/* The metric a schedule that reacts to the run (reduce on plateau) follows,
+ * lower is better: the validation loss when there is a validation set, else
+ * the epoch's training loss. */
+static double schedule_metric(const fn_trainer *t, fn_train_metrics train,
+                              fn_train_metrics valid)
+{
+    return t->valid_loader ? valid.loss : train.loss;
+}
+
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
 {
     fn_train_metrics valid = {NAN, NAN};
@@ -179,6 +188,8 @@ static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
     int improved = 0;
     FN_TRY(watch_best(t, valid, &improved));
     FN_TRY(report_epoch(t, train, valid, improved));
+    /* After the report: its lr is the one the epoch's last step took. */
+    fn_schedule_epoch_end(&t->schedule, schedule_metric(t, train, valid));
     const int patience = t->cfg->patience;
     t->stopped_early = patience > 0 && t->state.since_best >= patience &&
                        t->state.epoch + 1 < t->cfg->epochs;

@@ -91,9 +91,9 @@ static fn_status make_schedule(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
     t->schedule = (fn_schedule){.kind = c->schedule, .lr = c->lr,
-                                .warmup_steps = c->warmup_steps, .step_size = c->step_size,
-                                .gamma = c->gamma, .min_lr = c->min_lr,
-                                .total_steps = (long long)c->epochs * fn_data_batches(t->train)};
+                                .warmup_steps = c->warmup_steps,
+                                .total_steps = (long long)c->epochs * fn_data_batches(t->train),
+                                .options = c->schedule_options};
     return fn_schedule_check(&t->schedule);
 }
 
@@ -171,6 +171,7 @@ static fn_status resume(fn_trainer *t)
     }
     FN_TRY(check_resumable(t, &s));
     t->state = s;
+    memcpy(t->schedule.state, s.schedule, sizeof t->schedule.state);
     t->checkpoint_ours = 1;
     /* A run that stopped early stays stopped unless patience grew: it
      * ends at once, writing the same weights. */
