@@ -330,7 +330,8 @@ static void test_trains_and_reports(void **state)
     assert_true(last->valid.acc > 0.85);
 
     assert_true(exists(f, "full", "weights.h5"));
-    assert_false(exists(f, "full", "checkpoint.h5"));
+    /* The end's checkpoint, which --resume with more epochs continues. */
+    assert_true(exists(f, "full", "checkpoint.h5"));
     char *csv = slurp(f, "full", "metrics.csv");
     int lines = 0;
     for (const char *c = csv; *c; c++)
@@ -567,7 +568,7 @@ static void test_best_rule(void **state)
     static const int better[] = {1, 1, 0, 0, 1}, since[] = {0, 0, 1, 2, 0};
     for (int e = 0; e < 5; e++) {
         s.epoch = e;
-        assert_int_equal(fn_train_state_best(&s, acc[e], 0), better[e]);
+        assert_int_equal(fn_train_state_best(&s, acc[e], 0, 0), better[e]);
         assert_int_equal(s.since_best, since[e]);
     }
     assert_int_equal(s.best_epoch, 5);
@@ -577,7 +578,7 @@ static void test_best_rule(void **state)
     static const int lower[] = {1, 1, 0, 1};
     for (int e = 0; e < 4; e++) {
         m.epoch = e;
-        assert_int_equal(fn_train_state_best(&m, loss[e], 1), lower[e]);
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1, 0), lower[e]);
     }
     assert_int_equal(m.best_epoch, 4);
     fn_train_state_next_epoch(&m); /* as a checkpoint holds it: epoch 4 to continue */
@@ -586,7 +587,32 @@ static void test_best_rule(void **state)
     assert_int_equal(fn_train_state_check(&m, "here"), FN_ERR_FORMAT);
 }
 
+/* [train] min_delta: an improvement by min_delta or less counts as none,
+ * for a loss (lower) and an accuracy (higher) alike. */
+static void test_best_rule_min_delta(void **state)
+{
+    (void)state;
+    fn_train_state m = fn_train_state_start(1, 8, 100, 100);
+    static const double loss[] = {1.0, 0.95, 0.89, 0.85, 0.5};
+    static const int lower[] = {1, 0, 1, 0, 1}, since[] = {0, 1, 0, 1, 0};
+    for (int e = 0; e < 5; e++) {
+        m.epoch = e;
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1, 0.1), lower[e]);
+        assert_int_equal(m.since_best, since[e]);
+    }
+    assert_float_equal(m.best, 0.5, 0);
+    fn_train_state a = fn_train_state_start(1, 8, 100, 100);
+    static const double acc[] = {0.5, 0.52, 0.56, 0.9};
+    static const int higher[] = {1, 0, 1, 1};
+    for (int e = 0; e < 4; e++) {
+        a.epoch = e;
+        assert_int_equal(fn_train_state_best(&a, acc[e], 0, 0.05), higher[e]);
+    }
+    assert_int_equal(a.best_epoch, 4);
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
+          cmocka_unit_test(test_best_rule_min_delta),
           cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
           cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),

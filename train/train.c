@@ -145,6 +145,8 @@ static int load_config(const args *a, fn_config **cfg)
             return fail(NULL);
     if (fn_config_finish(*cfg) != FN_OK)
         return fail(NULL);
+    for (int i = 0; fn_world_rank() == 0 && fn_config_notice(*cfg, i); i++)
+        printf("notice: %s\n", fn_config_notice(*cfg, i));
     return 0;
 }
 
@@ -311,14 +313,14 @@ static void on_done(void *user, const fn_train_summary *s)
                ls->batches, 1e3 * ls->prepare_seconds / (double)ls->batches, ls->threads,
                ls->threads == 1 ? "" : "s", 1e3 * ls->wait_seconds / (double)ls->batches);
     if (s->stopped_early)
-        printf("stopped early: no improvement in the last %lld epochs (the best, %.4f, at "
+        printf("stopped early: no improvement in the last %lld epochs (the best %s, %.4f, at "
                "epoch %lld)\n",
-               (long long)s->epochs - s->best_epoch, s->best, s->best_epoch);
+               (long long)s->epochs - s->best_epoch, s->monitor, s->best, s->best_epoch);
     printf("done: %d epoch%s, %lld step%s, %.1f s, %.0f samples/s; weights written to %s\n",
            s->epochs, s->epochs == 1 ? "" : "s", s->steps, s->steps == 1 ? "" : "s", s->seconds,
            s->samples_per_s, s->weights_path);
     if (s->best_path && s->best_epoch > 0)
-        printf("best: epoch %lld, valid %.4f; written to %s\n", s->best_epoch, s->best,
+        printf("best: epoch %lld, %s %.4f; written to %s\n", s->best_epoch, s->monitor, s->best,
                s->best_path);
 }
 

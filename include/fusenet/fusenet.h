@@ -22,6 +22,7 @@
 #include "fusenet/loss.h"
 #include "fusenet/loss_tally.h"
 #include "fusenet/model.h"
+#include "fusenet/monitor.h"
 #include "fusenet/net.h"
 #include "fusenet/optimizer.h"
 #include "fusenet/outputs.h"

@@ -109,7 +109,8 @@ typedef struct fn_train_epoch {
     fn_train_metrics valid; /* NaN without a validation set */
     double seconds;         /* training time so far, this epoch's validation not counted */
     double samples_per_s;   /* this epoch's rows (its resumed part's) over its training time */
-    int improved;           /* keep_best or patience: the validation metric is the best yet */
+    int improved;           /* keep_best or patience: the watched metric ([train] monitor) is
+                             * the best yet */
     long long since_best;   /* keep_best or patience: epochs since the best */
 } fn_train_epoch;
 
@@ -123,7 +124,8 @@ typedef struct fn_train_summary {
     double samples_per_s;  /* rows trained by this process over its training time */
     int stopped_early;     /* [train] patience ran out: epochs < [train] epochs */
     long long best_epoch;  /* 1-based; 0 without keep_best and patience */
-    double best;           /* the best validation metric (accuracy, or loss for mse) */
+    double best;           /* the best value of the watched metric */
+    const char *monitor;   /* its name ([train] monitor: "valid_accuracy", ...) */
     const char *best_path; /* best.h5 with keep_best, else NULL */
 } fn_train_summary;
 

@@ -32,7 +32,8 @@ typedef enum key_type {
     T_DEVICE,
     T_MATH,
     T_OPTIMIZER,
-    T_SCHEDULE
+    T_SCHEDULE,
+    T_MONITOR
 } key_type;
 
 typedef struct key_spec {
@@ -76,6 +77,9 @@ static const key_spec keys[] = {
     {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
     {"train", "keep_best", T_BOOL, AT(keep_best), 0, 0, 0, "false"},
     {"train", "patience", T_INT, AT(patience), 0, 1e6, 0, "0"},
+    /* Left unset, the loss kind's (check_best). */
+    {"train", "monitor", T_MONITOR, AT(monitor), 0, 0, 0, "valid_loss"},
+    {"train", "min_delta", T_DOUBLE, AT(min_delta), 0, 1e30, 0, "0"},
     {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
@@ -97,6 +101,8 @@ struct fn_config_keys {
     int line[ALL_KEYS];         /* > 0: set on this line of the file */
     char *assignment[ALL_KEYS]; /* non-NULL: set by this --set argument */
     void *options[MAX_OPTIMIZERS]; /* each optimiser kind's options block */
+    char notices[MAX_OPTIONS][320]; /* fn_config_notice's, made by finish */
+    int n_notices;
 };
 
 static const char *const sections[] = {"data", "model", "train", "run", "output"};
@@ -475,6 +481,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
     case T_SCHEDULE:
         return fn_schedule_parse(text, (fn_schedule_kind *)field);
+    case T_MONITOR:
+        return fn_monitor_parse(text, (fn_monitor *)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -792,12 +800,28 @@ static int option_differs(const fn_config *cfg, int k, const fn_option *o)
     return memcmp((const char *)cfg->keys->options[k] + o->offset, fallback + o->offset, size) != 0;
 }
 
+/* Key i, an option of other optimisers than the one --set chose, was given
+ * in the file: a notice (the file's value is kept for the optimisers that
+ * take it), so `--set train.optimizer=adam` switches a file written for
+ * SGD in one step. */
+static void notice_other_optimizer(fn_config *cfg, int i, const char *taking)
+{
+    struct fn_config_keys *k = cfg->keys;
+    snprintf(k->notices[k->n_notices++], sizeof k->notices[0],
+             "%s:%d: [train] %s applies to optimizer = %s only; ignored, as --set %s chose %s",
+             cfg->path, k->line[i], key_name(i), taking,
+             k->assignment[find_key("train", "optimizer")], cfg->optimizer->name);
+}
+
 /* An option of other optimisers, given with a value other than its
- * default, is an error naming the optimisers it applies to; then the
+ * default, is an error naming the optimisers it applies to (a notice when
+ * the optimiser came from --set and the option from the file); then the
  * chosen optimiser's own check; its options block goes to the config. */
 static fn_status check_optimizer(fn_config *cfg)
 {
     const fn_optimizer_kind *chosen = cfg->optimizer;
+    const int chosen_by_set = cfg->keys->assignment[find_key("train", "optimizer")] != NULL;
+    cfg->keys->n_notices = 0;
     int c = 0;
     while (fn_optimizer_kind_at(c) != chosen)
         c++;
@@ -808,13 +832,19 @@ static fn_status check_optimizer(fn_config *cfg)
         int k = 0;
         while (!fn_optimizer_option(fn_optimizer_kind_at(k), name))
             k++;
+        const int differs =
+            option_differs(cfg, k, fn_optimizer_option(fn_optimizer_kind_at(k), name));
         char taking[128], own[256], why[512];
+        fn_optimizer_kinds_taking(name, taking, sizeof taking);
+        const int i = find_key("train", name);
+        if (chosen_by_set && differs && !cfg->keys->assignment[i] && cfg->keys->line[i] > 0) {
+            notice_other_optimizer(cfg, i, taking);
+            continue;
+        }
         snprintf(why, sizeof why, "applies to optimizer = %s only, not %s (%s's keys: %s)",
-                 fn_optimizer_kinds_taking(name, taking, sizeof taking), chosen->name,
-                 chosen->name, fn_optimizer_option_list(chosen, own, sizeof own));
-        FN_TRY(not_applicable(cfg, name,
-                              option_differs(cfg, k, fn_optimizer_option(fn_optimizer_kind_at(k), name)),
-                              why));
+                 taking, chosen->name, chosen->name,
+                 fn_optimizer_option_list(chosen, own, sizeof own));
+        FN_TRY(not_applicable(cfg, name, differs, why));
     }
     const char *key = NULL;
     if (chosen->check && chosen->check(cfg->keys->options[c], &key) != FN_OK) {
@@ -824,6 +854,11 @@ static fn_status check_optimizer(fn_config *cfg)
     }
     cfg->optimizer_options = cfg->keys->options[c];
     return FN_OK;
+}
+
+const char *fn_config_notice(const fn_config *cfg, int i)
+{
+    return cfg && i >= 0 && i < cfg->keys->n_notices ? cfg->keys->notices[i] : NULL;
 }
 
 static fn_status check_schedule(const fn_config *cfg)
@@ -874,16 +909,29 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
-/* keep_best and patience watch the validation metric. */
-static fn_status check_best(const fn_config *cfg)
+/* keep_best and patience watch [train] monitor: by default the loss
+ * kind's validation metric; a validation metric needs [data] valid, the
+ * accuracy a loss that classifies. */
+static fn_status check_best(fn_config *cfg)
 {
-    if (cfg->valid || cfg->valid_set)
+    const int key = find_key("train", "monitor");
+    if (!key_given(cfg, key))
+        cfg->monitor = cfg->loss->watch_loss ? FN_MONITOR_VALID_LOSS : FN_MONITOR_VALID_ACCURACY;
+    else if (cfg->monitor == FN_MONITOR_VALID_ACCURACY && !cfg->loss->accuracy) {
+        char why[160];
+        snprintf(why, sizeof why, "valid_accuracy needs a loss that classifies (loss = %s has no "
+                 "accuracy); use valid_loss or train_loss", cfg->loss->name);
+        return key_fail(cfg, FN_ERR_INVALID, key, why);
+    }
+    if (cfg->valid || cfg->valid_set || !fn_monitor_needs_valid(cfg->monitor))
         return FN_OK;
     const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
     if (!name)
         return FN_OK;
-    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name),
-                    "needs a validation set ([data] valid) to watch");
+    char why[160];
+    snprintf(why, sizeof why, "needs a validation set ([data] valid) to watch %s (or [train] "
+             "monitor = train_loss)", fn_monitor_name(cfg->monitor));
+    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name), why);
 }
 
 /* [output] dir left unset: runs/<stem of the config file>, so two configs
@@ -1000,6 +1048,7 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
     case T_SCHEDULE:
         n = snprintf(buf, cap, "%s", fn_schedule_name(*(const fn_schedule_kind *)field));
         break;
+    case T_MONITOR: n = snprintf(buf, cap, "%s", fn_monitor_name(*(const fn_monitor *)field)); break;
     case T_DEVICE:
         n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
         break;

@@ -3,7 +3,8 @@
  * ([train] keep_best), metrics.csv and, every [train] checkpoint_every
  * epochs, a checkpoint; a stop the caller asks for ends the run after a
  * step with a checkpoint; the last epoch, or [train] patience epochs
- * without improvement, with weights.h5. */
+ * without improvement, with a checkpoint (so --resume with more epochs
+ * extends a finished run) and weights.h5. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <time.h>
@@ -98,6 +99,7 @@ static void report_done(const fn_trainer *t)
         .stopped_early = t->stopped_early,
         .best_epoch = s->best_epoch,
         .best = s->best,
+        .monitor = fn_monitor_name(t->cfg->monitor),
         .best_path = t->cfg->keep_best ? t->best_path : NULL};
     t->cb.on_done(t->user, &summary);
 }
@@ -153,17 +155,18 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     return FN_OK;
 }
 
-/* keep_best and patience: whether the validation metric the loss watches
- * improved (loss_kind.h: a loss, lower is better, or an accuracy); best.h5
+/* keep_best and patience: whether the metric [train] monitor names
+ * improved by more than [train] min_delta (trainer_monitor.c); best.h5
  * when it did and keep_best. */
-static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved)
+static fn_status watch_best(fn_trainer *t, fn_train_metrics train, fn_train_metrics valid,
+                            int *improved)
 {
     const fn_config *c = t->cfg;
     *improved = 0;
-    if (!t->valid_loader || (!c->keep_best && c->patience <= 0))
+    if (!c->keep_best && c->patience <= 0)
         return FN_OK;
-    const int by_loss = c->loss->watch_loss;
-    *improved = fn_train_state_best(&t->state, by_loss ? valid.loss : valid.acc, by_loss);
+    *improved = fn_train_state_best(&t->state, fn_trainer_monitored(t, train, valid),
+                                    fn_trainer_monitor_lower_better(t), c->min_delta);
     if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
@@ -177,7 +180,7 @@ static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
     if (t->valid_loader)
         FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
     int improved = 0;
-    FN_TRY(watch_best(t, valid, &improved));
+    FN_TRY(watch_best(t, train, valid, &improved));
     FN_TRY(report_epoch(t, train, valid, improved));
     const int patience = t->cfg->patience;
     t->stopped_early = patience > 0 && t->state.since_best >= patience &&
@@ -228,6 +231,10 @@ fn_status fn_trainer_run(fn_trainer *t)
         t->outcome = FN_TRAIN_STOPPED;
         return fn_trainer_dist_written(t, fn_trainer_save_checkpoint(t));
     }
+    /* The end's checkpoint, unless the last epoch's is it already: what
+     * --resume with a larger [train] epochs continues. */
+    if (!fn_trainer_checkpoint_current(t))
+        FN_TRY(fn_trainer_save_checkpoint(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
         FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));

@@ -168,6 +168,8 @@ static fn_status resume(fn_trainer *t)
     FN_TRY(check_resumable(t, &s));
     t->state = s;
     t->checkpoint_ours = 1;
+    t->checkpoint_step = s.global_step;
+    t->checkpoint_epoch = s.epoch;
     /* A run that stopped early stays stopped unless patience grew: it
      * ends at once, writing the same weights. */
     const int patience = t->cfg->patience;
