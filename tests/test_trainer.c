@@ -119,6 +119,7 @@ typedef struct recorder {
     char events[EVENTS_CAP]; /* D device, R resume, M model, S start, s step, E epoch, F done */
     int n_events;
     long long steps_seen;
+    double last_step_loss; /* the last on_step's loss */
     long long stop_after; /* should_stop once this many steps were seen; -1: never */
     long long next_global; /* the global step the next on_step must report */
     fn_train_state resumed;
@@ -180,7 +181,8 @@ static void on_step(void *user, const fn_train_progress *p)
     assert_int_equal(p->step, g % STEPS + 1);
     assert_int_equal(p->steps, STEPS);
     assert_int_equal(p->rows_left, (long long)TRAIN_ROWS * EPOCHS - (g + 1) * BATCH);
-    assert_true(isfinite(p->loss) && p->samples_per_s >= 0);
+    assert_true(isfinite(p->loss) && isfinite(p->batch_loss) && p->samples_per_s >= 0);
+    r->last_step_loss = p->loss;
     r->steps_seen++;
     event(r, 's');
 }
@@ -189,6 +191,11 @@ static void on_epoch(void *user, const fn_train_epoch *e)
 {
     recorder *r = user;
     assert_true(r->n_epochs < EPOCHS);
+    /* The progress's loss is the epoch's running mean: at its last step,
+     * the epoch's training loss. */
+    if (r->steps_seen > 0 && e->train.loss != r->last_step_loss)
+        fail_msg("epoch %lld: the last step reported loss %.9g, the epoch's mean is %.9g",
+                 e->epoch + 1, r->last_step_loss, e->train.loss);
     r->epochs[r->n_epochs++] = *e;
     event(r, 'E');
 }

@@ -82,6 +82,11 @@ typedef struct fn_train_plan {
     long long rows;    /* of the training set */
     long long batches; /* per epoch */
     int batch_size, epochs, layers;
+    /* Data parallelism: the ranks that train together (1: alone), and the
+     * distinct devices (a node's CPU counts once) and nodes they train on,
+     * as rank 0 counted them. */
+    int ranks, devices, nodes;
+    fn_device device;  /* this rank's */
 } fn_train_plan;
 
 /* After a step. */
@@ -90,8 +95,11 @@ typedef struct fn_train_progress {
     int epochs;
     long long step;       /* batches of this epoch taken */
     long long steps;      /* batches per epoch */
-    double loss;          /* of this step's batch; on the GPU (deferred steps, docs/gpus.md) the
-                           * newest the host has read, a few steps older */
+    double loss;          /* the epoch's running mean loss: over its rows trained so far
+                           * (a resumed epoch's included); on the GPU (deferred steps,
+                           * docs/gpus.md) as of the newest sums the host has read, a few
+                           * steps older */
+    double batch_loss;    /* of this step's batch (on the GPU, the newest read) */
     double samples_per_s; /* since this epoch, or its resumed part, began */
     long long rows_left;  /* rows still to train before the last epoch ends */
 } fn_train_progress;

@@ -40,6 +40,7 @@ enum { POST_EVERY = 4 };
 fn_status fn_trainer_defer_begin(fn_trainer *t)
 {
     const fn_train_state *s = &t->state;
+    t->tally_mean = s->seen ? s->loss_sum / (double)s->seen : NAN;
     return fn_loss_tally_set(t->tally, s->loss_sum, s->correct, s->seen, s->global_step);
 }
 
@@ -95,6 +96,8 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
         return stop_late(t, &v);
     if (fresh && v.steps > 0)
         t->last_loss = v.last_loss;
+    if (fresh && v.seen > 0)
+        t->tally_mean = v.loss_sum / (double)v.seen;
     *loss = t->last_loss;
     return FN_OK;
 }
@@ -113,6 +116,7 @@ fn_status fn_trainer_defer_drain(fn_trainer *t)
     s->correct = v.correct;
     if (v.steps > 0)
         t->last_loss = v.last_loss;
+    t->tally_mean = s->seen ? s->loss_sum / (double)s->seen : NAN;
     return FN_OK;
 }
 

@@ -52,6 +52,8 @@ struct fn_trainer {
     double run_seconds;    /* ... in this much training time (steps, not validation) */
     /* Data parallelism (trainer_dist.c) */
     int rank, ranks;       /* this process's rank in its world, and the world's size */
+    int gpu;               /* the GPU this rank opened; -1 on the CPU */
+    int devices, nodes;    /* rank 0: the distinct devices and nodes the ranks train on */
     int dist;              /* steps sum gradients over comm (an MPI world, even of one rank) */
     fn_comm *comm;         /* single-process unless dist */
     int stop_agreed;       /* every rank agreed to stop */
@@ -62,6 +64,7 @@ struct fn_trainer {
      * every step); step_graph.c: the step's CUDA graphs. */
     fn_loss_tally *tally;
     float last_loss;       /* the newest loss the host has seen */
+    double tally_mean;     /* the epoch's mean loss as of the tally's newest sums read */
     struct fn_step_graphs *graphs;
 };
 
@@ -174,6 +177,11 @@ int fn_trainer_checkpoint_current(const fn_trainer *t);
  * writes or removes in its directory is one it reads (compared by device
  * and inode). */
 fn_status fn_trainer_check_inputs_kept(const fn_trainer *t);
+
+/* trainer_ranks.c: in a world of several ranks, the distinct devices and
+ * nodes its ranks train on, counted on rank 0 (t->devices, t->nodes; 1 and
+ * 1 elsewhere and in a world of one). A collective of the set-up. */
+fn_status fn_trainer_count_devices(fn_trainer *t);
 
 /* trainer_agree.c: in a world of several ranks, before the communicator
  * and the loaders exist, every rank's config, device and data compared on

@@ -37,8 +37,22 @@ static void report_start(const fn_trainer *t)
                                 .batches = fn_data_batches(t->train),
                                 .batch_size = t->cfg->batch_size,
                                 .epochs = t->cfg->epochs,
-                                .layers = fn_net_n_layers(t->net)};
+                                .layers = fn_net_n_layers(t->net),
+                                .ranks = t->dist ? t->ranks : 1,
+                                .devices = t->devices,
+                                .nodes = t->nodes,
+                                .device = fn_context_device(t->ctx)};
     t->cb.on_start(t->user, &plan);
+}
+
+/* The epoch's mean loss so far: the state's sums, or a deferred step's
+ * newest sums read from the device. */
+static double running_loss(const fn_trainer *t)
+{
+    const fn_train_state *s = &t->state;
+    if (t->tally)
+        return t->tally_mean;
+    return s->seen ? s->loss_sum / (double)s->seen : NAN;
 }
 
 static void report_step(const fn_trainer *t, float loss)
@@ -52,7 +66,8 @@ static void report_step(const fn_trainer *t, float loss)
         .epochs = t->cfg->epochs,
         .step = s->step,
         .steps = fn_data_batches(t->train),
-        .loss = loss,
+        .loss = running_loss(t),
+        .batch_loss = loss,
         .samples_per_s = elapsed > 0 ? (double)(s->seen - t->seen_before) / elapsed : 0,
         .rows_left = (long long)fn_data_rows(t->train) * (t->cfg->epochs - s->epoch) - s->seen};
     t->cb.on_step(t->user, &p);
