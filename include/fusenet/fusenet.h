@@ -10,6 +10,7 @@
 #include "fusenet/clip.h"
 #include "fusenet/comm.h"
 #include "fusenet/config.h"
+#include "fusenet/confusion.h"
 #include "fusenet/data.h"
 #include "fusenet/device.h"
 #include "fusenet/evaluation.h"
