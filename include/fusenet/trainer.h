@@ -99,9 +99,9 @@ typedef struct fn_train_progress {
                            * (a resumed epoch's included); on the GPU (deferred steps,
                            * docs/gpus.md) as of the newest sums the host has read, a few
                            * steps older */
-    double batch_loss;    /* of this step's batch (on the GPU, the newest read) */
     double samples_per_s; /* since this epoch, or its resumed part, began */
     long long rows_left;  /* rows still to train before the last epoch ends */
+    double batch_loss;    /* of this step's batch (on the GPU, the newest read) */
 } fn_train_progress;
 
 typedef struct fn_train_metrics {
@@ -132,9 +132,9 @@ typedef struct fn_train_summary {
     double samples_per_s;  /* rows trained by this process over its training time */
     int stopped_early;     /* [train] patience ran out: epochs < [train] epochs */
     long long best_epoch;  /* 1-based; 0 without keep_best and patience */
-    double best;           /* the best value of the watched metric */
-    const char *monitor;   /* its name ([train] monitor: "valid_accuracy", ...) */
+    double best;           /* the best value of the watched metric (monitor below) */
     const char *best_path; /* best.h5 with keep_best, else NULL */
+    const char *monitor;   /* the watched metric's name ([train] monitor: "valid_accuracy", ...) */
 } fn_train_summary;
 
 /* Every callback is optional; `user` is the options' user pointer. */
