@@ -678,6 +678,21 @@ static void test_output_paths(void **state)
 
 /* --- what a run prints -------------------------------------------------------------- */
 
+/* Fails unless `after` is followed in line by a time with three decimals
+ * and " s, ". */
+static void expect_milliseconds(const char *line, const char *after)
+{
+    assert_non_null(line);
+    const char *at = strstr(line, after), *end = strchr(line, '\n');
+    assert_true(at && (!end || at < end));
+    at += strlen(after);
+    unsigned whole = 0, frac = 0;
+    int n = 0;
+    if (sscanf(at, "%u.%u s, %n", &whole, &frac, &n) != 2 || n == 0 ||
+        strspn(strchr(at, '.') + 1, "0123456789") != 3)
+        fail_msg("no time to the millisecond after '%s' in: %.80s", after, line);
+}
+
 /* The summary table, the memory, samples/s in the epoch and end lines and
  * metrics.csv; "1 epoch"; a notice for math = tf32 on the CPU. */
 static void test_summary_and_throughput(void **state)
@@ -705,6 +720,9 @@ static void test_summary_and_throughput(void **state)
     const char *done = strstr(out, "done: ");
     assert_non_null(done);
     assert_non_null(strstr(done, " samples/s; weights written to "));
+    /* Times to the millisecond: "(0.012 s, " and "steps, 0.013 s, ". */
+    expect_milliseconds(strstr(out, "epoch 1/1: "), " (");
+    expect_milliseconds(done, " steps, ");
     free(out);
     if (fn_cuda_device_count() > 0) {
         /* On the GPU: the same parameters, the memory on cuda:0 with the
