@@ -86,9 +86,10 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
     fn_loss_tally_value v;
     int fresh = 0;
     FN_TRY(fn_loss_tally_poll(t->tally, &v, &fresh));
-    if (!fresh && isnan(t->last_loss)) {
-        /* The run's first step: no loss to show yet, so wait for this one
-         * (once a run; later steps show the newest that has arrived). */
+    if (!fresh && isnan(t->tally_mean)) {
+        /* The epoch's (or the run's) first step: no sums of it to show
+         * yet, so wait for this one (once an epoch; later steps show the
+         * newest that have arrived). */
         FN_TRY(fn_loss_tally_read(t->tally, &v));
         fresh = 1;
     }

@@ -246,14 +246,15 @@ fn_status fn_trainer_run(fn_trainer *t)
         t->outcome = FN_TRAIN_STOPPED;
         return fn_trainer_dist_written(t, fn_trainer_save_checkpoint(t));
     }
-    /* The end's checkpoint, unless the last epoch's is it already: what
-     * --resume with a larger [train] epochs continues. */
-    if (!fn_trainer_checkpoint_current(t))
-        FN_TRY(fn_trainer_save_checkpoint(t));
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
         FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
     }
+    /* Then the end's checkpoint, unless the last epoch's is it already:
+     * what --resume with a larger [train] epochs continues. The weights,
+     * the run's product, come first. */
+    if (!fn_trainer_checkpoint_current(t))
+        FN_TRY(fn_trainer_save_checkpoint(t));
     t->outcome = FN_TRAIN_DONE;
     report_done(t);
     return FN_OK;
