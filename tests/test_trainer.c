@@ -169,6 +169,10 @@ static void on_start(void *user, const fn_train_plan *p)
     assert_int_equal(p->batch_size, BATCH);
     assert_int_equal(p->epochs, EPOCHS);
     assert_int_equal(p->layers, 3);
+    /* One process: one rank on one device of one node. */
+    assert_int_equal(p->ranks, 1);
+    assert_int_equal(p->devices, 1);
+    assert_int_equal(p->nodes, 1);
     event(user, 'S');
 }
 
