@@ -1,15 +1,21 @@
 #!/usr/bin/python3
 """plot_metrics.py — draws a run's metrics.csv: training and validation
-loss, and accuracy where the run classifies, against the epoch.
+loss, and accuracy where the run classifies, against the epoch; beside
+them the learning rate and the gradient norm where the CSV has them.
 
-    /usr/bin/python3 scripts/plot_metrics.py runs/example/metrics.csv [-o curves.png]
+    /usr/bin/python3 scripts/plot_metrics.py runs/example/metrics.csv [-o curves.png] [--log-loss]
 
 Without -o the picture is written beside the CSV as curves.png; an -o
 without an extension gets ".png". An -o that is a directory, in a folder
 that does not exist, or the CSV itself is refused with a one-line error.
 Reads the
 columns by their header names (epoch, train_loss, train_acc, valid_loss,
-valid_acc), so columns added after them change nothing. A dotted line
+valid_acc; lr and grad_norm where present), so columns added after them
+change nothing. The learning rate (the last step's of each epoch) gets a
+panel of its own, and so does the gradient norm before clipping (a value
+only with [train] clip_grad_norm: nan otherwise, and then no panel).
+--log-loss draws the loss on a logarithmic axis, where a loss that keeps
+falling by a factor stays readable. A dotted line
 marks the best epoch as [train] keep_best chooses it (the highest
 validation accuracy, or the lowest validation loss for mse). A value of nan
 (no validation set, or no accuracy for mse) is left out of its curve; a
@@ -28,6 +34,7 @@ matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
 REQUIRED = ("epoch", "train_loss", "train_acc", "valid_loss", "valid_acc")
+OPTIONAL = ("lr", "grad_norm")
 
 
 def read_metrics(path):
@@ -40,9 +47,10 @@ def read_metrics(path):
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ValueError(f"{path}: no column {', '.join(missing)} in the header")
-    columns = {c: [] for c in REQUIRED}
+    present = REQUIRED + tuple(c for c in OPTIONAL if c in header)
+    columns = {c: [] for c in present}
     for line, row in enumerate(rows, start=2):
-        for c in REQUIRED:
+        for c in present:
             text = (row.get(c) or "nan").strip()
             try:
                 columns[c].append(float(text))
@@ -68,26 +76,54 @@ def best_epoch(columns):
     return xs[min(range(len(ys)), key=lambda i: (sign * ys[i], i))]
 
 
-def plot(columns, title, out):
-    panels = [("loss", "train_loss", "valid_loss", 1.0)]
-    if any(not math.isnan(v) for v in columns["train_acc"] + columns["valid_acc"]):
-        panels.append(("accuracy (%)", "train_acc", "valid_acc", 100.0))
+def has_values(columns, *keys):
+    """Whether any of the columns holds a number other than nan."""
+    return any(not math.isnan(v) for k in keys for v in columns.get(k, []))
+
+
+def panels_of(columns):
+    """(y label, columns, scale) of each panel to draw, left to right."""
+    panels = [("loss", ("train_loss", "valid_loss"), 1.0)]
+    if has_values(columns, "train_acc", "valid_acc"):
+        panels.append(("accuracy (%)", ("train_acc", "valid_acc"), 100.0))
+    if has_values(columns, "lr"):
+        panels.append(("learning rate", ("lr",), 1.0))
+    if has_values(columns, "grad_norm"):
+        panels.append(("gradient norm (before clipping)", ("grad_norm",), 1.0))
+    return panels
+
+
+NAMES = {"train_loss": "training", "valid_loss": "validation", "train_acc": "training",
+         "valid_acc": "validation", "lr": "lr", "grad_norm": "grad_norm"}
+
+
+def figure(columns, title, log_loss=False):
+    """The figure: one panel per entry of panels_of, the loss's on a log
+    axis with log_loss."""
+    panels = panels_of(columns)
     best = best_epoch(columns)
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
-    for ax, (label, train, valid, scale) in zip(axes[0], panels):
-        for key, name in ((train, "training"), (valid, "validation")):
+    for ax, (label, keys, scale) in zip(axes[0], panels):
+        for key in keys:
             xs, ys = finite(columns["epoch"], columns[key])
             if xs:
                 ax.plot(xs, [scale * y for y in ys], marker="." if len(xs) < 50 else None,
-                        label=name)
+                        label=NAMES[key])
         if best is not None:
             ax.axvline(best, color="gray", linestyle=":", label=f"best (epoch {best:g})")
+        if label == "loss" and log_loss:
+            ax.set_yscale("log")
         ax.set_xlabel("epoch")
-        ax.set_ylabel(label)
+        ax.set_ylabel(label + (" (log scale)" if label == "loss" and log_loss else ""))
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+def plot(columns, title, out, log_loss=False):
+    fig = figure(columns, title, log_loss)
     fig.savefig(out, dpi=100)
     plt.close(fig)
 
@@ -113,6 +149,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", help="a run's metrics.csv")
     parser.add_argument("-o", "--output", help="the PNG to write (default: curves.png beside it)")
+    parser.add_argument("--log-loss", action="store_true",
+                        help="draw the loss on a logarithmic axis")
     args = parser.parse_args()
     out = args.output or os.path.join(os.path.dirname(args.csv) or ".", "curves.png")
     try:
@@ -121,7 +159,7 @@ def main():
     except (OSError, ValueError) as e:
         sys.exit(f"plot_metrics.py: {e}")
     try:
-        plot(columns, os.path.normpath(args.csv), out)
+        plot(columns, os.path.normpath(args.csv), out, args.log_loss)
     except (OSError, ValueError) as e:  # no permission, a format matplotlib lacks
         sys.exit(f"plot_metrics.py: -o {out}: {e}")
     print(f"plot_metrics.py: wrote {out}")

@@ -2,7 +2,10 @@
 """plot_metrics_test.py — scripts/plot_metrics.py renders a PNG of the size
 it draws (ctest "plot_metrics"): two panels for a classifying run (12 x
 4.5 inches at 100 dpi: 1200 x 450 pixels), one for an mse run, whose
-accuracy columns are nan (600 x 450); the best epoch it marks is keep_best's
+accuracy columns are nan (600 x 450); a panel more each for the learning
+rate and the gradient norm when the CSV has them with values (a grad_norm
+of nan, without clipping, draws none); --log-loss puts the loss on a log
+axis and nothing else; the best epoch it marks is keep_best's
 (highest validation accuracy, first of equals; lowest loss for mse); a CSV
 without epochs or columns is an error naming the file; an -o that names a
 missing folder, the CSV itself or a directory is a one-line error naming
@@ -16,6 +19,7 @@ import tempfile
 
 SCRIPT = os.path.join(os.environ["FN_SOURCE_DIR"], "scripts", "plot_metrics.py")
 HEADER = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,samples_per_s\n"
+HEADER_LR = "epoch,train_loss,train_acc,valid_loss,valid_acc,seconds,samples_per_s,lr,grad_norm\n"
 
 
 def run(*args):
@@ -31,12 +35,12 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def check_render(tmp, name, lines, want):
+def check_render(tmp, name, lines, want, header=HEADER, *options):
     csv_path = os.path.join(tmp, name + ".csv")
     with open(csv_path, "w") as f:
-        f.write(HEADER + "".join(lines))
+        f.write(header + "".join(lines))
     out = os.path.join(tmp, name + ".png")
-    r = run(csv_path, "-o", out)
+    r = run(csv_path, "-o", out, *options)
     if r.returncode != 0:
         sys.exit(f"{name}: plot_metrics.py failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     size = png_size(out)
@@ -86,8 +90,25 @@ def check_best():
         sys.exit(f"best epochs {got}, expected [2, 2, None]")
 
 
+def check_log_loss():
+    """--log-loss: the loss panel's axis is logarithmic, the others linear."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import plot_metrics
+    columns = {"epoch": [1, 2, 3], "train_loss": [1.0, 0.1, 0.01], "valid_loss": [1.1, 0.2, 0.05],
+               "train_acc": [0.5, 0.8, 0.9], "valid_acc": [0.4, 0.7, 0.8],
+               "lr": [0.1, 0.05, 0.01], "grad_norm": [float("nan")] * 3}
+    for log_loss, want in ((False, ["linear"] * 3), (True, ["log", "linear", "linear"])):
+        fig = plot_metrics.figure(columns, "t", log_loss)
+        got = [ax.get_yscale() for ax in fig.axes]
+        if got != want:
+            sys.exit(f"log_loss={log_loss}: axes {got}, expected {want}")
+        if fig.axes[2].get_ylabel() != "learning rate":
+            sys.exit(f"the third panel is '{fig.axes[2].get_ylabel()}', not the learning rate")
+
+
 def main():
     check_best()
+    check_log_loss()
     with tempfile.TemporaryDirectory() as tmp:
         classify = [f"{e},{1.0 / e:.4f},{0.5 + e / 50:.4f},{1.2 / e:.4f},{0.45 + e / 50:.4f},"
                     f"{0.1 * e:.3f},50000.0\n" for e in range(1, 21)]
@@ -95,6 +116,14 @@ def main():
         mse = [f"{e},{1.0 / e:.4f},nan,{1.2 / e:.4f},nan,{0.1 * e:.3f},50000.0\n"
                for e in range(1, 11)]
         check_render(tmp, "mse", mse, (600, 450))
+        # lr and grad_norm with values: two panels more; grad_norm nan: one.
+        both = [f"{e},{1.0 / e:.4f},{0.5 + e / 50:.4f},{1.2 / e:.4f},{0.45 + e / 50:.4f},"
+                f"{0.1 * e:.3f},50000.0,{0.1 / e:.4g},{3.0 / e:.4g}\n" for e in range(1, 21)]
+        check_render(tmp, "lr_norm", both, (2400, 450), HEADER_LR)
+        check_render(tmp, "lr_log", both, (2400, 450), HEADER_LR, "--log-loss")
+        lr_only = [f"{e},{1.0 / e:.4f},nan,{1.2 / e:.4f},nan,{0.1 * e:.3f},50000.0,0.05,nan\n"
+                   for e in range(1, 11)]
+        check_render(tmp, "lr_only", lr_only, (1200, 450), HEADER_LR)
         # Without -o: curves.png beside the CSV.
         r = run(os.path.join(tmp, "mse.csv"))
         if r.returncode != 0 or png_size(os.path.join(tmp, "curves.png")) != (600, 450):

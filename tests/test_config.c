@@ -729,6 +729,81 @@ static void test_best_keys(void **state)
                  "--set train.patience=-1: -1 is out of range: expected >= 0 and <= 1000000", NULL);
 }
 
+/* [train] monitor: by default the loss kind's validation metric
+ * (valid_accuracy for cross_entropy, valid_loss for mse); train_loss
+ * needs no validation set; valid_accuracy needs a loss that classifies;
+ * min_delta is >= 0. */
+static void test_monitor_keys(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    char value[64];
+    assert_int_equal(load(f, minimal, NULL, &cfg), FN_OK);
+    assert_int_equal(cfg->monitor, FN_MONITOR_VALID_ACCURACY);
+    assert_int_equal(fn_config_get(cfg, "train.monitor", value, sizeof value), FN_OK);
+    assert_string_equal(value, "valid_accuracy");
+    assert_true(cfg->min_delta == 0);
+    fn_config_destroy(cfg);
+    const char *mse[] = {"train.loss=mse", NULL};
+    assert_int_equal(load(f, minimal, mse, &cfg), FN_OK);
+    assert_int_equal(cfg->monitor, FN_MONITOR_VALID_LOSS);
+    fn_config_destroy(cfg);
+    const char *train_loss[] = {"train.patience=3", "train.monitor=train_loss",
+                                "train.min_delta=0.01", NULL};
+    assert_int_equal(load(f, minimal, train_loss, &cfg), FN_OK);
+    assert_int_equal(cfg->monitor, FN_MONITOR_TRAIN_LOSS);
+    assert_true(cfg->min_delta == 0.01);
+    fn_config_destroy(cfg);
+    const char *valid_loss[] = {"train.keep_best=true", "train.monitor=valid_loss", NULL};
+    EXPECT_ERROR(minimal, valid_loss, FN_ERR_INVALID,
+                 "--set train.keep_best=true: needs a validation set ([data] valid) to watch "
+                 "valid_loss (or [train] monitor = train_loss)", NULL);
+    const char *acc[] = {"train.loss=mse", "train.monitor=valid_accuracy", NULL};
+    EXPECT_ERROR(minimal, acc, FN_ERR_INVALID, "--set train.monitor=valid_accuracy: "
+                 "valid_accuracy needs a loss that classifies (loss = mse has no accuracy)", NULL);
+    const char *bad[] = {"train.monitor=val_loss", NULL};
+    EXPECT_ERROR(minimal, bad, FN_ERR_INVALID, "expected valid_loss, valid_accuracy or "
+                 "train_loss, got 'val_loss'", NULL);
+    const char *delta[] = {"train.min_delta=-1", NULL};
+    EXPECT_ERROR(minimal, delta, FN_ERR_INVALID, "--set train.min_delta=-1: -1 is out of range",
+                 NULL);
+}
+
+/* An optimiser chosen by --set takes over a file written for another in
+ * one step: the file's keys of the other optimiser become notices; given
+ * by --set, or with the optimiser chosen in the file, they stay errors. */
+static void test_optimizer_from_command_line(void **state)
+{
+    fixture *f = *state;
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\nmomentum = 0.9\nnesterov = true\nlr = 0.1\n",
+             minimal);
+    fn_config *cfg = NULL;
+    const char *adam[] = {"train.optimizer=adam", NULL};
+    assert_int_equal(load(f, text, adam, &cfg), FN_OK);
+    assert_string_equal(cfg->optimizer->name, "adam");
+    assert_non_null(strstr(fn_config_notice(cfg, 0),
+                           "/run.ini:6: [train] momentum applies to optimizer = sgd only; "
+                           "ignored, as --set train.optimizer=adam chose adam"));
+    assert_non_null(strstr(fn_config_notice(cfg, 1), "run.ini:7: [train] nesterov applies"));
+    assert_null(fn_config_notice(cfg, 2));
+    fn_config_destroy(cfg);
+    /* Without the switch, no notice. */
+    assert_int_equal(load(f, text, NULL, &cfg), FN_OK);
+    assert_null(fn_config_notice(cfg, 0));
+    fn_config_destroy(cfg);
+    const char *both[] = {"train.optimizer=adam", "train.momentum=0.5", NULL};
+    EXPECT_ERROR(text, both, FN_ERR_INVALID,
+                 "--set train.momentum=0.5: applies to optimizer = sgd only, not adam", NULL);
+    /* Back from the file's adam to SGD: adam's keys become notices. */
+    snprintf(text, sizeof text, "%s[train]\noptimizer = adam\nbetas = 0.8, 0.99\n", minimal);
+    const char *sgd[] = {"train.optimizer=sgd", NULL};
+    assert_int_equal(load(f, text, sgd, &cfg), FN_OK);
+    assert_non_null(strstr(fn_config_notice(cfg, 0), "run.ini:7: [train] betas applies "
+                                                     "to optimizer = adam or adamw only"));
+    fn_config_destroy(cfg);
+}
+
 /* fn_config_get gives each kind of value back as a file would give it. */
 static void test_get_values(void **state)
 {
@@ -800,5 +875,6 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
           T(test_rmsprop_keys), T(test_plateau_keys),
-          T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
+          T(test_path_join_normalises), T(test_best_keys), T(test_monitor_keys),
+          T(test_optimizer_from_command_line), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

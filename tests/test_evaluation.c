@@ -2,7 +2,9 @@
  * references: cross-entropy and accuracy (ties to the lower column), mse,
  * MAE and R² per output (NaN for a constant column; a target offset by 1e6
  * loses nothing), the same figures whether the rows come in one batch or
- * many; and the row-wise softmax and argmax. */
+ * many; the row-wise softmax and argmax; and the confusion matrix with
+ * per-class precision, recall and F1 (confusion.h) on a hand-counted
+ * example. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fusenet/confusion.h"
 #include "fusenet/evaluation.h"
 #include "test_main.h"
 
@@ -147,5 +150,49 @@ static void test_softmax_argmax(void **state)
     assert_true(x[1] == x[2]);
 }
 
+/* Ten rows, four classes (class 3 neither labelled nor predicted):
+ * counts [[2 2 0 0] [0 2 0 0] [1 0 3 0] [0 0 0 0]]; class 0: precision 2/3,
+ * recall 2/4, F1 4/7; class 1: 2/4, 2/2, 2/3; class 2: 3/3, 3/4, 6/7;
+ * class 3 undefined, as is its share of the averages. */
+static void test_confusion(void **state)
+{
+    (void)state;
+    static const int32_t labels[] = {0, 0, 0, 1, 1, 2, 2, 2, 2, 0};
+    static const int32_t predicted[] = {0, 0, 1, 1, 1, 2, 2, 2, 0, 1};
+    static const long long counts[4][4] = {{2, 2, 0, 0}, {0, 2, 0, 0}, {1, 0, 3, 0}, {0}};
+    fn_confusion *c = NULL;
+    assert_int_equal(fn_confusion_create(&c, 4), FN_OK);
+    assert_int_equal(fn_confusion_add(c, 4, labels, predicted), FN_OK); /* in two batches */
+    assert_int_equal(fn_confusion_add(c, 6, labels + 4, predicted + 4), FN_OK);
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            assert_int_equal(fn_confusion_count(c, i, k), counts[i][k]);
+    static const double want[3][3] = {{2.0 / 3, 0.5, 4.0 / 7}, {0.5, 1, 2.0 / 3},
+                                      {1, 0.75, 6.0 / 7}};
+    static const long long support[] = {4, 2, 4, 0};
+    for (int k = 0; k < 3; k++) {
+        const fn_class_scores s = fn_confusion_scores(c, k);
+        near(s.precision, want[k][0], "precision");
+        near(s.recall, want[k][1], "recall");
+        near(s.f1, want[k][2], "f1");
+        assert_int_equal(s.support, support[k]);
+    }
+    const fn_class_scores none = fn_confusion_scores(c, 3);
+    assert_true(isnan(none.precision) && isnan(none.recall) && isnan(none.f1));
+    assert_int_equal(none.support, 0);
+    const fn_class_scores macro = fn_confusion_average(c, 0);
+    near(macro.precision, (2.0L / 3 + 0.5L + 1) / 3, "macro precision");
+    near(macro.recall, (0.5L + 1 + 0.75L) / 3, "macro recall");
+    near(macro.f1, (4.0L / 7 + 2.0L / 3 + 6.0L / 7) / 3, "macro f1");
+    assert_int_equal(macro.support, 10);
+    const fn_class_scores weighted = fn_confusion_average(c, 1);
+    near(weighted.recall, (4 * 0.5L + 2 * 1 + 4 * 0.75L) / 10, "weighted recall");
+    static const int32_t bad[] = {4};
+    assert_int_equal(fn_confusion_add(c, 1, bad, predicted), FN_ERR_INVALID);
+    assert_int_equal(fn_confusion_count(c, 0, 0), 2);
+    fn_confusion_destroy(c);
+    assert_int_equal(fn_confusion_create(&c, 0), FN_ERR_INVALID);
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_labels), cmocka_unit_test(test_values),
-          cmocka_unit_test(test_softmax_argmax))
+          cmocka_unit_test(test_softmax_argmax), cmocka_unit_test(test_confusion))

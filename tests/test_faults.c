@@ -697,9 +697,16 @@ static void test_tmp_symlinks_not_followed(void **state)
 static void test_metrics_rewrite_atomic(void **state)
 {
     fixture *f = *state;
-    /* 3 epochs, a checkpoint at 2: --resume keeps 2 of metrics.csv's 3 lines. */
-    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 3\ncheckpoint_every = 2");
-    expect_success(f, start_train(f, "m", NULL, NULL, 0), "the first run");
+    /* 3 epochs, then the checkpoint of epoch 2 put back: --resume keeps 2
+     * of metrics.csv's 3 lines. */
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 3");
+    expect_success(f, start_train(f, "m", "train.epochs=2", NULL, 0), "the first two epochs");
+    char ckpt[PATH_CAP], ckpt2[PATH_CAP];
+    snprintf(ckpt, sizeof ckpt, "%s", path_in(f, "m/checkpoint.h5"));
+    snprintf(ckpt2, sizeof ckpt2, "%s", path_in(f, "m/epoch2.h5"));
+    assert_int_equal(link(ckpt, ckpt2), 0); /* the run replaces, never rewrites, a file */
+    expect_success(f, start_train(f, "m", NULL, NULL, RESUME), "the third epoch");
+    assert_int_equal(rename(ckpt2, ckpt), 0);
     char csv[PATH_CAP], old[PATH_CAP]; /* path_in's buffers are reused */
     snprintf(csv, sizeof csv, "%s", path_in(f, "m/metrics.csv"));
     snprintf(old, sizeof old, "%s", path_in(f, "m/old.csv"));

@@ -2,7 +2,9 @@
  * run as a user runs it on a classifier trained here on the
  * digits: without --targets only 'outputs' (logits); with --targets y the
  * loss and accuracy printed and 'classes' (each row's argmax) written; with
- * --probabilities 'outputs' rows that are softmax probabilities; the
+ * --probabilities 'outputs' rows that are softmax probabilities; with
+ * --report the confusion matrix (its diagonal the rows classified right)
+ * and the per-class precision, recall and F1; the
  * errors (a missing targets dataset, regression targets of the wrong width,
  * --probabilities with regression targets, usage) exit 1 or 2 with one
  * line naming the cause and leave no output file; so do input
@@ -212,6 +214,60 @@ static void test_errors(void **state)
     free(text);
 }
 
+/* --report: the confusion matrix (every row counted once, its diagonal
+ * the accuracy's rows) and the per-class scores; only with --targets on
+ * labels. */
+static void test_report(void **state)
+{
+    fixture *f = *state;
+    const char *argv[] = {f->weights, f->valid, f->out, "--device", "cpu", "--targets", "y",
+                          "--report", NULL};
+    assert_int_equal(run(f, "predict", argv), 0);
+    char *text = stdout_text(f);
+    long long correct = 0, rows = 0;
+    const char *at = strstr(text, "accuracy ");
+    assert_non_null(at);
+    assert_int_equal(sscanf(at, "accuracy %*f%% (%lld of %lld rows)", &correct, &rows), 2);
+    const char *m = strstr(text, "predict: confusion matrix (rows: the label, columns: the "
+                                 "predicted class)\n");
+    assert_non_null(m);
+    m = strchr(strchr(m, '\n') + 1, '\n') + 1; /* past the column numbers */
+    long long total = 0, diagonal = 0;
+    for (int i = 0; i < CLASSES; i++) {
+        int n = 0, label = -1;
+        assert_int_equal(sscanf(m, "%d%n", &label, &n), 1);
+        assert_int_equal(label, i);
+        m += n;
+        for (int k = 0; k < CLASSES; k++) {
+            long long count = -1;
+            assert_int_equal(sscanf(m, "%lld%n", &count, &n), 1);
+            m += n;
+            total += count;
+            diagonal += i == k ? count : 0;
+        }
+    }
+    assert_int_equal(total, ROWS);
+    assert_int_equal(diagonal, correct);
+    assert_non_null(strstr(text, "         class precision    recall        f1   support\n"));
+    assert_non_null(strstr(text, "\n     macro avg "));
+    const char *weighted = strstr(text, "\n  weighted avg ");
+    assert_non_null(weighted);
+    double p = 0, r = 0;
+    long long support = 0;
+    assert_int_equal(sscanf(weighted, "\n  weighted avg %lf %lf %*f %lld", &p, &r, &support), 3);
+    assert_int_equal(support, ROWS);
+    /* The support-weighted recall is the accuracy. */
+    assert_true(fabs(r - (double)correct / ROWS) < 1e-4);
+    free(text);
+
+    const char *alone[] = {f->weights, f->valid, f->out, "--report", NULL};
+    expect_failure(f, alone, 2, "--report needs --targets NAME", __LINE__);
+    write_values(f, CLASSES);
+    const char *values[] = {f->weights, f->values, f->out, "--targets", "t", "--report", NULL};
+    expect_failure(f, values, 1, "--report: dataset 't' holds values [N, out] (regression)",
+                   __LINE__);
+}
+
 /* --version names the library's version, commit, backends and GPU
  * architectures. */
 static void test_version(void **state)
@@ -302,5 +358,6 @@ static void test_nonfinite(void **state)
 TEST_MAIN(NULL, NULL,
           cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
           cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_report, setup, teardown),
           cmocka_unit_test_setup_teardown(test_version, setup, teardown),
           cmocka_unit_test_setup_teardown(test_nonfinite, setup, teardown))

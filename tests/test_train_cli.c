@@ -628,9 +628,13 @@ static void test_output_folder_is_one_run(void **state)
     const char *over[] = {cfg, "--overwrite", "--set", "train.checkpoint_every=0", "--set",
                           "train.epochs=1", NULL};
     assert_int_equal(run(f, over), 0);
-    assert_false(exists_in(f, "one/checkpoint.h5"));
     assert_true(exists_in(f, "one/weights.h5"));
     assert_int_equal(count_lines(csv), 2);
+    /* The checkpoint there is the new run's, written at its end (epoch 1),
+     * not the replaced run's (epoch 2). */
+    const char *again[] = {cfg, "--resume", "--set", "train.epochs=1", NULL};
+    assert_int_equal(run(f, again), 0);
+    expect_output(f, "out.txt", "one/checkpoint.h5: epoch 2, step 0\n");
     const char *both[] = {cfg, "--overwrite", "--resume", NULL};
     EXPECT_FAILURE(both, 2, "give one of them");
 }
@@ -674,6 +678,21 @@ static void test_output_paths(void **state)
 
 /* --- what a run prints -------------------------------------------------------------- */
 
+/* Fails unless `after` is followed in line by a time with three decimals
+ * and " s, ". */
+static void expect_milliseconds(const char *line, const char *after)
+{
+    assert_non_null(line);
+    const char *at = strstr(line, after), *end = strchr(line, '\n');
+    assert_true(at && (!end || at < end));
+    at += strlen(after);
+    unsigned whole = 0, frac = 0;
+    int n = 0;
+    if (sscanf(at, "%u.%u s, %n", &whole, &frac, &n) != 2 || n == 0 ||
+        strspn(strchr(at, '.') + 1, "0123456789") != 3)
+        fail_msg("no time to the millisecond after '%s' in: %.80s", after, line);
+}
+
 /* The summary table, the memory, samples/s in the epoch and end lines and
  * metrics.csv; "1 epoch"; a notice for math = tf32 on the CPU. */
 static void test_summary_and_throughput(void **state)
@@ -701,6 +720,9 @@ static void test_summary_and_throughput(void **state)
     const char *done = strstr(out, "done: ");
     assert_non_null(done);
     assert_non_null(strstr(done, " samples/s; weights written to "));
+    /* Times to the millisecond: "(0.012 s, " and "steps, 0.013 s, ". */
+    expect_milliseconds(strstr(out, "epoch 1/1: "), " (");
+    expect_milliseconds(done, " steps, ");
     free(out);
     if (fn_cuda_device_count() > 0) {
         /* On the GPU: the same parameters, the memory on cuda:0 with the
@@ -816,10 +838,77 @@ static void test_keep_best_and_patience(void **state)
     assert_true(count_lines(b) > lines);
 }
 
+/* A finished run leaves its checkpoint: resumed with more epochs it
+ * continues, and 30 epochs then 30 more end with the weights and metrics
+ * of one 60-epoch run, bit for bit. */
+static void test_extend_finished_run(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], a[192], b[192];
+    write_digits_config(f, "long.ini", "long", "block 32, linear 10", "epochs = 60\n");
+    write_digits_config(f, "short.ini", "short", "block 32, linear 10", "epochs = 30\n");
+    snprintf(cfg, sizeof cfg, "%s/long.ini", f->dir);
+    const char *whole[] = {cfg, NULL};
+    assert_int_equal(run(f, whole), 0);
+    snprintf(cfg, sizeof cfg, "%s/short.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    assert_true(exists_in(f, "short/checkpoint.h5"));
+    const char *more[] = {cfg, "--resume", "--set", "train.epochs=60", NULL};
+    assert_int_equal(run(f, more), 0);
+    expect_output(f, "out.txt", "short/checkpoint.h5: epoch 31, step 0\n");
+    expect_output(f, "out.txt", "epoch 60/60: ");
+    snprintf(a, sizeof a, "%s/long/weights.h5", f->dir);
+    snprintf(b, sizeof b, "%s/short/weights.h5", f->dir);
+    expect_same_weights(a, b, 2);
+    snprintf(b, sizeof b, "%s/short/metrics.csv", f->dir);
+    assert_int_equal(count_lines(b), 61);
+}
+
+/* [train] monitor and min_delta steer patience: the training loss,
+ * watched with a min_delta larger than any gain, improves only at the
+ * first epoch, so patience 2 stops the run after epoch 3 and names the
+ * metric. */
+static void test_monitor_and_min_delta(void **state)
+{
+    fixture *f = *state;
+    char cfg[128];
+    write_digits_config(f, "mon.ini", "mon", "block 32, linear 10",
+                        "epochs = 10\npatience = 2\nkeep_best = true\n");
+    snprintf(cfg, sizeof cfg, "%s/mon.ini", f->dir);
+    const char *argv[] = {cfg, "--set", "train.monitor=train_loss", "--set", "train.min_delta=1",
+                          NULL};
+    assert_int_equal(run(f, argv), 0);
+    expect_output(f, "out.txt", "epoch 1/10: ");
+    expect_output(f, "out.txt", "epoch 3/10: ");
+    expect_output(f, "out.txt", "stopped early: no improvement in the last 2 epochs (the best "
+                                "train_loss, ");
+    expect_output(f, "out.txt", ", at epoch 1)\n");
+    expect_output(f, "out.txt", "best: epoch 1, train_loss ");
+    char csv[192];
+    snprintf(csv, sizeof csv, "%s/mon/metrics.csv", f->dir);
+    assert_int_equal(count_lines(csv), 4);
+}
+
+/* --set train.optimizer=adam over a file written for SGD runs in one step:
+ * the file's momentum becomes a notice. */
+static void test_optimizer_by_set(void **state)
+{
+    fixture *f = *state;
+    char cfg[128];
+    write_digits_config(f, "opt.ini", "opt", "block 32, linear 10", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/opt.ini", f->dir);
+    const char *argv[] = {cfg, "--set", "train.optimizer=adam", "--set", "train.lr=0.001", NULL};
+    assert_int_equal(run(f, argv), 0);
+    expect_output(f, "out.txt", "opt.ini:9: [train] momentum applies to optimizer = sgd only; "
+                                "ignored, as --set train.optimizer=adam chose adam\n");
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_errors),
           T(test_example_one_epoch), T(test_example_adamw), T(test_init_from_weights),
           T(test_interrupt_and_resume), T(test_interrupt_and_resume_fused_cuda),
           T(test_resume_needs_same_order), T(test_hangup_and_closed_stdout),
           T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
-          T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience))
+          T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
+          T(test_extend_finished_run), T(test_monitor_and_min_delta), T(test_optimizer_by_set))

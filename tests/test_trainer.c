@@ -120,6 +120,7 @@ typedef struct recorder {
     char events[EVENTS_CAP]; /* D device, R resume, M model, S start, s step, E epoch, F done */
     int n_events;
     long long steps_seen;
+    double last_step_loss; /* the last on_step's loss */
     long long stop_after; /* should_stop once this many steps were seen; -1: never */
     long long next_global; /* the global step the next on_step must report */
     fn_train_state resumed;
@@ -169,6 +170,10 @@ static void on_start(void *user, const fn_train_plan *p)
     assert_int_equal(p->batch_size, BATCH);
     assert_int_equal(p->epochs, EPOCHS);
     assert_int_equal(p->layers, 3);
+    /* One process: one rank on one device of one node. */
+    assert_int_equal(p->ranks, 1);
+    assert_int_equal(p->devices, 1);
+    assert_int_equal(p->nodes, 1);
     event(user, 'S');
 }
 
@@ -181,7 +186,8 @@ static void on_step(void *user, const fn_train_progress *p)
     assert_int_equal(p->step, g % STEPS + 1);
     assert_int_equal(p->steps, STEPS);
     assert_int_equal(p->rows_left, (long long)TRAIN_ROWS * EPOCHS - (g + 1) * BATCH);
-    assert_true(isfinite(p->loss) && p->samples_per_s >= 0);
+    assert_true(isfinite(p->loss) && isfinite(p->batch_loss) && p->samples_per_s >= 0);
+    r->last_step_loss = p->loss;
     r->steps_seen++;
     event(r, 's');
 }
@@ -190,6 +196,11 @@ static void on_epoch(void *user, const fn_train_epoch *e)
 {
     recorder *r = user;
     assert_true(r->n_epochs < EPOCHS);
+    /* The progress's loss is the epoch's running mean: at its last step,
+     * the epoch's training loss. */
+    if (r->steps_seen > 0 && e->train.loss != r->last_step_loss)
+        fail_msg("epoch %lld: the last step reported loss %.9g, the epoch's mean is %.9g",
+                 e->epoch + 1, r->last_step_loss, e->train.loss);
     r->epochs[r->n_epochs++] = *e;
     event(r, 'E');
 }
@@ -331,7 +342,8 @@ static void test_trains_and_reports(void **state)
     assert_true(last->valid.acc > 0.85);
 
     assert_true(exists(f, "full", "weights.h5"));
-    assert_false(exists(f, "full", "checkpoint.h5"));
+    /* The end's checkpoint, which --resume with more epochs continues. */
+    assert_true(exists(f, "full", "checkpoint.h5"));
     char *csv = slurp(f, "full", "metrics.csv");
     int lines = 0;
     for (const char *c = csv; *c; c++)
@@ -621,7 +633,7 @@ static void test_best_rule(void **state)
     static const int better[] = {1, 1, 0, 0, 1}, since[] = {0, 0, 1, 2, 0};
     for (int e = 0; e < 5; e++) {
         s.epoch = e;
-        assert_int_equal(fn_train_state_best(&s, acc[e], 0), better[e]);
+        assert_int_equal(fn_train_state_best(&s, acc[e], 0, 0), better[e]);
         assert_int_equal(s.since_best, since[e]);
     }
     assert_int_equal(s.best_epoch, 5);
@@ -631,7 +643,7 @@ static void test_best_rule(void **state)
     static const int lower[] = {1, 1, 0, 1};
     for (int e = 0; e < 4; e++) {
         m.epoch = e;
-        assert_int_equal(fn_train_state_best(&m, loss[e], 1), lower[e]);
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1, 0), lower[e]);
     }
     assert_int_equal(m.best_epoch, 4);
     fn_train_state_next_epoch(&m); /* as a checkpoint holds it: epoch 4 to continue */
@@ -640,7 +652,32 @@ static void test_best_rule(void **state)
     assert_int_equal(fn_train_state_check(&m, "here"), FN_ERR_FORMAT);
 }
 
+/* [train] min_delta: an improvement by min_delta or less counts as none,
+ * for a loss (lower) and an accuracy (higher) alike. */
+static void test_best_rule_min_delta(void **state)
+{
+    (void)state;
+    fn_train_state m = fn_train_state_start(1, 8, 100, 100);
+    static const double loss[] = {1.0, 0.95, 0.89, 0.85, 0.5};
+    static const int lower[] = {1, 0, 1, 0, 1}, since[] = {0, 1, 0, 1, 0};
+    for (int e = 0; e < 5; e++) {
+        m.epoch = e;
+        assert_int_equal(fn_train_state_best(&m, loss[e], 1, 0.1), lower[e]);
+        assert_int_equal(m.since_best, since[e]);
+    }
+    assert_float_equal(m.best, 0.5, 0);
+    fn_train_state a = fn_train_state_start(1, 8, 100, 100);
+    static const double acc[] = {0.5, 0.52, 0.56, 0.9};
+    static const int higher[] = {1, 0, 1, 1};
+    for (int e = 0; e < 4; e++) {
+        a.epoch = e;
+        assert_int_equal(fn_train_state_best(&a, acc[e], 0, 0.05), higher[e]);
+    }
+    assert_int_equal(a.best_epoch, 4);
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_and_reports, setup, teardown),
+          cmocka_unit_test(test_best_rule_min_delta),
           cmocka_unit_test_setup_teardown(test_stop_and_resume, setup, teardown),
           cmocka_unit_test_setup_teardown(test_stop_at_start, setup, teardown),
           cmocka_unit_test_setup_teardown(test_adam_stop_and_resume, setup, teardown),

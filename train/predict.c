@@ -3,19 +3,23 @@
  * input set, written as dataset 'outputs', float32 [N, out], to a new file
  * (atomically: temporary name, then rename); for classification also
  * 'classes' (argmax), and with --targets the loss and accuracy, or loss,
- * MAE and R² per output, printed (evaluation.h).
+ * MAE and R² per output, printed (evaluation.h); a classifier's with
+ * --report also its confusion matrix and per-class precision, recall and
+ * F1 (confusion.h).
  *
- *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--targets y]
+ *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--targets y [--report]]
  *           [--probabilities] [--device D] [--batch N] [--memory-budget-mb M]
  *
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fusenet/confusion.h"
 #include "fusenet/data.h"
 #include "fusenet/evaluation.h"
 #include "fusenet/input_norm.h"
@@ -38,6 +42,8 @@ static const char usage[] =
     "                          labels [N] (classification: prints loss and accuracy,\n"
     "                          writes 'classes') or values [N, out] (regression: prints\n"
     "                          loss, and MAE and R^2 per output)\n"
+    "  --report                with --targets on a classifier: also the confusion matrix\n"
+    "                          and per-class precision, recall and F1\n"
     "  --probabilities         classification: 'outputs' holds softmax probabilities\n"
     "                          instead of logits; writes 'classes' (argmax)\n"
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
@@ -51,6 +57,7 @@ typedef struct options {
     const char *inputs;
     const char *targets; /* NULL: no evaluation */
     int probabilities;
+    int report; /* --report */
     const char *device;
     long batch;
     double budget_mb;
@@ -112,6 +119,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->version = 1;
         } else if (strcmp(argv[i], "--probabilities") == 0) {
             o->probabilities = 1;
+        } else if (strcmp(argv[i], "--report") == 0) {
+            o->report = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             int status = parse_option(argc, argv, &i, o);
             if (status)
@@ -124,6 +133,8 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (n < 3 && !o->help && !o->version)
         return usage_error("%s", "expected weights.h5 inputs.h5 outputs.h5");
+    if (o->report && !o->targets && !o->help && !o->version)
+        return usage_error("%s", "--report needs --targets NAME (the labels to compare with)");
     return 0;
 }
 
@@ -173,6 +184,7 @@ typedef struct job {
     fn_loader *loader; /* synchronous: the outputs file is written between batches */
     fn_outputs *outputs;
     fn_evaluation *eval; /* --targets */
+    fn_confusion *confusion; /* --report */
     int classify;        /* write 'classes' */
     int probabilities;
     float *host;       /* [batch, out] */
@@ -194,6 +206,8 @@ static fn_status write_batch(job *j, const fn_batch *b, float *y, int out)
     }
     if (j->classify) {
         fn_argmax_rows(y, b->rows, out, j->classes);
+        if (j->confusion)
+            FN_TRY(fn_confusion_add(j->confusion, b->rows, b->host_labels, j->classes));
         FN_TRY(fn_outputs_write_classes(j->outputs, b->index[0], b->rows, j->classes));
     }
     if (j->probabilities)
@@ -232,8 +246,15 @@ static fn_status open_inputs(job *j, const options *o)
                        o->targets);
     j->classify = o->probabilities || kind == FN_DATA_LABELS;
     j->probabilities = o->probabilities;
+    if (o->report && kind == FN_DATA_FLOATS)
+        return fn_fail(FN_ERR_INVALID, "--report: dataset '%s' holds values [N, out] "
+                       "(regression), whose figures --targets prints; the report is for "
+                       "classification (integer labels [N])",
+                       o->targets);
     if (kind != FN_DATA_NO_TARGETS)
         FN_TRY(fn_evaluation_create(&j->eval, kind, fn_net_out_features(j->net)));
+    if (o->report)
+        FN_TRY(fn_confusion_create(&j->confusion, fn_net_out_features(j->net)));
     if (j->norm)
         FN_TRY(fn_input_norm_check_data(j->norm, j->data, o->weights));
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
@@ -303,10 +324,58 @@ static void print_evaluation(const fn_evaluation *eval, const char *targets)
         printf("predict: output %d: MAE %.6f, R2 %.6f\n", k, r.mae[k], r.r2[k]);
 }
 
+/* "0.9804", or "-" where a score is undefined. */
+static const char *score_text(double v, char *buf, size_t n)
+{
+    snprintf(buf, n, isnan(v) ? "-" : "%.4f", v);
+    return buf;
+}
+
+static void print_scores(const char *name, fn_class_scores s)
+{
+    char p[16], r[16], f[16];
+    printf("%14s %9s %9s %9s %9lld\n", name, score_text(s.precision, p, sizeof p),
+           score_text(s.recall, r, sizeof r), score_text(s.f1, f, sizeof f), s.support);
+}
+
+/* As scikit-learn's confusion_matrix and classification_report print them. */
+static void print_report(const fn_confusion *c)
+{
+    const int n = fn_confusion_classes(c);
+    int width = 5;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            char cell[32];
+            const int w = snprintf(cell, sizeof cell, "%lld", fn_confusion_count(c, i, k)) + 1;
+            width = w > width ? w : width;
+        }
+    printf("predict: confusion matrix (rows: the label, columns: the predicted class)\n");
+    printf("%7s", "");
+    for (int k = 0; k < n; k++)
+        printf("%*d", width, k);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%7d", i);
+        for (int k = 0; k < n; k++)
+            printf("%*lld", width, fn_confusion_count(c, i, k));
+        printf("\n");
+    }
+    printf("predict: per class (\"-\": no row predicted or labelled so)\n");
+    printf("%14s %9s %9s %9s %9s\n", "class", "precision", "recall", "f1", "support");
+    for (int k = 0; k < n; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "%d", k);
+        print_scores(name, fn_confusion_scores(c, k));
+    }
+    print_scores("macro avg", fn_confusion_average(c, 0));
+    print_scores("weighted avg", fn_confusion_average(c, 1));
+}
+
 static void release(job *j)
 {
     fn_outputs_destroy(j->outputs);
     fn_evaluation_destroy(j->eval);
+    fn_confusion_destroy(j->confusion);
     free(j->host);
     free(j->targets);
     free(j->classes);
@@ -336,6 +405,8 @@ int main(int argc, char **argv)
     long long rows = j.data ? (long long)fn_data_rows(j.data) : 0;
     if (st == FN_OK && j.eval)
         print_evaluation(j.eval, o.targets);
+    if (st == FN_OK && j.confusion)
+        print_report(j.confusion);
     release(&j);
     if (st != FN_OK)
         return EXIT_ERROR;

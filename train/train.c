@@ -145,6 +145,8 @@ static int load_config(const args *a, fn_config **cfg)
             return fail(NULL);
     if (fn_config_finish(*cfg) != FN_OK)
         return fail(NULL);
+    for (int i = 0; fn_world_rank() == 0 && fn_config_notice(*cfg, i); i++)
+        printf("notice: %s\n", fn_config_notice(*cfg, i));
     return 0;
 }
 
@@ -234,6 +236,11 @@ static void on_resume(void *user, const char *checkpoint, const fn_train_state *
 static void on_start(void *user, const fn_train_plan *p)
 {
     (void)user;
+    if (p->ranks > 1)
+        printf("data parallel: %d ranks on %d %s%s of %d node%s, each taking its share of every "
+               "batch of %d\n",
+               p->ranks, p->devices, p->device == FN_CUDA ? "GPU" : "CPU",
+               p->devices == 1 ? "" : "s", p->nodes, p->nodes == 1 ? "" : "s", p->batch_size);
     printf("training: %lld rows, %lld batch%s of up to %d per epoch, %d epoch%s, %d layer%s\n",
            p->rows, p->batches, p->batches == 1 ? "" : "es", p->batch_size, p->epochs,
            p->epochs == 1 ? "" : "s", p->layers, p->layers == 1 ? "" : "s");
@@ -294,7 +301,7 @@ static void on_epoch(void *user, const fn_train_epoch *e)
     else if (e->since_best > 0)
         snprintf(best, sizeof best, ", %lld epoch%s since the best", e->since_best,
                  e->since_best == 1 ? "" : "s");
-    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.1f s, %.0f "
+    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.3f s, %.0f "
            "samples/s%s)\n",
            d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds,
            e->samples_per_s, best);
@@ -313,14 +320,14 @@ static void on_done(void *user, const fn_train_summary *s)
                ls->device_set_bytes ? ", gathered on the GPU from the set kept there" : "",
                1e3 * ls->wait_seconds / (double)ls->batches);
     if (s->stopped_early)
-        printf("stopped early: no improvement in the last %lld epochs (the best, %.4f, at "
+        printf("stopped early: no improvement in the last %lld epochs (the best %s, %.4f, at "
                "epoch %lld)\n",
-               (long long)s->epochs - s->best_epoch, s->best, s->best_epoch);
-    printf("done: %d epoch%s, %lld step%s, %.1f s, %.0f samples/s; weights written to %s\n",
+               (long long)s->epochs - s->best_epoch, s->monitor, s->best, s->best_epoch);
+    printf("done: %d epoch%s, %lld step%s, %.3f s, %.0f samples/s; weights written to %s\n",
            s->epochs, s->epochs == 1 ? "" : "s", s->steps, s->steps == 1 ? "" : "s", s->seconds,
            s->samples_per_s, s->weights_path);
     if (s->best_path && s->best_epoch > 0)
-        printf("best: epoch %lld, valid %.4f; written to %s\n", s->best_epoch, s->best,
+        printf("best: epoch %lld, %s %.4f; written to %s\n", s->best_epoch, s->monitor, s->best,
                s->best_path);
 }
 
@@ -389,6 +396,18 @@ static int conclude(const fn_trainer *t, fn_status st, const display *d)
     }
 }
 
+/* Whether stdout takes a redrawn bar (\r, ANSI codes): a terminal that
+ * understands them, and not a launcher's. mpirun hands its processes a
+ * pseudo-terminal even when its own output goes to a file or a pipe, so
+ * under a launcher (an MPI world, even of one process) the run prints
+ * plain lines. */
+static int draws_on_terminal(void)
+{
+    const char *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !fn_world_mpi() && term && term[0] &&
+           strcmp(term, "dumb") != 0;
+}
+
 /* *together: the run failed on every rank at once (no rank need end the
  * others). */
 static int execute(const fn_config *cfg, const args *a, int *together)
@@ -396,7 +415,7 @@ static int execute(const fn_config *cfg, const args *a, int *together)
     char log_every[32];
     if (fn_config_get(cfg, "run.log_every", log_every, sizeof log_every) != FN_OK)
         return fail(NULL);
-    display d = {.tty = isatty(STDOUT_FILENO), .log_every = atoi(log_every), .last_bar = now()};
+    display d = {.tty = draws_on_terminal(), .log_every = atoi(log_every), .last_bar = now()};
     const fn_trainer_options options = {
         .resume = a->resume, .overwrite = a->overwrite,
         .callbacks = fn_world_rank() == 0 ? &callbacks : &quiet_callbacks, .user = &d};

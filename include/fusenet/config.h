@@ -45,6 +45,14 @@ fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_m
 /* The checks that involve several keys and the required keys; call after the
  * last fn_config_set. Resolves paths against cfg->dir. */
 fn_status fn_config_finish(fn_config *cfg);
+/* After fn_config_finish: the i-th thing the user should know that is no
+ * error (one line, no newline; a program prints it), NULL past the last.
+ * One kind so far: a key of the file that applies only to another
+ * optimiser than the one a --set chose ("config.ini:9: [train] momentum
+ * applies to optimizer = sgd only; ignored, as --set train.optimizer=adam
+ * chose adam"); given by --set, or with the optimiser chosen in the file,
+ * such a key is an error. */
+const char *fn_config_notice(const fn_config *cfg, int i);
 void fn_config_destroy(fn_config *cfg); /* NULL is fine */
 /* The value of "section.key" as a config file would give it ("20",
  * "true", "block 128, block 128, linear 10", a resolved path after

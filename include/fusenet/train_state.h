@@ -29,9 +29,9 @@ typedef struct fn_train_state {
     double seconds;        /* training time so far */
     double grad_norm;      /* the last step's gradient norm before clipping; NaN when
                             * not clipping (clip.h) */
-    /* [train] keep_best and patience: the best validation metric so far
-     * (accuracy for cross_entropy, loss for mse), its epoch (1-based; 0:
-     * none yet) and the epochs since it. */
+    /* [train] keep_best and patience: the best value so far of the metric
+     * [train] monitor names, its epoch (1-based; 0: none yet) and the
+     * epochs since it. */
     double best;
     long long best_epoch;
     long long since_best;
@@ -47,10 +47,11 @@ fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long row
 /* A step over a batch of `rows` rows with mean loss `loss`, `correct` of
  * them classified right. */
 void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct);
-/* An epoch's validation metric: whether it is the best yet (higher is
- * better, or lower with lower_better), updating best, best_epoch and
- * since_best. */
-int fn_train_state_best(fn_train_state *s, double metric, int lower_better);
+/* An epoch's watched metric (monitor.h): whether it is the best yet
+ * (higher is better, or lower with lower_better) by more than min_delta
+ * (>= 0), updating best, best_epoch and since_best. The first epoch's is
+ * the best yet. */
+int fn_train_state_best(fn_train_state *s, double metric, int lower_better, double min_delta);
 /* The epoch is over: the next one starts with empty sums. */
 void fn_train_state_next_epoch(fn_train_state *s);
 /* FN_ERR_FORMAT, naming `where`, unless every count is in range (a state

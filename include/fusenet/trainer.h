@@ -82,6 +82,11 @@ typedef struct fn_train_plan {
     long long rows;    /* of the training set */
     long long batches; /* per epoch */
     int batch_size, epochs, layers;
+    /* Data parallelism: the ranks that train together (1: alone), and the
+     * distinct devices (a node's CPU counts once) and nodes they train on,
+     * as rank 0 counted them. */
+    int ranks, devices, nodes;
+    fn_device device;  /* this rank's */
 } fn_train_plan;
 
 /* After a step. */
@@ -90,10 +95,13 @@ typedef struct fn_train_progress {
     int epochs;
     long long step;       /* batches of this epoch taken */
     long long steps;      /* batches per epoch */
-    double loss;          /* of this step's batch; on the GPU (deferred steps, docs/gpus.md) the
-                           * newest the host has read, a few steps older */
+    double loss;          /* the epoch's running mean loss: over its rows trained so far
+                           * (a resumed epoch's included); on the GPU (deferred steps,
+                           * docs/gpus.md) as of the newest sums the host has read, a few
+                           * steps older */
     double samples_per_s; /* since this epoch, or its resumed part, began */
     long long rows_left;  /* rows still to train before the last epoch ends */
+    double batch_loss;    /* of this step's batch (on the GPU, the newest read) */
 } fn_train_progress;
 
 typedef struct fn_train_metrics {
@@ -109,7 +117,8 @@ typedef struct fn_train_epoch {
     fn_train_metrics valid; /* NaN without a validation set */
     double seconds;         /* training time so far, this epoch's validation not counted */
     double samples_per_s;   /* this epoch's rows (its resumed part's) over its training time */
-    int improved;           /* keep_best or patience: the validation metric is the best yet */
+    int improved;           /* keep_best or patience: the watched metric ([train] monitor) is
+                             * the best yet */
     long long since_best;   /* keep_best or patience: epochs since the best */
 } fn_train_epoch;
 
@@ -123,8 +132,9 @@ typedef struct fn_train_summary {
     double samples_per_s;  /* rows trained by this process over its training time */
     int stopped_early;     /* [train] patience ran out: epochs < [train] epochs */
     long long best_epoch;  /* 1-based; 0 without keep_best and patience */
-    double best;           /* the best validation metric (accuracy, or loss for mse) */
+    double best;           /* the best value of the watched metric (monitor below) */
     const char *best_path; /* best.h5 with keep_best, else NULL */
+    const char *monitor;   /* the watched metric's name ([train] monitor: "valid_accuracy", ...) */
 } fn_train_summary;
 
 /* Every callback is optional; `user` is the options' user pointer. */

@@ -34,7 +34,8 @@ typedef enum key_type {
     T_DEVICE,
     T_MATH,
     T_OPTIMIZER,
-    T_SCHEDULE
+    T_SCHEDULE,
+    T_MONITOR
 } key_type;
 
 typedef struct key_spec {
@@ -75,6 +76,9 @@ static const key_spec keys[] = {
     {"train", "clip_grad_norm", T_FLOAT, AT(clip_grad_norm), 0, 1e30, 0, "0"},
     {"train", "keep_best", T_BOOL, AT(keep_best), 0, 0, 0, "false"},
     {"train", "patience", T_INT, AT(patience), 0, 1e6, 0, "0"},
+    /* Left unset, the loss kind's (check_best). */
+    {"train", "monitor", T_MONITOR, AT(monitor), 0, 0, 0, "valid_loss"},
+    {"train", "min_delta", T_DOUBLE, AT(min_delta), 0, 1e30, 0, "0"},
     {"run", "device", T_DEVICE, AT(device), 0, 0, 0, "auto"},
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
@@ -99,6 +103,8 @@ struct fn_config_keys {
     int line[ALL_KEYS];         /* > 0: set on this line of the file */
     char *assignment[ALL_KEYS]; /* non-NULL: set by this --set argument */
     void *options[N_FAMILIES][MAX_KINDS]; /* each kind's options block */
+    char notices[MAX_OPTIONS][320]; /* fn_config_notice's, made by finish */
+    int n_notices;
 };
 
 static const char *const sections[] = {"data", "model", "train", "run", "output"};
@@ -573,6 +579,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
     case T_SCHEDULE:
         return fn_schedule_kind_find(text, (const fn_schedule_kind **)field);
+    case T_MONITOR:
+        return fn_monitor_parse(text, (fn_monitor *)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -945,23 +953,45 @@ static const char *own_options(int f, int k, char *buf, size_t cap)
     return buf;
 }
 
+/* Key i, an option of family f's other kinds than the one --set chose,
+ * was given in the file: a notice (the file's value is kept for the kinds
+ * that take it), so `--set train.optimizer=adam` switches a file written
+ * for SGD in one step. */
+static void notice_other_kind(const fn_config *cfg, int f, int i, const char *taking,
+                              const char *chosen)
+{
+    struct fn_config_keys *k = cfg->keys;
+    if (k->n_notices >= MAX_OPTIONS)
+        return;
+    snprintf(k->notices[k->n_notices++], sizeof k->notices[0],
+             "%s:%d: [train] %s applies to %s = %s only; ignored, as --set %s chose %s",
+             cfg->path, k->line[i], key_name(i), families[f].selector, taking,
+             k->assignment[find_key("train", families[f].selector)], chosen);
+}
+
 /* An option of family f's other kinds, given with a value other than its
- * default, is an error naming the kinds it applies to. */
+ * default, is an error naming the kinds it applies to (a notice when the
+ * kind came from --set and the option from the file). */
 static fn_status check_others(const fn_config *cfg, int f, int c)
 {
     const char *chosen = families[f].at(c).name, *selector = families[f].selector;
+    const int chosen_by_set = cfg->keys->assignment[find_key("train", selector)] != NULL;
     int fam = 0;
     for (int j = 0; option_name(j, &fam); j++) {
         const char *name = option_name(j, NULL);
         if (fam != f || kind_option(f, c, name))
             continue;
-        const int k = first_taking(f, name);
+        const int k = first_taking(f, name), i = find_key("train", name);
+        const int differs = option_differs(cfg, f, k, kind_option(f, k, name));
         char taking[128], own[256], why[512];
+        kinds_taking(f, name, taking, sizeof taking);
+        if (chosen_by_set && differs && !cfg->keys->assignment[i] && cfg->keys->line[i] > 0) {
+            notice_other_kind(cfg, f, i, taking, chosen);
+            continue;
+        }
         snprintf(why, sizeof why, "applies to %s = %s only, not %s (%s's keys: %s)", selector,
-                 kinds_taking(f, name, taking, sizeof taking), chosen, chosen,
-                 own_options(f, c, own, sizeof own));
-        FN_TRY(not_applicable(cfg, name, option_differs(cfg, f, k, kind_option(f, k, name)),
-                              why));
+                 taking, chosen, chosen, own_options(f, c, own, sizeof own));
+        FN_TRY(not_applicable(cfg, name, differs, why));
     }
     return FN_OK;
 }
@@ -988,6 +1018,12 @@ static fn_status check_family(fn_config *cfg, int f)
         return key_fail(cfg, FN_ERR_INVALID, find_key("train", key), problem);
     }
     *(const void **)((char *)cfg + fam->chosen_options) = cfg->keys->options[f][c];
+    return FN_OK;
+}
+
+const char *fn_config_notice(const fn_config *cfg, int i)
+{
+    return cfg && i >= 0 && i < cfg->keys->n_notices ? cfg->keys->notices[i] : NULL;
     return FN_OK;
 }
 
@@ -1019,16 +1055,29 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
-/* keep_best and patience watch the validation metric. */
-static fn_status check_best(const fn_config *cfg)
+/* keep_best and patience watch [train] monitor: by default the loss
+ * kind's validation metric; a validation metric needs [data] valid, the
+ * accuracy a loss that classifies. */
+static fn_status check_best(fn_config *cfg)
 {
-    if (cfg->valid || cfg->valid_set)
+    const int key = find_key("train", "monitor");
+    if (!key_given(cfg, key))
+        cfg->monitor = cfg->loss->watch_loss ? FN_MONITOR_VALID_LOSS : FN_MONITOR_VALID_ACCURACY;
+    else if (cfg->monitor == FN_MONITOR_VALID_ACCURACY && !cfg->loss->accuracy) {
+        char why[160];
+        snprintf(why, sizeof why, "valid_accuracy needs a loss that classifies (loss = %s has no "
+                 "accuracy); use valid_loss or train_loss", cfg->loss->name);
+        return key_fail(cfg, FN_ERR_INVALID, key, why);
+    }
+    if (cfg->valid || cfg->valid_set || !fn_monitor_needs_valid(cfg->monitor))
         return FN_OK;
     const char *name = cfg->keep_best ? "keep_best" : cfg->patience > 0 ? "patience" : NULL;
     if (!name)
         return FN_OK;
-    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name),
-                    "needs a validation set ([data] valid) to watch");
+    char why[160];
+    snprintf(why, sizeof why, "needs a validation set ([data] valid) to watch %s (or [train] "
+             "monitor = train_loss)", fn_monitor_name(cfg->monitor));
+    return key_fail(cfg, FN_ERR_INVALID, find_key("train", name), why);
 }
 
 /* [output] dir left unset: runs/<stem of the config file>, so two configs
@@ -1078,6 +1127,7 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
+    cfg->keys->n_notices = 0;
     for (int f = 0; f < N_FAMILIES; f++)
         FN_TRY(check_family(cfg, f));
     FN_TRY(check_best(cfg));
@@ -1150,6 +1200,7 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
     case T_SCHEDULE:
         n = snprintf(buf, cap, "%s", (*(const fn_schedule_kind *const *)field)->name);
         break;
+    case T_MONITOR: n = snprintf(buf, cap, "%s", fn_monitor_name(*(const fn_monitor *)field)); break;
     case T_DEVICE:
         n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
         break;

@@ -11,6 +11,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/loss_kind.h"
 #include "fusenet/memory_set.h"
+#include "fusenet/monitor.h"
 #include "fusenet/optimizer_kind.h"
 #include "fusenet/schedule_kind.h"
 
@@ -58,6 +59,9 @@ struct fn_config {
     float clip_grad_norm; /* 0 = off */
     int keep_best;        /* write best.h5 when the validation metric improves */
     int patience;         /* stop after this many epochs without improvement, 0 = never */
+    fn_monitor monitor;   /* what keep_best and patience watch; by default the loss kind's
+                           * (valid_accuracy when it classifies, else valid_loss) */
+    double min_delta;     /* an improvement is by more than this, 0 */
 
     /* [run] */
     int device_auto; /* device = auto: CUDA when a GPU is present */

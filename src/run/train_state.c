@@ -21,9 +21,10 @@ void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long
     s->global_step++;
 }
 
-int fn_train_state_best(fn_train_state *s, double metric, int lower_better)
+int fn_train_state_best(fn_train_state *s, double metric, int lower_better, double min_delta)
 {
-    const int better = s->best_epoch == 0 || (lower_better ? metric < s->best : metric > s->best);
+    const int better = s->best_epoch == 0 || (lower_better ? metric < s->best - min_delta
+                                                            : metric > s->best + min_delta);
     if (better) {
         s->best = metric;
         s->best_epoch = s->epoch + 1;

@@ -40,6 +40,7 @@ enum { POST_EVERY = 4 };
 fn_status fn_trainer_defer_begin(fn_trainer *t)
 {
     const fn_train_state *s = &t->state;
+    t->tally_mean = s->seen ? s->loss_sum / (double)s->seen : NAN;
     return fn_loss_tally_set(t->tally, s->loss_sum, s->correct, s->seen, s->global_step);
 }
 
@@ -85,9 +86,10 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
     fn_loss_tally_value v;
     int fresh = 0;
     FN_TRY(fn_loss_tally_poll(t->tally, &v, &fresh));
-    if (!fresh && isnan(t->last_loss)) {
-        /* The run's first step: no loss to show yet, so wait for this one
-         * (once a run; later steps show the newest that has arrived). */
+    if (!fresh && isnan(t->tally_mean)) {
+        /* The epoch's (or the run's) first step: no sums of it to show
+         * yet, so wait for this one (once an epoch; later steps show the
+         * newest that have arrived). */
         FN_TRY(fn_loss_tally_read(t->tally, &v));
         fresh = 1;
     }
@@ -95,6 +97,8 @@ fn_status fn_trainer_defer_step(fn_trainer *t, const fn_batch *b, float *loss,
         return stop_late(t, &v);
     if (fresh && v.steps > 0)
         t->last_loss = v.last_loss;
+    if (fresh && v.seen > 0)
+        t->tally_mean = v.loss_sum / (double)v.seen;
     *loss = t->last_loss;
     return FN_OK;
 }
@@ -113,6 +117,7 @@ fn_status fn_trainer_defer_drain(fn_trainer *t)
     s->correct = v.correct;
     if (v.steps > 0)
         t->last_loss = v.last_loss;
+    t->tally_mean = s->seen ? s->loss_sum / (double)s->seen : NAN;
     return FN_OK;
 }
 

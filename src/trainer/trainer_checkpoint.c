@@ -21,14 +21,19 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t)
     FN_TRY(fn_trainer_sync_grad_norm(t));
     if (!fn_trainer_writes(t)) {
         t->checkpoint_ours = 1; /* rank 0's */
+        t->checkpoint_step = t->state.global_step;
+        t->checkpoint_epoch = t->state.epoch;
         return FN_OK;
     }
     FN_TRY(fn_trainer_prepare_output(t));
     memcpy(t->state.schedule, t->schedule.state, sizeof t->state.schedule);
     fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
                                           t->cfg->text);
-    if (st == FN_OK)
+    if (st == FN_OK) {
         t->checkpoint_ours = 1;
+        t->checkpoint_step = t->state.global_step;
+        t->checkpoint_epoch = t->state.epoch;
+    }
     if (st != FN_ERR_NUMERIC)
         return st;
     fn_nonfinite nf;
@@ -39,4 +44,10 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t)
                    "after step %lld the parameters are non-finite; first non-finite: %s; "
                    "checkpoint not written: %s",
                    t->state.global_step, first, kept);
+}
+
+int fn_trainer_checkpoint_current(const fn_trainer *t)
+{
+    return t->checkpoint_ours && t->checkpoint_step == t->state.global_step &&
+           t->checkpoint_epoch == t->state.epoch;
 }

@@ -3,7 +3,7 @@
  * trainer_dist.c (data parallelism's agreements), step_common.c (what the
  * step strategies share), the strategies (step_eager.c, step_deferred.c,
  * step_graph.c, step_dist.c) and their choice (step_choice.c); above them
- * trainer_evaluate.c, trainer_checkpoint.c, trainer_summary.c,
+ * trainer_monitor.c, trainer_evaluate.c, trainer_checkpoint.c, trainer_summary.c,
  * trainer_setup.c (a run set up and ended) and trainer_loop.c (its
  * epochs). */
 #ifndef FUSENET_TRAINER_TRAINER_IMPL_H
@@ -35,6 +35,7 @@ struct fn_trainer {
     fn_tensor loss, dpred; /* [1, 1], [batch_size, out] on the device */
     fn_train_state state;
     int checkpoint_ours;   /* checkpoint_path holds this run's state (resumed or written) */
+    long long checkpoint_step, checkpoint_epoch; /* ... as it was at this global step and epoch */
     int stop;              /* should_stop said so */
     int ran;               /* fn_trainer_run was called */
     fn_train_outcome outcome;
@@ -51,6 +52,8 @@ struct fn_trainer {
     double run_seconds;    /* ... in this much training time (steps, not validation) */
     /* Data parallelism (trainer_dist.c) */
     int rank, ranks;       /* this process's rank in its world, and the world's size */
+    int gpu;               /* the GPU this rank opened; -1 on the CPU */
+    int devices, nodes;    /* rank 0: the distinct devices and nodes the ranks train on */
     int dist;              /* steps sum gradients over comm (an MPI world, even of one rank) */
     fn_comm *comm;         /* single-process unless dist */
     int stop_agreed;       /* every rank agreed to stop */
@@ -61,6 +64,7 @@ struct fn_trainer {
      * every step); step_graph.c: the step's CUDA graphs. */
     fn_loss_tally *tally;
     float last_loss;       /* the newest loss the host has seen */
+    double tally_mean;     /* the epoch's mean loss as of the tally's newest sums read */
     struct fn_step_graphs *graphs;
 };
 
@@ -150,6 +154,11 @@ int fn_trainer_writes(const fn_trainer *t);
 
 /* trainer_summary.c: on_model, when the caller has it. */
 void fn_trainer_report_model(fn_trainer *t);
+/* trainer_monitor.c: the epoch's value of the metric [train] monitor
+ * names (valid_loss, valid_accuracy, train_loss), and whether lower is
+ * better; what keep_best and patience watch. */
+double fn_trainer_monitored(const fn_trainer *t, fn_train_metrics train, fn_train_metrics valid);
+int fn_trainer_monitor_lower_better(const fn_trainer *t);
 /* trainer_evaluate.c: mean loss (and accuracy) of the net over every batch
  * of a set. */
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m);
@@ -160,11 +169,19 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
 /* trainer_checkpoint.c: writes checkpoint.h5 (rank 0; the others do
  * nothing); a non-finite parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+/* trainer_checkpoint.c: checkpoint.h5 holds the state as it is now (written
+ * at this step and epoch, or resumed from). */
+int fn_trainer_checkpoint_current(const fn_trainer *t);
 
 /* trainer_inputs.c: FN_ERR_INVALID, naming both, when a file the run
  * writes or removes in its directory is one it reads (compared by device
  * and inode). */
 fn_status fn_trainer_check_inputs_kept(const fn_trainer *t);
+
+/* trainer_ranks.c: in a world of several ranks, the distinct devices and
+ * nodes its ranks train on, counted on rank 0 (t->devices, t->nodes; 1 and
+ * 1 elsewhere and in a world of one). A collective of the set-up. */
+fn_status fn_trainer_count_devices(fn_trainer *t);
 
 /* trainer_agree.c: in a world of several ranks, before the communicator
  * and the loaders exist, every rank's config, device and data compared on

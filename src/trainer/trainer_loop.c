@@ -3,7 +3,8 @@
  * ([train] keep_best), metrics.csv and, every [train] checkpoint_every
  * epochs, a checkpoint; a stop the caller asks for ends the run after a
  * step with a checkpoint; the last epoch, or [train] patience epochs
- * without improvement, with weights.h5. */
+ * without improvement, with a checkpoint (so --resume with more epochs
+ * extends a finished run) and weights.h5. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <time.h>
@@ -36,8 +37,22 @@ static void report_start(const fn_trainer *t)
                                 .batches = fn_data_batches(t->train),
                                 .batch_size = t->cfg->batch_size,
                                 .epochs = t->cfg->epochs,
-                                .layers = fn_net_n_layers(t->net)};
+                                .layers = fn_net_n_layers(t->net),
+                                .ranks = t->dist ? t->ranks : 1,
+                                .devices = t->devices,
+                                .nodes = t->nodes,
+                                .device = fn_context_device(t->ctx)};
     t->cb.on_start(t->user, &plan);
+}
+
+/* The epoch's mean loss so far: the state's sums, or a deferred step's
+ * newest sums read from the device. */
+static double running_loss(const fn_trainer *t)
+{
+    const fn_train_state *s = &t->state;
+    if (t->tally)
+        return t->tally_mean;
+    return s->seen ? s->loss_sum / (double)s->seen : NAN;
 }
 
 static void report_step(const fn_trainer *t, float loss)
@@ -51,7 +66,8 @@ static void report_step(const fn_trainer *t, float loss)
         .epochs = t->cfg->epochs,
         .step = s->step,
         .steps = fn_data_batches(t->train),
-        .loss = loss,
+        .loss = running_loss(t),
+        .batch_loss = loss,
         .samples_per_s = elapsed > 0 ? (double)(s->seen - t->seen_before) / elapsed : 0,
         .rows_left = (long long)fn_data_rows(t->train) * (t->cfg->epochs - s->epoch) - s->seen};
     t->cb.on_step(t->user, &p);
@@ -98,6 +114,7 @@ static void report_done(const fn_trainer *t)
         .stopped_early = t->stopped_early,
         .best_epoch = s->best_epoch,
         .best = s->best,
+        .monitor = fn_monitor_name(t->cfg->monitor),
         .best_path = t->cfg->keep_best ? t->best_path : NULL};
     t->cb.on_done(t->user, &summary);
 }
@@ -153,17 +170,18 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     return FN_OK;
 }
 
-/* keep_best and patience: whether the validation metric the loss watches
- * improved (loss_kind.h: a loss, lower is better, or an accuracy); best.h5
+/* keep_best and patience: whether the metric [train] monitor names
+ * improved by more than [train] min_delta (trainer_monitor.c); best.h5
  * when it did and keep_best. */
-static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved)
+static fn_status watch_best(fn_trainer *t, fn_train_metrics train, fn_train_metrics valid,
+                            int *improved)
 {
     const fn_config *c = t->cfg;
     *improved = 0;
-    if (!t->valid_loader || (!c->keep_best && c->patience <= 0))
+    if (!c->keep_best && c->patience <= 0)
         return FN_OK;
-    const int by_loss = c->loss->watch_loss;
-    *improved = fn_train_state_best(&t->state, by_loss ? valid.loss : valid.acc, by_loss);
+    *improved = fn_train_state_best(&t->state, fn_trainer_monitored(t, train, valid),
+                                    fn_trainer_monitor_lower_better(t), c->min_delta);
     if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
@@ -171,12 +189,15 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved
 }
 
 /* The metric a schedule that reacts to the run (reduce on plateau) follows,
- * lower is better: the validation loss when there is a validation set, else
- * the epoch's training loss. */
+ * lower is better: [train] monitor's (an accuracy negated) when there is a
+ * validation set, else the epoch's training loss. */
 static double schedule_metric(const fn_trainer *t, fn_train_metrics train,
                               fn_train_metrics valid)
 {
-    return t->valid_loader ? valid.loss : train.loss;
+    if (!t->valid_loader)
+        return train.loss;
+    const double v = fn_trainer_monitored(t, train, valid);
+    return fn_trainer_monitor_lower_better(t) ? v : -v;
 }
 
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
@@ -186,7 +207,7 @@ static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
     if (t->valid_loader)
         FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
     int improved = 0;
-    FN_TRY(watch_best(t, valid, &improved));
+    FN_TRY(watch_best(t, train, valid, &improved));
     FN_TRY(report_epoch(t, train, valid, improved));
     /* After the report: its lr is the one the epoch's last step took. */
     fn_schedule_epoch_end(&t->schedule, schedule_metric(t, train, valid));
@@ -243,6 +264,11 @@ fn_status fn_trainer_run(fn_trainer *t)
         FN_TRY(fn_trainer_prepare_output(t));
         FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
     }
+    /* Then the end's checkpoint, unless the last epoch's is it already:
+     * what --resume with a larger [train] epochs continues. The weights,
+     * the run's product, come first. */
+    if (!fn_trainer_checkpoint_current(t))
+        FN_TRY(fn_trainer_save_checkpoint(t));
     t->outcome = FN_TRAIN_DONE;
     report_done(t);
     return FN_OK;

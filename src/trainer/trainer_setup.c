@@ -48,6 +48,7 @@ static fn_status open_context(fn_trainer *t)
     d.math_unused = d.device == FN_CPU && c->math != FN_MATH_FP32;
     if (t->cb.on_device)
         t->cb.on_device(t->user, &d);
+    t->gpu = d.gpu;
     return fn_context_create(&t->ctx, d.device, d.gpu, c->math);
 }
 
@@ -173,6 +174,8 @@ static fn_status resume(fn_trainer *t)
     t->state = s;
     memcpy(t->schedule.state, s.schedule, sizeof t->schedule.state);
     t->checkpoint_ours = 1;
+    t->checkpoint_step = s.global_step;
+    t->checkpoint_epoch = s.epoch;
     /* A run that stopped early stays stopped unless patience grew: it
      * ends at once, writing the same weights. */
     const int patience = t->cfg->patience;
@@ -246,8 +249,12 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     }
     FN_TRY(open_context(t));
     FN_TRY(open_sets(t));
-    if (scope == FN_COMM_WORLD)
+    if (scope == FN_COMM_WORLD) {
         FN_TRY(fn_trainer_agree(t));
+        FN_TRY(fn_trainer_count_devices(t));
+    } else {
+        t->devices = t->nodes = 1;
+    }
     FN_TRY(fn_trainer_dist_setup(t, scope));
     FN_TRY(make_loaders(t));
     FN_TRY(build(t));

@@ -4,8 +4,11 @@
 # sets FN_BUILD_DIR and FN_SOURCE_DIR. Each case is bounded by `timeout`,
 # so a hang fails instead of stalling the suite:
 #   1. run-to-run: two runs on 2 ranks write the same weights, bit for bit;
+#      rank 0 says how many ranks and devices train, and, mpirun handing
+#      its processes a pseudo-terminal, its log holds no terminal codes;
 #   2. uneven shares: a global batch of 49 on 2 and on 3 ranks trains, and
-#      rank 0 alone wrote the output directory's files;
+#      rank 0 alone wrote the output directory's files (the end's
+#      checkpoint among them);
 #   3. resume with another N: a checkpoint of 2 ranks resumed on 3 and on 1
 #      continues at epoch 2 (the data order does not depend on N), and the
 #      two resumed runs agree to the summation-order level;
@@ -88,12 +91,17 @@ compare same_bits "$work/run_a/weights.h5" "$work/run_b/weights.h5" ||
     fail "1: two 2-rank runs wrote different weights"
 grep -q "epoch 2/2" "$work/run_a.log" || fail "1: rank 0 did not print the epochs"
 [ "$(grep -c "epoch 2/2" "$work/run_a.log")" = 1 ] || fail "1: more than one rank printed"
+grep -q "^data parallel: 2 ranks on 1 CPU of 1 node, each taking its share of every batch of 50$" \
+    "$work/run_a.log" || fail "1: no line saying the ranks and devices: $(cat "$work/run_a.log")"
+if grep -q "$(printf '[\r\033]')" "$work/run_a.log"; then
+    fail "1: terminal codes in a log: $(od -c "$work/run_a.log" | grep -m3 -e '\\r' -e '033')"
+fi
 
 # 2. uneven shares
 for n in 2 3; do
     mpi $n -- "$work/c.ini" --set train.batch_size=49 --set output.dir="$work/odd$n" \
         > "$work/odd$n.log" 2>&1 || fail "2: batch 49 on $n ranks failed: $(cat "$work/odd$n.log")"
-    [ "$(ls "$work/odd$n" | tr '\n' ' ')" = "metrics.csv weights.h5 " ] ||
+    [ "$(ls "$work/odd$n" | tr '\n' ' ')" = "checkpoint.h5 metrics.csv weights.h5 " ] ||
         fail "2: unexpected files in the output directory: $(ls "$work/odd$n")"
 done
 
