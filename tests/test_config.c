@@ -783,7 +783,7 @@ static void test_optimizer_from_command_line(void **state)
     assert_int_equal(load(f, text, adam, &cfg), FN_OK);
     assert_string_equal(cfg->optimizer->name, "adam");
     assert_non_null(strstr(fn_config_notice(cfg, 0),
-                           "/run.ini:6: [train] momentum applies to optimizer = sgd only; "
+                           "/run.ini:6: [train] momentum applies to optimizer = sgd or rmsprop only; "
                            "ignored, as --set train.optimizer=adam chose adam"));
     assert_non_null(strstr(fn_config_notice(cfg, 1), "run.ini:7: [train] nesterov applies"));
     assert_null(fn_config_notice(cfg, 2));

@@ -900,7 +900,7 @@ static void test_optimizer_by_set(void **state)
     snprintf(cfg, sizeof cfg, "%s/opt.ini", f->dir);
     const char *argv[] = {cfg, "--set", "train.optimizer=adam", "--set", "train.lr=0.001", NULL};
     assert_int_equal(run(f, argv), 0);
-    expect_output(f, "out.txt", "opt.ini:9: [train] momentum applies to optimizer = sgd only; "
+    expect_output(f, "out.txt", "opt.ini:9: [train] momentum applies to optimizer = sgd or rmsprop only; "
                                 "ignored, as --set train.optimizer=adam chose adam\n");
 }
 
