@@ -50,6 +50,14 @@ typedef program_files fixture;
 
 /* --- the loss tally ------------------------------------------------------------ */
 
+/* A cross-entropy step counted in the tally. */
+static fn_status tally_ce(fn_loss_tally *t, const fn_tensor *logits, const int32_t *labels,
+                          fn_tensor *loss, fn_tensor *dlogits)
+{
+    const fn_loss_targets targets = {.labels = labels};
+    return fn_loss_tally_step(t, &fn_cross_entropy_kind, logits, &targets, loss, dlogits);
+}
+
 static void test_tally_counts(void **state)
 {
     fn_context *ctx = *state;
@@ -61,7 +69,7 @@ static void test_tally_counts(void **state)
     fn_tensor x = fn_tensor_view(logits, 2, 3, FN_CPU), loss, d;
     EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
     EXPECT_OK(fn_tensor_alloc(&d, 2, 3, FN_CPU));
-    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d));
+    EXPECT_OK(tally_ce(t, &x, labels, &loss, &d));
     float value = 0;
     int correct = 0;
     EXPECT_OK(fn_cross_entropy_loss_read(ctx, &x, labels, &loss, NULL, &value, &correct));
@@ -80,9 +88,9 @@ static void test_tally_counts(void **state)
 
     /* A non-finite loss: recorded as step 20 + 1, nothing counted. */
     logits[0] = NAN;
-    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d));
+    EXPECT_OK(tally_ce(t, &x, labels, &loss, &d));
     logits[0] = 1;
-    EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, labels, &loss, &d)); /* finite, after it */
+    EXPECT_OK(tally_ce(t, &x, labels, &loss, &d)); /* finite, after it */
     EXPECT_OK(fn_loss_tally_read(t, &v));
     assert_int_equal(v.bad, 1);
     assert_int_equal(v.bad_step, 21);
@@ -110,7 +118,7 @@ static void test_tally_mse_overflow(void **state)
     fn_tensor pred = fn_tensor_view(p, 1, 2, FN_CPU), target = fn_tensor_view(q, 1, 2, FN_CPU);
     fn_tensor loss;
     EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
-    EXPECT_OK(fn_loss_tally_mse(t, &pred, &target, &loss, NULL));
+    EXPECT_OK(fn_loss_tally_step(t, &fn_mse_kind, &pred, &(fn_loss_targets){.values = &target}, &loss, NULL));
     fn_loss_tally_value v;
     EXPECT_OK(fn_loss_tally_read(t, &v));
     assert_int_equal(v.bad, 1);
@@ -135,7 +143,7 @@ static void test_tally_lag(void **state)
     fn_loss_tally_value v;
     int fresh = 1;
     for (int step = 0; step < 6; step++) {
-        EXPECT_OK(fn_loss_tally_cross_entropy(t, &x, &label, &loss, NULL));
+        EXPECT_OK(tally_ce(t, &x, &label, &loss, NULL));
         EXPECT_OK(fn_loss_tally_post(t));
         EXPECT_OK(fn_loss_tally_poll(t, &v, &fresh));
         /* After post p (1-based) copies 0 .. p - 3 have arrived. */

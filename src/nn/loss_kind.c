@@ -32,3 +32,9 @@ const char *fn_loss_kind_list(char *buf, size_t cap)
     }
     return buf;
 }
+
+double fn_loss_row_accuracy(long long correct, long long rows, int outputs)
+{
+    (void)outputs;
+    return (double)correct / (double)rows;
+}

@@ -149,7 +149,7 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     t->run_rows += rows;
     t->run_seconds += seconds;
     m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;
-    m->acc = t->cfg->loss->accuracy && s->seen ? (double)s->correct / (double)s->seen : NAN;
+    m->acc = fn_trainer_metric(t, s->correct, s->seen);
     return FN_OK;
 }
 
