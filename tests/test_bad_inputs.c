@@ -347,8 +347,8 @@ static const double FAST_SECONDS = 10;
 enum { PATH_CAP = 1024 };
 
 typedef struct fixture {
-    const bad_input *c;
     char dir[64]; /* the run's temp dir: its output dir, its stdout and stderr */
+    const bad_input *c;
     char corpus[PATH_CAP];
 } fixture;
 
@@ -366,14 +366,6 @@ static int setup(void **state)
     assert_int_equal(mkdir(special, 0700), 0);
     snprintf(f->corpus, sizeof f->corpus, "%s", source_path("tests/bad_inputs"));
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
     return 0;
 }
 
@@ -552,12 +544,12 @@ int main(void)
     struct CMUnitTest tests[N_CASES + 1];
     for (size_t i = 0; i < N_CASES; i++)
         tests[i] = (struct CMUnitTest){.name = cases[i].name, .test_func = run_case,
-                                       .setup_func = setup, .teardown_func = teardown,
+                                       .setup_func = setup, .teardown_func = program_dir_teardown,
                                        .initial_state = (void *)&cases[i]};
     static const bad_input none = {.name = "predict outputs over an input"};
     tests[N_CASES] = (struct CMUnitTest){.name = none.name,
                                          .test_func = test_predict_output_is_an_input,
-                                         .setup_func = setup, .teardown_func = teardown,
+                                         .setup_func = setup, .teardown_func = program_dir_teardown,
                                          .initial_state = (void *)&none};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -357,15 +357,7 @@ static void test_deferred_nonfinite_stop(void **state)
         fn_trainer *d = run(f, out, lags[i], diverge, 0, -1, &cd, &st, msg);
         assert_int_equal(st, FN_ERR_NUMERIC);
         /* The messages differ only in the output folder's name. */
-        char expected[MSG_CAP + 64];
-        snprintf(expected, sizeof expected, "%s", eager_msg);
-        char *at = strstr(expected, "nan_eager");
-        if (at) {
-            char tail[MSG_CAP];
-            snprintf(tail, sizeof tail, "%s", at + strlen("nan_eager"));
-            snprintf(at, sizeof expected - (size_t)(at - expected), "%s%s", out, tail);
-        }
-        assert_string_equal(msg, expected);
+        expect_message_but_folder(msg, eager_msg, "nan_eager", out);
         expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
         assert_int_equal(fn_trainer_state(d)->global_step, fn_trainer_state(e)->global_step);
         assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(d)),

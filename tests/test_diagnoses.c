@@ -54,14 +54,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
-    return 0;
-}
-
 /* ROWS rows of small inputs, column 0 = `fill` in every row but `odd`,
  * which holds `odd_value` (odd < 0: none). */
 static void write_set(const fixture *f, float fill, int odd, float odd_value)
@@ -306,12 +298,12 @@ static void test_step_count_out_of_range(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_setup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_step, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_first_step_not_the_lr, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_adam_eps_zero_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_negative_second_moment_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_step_count_out_of_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_setup, setup, program_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_step, setup, program_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_first_step_not_the_lr, setup, program_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_adam_eps_zero_refused, setup, program_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_negative_second_moment_refused, setup, program_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_step_count_out_of_range, setup, program_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

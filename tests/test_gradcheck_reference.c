@@ -25,15 +25,8 @@
 
 static void test_layers_fd(void **state)
 {
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_kinds; i++) {
-        char title[80];
-        snprintf(title, sizeof title, "tier 1: finite differences on the float64 reference, %s",
-                 gc_kinds[i]->name);
-        chk_table_header(title);
-        ok &= gc_reference_fd_cases(*state, gc_kinds[i]);
-    }
-    assert_true(ok);
+    assert_true(gc_kinds_run(GC_REFERENCE_FD, *state, NULL,
+                             "tier 1: finite differences on the float64 reference, %s", NULL));
 }
 
 /* sum_{c in g} dz = 0 for every sample and group: the normalisation removes

@@ -87,14 +87,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_files_free(f->files);
-    free(f);
-    return 0;
-}
-
 /* Dataset `name` of out.h5 read as `type` into buf; 0 when it is not there. */
 static int read_out(const fixture *f, const char *name, hid_t type, void *buf)
 {
@@ -300,7 +292,7 @@ static void test_nonfinite(void **state)
 }
 
 TEST_MAIN(NULL, NULL,
-          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_version, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_errors, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_version, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown))

@@ -282,15 +282,7 @@ static void test_graph_nonfinite_stop(void **state)
     fn_trainer *g = run(f, "nan_graph", 0, diverge, 0, -1, &cg, &st, msg);
     assert_int_equal(st, FN_ERR_NUMERIC);
     /* The same message but the folder's name. */
-    char expected[MSG_CAP + 64];
-    snprintf(expected, sizeof expected, "%s", eager_msg);
-    char *at = strstr(expected, "nan_eager");
-    if (at) {
-        char tail[MSG_CAP];
-        snprintf(tail, sizeof tail, "%s", at + strlen("nan_eager"));
-        snprintf(at, sizeof expected - (size_t)(at - expected), "nan_graph%s", tail);
-    }
-    assert_string_equal(msg, expected);
+    expect_message_but_folder(msg, eager_msg, "nan_eager", "nan_graph");
     expect_same_weights(fn_trainer_net(e), fn_trainer_net(g));
     assert_int_equal(fn_trainer_state(g)->global_step, fn_trainer_state(e)->global_step);
     fn_trainer_destroy(e);

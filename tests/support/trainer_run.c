@@ -167,3 +167,19 @@ fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char
     fn_config_destroy(cw);
     return t;
 }
+
+void expect_message_but_folder(const char *msg, const char *eager_msg, const char *eager_dir,
+                               const char *dir)
+{
+    const size_t cap = strlen(eager_msg) + strlen(dir) + 1;
+    char *expected = malloc(cap);
+    assert_non_null(expected);
+    const char *at = strstr(eager_msg, eager_dir);
+    if (at)
+        snprintf(expected, cap, "%.*s%s%s", (int)(at - eager_msg), eager_msg, dir,
+                 at + strlen(eager_dir));
+    else
+        snprintf(expected, cap, "%s", eager_msg);
+    assert_string_equal(msg, expected);
+    free(expected);
+}

@@ -46,6 +46,11 @@ int deferred_run_teardown(void **state);
 fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
                                     const char *lag, long long stop_after, fn_config **cfg);
 
+/* Fails the test unless msg is eager_msg with the first mention of the
+ * output folder eager_dir replaced by dir: two runs that stopped alike. */
+void expect_message_but_folder(const char *msg, const char *eager_msg, const char *eager_dir,
+                               const char *dir);
+
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
 
