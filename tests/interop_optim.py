@@ -25,7 +25,6 @@ Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
 mismatch or failure."""
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -33,12 +32,8 @@ import h5py
 import numpy as np
 import torch
 
-RTOL = 1e-5
-
-SOURCE = os.environ["FN_SOURCE_DIR"]
-BUILD = os.environ["FN_BUILD_DIR"]
-sys.path.insert(0, os.path.join(SOURCE, "scripts"))
-import weights_to_torch  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_common import BUILD, RTOL, SOURCE, sh_out, train, weights_to_torch  # noqa: E402
 
 
 def f32(x):
@@ -46,19 +41,6 @@ def f32(x):
     return float(np.float32(x))
 
 
-def sh(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-
-
-def train(config, out, sets):
-    args = [os.path.join(BUILD, "train"), config, "--set", f"output.dir={out}",
-            "--set", "run.device=cpu"]
-    for s in sets:
-        args += ["--set", s]
-    sh(*args)
-    return os.path.join(out, "weights.h5")
 
 
 def make_set(tmp, name, loss, rows, n_in, n_out, seed):

@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "file_bytes.h"
 #include "program.h"
 
 typedef struct bad_input {
@@ -369,19 +370,6 @@ static int setup(void **state)
     return 0;
 }
 
-static void copy_file(const char *from, const char *to)
-{
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    if (!in || !out)
-        fail_msg("cannot copy %s to %s", from, to);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
-}
-
 /* The names in dir that a failed run must not leave: outputs and temporaries. */
 static void expect_no_outputs(const char *dir, const char *name)
 {
@@ -443,7 +431,7 @@ static void run_case(void **state)
     } else if (c->checkpoint) {
         char from[2 * PATH_CAP];
         snprintf(from, sizeof from, "%s/%s", f->corpus, c->checkpoint);
-        copy_file(from, checkpoint);
+        file_bytes_copy(from, checkpoint);
         before = program_slurp(checkpoint);
     }
 
@@ -508,8 +496,8 @@ static void test_predict_output_is_an_input(void **state)
     snprintf(err, sizeof err, "%s/stderr.txt", f->dir);
     snprintf(good_w, sizeof good_w, "%s/good_weights.h5", f->corpus);
     snprintf(good_in, sizeof good_in, "%s/good.h5", f->corpus);
-    copy_file(good_w, w);
-    copy_file(good_in, in);
+    file_bytes_copy(good_w, w);
+    file_bytes_copy(good_in, in);
     assert_int_equal(symlink("in.h5", sym), 0);
     assert_int_equal(link(w, hard), 0);
     const struct {

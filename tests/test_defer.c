@@ -338,8 +338,7 @@ static void test_deferred_nonfinite_stop(void **state)
     if (!fn_test_hooks_enabled())
         skip();
     fixture *f = *state;
-    const char *diverge = "data.valid=;train.lr=30;train.epochs=20;train.checkpoint_every=1;"
-                          "train.schedule=constant;train.warmup_steps=0";
+    const char *diverge = trainer_run_diverge;
     char eager_msg[MSG_CAP], msg[MSG_CAP];
     fn_status st;
     fn_config *ce = NULL;

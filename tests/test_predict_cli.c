@@ -25,6 +25,7 @@
 
 #include "fusenet/version.h"
 #include "h5_write.h"
+#include "file_bytes.h"
 #include "program.h"
 #include "test_main.h"
 
@@ -242,14 +243,7 @@ static void write_big_row(const fixture *f, const char *path, int bad)
  * std as given. */
 static void write_norm_weights(const fixture *f, const char *path, float mean, float std)
 {
-    FILE *in = fopen(f->weights, "rb"), *out = fopen(path, "wb");
-    assert_true(in && out);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
+    file_bytes_copy(f->weights, path);
     float m[64], s[64];
     for (int j = 0; j < 64; j++)
         m[j] = mean, s[j] = std;

@@ -183,3 +183,7 @@ void expect_message_but_folder(const char *msg, const char *eager_msg, const cha
     assert_string_equal(msg, expected);
     free(expected);
 }
+
+const char *const trainer_run_diverge =
+    "data.valid=;train.lr=30;train.epochs=20;train.checkpoint_every=1;"
+    "train.schedule=constant;train.warmup_steps=0";

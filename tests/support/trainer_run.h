@@ -46,6 +46,11 @@ int deferred_run_teardown(void **state);
 fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
                                     const char *lag, long long stop_after, fn_config **cfg);
 
+/* --set overrides under which run.ini's training diverges (lr 30 with
+ * momentum) after an epoch or two, past a checkpoint: for the tests of a
+ * non-finite stop. */
+extern const char *const trainer_run_diverge;
+
 /* Fails the test unless msg is eager_msg with the first mention of the
  * output folder eager_dir replaced by dir: two runs that stopped alike. */
 void expect_message_but_folder(const char *msg, const char *eager_msg, const char *eager_dir,
