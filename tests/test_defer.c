@@ -335,34 +335,19 @@ static void test_deferred_run_is_eager_run(void **state)
  * state. */
 static void test_deferred_nonfinite_stop(void **state)
 {
-    if (!fn_test_hooks_enabled())
-        skip();
+    skip_without_test_hooks();
     fixture *f = *state;
-    const char *diverge = trainer_run_diverge;
-    char eager_msg[MSG_CAP], msg[MSG_CAP];
-    fn_status st;
+    char eager_msg[MSG_CAP];
     fn_config *ce = NULL;
-    fn_trainer *e = run(f, "nan_eager", 0, diverge, 0, -1, &ce, &st, eager_msg);
-    assert_int_equal(st, FN_ERR_NUMERIC);
-    assert_non_null(strstr(eager_msg, "loss is"));
+    fn_trainer *e = trainer_run_diverging(f->dir, f->ini, "nan_eager", NULL, &ce, eager_msg, MSG_CAP);
     assert_non_null(strstr(eager_msg, "first non-finite: layer"));
     if (!strstr(eager_msg, "nan_eager/checkpoint.h5 (the last good state) is kept"))
         fail_msg("the run diverged before its first checkpoint: %s", eager_msg);
-    const int lags[] = {1, 2, 8};
+    const char *lags[] = {"1", "2", "8"};
     for (int i = 0; i < 3; i++) {
         char out[32];
-        snprintf(out, sizeof out, "nan_lag%d", lags[i]);
-        fn_config *cd = NULL;
-        fn_trainer *d = run(f, out, lags[i], diverge, 0, -1, &cd, &st, msg);
-        assert_int_equal(st, FN_ERR_NUMERIC);
-        /* The messages differ only in the output folder's name. */
-        expect_message_but_folder(msg, eager_msg, "nan_eager", out);
-        expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
-        assert_int_equal(fn_trainer_state(d)->global_step, fn_trainer_state(e)->global_step);
-        assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(d)),
-                         fn_optimizer_steps(fn_trainer_optimizer(e)));
-        fn_trainer_destroy(d);
-        fn_config_destroy(cd);
+        snprintf(out, sizeof out, "nan_lag%s", lags[i]);
+        expect_same_stop(f->dir, f->ini, e, eager_msg, "nan_eager", out, lags[i]);
     }
     fn_trainer_destroy(e);
     fn_config_destroy(ce);

@@ -853,13 +853,14 @@ static void test_out_of_gpu_memory(void **state)
     free(err);
 }
 
-TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown))
+TEST_MAIN_EACH(setup, teardown,
+               cmocka_unit_test(test_find_nonfinite),
+               cmocka_unit_test(test_save_refuses_nonfinite),
+               cmocka_unit_test(test_nonfinite_loss_stops),
+               cmocka_unit_test(test_nonfinite_ignores_old_checkpoint),
+               cmocka_unit_test(test_sigkill_while_writing),
+               cmocka_unit_test(test_out_of_gpu_memory),
+               cmocka_unit_test(test_output_dir_in_use),
+               cmocka_unit_test(test_tmp_symlinks_not_followed),
+               cmocka_unit_test(test_metrics_rewrite_atomic),
+               cmocka_unit_test(test_disk_full))

@@ -22,6 +22,7 @@
 
 #include "file_bytes.h"
 #include "program.h"
+#include "test_main.h"
 
 
 /* A config at path: the corpus' good.h5 (24 rows, 6 columns, 4 classes),
@@ -182,15 +183,10 @@ static void test_training_set_as_temporary(void **state)
     free(before.data);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_training_set_as_weights, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_init_as_best, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_validation_set_through_linked_dir, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_as_metrics, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_training_set_as_weights_resumed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_training_set_as_temporary, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_EACH(setup, teardown,
+               cmocka_unit_test(test_training_set_as_weights),
+               cmocka_unit_test(test_init_as_best),
+               cmocka_unit_test(test_validation_set_through_linked_dir),
+               cmocka_unit_test(test_config_as_metrics),
+               cmocka_unit_test(test_training_set_as_weights_resumed),
+               cmocka_unit_test(test_training_set_as_temporary))
