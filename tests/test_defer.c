@@ -55,7 +55,7 @@ static fn_status tally_ce(fn_loss_tally *t, const fn_tensor *logits, const int32
                           fn_tensor *loss, fn_tensor *dlogits)
 {
     const fn_loss_targets targets = {.labels = labels};
-    return fn_loss_tally_step(t, &fn_cross_entropy_kind, logits, &targets, loss, dlogits);
+    return fn_loss_tally_step(t, &fn_cross_entropy_kind, NULL, logits, &targets, loss, dlogits);
 }
 
 static void test_tally_counts(void **state)
@@ -118,7 +118,7 @@ static void test_tally_mse_overflow(void **state)
     fn_tensor pred = fn_tensor_view(p, 1, 2, FN_CPU), target = fn_tensor_view(q, 1, 2, FN_CPU);
     fn_tensor loss;
     EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CPU));
-    EXPECT_OK(fn_loss_tally_step(t, &fn_mse_kind, &pred, &(fn_loss_targets){.values = &target}, &loss, NULL));
+    EXPECT_OK(fn_loss_tally_step(t, &fn_mse_kind, NULL, &pred, &(fn_loss_targets){.values = &target}, &loss, NULL));
     fn_loss_tally_value v;
     EXPECT_OK(fn_loss_tally_read(t, &v));
     assert_int_equal(v.bad, 1);

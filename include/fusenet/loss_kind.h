@@ -1,7 +1,8 @@
 /* loss_kind.h — the registry of losses: for each, its [train] loss name,
  * the targets it takes from a data set, its value and gradient (read at
  * once, or left on the device as partial sums for a loss tally to count),
- * its metric and which figure a run watches. The trainer, the data sets,
+ * its metric and which figure a run watches, and its own [train] keys
+ * (type, range, default) with the check across them. The trainer, the data sets,
  * the config, the loss tally and predict ask this table; none of them
  * names a loss.
  *
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "fusenet/data.h"
+#include "fusenet/option.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -48,18 +50,27 @@ typedef struct fn_loss_kind {
     double (*metric)(long long correct, long long rows, int outputs);
     int watch_loss;          /* keep_best and patience watch the validation loss (lower
                               * is better); else its metric (higher is better) */
+    /* Its own [train] keys, read by the config into an options block of
+     * options_size bytes (0, NULL, 0: none) that read and partials get;
+     * check (optional): the rules across them and against the network's
+     * outputs, FN_ERR_INVALID with the problem and *key the key to name. */
+    size_t options_size;
+    const fn_option *options;
+    int n_options;
+    fn_status (*check)(const void *options, int outputs, const char **key);
     /* The loss into loss [1, 1] and *value, the gradient assigned to dpred
      * (NULL: the value only), the correct count into *correct (0 without
      * a metric); waits for the device. */
-    fn_status (*read)(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                      fn_tensor *loss, fn_tensor *dpred, float *value, int *correct);
+    fn_status (*read)(fn_context *ctx, const void *options, const fn_tensor *pred,
+                      const fn_loss_targets *t, fn_tensor *loss, fn_tensor *dpred, float *value,
+                      int *correct);
     /* The GPU only: the same value's partial sums and correct counts left
      * on the device and described in *p, the gradient assigned to dpred
      * (NULL: none); launches only (no copy, no synchronisation: a CUDA
      * graph may capture it). pred, dpred are checked by the caller, the
      * targets by the kind. */
-    fn_status (*partials)(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                          fn_tensor *dpred, fn_loss_partials *p);
+    fn_status (*partials)(fn_context *ctx, const void *options, const fn_tensor *pred,
+                          const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;
@@ -68,6 +79,11 @@ extern const fn_loss_kind fn_mse_kind;
 /* The kind called `name`; FN_ERR_INVALID "expected cross_entropy or mse,
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
+
+int fn_loss_kind_count(void);
+const fn_loss_kind *fn_loss_kind_at(int i); /* NULL past the end */
+/* kind's option called `name`, or NULL. */
+const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name);
 
 /* The table's names, "a", "a or b", "a, b or c", into buf. */
 const char *fn_loss_kind_list(char *buf, size_t cap);

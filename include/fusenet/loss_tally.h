@@ -67,13 +67,14 @@ void fn_loss_tally_destroy(fn_loss_tally *tally); /* NULL is fine */
 fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long long correct,
                             long long seen, long long step);
 
-/* A training step's loss of kind `kind` (the value into loss [1, 1], the
+/* A training step's loss of kind `kind` with its options block (the value into loss [1, 1], the
  * gradient assigned to dpred, which may be NULL), counted in the tally:
  * on the CPU the kind's read, on the GPU its partials finished by the
  * tally's own kernel. Launches only on the GPU (no copy, no
  * synchronisation: a CUDA graph may capture it). */
 fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
-                             const fn_tensor *pred, const fn_loss_targets *targets,
+                             const void *options, const fn_tensor *pred,
+                             const fn_loss_targets *targets,
                              fn_tensor *loss, fn_tensor *dpred);
 
 /* The bad flag, where the optimiser's kernels read it (device memory on

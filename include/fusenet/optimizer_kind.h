@@ -16,26 +16,11 @@
 #include <stddef.h>
 
 #include "fusenet/optimizer.h"
+#include "fusenet/option.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum fn_option_type {
-    FN_OPTION_FLOAT, /* a float32 number in [min, max] (min excluded when min_exclusive) */
-    FN_OPTION_BOOL,  /* true/false, yes/no, on/off, 1/0: an int */
-    FN_OPTION_PAIR   /* "a, b": two float32 numbers, each in [0, 1) (betas) */
-} fn_option_type;
-
-/* One [train] key of an optimiser's options. */
-typedef struct fn_option {
-    const char *name;     /* the [train] key */
-    fn_option_type type;
-    size_t offset;        /* of its field in the kind's options block */
-    double min, max;      /* FN_OPTION_FLOAT: the allowed range */
-    int min_exclusive;    /* min itself is not allowed */
-    const char *fallback; /* the default, as text */
-} fn_option;
 
 typedef struct fn_optimizer_kind {
     const char *name;    /* "sgd": the [train] optimizer value */

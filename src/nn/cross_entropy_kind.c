@@ -5,16 +5,19 @@
 #include "fusenet/loss.h"
 #include "fusenet/loss_kind.h"
 
-static fn_status ce_read(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                         fn_tensor *loss, fn_tensor *dpred, float *value, int *correct)
+static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *pred,
+                          const fn_loss_targets *t, fn_tensor *loss, fn_tensor *dpred,
+                          float *value, int *correct)
 {
+    (void)options;
     *correct = 0;
     return fn_cross_entropy_loss_read(ctx, pred, t->labels, loss, dpred, value, correct);
 }
 
-static fn_status ce_partials(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                             fn_tensor *dpred, fn_loss_partials *p)
+static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
+                              const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
 {
+    (void)options;
     if (!t->labels)
         return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
     return fn_cuda_cross_entropy_partials(ctx, pred, t->labels, dpred, p);

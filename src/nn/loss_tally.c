@@ -94,8 +94,9 @@ static void count_step(fn_loss_tally_value *s, float value, int rows, long long 
     s->last_loss = value;
 }
 
-fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const fn_tensor *pred,
-                             const fn_loss_targets *targets, fn_tensor *loss, fn_tensor *dpred)
+fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const void *options,
+                             const fn_tensor *pred, const fn_loss_targets *targets,
+                             fn_tensor *loss, fn_tensor *dpred)
 {
     if (!t || !kind || !targets)
         return fn_fail(FN_ERR_INVALID, "fn_loss_tally_step: %s is NULL",
@@ -103,7 +104,7 @@ fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const f
     if (!t->cuda) {
         float value = 0;
         int correct = 0;
-        FN_TRY(kind->read(t->ctx, pred, targets, loss, dpred, &value, &correct));
+        FN_TRY(kind->read(t->ctx, options, pred, targets, loss, dpred, &value, &correct));
         count_step(&t->host, value, pred->rows, correct);
         return FN_OK;
     }
@@ -116,7 +117,7 @@ fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const f
     if (dpred)
         FN_TRY(fn_tensor_check_on(dpred, dname, FN_CUDA, pred->rows, pred->cols));
     fn_loss_partials p;
-    FN_TRY(kind->partials(t->ctx, pred, targets, dpred, &p));
+    FN_TRY(kind->partials(t->ctx, options, pred, targets, dpred, &p));
     return fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
 }
 

@@ -5,17 +5,20 @@
 #include "fusenet/loss.h"
 #include "fusenet/loss_kind.h"
 
-static fn_status mse_read(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                          fn_tensor *loss, fn_tensor *dpred, float *value, int *correct)
+static fn_status mse_read(fn_context *ctx, const void *options, const fn_tensor *pred,
+                          const fn_loss_targets *t, fn_tensor *loss, fn_tensor *dpred,
+                          float *value, int *correct)
 {
+    (void)options;
     *correct = 0;
     FN_TRY(fn_mse_loss(ctx, pred, t->values, loss, dpred));
     return fn_tensor_download(loss, value, 1);
 }
 
-static fn_status mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                              fn_tensor *dpred, fn_loss_partials *p)
+static fn_status mse_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
+                              const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
 {
+    (void)options;
     FN_TRY(fn_tensor_check_on(t->values, "target", FN_CUDA, pred->rows, pred->cols));
     return fn_cuda_mse_partials(ctx, pred, t->values, dpred, p);
 }

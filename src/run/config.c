@@ -85,18 +85,20 @@ static const key_spec keys[] = {
 };
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
-/* The optimisers' keys follow the table's in one numbering: key N_KEYS + j
- * is the j-th distinct option name of the optimiser registry, in its order
- * (option_name). Every optimiser's options block is kept, each key's value
- * read into the block of every optimiser that takes it; finish checks the
- * chosen one's and hands it on as cfg->optimizer_options. */
-enum { MAX_OPTIONS = 32, MAX_OPTIMIZERS = 16, ALL_KEYS = N_KEYS + MAX_OPTIONS };
+/* The components' own keys follow the table's in one numbering: key
+ * N_KEYS + j is the j-th distinct option name of the owners (every
+ * optimiser kind, then every loss kind, each registry in its order:
+ * option_name). Every owner's options block is kept, each key's value read
+ * into the block of every owner that takes it; finish checks the chosen
+ * optimiser's and loss's and hands them on as cfg->optimizer_options and
+ * cfg->loss_options. */
+enum { MAX_OPTIONS = 32, MAX_OWNERS = 32, ALL_KEYS = N_KEYS + MAX_OPTIONS };
 
 /* Where each key's value came from: a file line, an override, or the default. */
 struct fn_config_keys {
     int line[ALL_KEYS];         /* > 0: set on this line of the file */
     char *assignment[ALL_KEYS]; /* non-NULL: set by this --set argument */
-    void *options[MAX_OPTIMIZERS]; /* each optimiser kind's options block */
+    void *options[MAX_OWNERS]; /* each owner's options block (owner k) */
 };
 
 static const char *const sections[] = {"data", "model", "train", "run", "output"};
@@ -181,20 +183,62 @@ static char *directory_of(const char *path)
     return d;
 }
 
-/* --- the optimisers' keys ------------------------------------------------ */
+/* --- the components' own keys (optimisers', losses') ---------------------- */
 
-/* The j-th distinct option name of the registry's optimisers; NULL past
- * the last. */
+/* Owner k: the optimiser kinds, then the loss kinds. */
+static int n_owners(void) { return fn_optimizer_kind_count() + fn_loss_kind_count(); }
+static int is_loss_owner(int k) { return k >= fn_optimizer_kind_count(); }
+static const fn_loss_kind *loss_owner(int k)
+{
+    return fn_loss_kind_at(k - fn_optimizer_kind_count());
+}
+
+static const char *owner_name(int k)
+{
+    return is_loss_owner(k) ? loss_owner(k)->name : fn_optimizer_kind_at(k)->name;
+}
+
+static size_t owner_size(int k)
+{
+    return is_loss_owner(k) ? loss_owner(k)->options_size : fn_optimizer_kind_at(k)->options_size;
+}
+
+static int owner_n_options(int k)
+{
+    return is_loss_owner(k) ? loss_owner(k)->n_options : fn_optimizer_kind_at(k)->n_options;
+}
+
+static const fn_option *owner_options(int k)
+{
+    return is_loss_owner(k) ? loss_owner(k)->options : fn_optimizer_kind_at(k)->options;
+}
+
+static const fn_option *owner_option(int k, const char *name)
+{
+    return is_loss_owner(k) ? fn_loss_option(loss_owner(k), name)
+                            : fn_optimizer_option(fn_optimizer_kind_at(k), name);
+}
+
+/* The owner of the chosen optimiser or loss. */
+static int chosen_owner(const fn_config *cfg, int loss)
+{
+    for (int k = 0; k < n_owners(); k++)
+        if (loss ? is_loss_owner(k) && loss_owner(k) == cfg->loss
+                 : !is_loss_owner(k) && fn_optimizer_kind_at(k) == cfg->optimizer)
+            return k;
+    return -1;
+}
+
+/* The j-th distinct option name of the owners; NULL past the last. */
 static const char *option_name(int j)
 {
     int seen = 0;
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
-        for (int o = 0; o < kind->n_options; o++) {
-            const char *name = kind->options[o].name;
+    for (int k = 0; k < n_owners(); k++) {
+        for (int o = 0; o < owner_n_options(k); o++) {
+            const char *name = owner_options(k)[o].name;
             int earlier = 0;
             for (int e = 0; e < k && !earlier; e++)
-                earlier = fn_optimizer_option(fn_optimizer_kind_at(e), name) != NULL;
+                earlier = owner_option(e, name) != NULL;
             if (!earlier && seen++ == j)
                 return name;
         }
@@ -488,11 +532,52 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     return fn_fail(FN_ERR_INVALID, "unhandled key type");
 }
 
-/* An optimiser's option from text into its options block. */
+/* "a, b, ..." (or "") into an FN_OPTION_LIST, each number a finite
+ * float32 in o's range; the list's old values are freed. */
+static fn_status set_list(fn_option_list *list, const fn_option *o, const char *text)
+{
+    fn_option_list got = {NULL, 0};
+    const key_spec k = {"train", o->name, T_FLOAT, 0, o->min, o->max, o->min_exclusive, NULL};
+    for (const char *at = text; *at;) {
+        while (*at == ' ' || *at == '\t')
+            at++;
+        const char *end = strchr(at, ',');
+        const size_t len = end ? (size_t)(end - at) : strlen(at);
+        char item[64];
+        float *grown = realloc(got.values, (size_t)(got.n + 1) * sizeof *grown);
+        fn_status st = grown ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory for %s", o->name);
+        if (grown)
+            got.values = grown;
+        if (st == FN_OK && len >= sizeof item)
+            st = fn_fail(FN_ERR_INVALID, "item %d is too long", got.n + 1);
+        if (st == FN_OK) {
+            memcpy(item, at, len);
+            item[len] = '\0';
+            for (size_t e = len; e > 0 && (item[e - 1] == ' ' || item[e - 1] == '\t'); e--)
+                item[e - 1] = '\0';
+            st = set_number((char *)&got.values[got.n], &k, item);
+            if (st != FN_OK)
+                fn_error_prefix("item %d: ", got.n + 1);
+        }
+        if (st != FN_OK) {
+            free(got.values);
+            return st;
+        }
+        got.n++;
+        at = end ? end + 1 : at + len;
+    }
+    free(list->values);
+    *list = got;
+    return FN_OK;
+}
+
+/* A component's option from text into its options block. */
 static fn_status set_option(void *block, const fn_option *o, const char *text)
 {
     char *field = (char *)block + o->offset;
     switch (o->type) {
+    case FN_OPTION_LIST:
+        return set_list((fn_option_list *)field, o, text);
     case FN_OPTION_FLOAT: {
         const key_spec k = {"train", o->name, T_FLOAT, o->offset, o->min, o->max,
                             o->min_exclusive, o->fallback};
@@ -506,35 +591,34 @@ static fn_status set_option(void *block, const fn_option *o, const char *text)
     return fn_fail(FN_ERR_INVALID, "unhandled option type");
 }
 
-/* Key i's value: into cfg, or into the options block of every optimiser
- * that takes the option. */
+/* Key i's value: into cfg, or into the options block of every owner that
+ * takes the option. */
 static fn_status set_key(fn_config *cfg, int i, const char *text)
 {
     if (i < N_KEYS)
         return set_value(cfg, &keys[i], text);
     const char *name = option_name(i - N_KEYS);
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_option *o = fn_optimizer_option(fn_optimizer_kind_at(k), name);
+    for (int k = 0; k < n_owners(); k++) {
+        const fn_option *o = owner_option(k, name);
         if (o)
             FN_TRY(set_option(cfg->keys->options[k], o, text));
     }
     return FN_OK;
 }
 
-/* Every optimiser's options block, at its defaults. */
+/* Every owner's options block, at its defaults. */
 static fn_status option_defaults(fn_config *cfg)
 {
-    if (fn_optimizer_kind_count() > MAX_OPTIMIZERS || option_name(MAX_OPTIONS))
-        return fn_fail(FN_ERR_INVALID, "config.c: more optimisers or options than it keeps");
-    for (int k = 0; k < fn_optimizer_kind_count(); k++) {
-        const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
-        if (!(cfg->keys->options[k] = calloc(1, kind->options_size)))
+    if (n_owners() > MAX_OWNERS || option_name(MAX_OPTIONS))
+        return fn_fail(FN_ERR_INVALID, "config.c: more components or options than it keeps");
+    for (int k = 0; k < n_owners(); k++) {
+        if (!(cfg->keys->options[k] = calloc(1, owner_size(k) ? owner_size(k) : 1)))
             return fn_fail(FN_ERR_NOMEM, "out of memory for the configuration");
-        for (int o = 0; o < kind->n_options; o++) {
-            fn_status st = set_option(cfg->keys->options[k], &kind->options[o],
-                                      kind->options[o].fallback);
+        for (int o = 0; o < owner_n_options(k); o++) {
+            const fn_option *opt = &owner_options(k)[o];
+            fn_status st = set_option(cfg->keys->options[k], opt, opt->fallback);
             if (st != FN_OK) {
-                fn_error_prefix("default of %s's %s: ", kind->name, kind->options[o].name);
+                fn_error_prefix("default of %s's %s: ", owner_name(k), opt->name);
                 return st;
             }
         }
@@ -780,50 +864,102 @@ static fn_status not_applicable(const fn_config *cfg, const char *name, int diff
     return key_fail(cfg, FN_ERR_INVALID, i, why);
 }
 
-/* Whether option o of the k-th optimiser holds other than its default. */
+/* Whether option o of owner k holds other than its default. */
 static int option_differs(const fn_config *cfg, int k, const fn_option *o)
 {
-    const fn_optimizer_kind *kind = fn_optimizer_kind_at(k);
+    const char *field = (const char *)cfg->keys->options[k] + o->offset;
+    if (o->type == FN_OPTION_LIST)
+        return ((const fn_option_list *)field)->n > 0; /* the default is empty */
     char fallback[256] = {0};
-    if (kind->options_size > sizeof fallback || set_option(fallback, o, o->fallback) != FN_OK)
+    if (owner_size(k) > sizeof fallback || set_option(fallback, o, o->fallback) != FN_OK)
         return 1;
     const size_t size = o->type == FN_OPTION_BOOL ? sizeof(int)
                         : o->type == FN_OPTION_PAIR ? 2 * sizeof(float) : sizeof(float);
-    return memcmp((const char *)cfg->keys->options[k] + o->offset, fallback + o->offset, size) != 0;
+    return memcmp(field, fallback + o->offset, size) != 0;
 }
 
-/* An option of other optimisers, given with a value other than its
- * default, is an error naming the optimisers it applies to; then the
- * chosen optimiser's own check; its options block goes to the config. */
-static fn_status check_optimizer(fn_config *cfg)
+/* "adam or adamw": the names of the owners of one registry that take
+ * option `name`, into buf. */
+static const char *owners_taking(const char *name, int loss, char *buf, size_t cap)
 {
-    const fn_optimizer_kind *chosen = cfg->optimizer;
-    int c = 0;
-    while (fn_optimizer_kind_at(c) != chosen)
-        c++;
+    int n = 0, total = 0;
+    for (int k = 0; k < n_owners(); k++)
+        total += is_loss_owner(k) == loss && owner_option(k, name);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < n_owners() && len < cap; k++) {
+        if (is_loss_owner(k) != loss || !owner_option(k, name))
+            continue;
+        const char *sep = n == 0 ? "" : n == total - 1 ? " or " : ", ";
+        int w = snprintf(buf + len, cap - len, "%s%s", sep, owner_name(k));
+        len += w > 0 ? (size_t)w : 0;
+        n++;
+    }
+    return buf;
+}
+
+/* Owner k's option names, "betas, adam_eps, weight_decay" ("none"), into buf. */
+static const char *owner_option_list(int k, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int o = 0; o < owner_n_options(k) && len < cap; o++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", o ? ", " : "", owner_options(k)[o].name);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return owner_n_options(k) ? buf : "none";
+}
+
+/* The network's outputs: the last layer's width. */
+static int out_features(const fn_config *cfg)
+{
+    return cfg->n_layers > 0 ? cfg->layers[cfg->n_layers - 1].width : 0;
+}
+
+/* An option of the other owners of the chosen one's registry (optimisers
+ * or losses), given with a value other than its default, is an error
+ * naming the owners it applies to; then the chosen one's own check; its
+ * options block is returned in *block. */
+static fn_status check_owner(fn_config *cfg, int loss, const void **block)
+{
+    const int c = chosen_owner(cfg, loss);
+    const char *what = loss ? "loss" : "optimizer";
     for (int j = 0; option_name(j); j++) {
         const char *name = option_name(j);
-        if (fn_optimizer_option(chosen, name))
-            continue;
         int k = 0;
-        while (!fn_optimizer_option(fn_optimizer_kind_at(k), name))
+        while (k < n_owners() && (is_loss_owner(k) != loss || !owner_option(k, name)))
             k++;
+        if (k == n_owners() || owner_option(c, name))
+            continue; /* another registry's key, or the chosen one's own */
         char taking[128], own[256], why[512];
-        snprintf(why, sizeof why, "applies to optimizer = %s only, not %s (%s's keys: %s)",
-                 fn_optimizer_kinds_taking(name, taking, sizeof taking), chosen->name,
-                 chosen->name, fn_optimizer_option_list(chosen, own, sizeof own));
-        FN_TRY(not_applicable(cfg, name,
-                              option_differs(cfg, k, fn_optimizer_option(fn_optimizer_kind_at(k), name)),
-                              why));
+        snprintf(why, sizeof why, "applies to %s = %s only, not %s (%s's keys: %s)", what,
+                 owners_taking(name, loss, taking, sizeof taking), owner_name(c), owner_name(c),
+                 owner_option_list(c, own, sizeof own));
+        FN_TRY(not_applicable(cfg, name, option_differs(cfg, k, owner_option(k, name)), why));
     }
     const char *key = NULL;
-    if (chosen->check && chosen->check(cfg->keys->options[c], &key) != FN_OK) {
+    fn_status st = FN_OK;
+    if (!loss && cfg->optimizer->check)
+        st = cfg->optimizer->check(cfg->keys->options[c], &key);
+    else if (loss && cfg->loss->check)
+        st = cfg->loss->check(cfg->keys->options[c], out_features(cfg), &key);
+    if (st != FN_OK) {
         char problem[512];
         snprintf(problem, sizeof problem, "%s", fn_last_error());
         return key_fail(cfg, FN_ERR_INVALID, find_key("train", key), problem);
     }
-    cfg->optimizer_options = cfg->keys->options[c];
+    *block = cfg->keys->options[c];
     return FN_OK;
+}
+
+static fn_status check_optimizer(fn_config *cfg)
+{
+    return check_owner(cfg, 0, &cfg->optimizer_options);
+}
+
+static fn_status check_loss(fn_config *cfg)
+{
+    return check_owner(cfg, 1, &cfg->loss_options);
 }
 
 static fn_status check_schedule(const fn_config *cfg)
@@ -934,6 +1070,7 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_required(cfg));
     FN_TRY(check_groups(cfg));
     FN_TRY(check_optimizer(cfg));
+    FN_TRY(check_loss(cfg));
     FN_TRY(check_schedule(cfg));
     FN_TRY(check_best(cfg));
     FN_TRY(default_out_dir(cfg));
@@ -1022,25 +1159,35 @@ static size_t format_option(const void *block, const fn_option *o, char *buf, si
         n = snprintf(buf, cap, "%.9g, %.9g", (double)((const float *)field)[0],
                      (double)((const float *)field)[1]);
         break;
+    case FN_OPTION_LIST: {
+        const fn_option_list *list = (const fn_option_list *)field;
+        size_t len = 0;
+        buf[0] = '\0';
+        for (int v = 0; v < list->n; v++) {
+            int w = snprintf(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, "%s%.9g",
+                             v ? ", " : "", (double)list->values[v]);
+            len += w > 0 ? (size_t)w : 0;
+        }
+        return len;
+    }
     }
     return (size_t)(n > 0 ? n : 0);
 }
 
-/* Key i's value: a field of cfg, or an optimiser's option (the chosen
- * optimiser's when it takes it, else the first that does). */
+/* Key i's value: a field of cfg, or a component's option (the chosen
+ * optimiser's or loss's when it takes it, else the first owner's that does). */
 static size_t format_key(const fn_config *cfg, int i, char *buf, size_t cap)
 {
     if (i < N_KEYS)
         return format_value(cfg, &keys[i], buf, cap);
     const char *name = option_name(i - N_KEYS);
-    int k = 0;
-    while (fn_optimizer_kind_at(k) != cfg->optimizer)
-        k++;
-    if (!fn_optimizer_option(cfg->optimizer, name))
-        for (k = 0; !fn_optimizer_option(fn_optimizer_kind_at(k), name); k++)
+    int k = chosen_owner(cfg, 0);
+    if (!owner_option(k, name))
+        k = chosen_owner(cfg, 1);
+    if (k < 0 || !owner_option(k, name))
+        for (k = 0; !owner_option(k, name); k++)
             ;
-    return format_option(cfg->keys->options[k],
-                         fn_optimizer_option(fn_optimizer_kind_at(k), name), buf, cap);
+    return format_option(cfg->keys->options[k], owner_option(k, name), buf, cap);
 }
 
 fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap)
@@ -1104,6 +1251,15 @@ int fn_config_given(const fn_config *cfg, const char *section, const char *name)
     return i >= 0 && key_given(cfg, i);
 }
 
+/* Owner k's options block with its lists' values. */
+static void free_lists(void *block, int k)
+{
+    for (int o = 0; block && k < MAX_OWNERS && o < owner_n_options(k); o++)
+        if (owner_options(k)[o].type == FN_OPTION_LIST)
+            free(((fn_option_list *)((char *)block + owner_options(k)[o].offset))->values);
+    free(block);
+}
+
 void fn_config_destroy(fn_config *cfg)
 {
     if (!cfg)
@@ -1115,8 +1271,8 @@ void fn_config_destroy(fn_config *cfg)
     }
     for (int i = 0; cfg->keys && i < ALL_KEYS; i++)
         free(cfg->keys->assignment[i]);
-    for (int k = 0; cfg->keys && k < MAX_OPTIMIZERS; k++)
-        free(cfg->keys->options[k]);
+    for (int k = 0; cfg->keys && k < n_owners(); k++)
+        free_lists(cfg->keys->options[k], k);
     free(cfg->layers);
     free(cfg->keys);
     free(cfg->path);
