@@ -232,6 +232,15 @@ static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *par
     return FN_OK;
 }
 
+extern "C" fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss,
+                                         const fn_loss_partials *p)
+{
+    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, p->sums, NULL,
+                                                               p->count, p->scale);
+    FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
+    return FN_OK;
+}
+
 extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
                                       const fn_tensor *target, fn_tensor *loss, fn_tensor *dpred)
 {

@@ -41,8 +41,6 @@ def f32(x):
     return float(np.float32(x))
 
 
-
-
 def make_set(tmp, name, loss, rows, n_in, n_out, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, n_in)).astype(np.float32)

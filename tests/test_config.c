@@ -19,6 +19,7 @@
 #include "fusenet/config.h"
 #include "fusenet/sgd.h"
 #include "run/config_impl.h"
+#include "nn/huber.h"
 #include "test_main.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the
@@ -325,7 +326,7 @@ static void test_nesterov_needs_momentum(void **state)
 static void test_bad_enums(void **state)
 {
     EXPECT_ERROR("[train]\nloss = hinge\n", NULL, FN_ERR_INVALID,
-                 "train.loss: expected cross_entropy or mse, got 'hinge'", NULL);
+                 "train.loss: expected cross_entropy, huber or mse, got 'hinge'", NULL);
     EXPECT_ERROR("[run]\ndevice = gpu\n", NULL, FN_ERR_INVALID, "run.device: expected auto", NULL);
     EXPECT_ERROR("[run]\ndevice = cuda:x\n", NULL, FN_ERR_INVALID, "run.device: expected cuda:N",
                  NULL);
@@ -400,6 +401,33 @@ static void test_optimizer_keys(void **state)
     const char *const adam_m0[] = {"train.optimizer=adam", "train.momentum=0", NULL};
     assert_int_equal(load(f, minimal, adam_m0, &cfg), FN_OK);
     fn_config_destroy(cfg);
+}
+
+/* A loss's own keys: read into its options block, refused for another
+ * loss, checked against their range, and shown by fn_config_get. */
+static void test_loss_keys(void **state)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\ndelta = 0.25\n", minimal);
+    fn_config *cfg = NULL;
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    assert_ptr_equal(cfg->loss, &fn_huber_kind);
+    assert_true(((const fn_huber_options *)cfg->loss_options)->delta == 0.25f);
+    char value[64];
+    assert_int_equal(fn_config_get(cfg, "train.delta", value, sizeof value), FN_OK);
+    assert_string_equal(value, "0.25");
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\n", minimal);
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    assert_true(((const fn_huber_options *)cfg->loss_options)->delta == 1.0f);
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nloss = mse\ndelta = 2\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.delta: applies to loss = huber only, not mse", NULL);
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\ndelta = 0\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.delta: 0 is out of range", NULL);
+    const char *const negative[] = {"train.loss=huber", "train.delta=-1", NULL};
+    EXPECT_ERROR(minimal, negative, FN_ERR_INVALID, "--set train.delta=-1: -1 is out of range", NULL);
 }
 
 static void test_optimizer_key_errors(void **state)
@@ -685,5 +713,6 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
+          T(test_loss_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

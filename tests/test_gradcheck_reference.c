@@ -81,6 +81,12 @@ static double mse_objective(void *ctx)
     return ref_mse((size_t)p->rows * p->cols, p->pred, p->target, NULL);
 }
 
+static double huber_objective(void *ctx)
+{
+    loss_problem *p = ctx;
+    return ref_huber((size_t)p->rows * p->cols, p->pred, p->target, 1.0, NULL);
+}
+
 static double cross_entropy_objective(void *ctx)
 {
     loss_problem *p = ctx;
@@ -108,6 +114,9 @@ static void test_losses_fd(void **state)
     ref_mse(n, p.pred, p.target, an);
     gc_central_differences(p.pred, n, mse_objective, &p, fd);
     ok &= gc_compare_fd("mse (ref)", shape, "dpred", fd, an, n, p.cols, chk_max_abs(an, n));
+    ref_huber(n, p.pred, p.target, 1.0, an);
+    gc_central_differences(p.pred, n, huber_objective, &p, fd);
+    ok &= gc_compare_fd("huber (ref)", shape, "dpred", fd, an, n, p.cols, chk_max_abs(an, n));
     ref_cross_entropy(p.rows, p.cols, p.pred, p.labels, an);
     gc_central_differences(p.pred, n, cross_entropy_objective, &p, fd);
     ok &= gc_compare_fd("xent (ref)", shape, "dlogits", fd, an, n, p.cols, chk_max_abs(an, n));

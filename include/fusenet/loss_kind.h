@@ -76,7 +76,7 @@ typedef struct fn_loss_kind {
 extern const fn_loss_kind fn_cross_entropy_kind;
 extern const fn_loss_kind fn_mse_kind;
 
-/* The kind called `name`; FN_ERR_INVALID "expected cross_entropy or mse,
+/* The kind called `name`; FN_ERR_INVALID "expected cross_entropy, huber or mse,
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 

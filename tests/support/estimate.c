@@ -269,6 +269,19 @@ double est_mse_errors(size_t count, const double *pred, const double *target, do
     return LAM * (sqrt((double)count) + 2) * U32 * abs_sum / (double)count;
 }
 
+/* loss = sum l / M with l = e^2/2 or delta (|e| - delta/2): a sum of M
+ * positive terms, each within a few u32 of its value (the float32
+ * difference e, a product or a subtraction); dpred = clamp(e) / M: the
+ * subtraction and the division, 2 u32. */
+double est_huber_errors(size_t count, const double *pred, const double *target, double delta,
+                        double *edpred)
+{
+    const double abs_sum = ref_huber(count, pred, target, delta, edpred) * (double)count;
+    for (size_t i = 0; edpred && i < count; i++)
+        edpred[i] = 2 * U32 * fabs(edpred[i]) + U32 * fabs(pred[i] - target[i]) / (double)count;
+    return LAM * (sqrt((double)count) + 4) * U32 * abs_sum / (double)count;
+}
+
 /* Per row: m = max, s = sum_c exp(l_c - m) (C terms, each exp a few u32),
  * lse = m + log s, loss_n = lse - l_label; the mean over N rows.
  * dlogits = (exp(l - lse) - onehot) / N: exp(l - lse) has relative error

@@ -1,5 +1,5 @@
-/* gradcheck_loss.c — tiers 2 and 3 for the two losses, MSE and softmax
- * cross-entropy: value and gradient on a backend against the float64
+/* gradcheck_loss.c — tiers 2 and 3 for the losses, MSE, Huber (delta
+ * 1, so both of its pieces are taken) and softmax cross-entropy: value and gradient on a backend against the float64
  * reference, and finite differences of the loss value through the backend
  * along a direction in its input (fd.h). Not layers: no parameters, and L
  * is the loss itself. See gradcheck.h. */
@@ -48,34 +48,50 @@ static int32_t *alloc_labels(int rows)
     return labels;
 }
 
+enum { MSE, HUBER, XENT, N_LOSSES };
+static const char *const names[N_LOSSES] = {"mse", "huber", "xent"};
+static const double HUBER_DELTA = 1.0;
+
 /* One loss's inputs: pred (or logits) and what it is measured against. */
 typedef struct loss_data {
-    int rows, cols, is_mse;
-    const double *target;  /* [rows, cols], MSE */
+    int rows, cols, loss;  /* MSE, HUBER or XENT */
+    const double *target;  /* [rows, cols], MSE and HUBER */
     const int32_t *labels; /* [rows], cross-entropy */
 } loss_data;
 
 static fn_status loss_run(fn_context *ctx, const loss_data *d, const double *pred, double *loss,
                           double *grad)
 {
-    return d->is_mse ? run_mse(ctx, d->rows, d->cols, pred, d->target, loss, grad)
-                     : run_cross_entropy(ctx, d->rows, d->cols, pred, d->labels, loss, grad);
+    switch (d->loss) {
+    case MSE: return run_mse(ctx, d->rows, d->cols, pred, d->target, loss, grad);
+    case HUBER:
+        return run_huber(ctx, d->rows, d->cols, pred, d->target, HUBER_DELTA, loss, grad);
+    default: return run_cross_entropy(ctx, d->rows, d->cols, pred, d->labels, loss, grad);
+    }
 }
 
 static double loss_reference(const loss_data *d, const double *pred, double *grad)
 {
-    return d->is_mse ? ref_mse((size_t)d->rows * d->cols, pred, d->target, grad)
-                     : ref_cross_entropy(d->rows, d->cols, pred, d->labels, grad);
+    const size_t n = (size_t)d->rows * d->cols;
+    switch (d->loss) {
+    case MSE: return ref_mse(n, pred, d->target, grad);
+    case HUBER: return ref_huber(n, pred, d->target, HUBER_DELTA, grad);
+    default: return ref_cross_entropy(d->rows, d->cols, pred, d->labels, grad);
+    }
 }
 
 static double loss_estimate(const loss_data *d, const double *pred, double *egrad)
 {
-    return d->is_mse ? est_mse_errors((size_t)d->rows * d->cols, pred, d->target, egrad)
-                     : est_cross_entropy_errors(d->rows, d->cols, pred, d->labels, egrad);
+    const size_t n = (size_t)d->rows * d->cols;
+    switch (d->loss) {
+    case MSE: return est_mse_errors(n, pred, d->target, egrad);
+    case HUBER: return est_huber_errors(n, pred, d->target, HUBER_DELTA, egrad);
+    default: return est_cross_entropy_errors(d->rows, d->cols, pred, d->labels, egrad);
+    }
 }
 
-static const char *loss_name(const loss_data *d) { return d->is_mse ? "mse" : "xent"; }
-static const char *input_name(const loss_data *d) { return d->is_mse ? "pred" : "logits"; }
+static const char *loss_name(const loss_data *d) { return names[d->loss]; }
+static const char *input_name(const loss_data *d) { return d->loss == XENT ? "logits" : "pred"; }
 
 static int loss_vs_reference(fn_context *ctx, const loss_data *d, const double *pred)
 {
@@ -107,9 +123,11 @@ int gc_losses_vs_reference(fn_context *ctx, const gc_loss_case *c)
     chk_fill(pred, n, -c->scale, c->scale, &rng);
     chk_fill(target, n, -c->scale, c->scale, &rng);
     random_labels(labels, c->rows, c->cols, &rng);
-    loss_data mse = {c->rows, c->cols, 1, target, NULL}, xent = {c->rows, c->cols, 0, NULL, labels};
-    int ok = loss_vs_reference(ctx, &mse, pred);
-    ok &= loss_vs_reference(ctx, &xent, pred);
+    int ok = 1;
+    for (int loss = 0; loss < N_LOSSES; loss++) {
+        const loss_data d = {c->rows, c->cols, loss, target, labels};
+        ok &= loss_vs_reference(ctx, &d, pred);
+    }
     free(pred), free(target), free(labels);
     return ok;
 }
@@ -168,12 +186,12 @@ int gc_losses_fd(fn_context *ctx, const gc_loss_case *c)
     double *pred = chk_alloc(n), *target = chk_alloc(n), *dir = chk_alloc(n);
     int32_t *labels = alloc_labels(c->rows);
     int ok = 1;
-    for (int is_mse = 1; is_mse >= 0; is_mse--) {
+    for (int loss = 0; loss < N_LOSSES; loss++) {
         chk_fill(pred, n, -c->scale, c->scale, &rng);
         chk_fill(target, n, -c->scale, c->scale, &rng);
         chk_fill(dir, n, -c->scale, c->scale, &rng);
         random_labels(labels, c->rows, c->cols, &rng);
-        loss_data d = {c->rows, c->cols, is_mse, target, labels};
+        loss_data d = {c->rows, c->cols, loss, target, labels};
         ok &= loss_fd(ctx, &d, pred, dir);
     }
     free(pred), free(target), free(dir), free(labels);

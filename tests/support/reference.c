@@ -179,6 +179,19 @@ double ref_mse(size_t count, const double *pred, const double *target, double *d
     return s / (double)count;
 }
 
+double ref_huber(size_t count, const double *pred, const double *target, double delta,
+                 double *dpred)
+{
+    double s = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double e = pred[i] - target[i];
+        s += fabs(e) < delta ? 0.5 * e * e : delta * (fabs(e) - 0.5 * delta);
+        if (dpred)
+            dpred[i] = (e < -delta ? -delta : e > delta ? delta : e) / (double)count;
+    }
+    return s / (double)count;
+}
+
 double ref_log_sum_exp(const double *l, int cols, double *max)
 {
     double m = l[0];
