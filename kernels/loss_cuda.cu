@@ -23,6 +23,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/reduce_cuda.cuh"
+#include "nn/loss_rows_cuda.cuh"
 
 static constexpr int kThreads = 256;
 static constexpr int kWarps = kThreads / kWarpSize;
@@ -40,31 +41,6 @@ struct loss_result {
 static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 
 /* ---- kernels ---- */
-
-/* The column of row's first largest value, on every lane of the warp: a
- * lane scans its columns upwards and keeps the first maximum; merging
- * prefers the larger value, then the lower index, so ties go to the lowest
- * index whatever the order of the merge. */
-__device__ __forceinline__ int row_argmax(const float *row /* [C] */, int C, int lane)
-{
-    float best = -INFINITY;
-    int at = INT32_MAX;
-    for (int c = lane; c < C; c += kWarpSize) {
-        if (at == INT32_MAX || row[c] > best) {
-            best = row[c];
-            at = c;
-        }
-    }
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        const float other = __shfl_xor_sync(kFullMask, best, offset);
-        const int other_at = __shfl_xor_sync(kFullMask, at, offset);
-        if (other > best || (other == best && other_at < at)) {
-            best = other;
-            at = other_at;
-        }
-    }
-    return at;
-}
 
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
  * dpred = 2 (pred - target) / count. */

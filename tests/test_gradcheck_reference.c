@@ -87,6 +87,14 @@ static double huber_objective(void *ctx)
     return ref_huber((size_t)p->rows * p->cols, p->pred, p->target, 1.0, NULL);
 }
 
+static const double smooth_w[5] = {0.5, 1, 1.5, 2, 0.25};
+
+static double smoothed_objective(void *ctx)
+{
+    loss_problem *p = ctx;
+    return ref_cross_entropy_smoothed(p->rows, p->cols, p->pred, p->labels, smooth_w, 0.1, NULL);
+}
+
 static double cross_entropy_objective(void *ctx)
 {
     loss_problem *p = ctx;
@@ -120,6 +128,10 @@ static void test_losses_fd(void **state)
     ref_cross_entropy(p.rows, p.cols, p.pred, p.labels, an);
     gc_central_differences(p.pred, n, cross_entropy_objective, &p, fd);
     ok &= gc_compare_fd("xent (ref)", shape, "dlogits", fd, an, n, p.cols, chk_max_abs(an, n));
+    ref_cross_entropy_smoothed(p.rows, p.cols, p.pred, p.labels, smooth_w, 0.1, an);
+    gc_central_differences(p.pred, n, smoothed_objective, &p, fd);
+    ok &= gc_compare_fd("xent w+ls (ref)", shape, "dlogits", fd, an, n, p.cols,
+                        chk_max_abs(an, n));
     free(an), free(fd), free(p.pred), free(p.target), free(p.labels);
     assert_true(ok);
 }

@@ -304,3 +304,29 @@ double est_cross_entropy_errors(int rows, int cols, const double *logits, const 
     }
     return row_errors / rows + LAM * sqrt((double)rows) * U32 * loss_abs / rows;
 }
+
+double est_cross_entropy_smoothed_errors(int rows, int cols, const double *logits,
+                                         const int32_t *labels, const double *w, double eps,
+                                         double *edlogits)
+{
+    const double plain = est_cross_entropy_errors(rows, cols, logits, labels, edlogits);
+    const double per_term = LAM * (sqrt((double)cols) + 4) * U32;
+    double wmax = 0, total_w = 0, extra = 0;
+    for (int c = 0; c < cols; c++)
+        wmax = fmax(wmax, w ? w[c] : 1.0);
+    for (int n = 0; n < rows; n++)
+        total_w += w ? w[labels[n]] : 1.0;
+    const double f = 2 * wmax * rows / total_w;
+    for (int n = 0; n < rows; n++) {
+        const double *l = logits + (size_t)n * cols;
+        const double lse = ref_log_sum_exp(l, cols, NULL);
+        for (int c = 0; c < cols; c++) {
+            const double arg = fabs(l[c]) + fabs(lse) + 1, p = exp(l[c] - lse);
+            extra += per_term * eps * wmax * arg / cols;
+            if (edlogits)
+                edlogits[(size_t)n * cols + c] = edlogits[(size_t)n * cols + c] * f +
+                                                 per_term * eps * wmax * (p * arg + 1) / total_w;
+        }
+    }
+    return plain * f + extra / total_w;
+}

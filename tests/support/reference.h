@@ -78,4 +78,11 @@ double ref_log_sum_exp(const double *l, int cols, double *max);
 double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t *labels,
                          double *dlogits);
 
+/* torch.nn.CrossEntropyLoss(weight, label_smoothing = eps), mean
+ * reduction (the weighted mean: divided by W = sum_n w[labels[n]]); w
+ * [cols] or NULL (all 1); dlogits may be NULL. */
+double ref_cross_entropy_smoothed(int rows, int cols, const double *logits,
+                                  const int32_t *labels, const double *w, double eps,
+                                  double *dlogits);
+
 #endif
