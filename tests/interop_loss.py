@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """interop_loss.py — train's losses against PyTorch's (ctest label
 "interop"). For each loss and its keys (huber with delta as
-torch.nn.HuberLoss), runs three full-batch plain-SGD steps of ./train and
+torch.nn.HuberLoss; cross_entropy with class_weights and label_smoothing
+as torch.nn.CrossEntropyLoss's weight and label_smoothing), runs three full-batch plain-SGD steps of ./train and
 of the same network in PyTorch, in float64, from the same initial weights
 (a one-step run of train, loaded by both through [model] init and
 scripts/weights_to_torch.py), and checks the first step's loss (train's
@@ -35,11 +36,34 @@ def values_case(tmp, name, seed):
     return x, y
 
 
+def classes_case(tmp, name, seed):
+    """Integer labels [N] of 5 classes."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((64, 10)).astype(np.float32)
+    return x, np.argmax(x @ rng.standard_normal((10, 5)), axis=1).astype(np.int32)
+
+
+WEIGHTS = [0.5, 2.0, 1.0, 0.25, 3.0]
+
+
+def f32s(values):
+    return torch.tensor([float(np.float32(v)) for v in values], dtype=torch.float64)
+
+
 # name, data, the [train] keys, torch's criterion
 CASES = [
     ("huber, delta 0.5", values_case, {"loss": "huber", "delta": 0.5},
      lambda: torch.nn.HuberLoss(delta=float(np.float32(0.5)))),
     ("huber, default delta", values_case, {"loss": "huber"}, lambda: torch.nn.HuberLoss()),
+    ("cross_entropy, class_weights", classes_case,
+     {"class_weights": ", ".join(str(w) for w in WEIGHTS)},
+     lambda: torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS))),
+    ("cross_entropy, label_smoothing 0.2", classes_case, {"label_smoothing": 0.2},
+     lambda: torch.nn.CrossEntropyLoss(label_smoothing=float(np.float32(0.2)))),
+    ("cross_entropy, class_weights and label_smoothing 0.1", classes_case,
+     {"class_weights": ", ".join(str(w) for w in WEIGHTS), "label_smoothing": 0.1},
+     lambda: torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS),
+                                       label_smoothing=float(np.float32(0.1)))),
 ]
 
 
@@ -79,7 +103,8 @@ def run_case(tmp, i, name, make, keys, criterion):
     ours = train(config, out, [f"model.init={init}", f"train.epochs={STEPS}", f"train.lr={LR}"])
     with h5py.File(path, "r") as f:
         xt = torch.from_numpy(np.asarray(f["X"], dtype=np.float64))
-        yt = torch.from_numpy(np.asarray(f["y"], dtype=np.float64))
+        y = np.asarray(f["y"])
+        yt = torch.from_numpy(y.astype(np.int64) if y.ndim == 1 else y.astype(np.float64))
     theirs, first = torch_steps(init, xt, yt, criterion())
     with open(os.path.join(out, "metrics.csv")) as f:
         loss = float(next(csv.DictReader(f))["train_loss"])

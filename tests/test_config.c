@@ -19,6 +19,7 @@
 #include "fusenet/config.h"
 #include "fusenet/sgd.h"
 #include "run/config_impl.h"
+#include "nn/cross_entropy_options.h"
 #include "nn/huber.h"
 #include "test_main.h"
 
@@ -428,6 +429,32 @@ static void test_loss_keys(void **state)
     EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.delta: 0 is out of range", NULL);
     const char *const negative[] = {"train.loss=huber", "train.delta=-1", NULL};
     EXPECT_ERROR(minimal, negative, FN_ERR_INVALID, "--set train.delta=-1: -1 is out of range", NULL);
+    /* cross_entropy's: minimal's network has 4 outputs. */
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, 2.5, 0, 4\nlabel_smoothing = 0.1\n",
+             minimal);
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    const fn_cross_entropy_options *ce = cfg->loss_options;
+    assert_int_equal(ce->class_weights.n, 4);
+    assert_true(ce->class_weights.values[1] == 2.5f && ce->class_weights.values[2] == 0.0f);
+    assert_true(ce->label_smoothing == 0.1f);
+    assert_int_equal(fn_config_get(cfg, "train.class_weights", value, sizeof value), FN_OK);
+    assert_string_equal(value, "1, 2.5, 0, 4");
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, 2, 3\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: 3 weights, but the network has 4 outputs", NULL);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, -2, 3, 4\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: item 2: -2 is out of range", NULL);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, x, 3, 4\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: item 2: expected a number, got 'x'", NULL);
+    snprintf(text, sizeof text, "%s[train]\nlabel_smoothing = 1.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.label_smoothing: 1.5 is out of range", NULL);
+    snprintf(text, sizeof text, "%s[train]\nloss = mse\nlabel_smoothing = 0.1\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.label_smoothing: applies to loss = "
+                 "cross_entropy only, not mse (mse's keys: none)", NULL);
 }
 
 static void test_optimizer_key_errors(void **state)
