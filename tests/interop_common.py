@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy as np
 
 RTOL = 1e-5  # |ours - torch| <= RTOL * max(|torch|, 1) elementwise
 
@@ -51,3 +52,18 @@ def write_case(tmp, name, x, y, settings):
     with open(config, "w") as f:
         f.write(f"[data]\ntrain = {name}.h5\n{settings}")
     return config, path
+
+
+def largest_difference(ours, theirs):
+    """The largest |ours - torch| / max(|torch|, 1) over the parameters of
+    two modules of one architecture (ours: loaded from our weights;
+    theirs: torch's), and where: "name(index) (ours x, torch y)"."""
+    worst, where = 0.0, ""
+    for (name, p), q in zip(theirs.named_parameters(), ours.parameters()):
+        a, b = q.detach().double().numpy(), p.detach().numpy()
+        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
+        i = np.unravel_index(np.argmax(err), err.shape)
+        if err[i] > worst:
+            worst = float(err[i])
+            where = f"{name}{tuple(int(j) for j in i)} (ours {a[i]:.9g}, torch {b[i]:.9g})"
+    return worst, where

@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interop_common import RTOL, train, weights_to_torch, write_case  # noqa: E402
+from interop_common import (RTOL, largest_difference, train,  # noqa: E402
+                            weights_to_torch, write_case)
 
 STEPS = 3
 LR = 0.1
@@ -78,17 +79,6 @@ def torch_steps(init, x, y, criterion):
         loss.backward()
         opt.step()
     return model, first
-
-
-def largest_difference(ours, theirs):
-    worst, where = 0.0, ""
-    for (name, p), q in zip(theirs.named_parameters(), ours.parameters()):
-        a, b = q.detach().double().numpy(), p.detach().numpy()
-        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
-        i = np.unravel_index(np.argmax(err), err.shape)
-        if err[i] > worst:
-            worst, where = float(err[i]), f"{name}{tuple(int(j) for j in i)}"
-    return worst, where
 
 
 def run_case(tmp, i, name, make, keys, criterion):

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interop_common import BUILD, RTOL, SOURCE, sh_out, train, weights_to_torch  # noqa: E402
+from interop_common import RTOL, largest_difference, train, weights_to_torch  # noqa: E402
 
 
 def f32(x):
@@ -120,14 +120,7 @@ def sets_of(s, steps):
 
 
 def compare(name, ours_path, theirs):
-    ours = weights_to_torch.load(ours_path)
-    worst, where = 0.0, ""
-    for (pname, p), q in zip(theirs.named_parameters(), ours.parameters()):
-        a, b = q.detach().double().numpy(), p.detach().numpy()
-        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
-        i = np.unravel_index(np.argmax(err), err.shape)
-        if err[i] > worst:
-            worst, where = float(err[i]), f"{pname}{tuple(int(j) for j in i)} (ours {a[i]:.9g}, torch {b[i]:.9g})"
+    worst, where = largest_difference(weights_to_torch.load(ours_path), theirs)
     print(f"{name}: largest relative difference {worst:.3g} at {where}")
     if not worst <= RTOL:
         sys.exit(f"{name}: parameters differ from PyTorch by more than {RTOL} relative")
