@@ -11,17 +11,19 @@
  * counts in the reduce buffer's second half, so the cross-entropy uses at
  * most half its slots) and its finish kernel puts the value and the count
  * side by side in the buffer's last slot: one 8-byte copy reads both.
- * The tally variants (loss_tally.h) count in the same kernels and end in a
- * finish kernel that also adds the step to the device's running sums, in
- * the trainer's order and rounding: nothing leaves the device. */
+ * The _partials variants stop before the finish and describe the partial
+ * sums (and counts) they left (loss_kind.h), for a loss tally's finish
+ * kernel (loss_tally_cuda.cu) to add to the device's running sums:
+ * nothing leaves the device. */
 #include <math.h>
 #include <stdint.h>
 
 #include "nn/loss_backends.h"
-#include "fusenet/loss_tally.h"
+#include "fusenet/loss_kind.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/reduce_cuda.cuh"
+#include "nn/loss_rows_cuda.cuh"
 
 static constexpr int kThreads = 256;
 static constexpr int kWarps = kThreads / kWarpSize;
@@ -39,31 +41,6 @@ struct loss_result {
 static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 
 /* ---- kernels ---- */
-
-/* The column of row's first largest value, on every lane of the warp: a
- * lane scans its columns upwards and keeps the first maximum; merging
- * prefers the larger value, then the lower index, so ties go to the lowest
- * index whatever the order of the merge. */
-__device__ __forceinline__ int row_argmax(const float *row /* [C] */, int C, int lane)
-{
-    float best = -INFINITY;
-    int at = INT32_MAX;
-    for (int c = lane; c < C; c += kWarpSize) {
-        if (at == INT32_MAX || row[c] > best) {
-            best = row[c];
-            at = c;
-        }
-    }
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        const float other = __shfl_xor_sync(kFullMask, best, offset);
-        const int other_at = __shfl_xor_sync(kFullMask, at, offset);
-        if (other > best || (other == best && other_at < at)) {
-            best = other;
-            at = other_at;
-        }
-    }
-    return at;
-}
 
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
  * dpred = 2 (pred - target) / count. */
@@ -171,45 +148,6 @@ loss_finish_kernel(float *loss /* [1] */, loss_result *result /* or NULL */,
     }
 }
 
-/* loss_finish_kernel's value, counted in the tally: a finite loss adds
- * (double)loss * rows to the sum (rounded as the host's loss_sum += loss *
- * rows: no fused multiply-add), the counts and the rows; the first
- * non-finite one is recorded and raises the bad flag; once it is raised,
- * nothing is counted. */
-__global__ void __launch_bounds__(kThreads)
-tally_finish_kernel(float *loss /* [1] */, fn_loss_tally_value *tally,
-                    const double *partials /* [count] */, const int *counts /* [count] or NULL */,
-                    int count, double scale, int rows)
-{
-    __shared__ double smem[kWarpSize];
-    double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        s += partials[i];
-        if (counts)
-            c += (double)counts[i];
-    }
-    s = block_sum(s, smem);
-    if (counts)
-        c = block_sum(c, smem);
-    if (threadIdx.x != 0)
-        return;
-    const float value = (float)(s * scale);
-    loss[0] = value;
-    if (tally->bad)
-        return;
-    if (!isfinite(value)) {
-        tally->bad = 1;
-        tally->bad_step = tally->base_step + tally->steps;
-        tally->bad_loss = value;
-        return;
-    }
-    tally->loss_sum = __dadd_rn(tally->loss_sum, __dmul_rn((double)value, (double)rows));
-    tally->correct += (long long)c;
-    tally->seen += rows;
-    tally->steps++;
-    tally->last_loss = value;
-}
-
 /* One warp a row: partials[block] = rows whose first largest logit is at the
  * label's column. */
 __global__ void __launch_bounds__(kThreads)
@@ -266,6 +204,15 @@ static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *par
 {
     loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, partials, NULL,
                                                                count, scale);
+    FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss,
+                                         const fn_loss_partials *p)
+{
+    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, p->sums, NULL,
+                                                               p->count, p->scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     return FN_OK;
 }
@@ -355,9 +302,9 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
     return FN_OK;
 }
 
-extern "C" fn_status fn_cuda_mse_loss_tally(fn_context *ctx, const fn_tensor *pred,
-                                            const fn_tensor *target, fn_tensor *loss,
-                                            fn_tensor *dpred, fn_loss_tally_value *tally)
+extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred,
+                                          const fn_tensor *target, fn_tensor *dpred,
+                                          fn_loss_partials *p)
 {
     const size_t count = fn_tensor_count(pred);
     size_t blocks = (count + kMinPerBlock - 1) / kMinPerBlock;
@@ -365,31 +312,22 @@ extern "C" fn_status fn_cuda_mse_loss_tally(fn_context *ctx, const fn_tensor *pr
         blocks = FN_CUDA_REDUCE_SLOTS;
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
-    cudaStream_t s = fn_ctx_stream(ctx);
-    mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(
+    mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
         partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
         1.0 / (double)count);
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
-    tally_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, tally, partials, NULL, (int)blocks,
-                                               1.0 / (double)count, pred->rows);
-    FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);
+    *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count};
     return FN_OK;
 }
 
-extern "C" fn_status fn_cuda_cross_entropy_loss_tally(fn_context *ctx, const fn_tensor *logits,
-                                                      const int32_t *labels, fn_tensor *loss,
-                                                      fn_tensor *dlogits,
-                                                      fn_loss_tally_value *tally)
+extern "C" fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                                    const int32_t *labels, fn_tensor *dlogits,
+                                                    fn_loss_partials *p)
 {
-    const int N = logits->rows;
-    cudaStream_t s = fn_ctx_stream(ctx);
     int blocks;
     FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
-    double *partials = (double *)ctx->cuda->reduce;
-    int *counts = (int *)(partials + kCrossEntropySlots);
-    const double scale = 1.0 / (double)N;
-    tally_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, tally, partials, counts, blocks, scale,
-                                               N);
-    FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);
+    const double *partials = (const double *)ctx->cuda->reduce;
+    *p = fn_loss_partials{partials, (const int *)(partials + kCrossEntropySlots), blocks,
+                          1.0 / (double)logits->rows};
     return FN_OK;
 }

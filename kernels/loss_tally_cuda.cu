@@ -3,12 +3,17 @@
  * sums goes after each step's kernels into a slot of a ring of pinned host
  * buffers, with an event recorded behind it; the host asks the event
  * (cudaEventQuery: never waits) and takes the copy when it has arrived.
- * The kernels that count are the losses' (loss_cuda.cu). */
+ * A loss's kernels leave its partial sums (loss_kind.h, partials); the
+ * tally's finish kernel adds them up and counts the step. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "nn/loss_tally_cuda.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/reduce_cuda.cuh"
+
+static constexpr int kThreads = 256;
 
 struct fn_cuda_tally {
     fn_context *ctx;                 /* borrowed */
@@ -18,6 +23,50 @@ struct fn_cuda_tally {
     int recorded[FN_LOSS_TALLY_RING]; /* done[i] was recorded at least once */
     int n_events;                    /* created so far */
 };
+
+/* ---- kernels ---- */
+
+/* loss[0] = (sum of the partials, in order) * scale, as the losses' own
+ * finish, counted in the tally: a finite loss adds (double)loss * rows to
+ * the sum (rounded as the host's loss_sum += loss * rows: no fused
+ * multiply-add), the counts and the rows; the first non-finite one is
+ * recorded and raises the bad flag; once it is raised, nothing is
+ * counted. */
+__global__ void __launch_bounds__(kThreads)
+tally_finish_kernel(float *loss /* [1] */, fn_loss_tally_value *tally,
+                    const double *partials /* [count] */, const int *counts /* [count] or NULL */,
+                    int count, double scale, int rows)
+{
+    __shared__ double smem[kWarpSize];
+    double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        s += partials[i];
+        if (counts)
+            c += (double)counts[i];
+    }
+    s = block_sum(s, smem);
+    if (counts)
+        c = block_sum(c, smem);
+    if (threadIdx.x != 0)
+        return;
+    const float value = (float)(s * scale);
+    loss[0] = value;
+    if (tally->bad)
+        return;
+    if (!isfinite(value)) {
+        tally->bad = 1;
+        tally->bad_step = tally->base_step + tally->steps;
+        tally->bad_loss = value;
+        return;
+    }
+    tally->loss_sum = __dadd_rn(tally->loss_sum, __dmul_rn((double)value, (double)rows));
+    tally->correct += (long long)c;
+    tally->seen += rows;
+    tally->steps++;
+    tally->last_loss = value;
+}
+
+/* ---- launchers ---- */
 
 static fn_status create_parts(fn_cuda_tally *t)
 {
@@ -59,6 +108,15 @@ extern "C" void fn_cuda_tally_destroy(fn_cuda_tally *t)
 }
 
 extern "C" fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t) { return t->sums; }
+
+extern "C" fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss,
+                                          const fn_loss_partials *p, int rows)
+{
+    tally_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(t->ctx)>>>(
+        loss->data, t->sums, p->sums, p->counts, p->count, p->scale, rows);
+    FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);
+    return FN_OK;
+}
 
 extern "C" fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v)
 {

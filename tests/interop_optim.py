@@ -26,7 +26,6 @@ Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
 mismatch or failure."""
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,32 +33,13 @@ import h5py
 import numpy as np
 import torch
 
-RTOL = 1e-5
-
-SOURCE = os.environ["FN_SOURCE_DIR"]
-BUILD = os.environ["FN_BUILD_DIR"]
-sys.path.insert(0, os.path.join(SOURCE, "scripts"))
-import weights_to_torch  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_common import RTOL, largest_difference, train, weights_to_torch  # noqa: E402
 
 
 def f32(x):
     """The float32 value train's config holds, as a double."""
     return float(np.float32(x))
-
-
-def sh(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-
-
-def train(config, out, sets):
-    args = [os.path.join(BUILD, "train"), config, "--set", f"output.dir={out}",
-            "--set", "run.device=cpu"]
-    for s in sets:
-        args += ["--set", s]
-    sh(*args)
-    return os.path.join(out, "weights.h5")
 
 
 def make_set(tmp, name, loss, rows, n_in, n_out, seed):
@@ -168,14 +148,7 @@ def sets_of(s, steps):
 
 
 def compare(name, ours_path, theirs):
-    ours = weights_to_torch.load(ours_path)
-    worst, where = 0.0, ""
-    for (pname, p), q in zip(theirs.named_parameters(), ours.parameters()):
-        a, b = q.detach().double().numpy(), p.detach().numpy()
-        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
-        i = np.unravel_index(np.argmax(err), err.shape)
-        if err[i] > worst:
-            worst, where = float(err[i]), f"{pname}{tuple(int(j) for j in i)} (ours {a[i]:.9g}, torch {b[i]:.9g})"
+    worst, where = largest_difference(weights_to_torch.load(ours_path), theirs)
     print(f"{name}: largest relative difference {worst:.3g} at {where}")
     if not worst <= RTOL:
         sys.exit(f"{name}: parameters differ from PyTorch by more than {RTOL} relative")

@@ -23,34 +23,9 @@ import h5py
 import numpy as np
 import torch
 
-RTOL = 1e-5
-
-SOURCE = os.environ["FN_SOURCE_DIR"]
-BUILD = os.environ["FN_BUILD_DIR"]
-sys.path.insert(0, os.path.join(SOURCE, "scripts"))
-import weights_to_torch  # noqa: E402
-
-
-def sh(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-
-
-def train(config, out, *sets):
-    args = [os.path.join(BUILD, "train"), config, "--set", f"output.dir={out}",
-            "--set", "run.device=cpu"]
-    for s in sets:
-        args += ["--set", s]
-    sh(*args)
-    return os.path.join(out, "weights.h5")
-
-
-def sh_out(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-    return result.stdout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_common import (BUILD, RTOL, SOURCE, sh, sh_out, train,  # noqa: E402
+                            weights_to_torch, write_case)
 
 
 def compare(name, weights, inputs, tmp):
@@ -78,17 +53,10 @@ def regression_data(tmp):
     x = rng.standard_normal((300, 20)).astype(np.float32)
     w = rng.standard_normal((20, 6)).astype(np.float32)
     y = np.tanh(x @ w).astype(np.float32)
-    path = os.path.join(tmp, "regression.h5")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("X", data=x)
-        f.create_dataset("y", data=y)
-    config = os.path.join(tmp, "regression.ini")
-    with open(config, "w") as f:
-        f.write("[data]\ntrain = regression.h5\n[model]\n"
-                "layers = block 24, block 12, linear 6\ngroups = 4\neps = 1e-3\n"
-                "negative_slope = 0.2\n[train]\nloss = mse\nbatch_size = 32\nepochs = 3\n"
-                "lr = 0.05\nmomentum = 0.9\n")
-    return config, path
+    return write_case(tmp, "regression", x, y,
+                      "[model]\nlayers = block 24, block 12, linear 6\ngroups = 4\neps = 1e-3\n"
+                      "negative_slope = 0.2\n[train]\nloss = mse\nbatch_size = 32\nepochs = 3\n"
+                      "lr = 0.05\nmomentum = 0.9\n")
 
 
 def figure(text, label):
@@ -155,16 +123,9 @@ def standardized_data(tmp):
     x = rng.standard_normal((400, 6))
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + (x[:, 3] > 0.5)
     x[:, 2] = x[:, 2] * 1e6 + 3e6
-    path = os.path.join(tmp, "scaled.h5")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("X", data=x)
-        f.create_dataset("y", data=y)
-    config = os.path.join(tmp, "scaled.ini")
-    with open(config, "w") as f:
-        f.write("[data]\ntrain = scaled.h5\nstandardize = true\n[model]\n"
-                "layers = block 16, linear 3\ngroups = 4\n[train]\nbatch_size = 32\n"
-                "epochs = 4\nlr = 0.05\nmomentum = 0.9\n")
-    return config, path
+    return write_case(tmp, "scaled", x, y,
+                      "standardize = true\n[model]\nlayers = block 16, linear 3\ngroups = 4\n"
+                      "[train]\nbatch_size = 32\nepochs = 4\nlr = 0.05\nmomentum = 0.9\n")
 
 
 KEYS = ["input_norm.mean", "input_norm.std", "layer0.linear.weight", "layer0.linear.bias",
@@ -212,7 +173,7 @@ def main():
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="fn_interop_") as tmp:
         digits = train(os.path.join(SOURCE, "data", "example.ini"), os.path.join(tmp, "digits"),
-                       "train.epochs=2")
+                       ["train.epochs=2"])
         compare("digits", digits, os.path.join(SOURCE, "data", "digits_valid.h5"), tmp)
         config, data = regression_data(tmp)
         regression = train(config, os.path.join(tmp, "regression"))

@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "file_bytes.h"
 #include "program.h"
 
 typedef struct bad_input {
@@ -347,8 +348,8 @@ static const double FAST_SECONDS = 10;
 enum { PATH_CAP = 1024 };
 
 typedef struct fixture {
-    const bad_input *c;
     char dir[64]; /* the run's temp dir: its output dir, its stdout and stderr */
+    const bad_input *c;
     char corpus[PATH_CAP];
 } fixture;
 
@@ -367,27 +368,6 @@ static int setup(void **state)
     snprintf(f->corpus, sizeof f->corpus, "%s", source_path("tests/bad_inputs"));
     *state = f;
     return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
-    return 0;
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    if (!in || !out)
-        fail_msg("cannot copy %s to %s", from, to);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
 }
 
 /* The names in dir that a failed run must not leave: outputs and temporaries. */
@@ -451,7 +431,7 @@ static void run_case(void **state)
     } else if (c->checkpoint) {
         char from[2 * PATH_CAP];
         snprintf(from, sizeof from, "%s/%s", f->corpus, c->checkpoint);
-        copy_file(from, checkpoint);
+        file_bytes_copy(from, checkpoint);
         before = program_slurp(checkpoint);
     }
 
@@ -516,8 +496,8 @@ static void test_predict_output_is_an_input(void **state)
     snprintf(err, sizeof err, "%s/stderr.txt", f->dir);
     snprintf(good_w, sizeof good_w, "%s/good_weights.h5", f->corpus);
     snprintf(good_in, sizeof good_in, "%s/good.h5", f->corpus);
-    copy_file(good_w, w);
-    copy_file(good_in, in);
+    file_bytes_copy(good_w, w);
+    file_bytes_copy(good_in, in);
     assert_int_equal(symlink("in.h5", sym), 0);
     assert_int_equal(link(w, hard), 0);
     const struct {
@@ -552,12 +532,12 @@ int main(void)
     struct CMUnitTest tests[N_CASES + 1];
     for (size_t i = 0; i < N_CASES; i++)
         tests[i] = (struct CMUnitTest){.name = cases[i].name, .test_func = run_case,
-                                       .setup_func = setup, .teardown_func = teardown,
+                                       .setup_func = setup, .teardown_func = program_dir_teardown,
                                        .initial_state = (void *)&cases[i]};
     static const bad_input none = {.name = "predict outputs over an input"};
     tests[N_CASES] = (struct CMUnitTest){.name = none.name,
                                          .test_func = test_predict_output_is_an_input,
-                                         .setup_func = setup, .teardown_func = teardown,
+                                         .setup_func = setup, .teardown_func = program_dir_teardown,
                                          .initial_state = (void *)&none};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

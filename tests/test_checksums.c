@@ -20,6 +20,7 @@
 #include <hdf5.h>
 
 #include "expect.h"
+#include "file_bytes.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
@@ -28,34 +29,6 @@
 #include "test_main.h"
 
 enum { FLIPS = 120 };
-
-typedef struct file_bytes {
-    unsigned char *data;
-    size_t size;
-} file_bytes;
-
-static file_bytes read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    file_bytes b = {0};
-    fseek(f, 0, SEEK_END);
-    b.size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.data = malloc(b.size);
-    assert_non_null(b.data);
-    assert_int_equal(fread(b.data, 1, b.size, f), b.size);
-    fclose(f);
-    return b;
-}
-
-static void write_all(const char *path, const file_bytes *b)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b->data, 1, b->size, f), b->size);
-    fclose(f);
-}
 
 /* A block and a linear head on the CPU; the values are what matters. */
 static fn_net *small_net(fn_context *ctx)
@@ -88,7 +61,7 @@ typedef fn_status (*load_fn)(fn_net *net, const char *path, void *arg);
 static void flip_and_load(fn_context *ctx, const fn_net *original, const char *path, load_fn load,
                           void *arg)
 {
-    file_bytes good = read_all(path);
+    file_bytes good = file_bytes_read(path);
     char copy[] = "/tmp/fn_flip_XXXXXX";
     int fd = mkstemp(copy);
     assert_true(fd >= 0);
@@ -99,7 +72,7 @@ static void flip_and_load(fn_context *ctx, const fn_net *original, const char *p
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         const size_t bit = (size_t)(state >> 11) % (good.size * 8);
         good.data[bit / 8] ^= (unsigned char)(1u << bit % 8);
-        write_all(copy, &good);
+        file_bytes_write(copy, &good);
         good.data[bit / 8] ^= (unsigned char)(1u << bit % 8);
         fn_net *net = small_net(ctx);
         if (load(net, copy, arg) != FN_OK)

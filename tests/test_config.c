@@ -23,6 +23,8 @@
 #include "optim/plateau_schedule.h"
 #include "optim/step_schedule.h"
 #include "run/config_impl.h"
+#include "nn/cross_entropy_options.h"
+#include "nn/huber.h"
 #include "test_main.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the
@@ -329,7 +331,7 @@ static void test_nesterov_needs_momentum(void **state)
 static void test_bad_enums(void **state)
 {
     EXPECT_ERROR("[train]\nloss = hinge\n", NULL, FN_ERR_INVALID,
-                 "train.loss: expected cross_entropy or mse, got 'hinge'", NULL);
+                 "train.loss: expected cross_entropy, huber or mse, got 'hinge'", NULL);
     EXPECT_ERROR("[run]\ndevice = gpu\n", NULL, FN_ERR_INVALID, "run.device: expected auto", NULL);
     EXPECT_ERROR("[run]\ndevice = cuda:x\n", NULL, FN_ERR_INVALID, "run.device: expected cuda:N",
                  NULL);
@@ -407,6 +409,59 @@ static void test_optimizer_keys(void **state)
     const char *const adam_m0[] = {"train.optimizer=adam", "train.momentum=0", NULL};
     assert_int_equal(load(f, minimal, adam_m0, &cfg), FN_OK);
     fn_config_destroy(cfg);
+}
+
+/* A loss's own keys: read into its options block, refused for another
+ * loss, checked against their range, and shown by fn_config_get. */
+static void test_loss_keys(void **state)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\ndelta = 0.25\n", minimal);
+    fn_config *cfg = NULL;
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    assert_ptr_equal(cfg->loss, &fn_huber_kind);
+    assert_true(((const fn_huber_options *)cfg->loss_options)->delta == 0.25f);
+    char value[64];
+    assert_int_equal(fn_config_get(cfg, "train.delta", value, sizeof value), FN_OK);
+    assert_string_equal(value, "0.25");
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\n", minimal);
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    assert_true(((const fn_huber_options *)cfg->loss_options)->delta == 1.0f);
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nloss = mse\ndelta = 2\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:7: train.delta: applies to loss = huber only, not mse", NULL);
+    snprintf(text, sizeof text, "%s[train]\nloss = huber\ndelta = 0\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.delta: 0 is out of range", NULL);
+    const char *const negative[] = {"train.loss=huber", "train.delta=-1", NULL};
+    EXPECT_ERROR(minimal, negative, FN_ERR_INVALID, "--set train.delta=-1: -1 is out of range", NULL);
+    /* cross_entropy's: minimal's network has 4 outputs. */
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, 2.5, 0, 4\nlabel_smoothing = 0.1\n",
+             minimal);
+    assert_int_equal(load(*state, text, NULL, &cfg), FN_OK);
+    const fn_cross_entropy_options *ce = cfg->loss_options;
+    assert_int_equal(ce->class_weights.n, 4);
+    assert_true(ce->class_weights.values[1] == 2.5f && ce->class_weights.values[2] == 0.0f);
+    assert_true(ce->label_smoothing == 0.1f);
+    assert_int_equal(fn_config_get(cfg, "train.class_weights", value, sizeof value), FN_OK);
+    assert_string_equal(value, "1, 2.5, 0, 4");
+    fn_config_destroy(cfg);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, 2, 3\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: 3 weights, but the network has 4 outputs", NULL);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, -2, 3, 4\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: item 2: -2 is out of range", NULL);
+    snprintf(text, sizeof text, "%s[train]\nclass_weights = 1, x, 3, 4\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.class_weights: item 2: expected a number, got 'x'", NULL);
+    snprintf(text, sizeof text, "%s[train]\nlabel_smoothing = 1.5\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.label_smoothing: 1.5 is out of range", NULL);
+    snprintf(text, sizeof text, "%s[train]\nloss = mse\nlabel_smoothing = 0.1\n", minimal);
+    EXPECT_ERROR(text, NULL, FN_ERR_INVALID, "run.ini:7: train.label_smoothing: applies to loss = "
+                 "cross_entropy only, not mse (mse's keys: none)", NULL);
 }
 
 static void test_optimizer_key_errors(void **state)
@@ -794,7 +849,7 @@ static void test_optimizer_from_command_line(void **state)
     fn_config_destroy(cfg);
     const char *both[] = {"train.optimizer=adam", "train.momentum=0.5", NULL};
     EXPECT_ERROR(text, both, FN_ERR_INVALID,
-                 "--set train.momentum=0.5: applies to optimizer = sgd only, not adam", NULL);
+                 "--set train.momentum=0.5: applies to optimizer = sgd or rmsprop only, not adam", NULL);
     /* Back from the file's adam to SGD: adam's keys become notices. */
     snprintf(text, sizeof text, "%s[train]\noptimizer = adam\nbetas = 0.8, 0.99\n", minimal);
     const char *sgd[] = {"train.optimizer=sgd", NULL};
@@ -874,7 +929,7 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
-          T(test_rmsprop_keys), T(test_plateau_keys),
+          T(test_rmsprop_keys), T(test_plateau_keys), T(test_loss_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_monitor_keys),
           T(test_optimizer_from_command_line), T(test_get_values),
           T(test_math_bf16), T(test_empty_output_dir))

@@ -372,10 +372,8 @@ static void test_slabs_match_whole(void **state)
         assert_memory_equal(a.x, b.x, sizeof(float) * (size_t)(a.rows * in));
         assert_memory_equal(a.labels, b.labels, sizeof(int32_t) * (size_t)a.rows);
     }
-    free(e0);
-    free(e1);
-    fn_data_close(slabs);
-    fn_data_close(whole);
+    free(e0), free(e1);
+    fn_data_close(slabs), fn_data_close(whole);
 }
 
 static void test_seek_whole(void **state)

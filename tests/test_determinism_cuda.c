@@ -98,17 +98,6 @@ static void test_init_uniform_matches_cpu(void **state)
 
 /* ---- the three products against float64 ---- */
 
-/* ||a - r||_F / ||r||_F */
-static double relative_error(const double *a, const double *r, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        num += (a[i] - r[i]) * (a[i] - r[i]);
-        den += r[i] * r[i];
-    }
-    return sqrt(num / den);
-}
-
 enum { GN = 256, GIN = 512, GOUT = 384 };
 
 /* The relative errors of y = x w^T, dw += dy^T x and dx = dy w in `math`,
@@ -155,7 +144,7 @@ static void product_errors(fn_math math, double err[3])
                 s += x[(size_t)n * GIN + i] * w[(size_t)o * GIN + i];
             ref[(size_t)n * GOUT + o] = s;
         }
-    err[0] = relative_error(got, ref, (size_t)GN * GOUT);
+    err[0] = chk_relative_error(got, ref, (size_t)GN * GOUT);
 
     /* dw - dw0 against dy^T x: the old value must be kept, not overwritten. */
     download_doubles(got, &tdw);
@@ -166,7 +155,7 @@ static void product_errors(fn_math math, double err[3])
                 s += dy[(size_t)n * GOUT + o] * x[(size_t)n * GIN + i];
             ref[(size_t)o * GIN + i] = dw0[(size_t)o * GIN + i] + s;
         }
-    err[1] = relative_error(got, ref, (size_t)GOUT * GIN);
+    err[1] = chk_relative_error(got, ref, (size_t)GOUT * GIN);
 
     download_doubles(got, &tdx);
     for (int n = 0; n < GN; n++)
@@ -176,7 +165,7 @@ static void product_errors(fn_math math, double err[3])
                 s += dy[(size_t)n * GOUT + o] * w[(size_t)o * GIN + i];
             ref[(size_t)n * GIN + i] = s;
         }
-    err[2] = relative_error(got, ref, (size_t)GN * GIN);
+    err[2] = chk_relative_error(got, ref, (size_t)GN * GIN);
 
     free(got);
     free(ref);

@@ -33,6 +33,7 @@
 #include "fusenet/trainer.h"
 #include "h5_write.h"
 #include "program.h"
+#include "test_main.h"
 
 enum { ROWS = 64, IN = 4, HIDDEN = 8, CLASSES = 3, BATCH = 8, CAP = 1024 };
 
@@ -51,14 +52,6 @@ static int setup(void **state)
     snprintf(f->out, CAP, "%s/out", f->dir);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_remove_dir(f->dir);
-    free(f);
     return 0;
 }
 
@@ -303,15 +296,10 @@ static void test_step_count_out_of_range(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_setup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_standardize_overflow_at_step, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_first_step_not_the_lr, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_adam_eps_zero_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_negative_second_moment_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_step_count_out_of_range, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_EACH(setup, program_dir_teardown,
+               cmocka_unit_test(test_standardize_overflow_at_setup),
+               cmocka_unit_test(test_standardize_overflow_at_step),
+               cmocka_unit_test(test_first_step_not_the_lr),
+               cmocka_unit_test(test_adam_eps_zero_refused),
+               cmocka_unit_test(test_negative_second_moment_refused),
+               cmocka_unit_test(test_step_count_out_of_range))

@@ -57,14 +57,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    race *r = *state;
-    program_files_free(r->files);
-    free(r);
-    return 0;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -201,6 +193,6 @@ static void test_directory_replaced(void **state)
     fn_dir_lock_release(third);
 }
 
-TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_loser_removes_nothing, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_holder_removed_directory, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_directory_replaced, setup, teardown))
+TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_loser_removes_nothing, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_holder_removed_directory, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_directory_replaced, setup, program_files_teardown))

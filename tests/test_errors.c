@@ -350,15 +350,16 @@ static void test_init_errors(void **state)
     assert_true(f->rng.offset == before + 4);
 }
 
-TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_block_config, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_block_null_arguments, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_block_forward_shapes, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_block_wrong_device, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_block_backward_order_and_shapes, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_linear_errors, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_sgd_options, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_sgd_update_and_create, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_losses, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_cross_entropy_labels, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_net_errors, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_init_errors, setup, teardown))
+TEST_MAIN_EACH(setup, teardown,
+               cmocka_unit_test(test_block_config),
+               cmocka_unit_test(test_block_null_arguments),
+               cmocka_unit_test(test_block_forward_shapes),
+               cmocka_unit_test(test_block_wrong_device),
+               cmocka_unit_test(test_block_backward_order_and_shapes),
+               cmocka_unit_test(test_linear_errors),
+               cmocka_unit_test(test_sgd_options),
+               cmocka_unit_test(test_sgd_update_and_create),
+               cmocka_unit_test(test_losses),
+               cmocka_unit_test(test_cross_entropy_labels),
+               cmocka_unit_test(test_net_errors),
+               cmocka_unit_test(test_init_errors))

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "nn/block_impl.h"
+#include "check.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
 
@@ -84,17 +85,6 @@ static void run_block(fn_math math, const shape *s, float *out[6])
     fn_context_destroy(ctx);
 }
 
-static double relative_error(const float *a, const float *r, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = (double)a[i] - r[i];
-        num += d * d;
-        den += (double)r[i] * r[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 static void test_tf32x3_block_matches_fp32(void **state)
 {
     (void)state;
@@ -109,7 +99,7 @@ static void test_tf32x3_block_matches_fp32(void **state)
         run_block(FN_MATH_FP32, s, ref);
         run_block(FN_MATH_TF32X3, s, got);
         for (int q = 0; q < 6; q++) {
-            const double e = relative_error(got[q], ref[q], counts[q]);
+            const double e = chk_relative_error_f(got[q], ref[q], counts[q]);
             printf("tf32x3 vs fp32 [%d, %d -> %d, groups %d] %-8s relative error %.3g "
                    "(tolerance 1e-4)\n",
                    s->batch, s->in, s->out, s->groups, names[q], e);

@@ -92,15 +92,6 @@ static void write_config(const fixture *f, const char *layers, const char *train
     fclose(out);
 }
 
-static char *path_in(const fixture *f, const char *name)
-{
-    static char buf[4][PATH_CAP];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, PATH_CAP, "%s/%s", f->dir, name);
-    return p;
-}
-
 /* train run.ini --set output.dir=<dir>/<out> plus up to two more --set. */
 enum { FRESH, RESUME, OVERWRITE }; /* start_train's mode */
 
@@ -109,7 +100,7 @@ static pid_t start_train(const fixture *f, const char *out, const char *set1, co
                          int mode)
 {
     char set_out[PATH_CAP];
-    snprintf(set_out, sizeof set_out, "output.dir=%s", path_in(f, out));
+    snprintf(set_out, sizeof set_out, "output.dir=%s", program_files_at(f, out));
     const char *argv[12] = {f->ini, "--set", set_out};
     int n = 3;
     if (set1) {
@@ -236,7 +227,7 @@ static void make_references(const fixture *f, references *r)
         r->seconds = now() - t0;
         snprintf(name, sizeof name, "ref%d/checkpoint.h5", e);
         model_open(f, &r->ckpt[e]);
-        EXPECT_OK(fn_checkpoint_load(path_in(f, name), r->ckpt[e].net,
+        EXPECT_OK(fn_checkpoint_load(program_files_at(f, name), r->ckpt[e].net,
                                      fn_sgd_optimizer(r->ckpt[e].opt),
                                      &r->state[e]));
         assert_int_equal(r->state[e].epoch, e);
@@ -251,7 +242,7 @@ static void check_after_kill(const fixture *f, references *r, int *seen_ckpt, in
                              int k)
 {
     char what[64];
-    const char *ckpt = path_in(f, "kill/checkpoint.h5");
+    const char *ckpt = program_files_at(f, "kill/checkpoint.h5");
     if (access(ckpt, F_OK) == 0) {
         *seen_ckpt = 1;
         model m;
@@ -267,7 +258,7 @@ static void check_after_kill(const fixture *f, references *r, int *seen_ckpt, in
         expect_same_model(&m, &r->ckpt[s.epoch], 1, what);
         model_close(&m);
     }
-    const char *weights = path_in(f, "kill/weights.h5");
+    const char *weights = program_files_at(f, "kill/weights.h5");
     if (access(weights, F_OK) == 0) {
         *seen_weights = 1;
         model m;
@@ -315,7 +306,7 @@ static void wait_for_file(const fixture *f, pid_t pid, const char *path, double 
  * run's own); returns 1 when that .tmp is left, which must be always. */
 static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
 {
-    const char *tmps[2] = {path_in(f, "kill/checkpoint.h5.tmp"), path_in(f, "kill/weights.h5.tmp")};
+    const char *tmps[2] = {program_files_at(f, "kill/checkpoint.h5.tmp"), program_files_at(f, "kill/weights.h5.tmp")};
     int target = k % 3; /* 0: any time, 1: a checkpoint write, 2: the weights write */
     sleep_for(0.02); /* so a .tmp of the last kill is older than t0 by more than a tick */
     double t0 = now();
@@ -393,15 +384,15 @@ static void test_sigkill_while_writing(void **state)
      * checkpoint.h5 and ends as the reference did, its weights written over
      * the broken weights.h5.tmp. */
     for (int i = 0; i < 2; i++) {
-        FILE *junk = fopen(path_in(f, i ? "kill/weights.h5.tmp" : "kill/checkpoint.h5.tmp"), "w");
+        FILE *junk = fopen(program_files_at(f, i ? "kill/weights.h5.tmp" : "kill/checkpoint.h5.tmp"), "w");
         assert_non_null(junk);
         fputs("not HDF5", junk);
         fclose(junk);
     }
     expect_success(f, start_train(f, "kill", NULL, NULL, RESUME), "resume after the kills");
-    assert_int_not_equal(access(path_in(f, "kill/weights.h5.tmp"), F_OK), 0);
-    assert_int_equal(access(path_in(f, "kill/checkpoint.h5"), F_OK), 0);
-    assert_int_equal(access(path_in(f, "kill/weights.h5"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "kill/weights.h5.tmp"), F_OK), 0);
+    assert_int_equal(access(program_files_at(f, "kill/checkpoint.h5"), F_OK), 0);
+    assert_int_equal(access(program_files_at(f, "kill/weights.h5"), F_OK), 0);
     check_after_kill(f, &r, &seen_ckpt, &seen_weights, KILLS);
     assert_true(seen_weights);
     for (int e = 1; e <= EPOCHS; e++)
@@ -433,9 +424,9 @@ static void test_nonfinite_loss_stops(void **state)
     if (!strstr(err, "nan/checkpoint.h5 (the last good state) is kept"))
         fail_msg("the message does not say the checkpoint is kept:\n%s", err);
     free(err);
-    assert_int_not_equal(access(path_in(f, "nan/weights.h5"), F_OK), 0);
-    assert_int_not_equal(access(path_in(f, "nan/weights.h5.tmp"), F_OK), 0);
-    assert_int_not_equal(access(path_in(f, "nan/checkpoint.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "nan/weights.h5"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "nan/weights.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "nan/checkpoint.h5.tmp"), F_OK), 0);
 
     /* The checkpoint is the one of the last whole epoch, as a run of that
      * many epochs writes it. */
@@ -446,9 +437,9 @@ static void test_nonfinite_loss_stops(void **state)
     fn_train_state ks, rs;
     model_open(f, &kept);
     model_open(f, &ref);
-    EXPECT_OK(fn_checkpoint_load(path_in(f, "nan/checkpoint.h5"), kept.net,
+    EXPECT_OK(fn_checkpoint_load(program_files_at(f, "nan/checkpoint.h5"), kept.net,
                                   fn_sgd_optimizer(kept.opt), &ks));
-    EXPECT_OK(fn_checkpoint_load(path_in(f, "ref/checkpoint.h5"), ref.net,
+    EXPECT_OK(fn_checkpoint_load(program_files_at(f, "ref/checkpoint.h5"), ref.net,
                                   fn_sgd_optimizer(ref.opt), &rs));
     assert_int_equal(ks.epoch, epoch - 1);
     assert_int_equal(ks.global_step, rs.global_step);
@@ -464,8 +455,8 @@ static void test_nonfinite_ignores_old_checkpoint(void **state)
 {
     fixture *f = *state;
     write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 20\nlr = 1e6");
-    assert_int_equal(mkdir(path_in(f, "old"), 0777), 0);
-    FILE *old = fopen(path_in(f, "old/checkpoint.h5"), "w");
+    assert_int_equal(mkdir(program_files_at(f, "old"), 0777), 0);
+    FILE *old = fopen(program_files_at(f, "old/checkpoint.h5"), "w");
     assert_non_null(old);
     fputs("an earlier run's", old);
     fclose(old);
@@ -478,9 +469,9 @@ static void test_nonfinite_ignores_old_checkpoint(void **state)
     free(err);
     /* Its first file (metrics.csv, after an epoch) removed the earlier
      * run's; before any, the earlier run's is untouched. */
-    char *kept = program_slurp(path_in(f, "old/checkpoint.h5"));
-    if (access(path_in(f, "old/metrics.csv"), F_OK) == 0)
-        assert_int_not_equal(access(path_in(f, "old/checkpoint.h5"), F_OK), 0);
+    char *kept = program_slurp(program_files_at(f, "old/checkpoint.h5"));
+    if (access(program_files_at(f, "old/metrics.csv"), F_OK) == 0)
+        assert_int_not_equal(access(program_files_at(f, "old/checkpoint.h5"), F_OK), 0);
     else
         assert_string_equal(kept, "an earlier run's");
     free(kept);
@@ -553,7 +544,7 @@ static void test_save_refuses_nonfinite(void **state)
     write_config(f, "block 8, linear 4", "batch_size = 3\nmomentum = 0.9");
     model m;
     model_open(f, &m);
-    const char *weights = path_in(f, "w.h5"), *ckpt = path_in(f, "c.h5");
+    const char *weights = program_files_at(f, "w.h5"), *ckpt = program_files_at(f, "c.h5");
     fn_train_state s = {.epoch = 1, .seed = 1, .batch_size = 3};
     EXPECT_OK(fn_weights_save(m.net, weights, NULL));
     EXPECT_OK(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL));
@@ -565,8 +556,8 @@ static void test_save_refuses_nonfinite(void **state)
         fail_msg("message: %s", fn_last_error());
     assert_int_equal(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL),
                      FN_ERR_NUMERIC);
-    assert_int_not_equal(access(path_in(f, "w.h5.tmp"), F_OK), 0);
-    assert_int_not_equal(access(path_in(f, "c.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "w.h5.tmp"), F_OK), 0);
+    assert_int_not_equal(access(program_files_at(f, "c.h5.tmp"), F_OK), 0);
     w->value.data[7] = 0;
     EXPECT_OK(fn_weights_load(m.net, weights));
     assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
@@ -594,7 +585,7 @@ static void test_output_dir_in_use(void **state)
 {
     fixture *f = *state;
     write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 1");
-    const char *dir = path_in(f, "busy");
+    const char *dir = program_files_at(f, "busy");
     assert_int_equal(mkdir(dir, 0777), 0);
 
     /* In one process, a second lock is refused too, naming this pid. */
@@ -644,7 +635,7 @@ static void test_output_dir_in_use(void **state)
     kill(holder, SIGKILL);
     waitpid(holder, NULL, 0);
     expect_success(f, start_train(f, "busy", NULL, NULL, 0), "a run after the holder was killed");
-    assert_int_equal(access(path_in(f, "busy/weights.h5"), F_OK), 0);
+    assert_int_equal(access(program_files_at(f, "busy/weights.h5"), F_OK), 0);
 }
 
 /* --- leftover temporaries that are symbolic links ------------------------------ */
@@ -664,12 +655,12 @@ static void test_tmp_symlinks_not_followed(void **state)
     fixture *f = *state;
     write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 2\ncheckpoint_every = 1");
     char precious[PATH_CAP]; /* path_in's buffers are reused */
-    snprintf(precious, sizeof precious, "%s", path_in(f, "precious.txt"));
+    snprintf(precious, sizeof precious, "%s", program_files_at(f, "precious.txt"));
     FILE *out = fopen(precious, "w");
     assert_non_null(out);
     fputs("the user's own file", out);
     fclose(out);
-    assert_int_equal(mkdir(path_in(f, "sym"), 0777), 0);
+    assert_int_equal(mkdir(program_files_at(f, "sym"), 0777), 0);
     static const char *names[] = {"weights.h5", "checkpoint.h5", "metrics.csv", "out.h5"};
     char tmp[PATH_CAP];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -677,8 +668,8 @@ static void test_tmp_symlinks_not_followed(void **state)
         assert_int_equal(symlink(precious, tmp), 0);
     }
     expect_success(f, start_train(f, "sym", NULL, NULL, 0), "train over .tmp links");
-    const char *argv[] = {path_in(f, "sym/weights.h5"), source_path("tests/bad_inputs/good.h5"),
-                          path_in(f, "sym/out.h5"), "--device", "cpu", NULL};
+    const char *argv[] = {program_files_at(f, "sym/weights.h5"), source_path("tests/bad_inputs/good.h5"),
+                          program_files_at(f, "sym/out.h5"), "--device", "cpu", NULL};
     pid_t pid = program_start("predict", argv, NULL, f->out, f->err);
     expect_success(f, pid, "predict over an out.h5.tmp link");
     char *kept = program_slurp(precious);
@@ -702,14 +693,14 @@ static void test_metrics_rewrite_atomic(void **state)
     write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 3");
     expect_success(f, start_train(f, "m", "train.epochs=2", NULL, 0), "the first two epochs");
     char ckpt[PATH_CAP], ckpt2[PATH_CAP];
-    snprintf(ckpt, sizeof ckpt, "%s", path_in(f, "m/checkpoint.h5"));
-    snprintf(ckpt2, sizeof ckpt2, "%s", path_in(f, "m/epoch2.h5"));
+    snprintf(ckpt, sizeof ckpt, "%s", program_files_at(f, "m/checkpoint.h5"));
+    snprintf(ckpt2, sizeof ckpt2, "%s", program_files_at(f, "m/epoch2.h5"));
     assert_int_equal(link(ckpt, ckpt2), 0); /* the run replaces, never rewrites, a file */
     expect_success(f, start_train(f, "m", NULL, NULL, RESUME), "the third epoch");
     assert_int_equal(rename(ckpt2, ckpt), 0);
     char csv[PATH_CAP], old[PATH_CAP]; /* path_in's buffers are reused */
-    snprintf(csv, sizeof csv, "%s", path_in(f, "m/metrics.csv"));
-    snprintf(old, sizeof old, "%s", path_in(f, "m/old.csv"));
+    snprintf(csv, sizeof csv, "%s", program_files_at(f, "m/metrics.csv"));
+    snprintf(old, sizeof old, "%s", program_files_at(f, "m/old.csv"));
     char *before = program_slurp(csv);
     assert_int_equal(link(csv, old), 0);
 
@@ -719,7 +710,7 @@ static void test_metrics_rewrite_atomic(void **state)
         setenv("FN_TEST_WRITE_DELAY_MS", "2000", 1);
         pid_t pid = start_train(f, "m", NULL, NULL, 1);
         unsetenv("FN_TEST_WRITE_DELAY_MS");
-        wait_for_file(f, pid, path_in(f, "m/metrics.csv.tmp"), 60, 0);
+        wait_for_file(f, pid, program_files_at(f, "m/metrics.csv.tmp"), 60, 0);
         kill(pid, SIGKILL);
         int sig = 0;
         program_wait(pid, &sig);
@@ -812,9 +803,9 @@ static void test_disk_full(void **state)
                  "batch_size = 8\nepochs = 2\ncheckpoint_every = 1");
     expect_success(f, start_train(f, "full", NULL, NULL, 0), "a run without a limit");
     char dir[PATH_CAP], *ckpt = NULL, *weights = NULL;
-    snprintf(dir, sizeof dir, "%s", path_in(f, "full"));
-    ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
-    weights = program_slurp(path_in(f, "full/weights.h5"));
+    snprintf(dir, sizeof dir, "%s", program_files_at(f, "full"));
+    ckpt = program_slurp(program_files_at(f, "full/checkpoint.h5"));
+    weights = program_slurp(program_files_at(f, "full/weights.h5"));
 
     char set_out[PATH_CAP + 16];
     snprintf(set_out, sizeof set_out, "output.dir=%s", dir);
@@ -826,8 +817,8 @@ static void test_disk_full(void **state)
                              "train.epochs=3", "--set",    "train.checkpoint_every=0", NULL};
     expect_full_disk(f, start_limited("train", no_ckpt, f), "train", "full/weights.h5");
     expect_no_tmp(dir);
-    char *now_ckpt = program_slurp(path_in(f, "full/checkpoint.h5"));
-    char *now_weights = program_slurp(path_in(f, "full/weights.h5"));
+    char *now_ckpt = program_slurp(program_files_at(f, "full/checkpoint.h5"));
+    char *now_weights = program_slurp(program_files_at(f, "full/weights.h5"));
     assert_true(memcmp(ckpt, now_ckpt, 1 << 20) == 0);
     assert_true(memcmp(weights, now_weights, 1 << 20) == 0);
     free(ckpt);
@@ -839,13 +830,13 @@ static void test_disk_full(void **state)
     write_config(f, "block 8, linear 4096", "batch_size = 8\nepochs = 1");
     expect_success(f, start_train(f, "wide", NULL, NULL, 0), "a wide run without a limit");
     char w[PATH_CAP], out[PATH_CAP];
-    snprintf(w, sizeof w, "%s", path_in(f, "wide/weights.h5"));
-    snprintf(out, sizeof out, "%s", path_in(f, "wide/out.h5"));
+    snprintf(w, sizeof w, "%s", program_files_at(f, "wide/weights.h5"));
+    snprintf(out, sizeof out, "%s", program_files_at(f, "wide/out.h5"));
     const char *predict[] = {w, source_path("tests/bad_inputs/good.h5"), out, "--device", "cpu",
                              NULL};
     expect_full_disk(f, start_limited("predict", predict, f), "predict", "out.h5");
     assert_int_not_equal(access(out, F_OK), 0);
-    expect_no_tmp(path_in(f, "wide"));
+    expect_no_tmp(program_files_at(f, "wide"));
 }
 
 /* --- out of GPU memory ----------------------------------------------------------- */
@@ -869,13 +860,14 @@ static void test_out_of_gpu_memory(void **state)
     free(err);
 }
 
-TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_find_nonfinite, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_save_refuses_nonfinite, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite_loss_stops, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite_ignores_old_checkpoint, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_out_of_gpu_memory, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_output_dir_in_use, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_tmp_symlinks_not_followed, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_metrics_rewrite_atomic, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown))
+TEST_MAIN_EACH(setup, teardown,
+               cmocka_unit_test(test_find_nonfinite),
+               cmocka_unit_test(test_save_refuses_nonfinite),
+               cmocka_unit_test(test_nonfinite_loss_stops),
+               cmocka_unit_test(test_nonfinite_ignores_old_checkpoint),
+               cmocka_unit_test(test_sigkill_while_writing),
+               cmocka_unit_test(test_out_of_gpu_memory),
+               cmocka_unit_test(test_output_dir_in_use),
+               cmocka_unit_test(test_tmp_symlinks_not_followed),
+               cmocka_unit_test(test_metrics_rewrite_atomic),
+               cmocka_unit_test(test_disk_full))

@@ -301,7 +301,7 @@ static void test_model_covers_emulation(void **state)
     const gc_kind k = emu_kind();
     chk_table_header("tier 2: bf16 error model vs a host emulation of the bf16 block");
     coarse = 0;
-    const int ok = gc_vs_reference_cases(ctx, &k);
+    const int ok = gc_kind_cases(GC_VS_REFERENCE, ctx, NULL, &k);
     double worst = 0;
     for (size_t i = 0; i < gc_block_kind.n_cases; i++)
         check_case(cpu, &gc_block_kind.cases[i], 0, &worst);
@@ -319,7 +319,7 @@ static void test_fd_through_emulation(void **state)
     fn_context *ctx = bf16_cpu_context();
     const gc_kind k = emu_kind();
     chk_table_header("tier 3: finite differences through a host emulation of the bf16 block");
-    const int ok = gc_fd_cases(ctx, &k);
+    const int ok = gc_kind_cases(GC_FD, ctx, NULL, &k);
     fn_context_destroy(ctx);
     assert_true(ok);
 }

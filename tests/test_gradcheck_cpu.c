@@ -26,44 +26,18 @@
 #include "gradcheck.h"
 #include "test_main.h"
 
-/* One table per kind: a new kind's descriptor in gc_kinds is all it takes. */
-static void test_layers_vs_reference(void **state)
+/* One table per layer kind and tier: a new kind's descriptor in gc_kinds
+ * is all it takes. */
+static const gc_tier_row tiers[] = {
+    {GC_VS_REFERENCE, "tier 2: CPU %s vs float64 reference"},
+    {GC_LOSSES_VS_REFERENCE, "tier 2: CPU %s vs float64 reference"},
+    {GC_FD, "tier 3: float32 finite differences through the CPU %s"},
+    {GC_LOSSES_FD, "tier 3: float32 finite differences through the CPU %s"},
+};
+
+static void test_tiers(void **state)
 {
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_kinds; i++) {
-        char title[80];
-        snprintf(title, sizeof title, "tier 2: CPU %s vs float64 reference", gc_kinds[i]->name);
-        chk_table_header(title);
-        ok &= gc_vs_reference_cases(*state, gc_kinds[i]);
-    }
-    assert_true(ok);
+    assert_true(gc_tiers_run(tiers, sizeof tiers / sizeof tiers[0], *state, NULL, NULL));
 }
 
-static void test_losses_vs_reference(void **state)
-{
-    chk_table_header("tier 2: CPU losses vs float64 reference");
-    assert_true(gc_losses_vs_reference_cases(*state));
-}
-
-static void test_layers_fd(void **state)
-{
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_kinds; i++) {
-        char title[80];
-        snprintf(title, sizeof title, "tier 3: float32 finite differences through the CPU %s",
-                 gc_kinds[i]->name);
-        chk_table_header(title);
-        ok &= gc_fd_cases(*state, gc_kinds[i]);
-    }
-    assert_true(ok);
-}
-
-static void test_losses_fd(void **state)
-{
-    chk_table_header("tier 3: float32 finite differences through the CPU losses");
-    assert_true(gc_losses_fd_cases(*state));
-}
-
-TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_layers_vs_reference),
-          cmocka_unit_test(test_losses_vs_reference), cmocka_unit_test(test_layers_fd),
-          cmocka_unit_test(test_losses_fd))
+TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_tiers))

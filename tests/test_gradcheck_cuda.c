@@ -92,69 +92,22 @@ static cuda_state *need_gpu(void **state)
 }
 
 /* "tier 2: CUDA block (tf32) vs float64 reference" and the like. */
-static void header(const char *fmt, const char *what, fn_math mode)
-{
-    char title[96];
-    snprintf(title, sizeof title, fmt, what, fn_math_name(mode));
-    chk_table_header(title);
-}
+static const gc_tier_row tiers[] = {
+    {GC_VS_REFERENCE, "tier 2: CUDA %s (%s) vs float64 reference"},
+    {GC_LOSSES_VS_REFERENCE, "tier 2: CUDA %s (%s) vs float64 reference"},
+    {GC_FD, "tier 3: finite differences through the CUDA %s (%s)"},
+    {GC_LOSSES_FD, "tier 3: finite differences through the CUDA %s (%s)"},
+    {GC_CROSS, "CUDA %s (%s) vs the CPU one"},
+};
 
-static void test_layers_vs_reference(void **state)
+/* Every tier in every math mode. */
+static void test_tiers(void **state)
 {
-    cuda_state *s = need_gpu(state);
+    const cuda_state *s = need_gpu(state);
     int ok = 1;
     for (int m = 0; m < N_MODES; m++)
-        for (size_t i = 0; i < gc_n_kinds; i++) {
-            header("tier 2: CUDA %s (%s) vs float64 reference", gc_kinds[i]->name, modes[m]);
-            ok &= gc_vs_reference_cases(s->gpu[m], gc_kinds[i]);
-        }
-    assert_true(ok);
-}
-
-static void test_losses_vs_reference(void **state)
-{
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < N_MODES; m++) {
-        header("tier 2: CUDA %s (%s) vs float64 reference", "losses", modes[m]);
-        ok &= gc_losses_vs_reference_cases(s->gpu[m]);
-    }
-    assert_true(ok);
-}
-
-static void test_layers_fd(void **state)
-{
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < N_MODES; m++)
-        for (size_t i = 0; i < gc_n_kinds; i++) {
-            header("tier 3: finite differences through the CUDA %s (%s)", gc_kinds[i]->name,
-                   modes[m]);
-            ok &= gc_fd_cases(s->gpu[m], gc_kinds[i]);
-        }
-    assert_true(ok);
-}
-
-static void test_losses_fd(void **state)
-{
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < N_MODES; m++) {
-        header("tier 3: finite differences through the CUDA %s (%s)", "losses", modes[m]);
-        ok &= gc_losses_fd_cases(s->gpu[m]);
-    }
-    assert_true(ok);
-}
-
-static void test_layers_gpu_vs_cpu(void **state)
-{
-    cuda_state *s = need_gpu(state);
-    int ok = 1;
-    for (int m = 0; m < N_MODES; m++)
-        for (size_t i = 0; i < gc_n_kinds; i++) {
-            header("CUDA %s (%s) vs the CPU one", gc_kinds[i]->name, modes[m]);
-            ok &= gc_cross_cases(s->gpu[m], s->cpu, gc_kinds[i]);
-        }
+        ok &= gc_tiers_run(tiers, sizeof tiers / sizeof tiers[0], s->gpu[m], s->cpu,
+                           fn_math_name(modes[m]));
     assert_true(ok);
 }
 
@@ -220,11 +173,7 @@ static void test_block_deterministic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layers_vs_reference),
-        cmocka_unit_test(test_losses_vs_reference),
-        cmocka_unit_test(test_layers_fd),
-        cmocka_unit_test(test_losses_fd),
-        cmocka_unit_test(test_layers_gpu_vs_cpu),
+        cmocka_unit_test(test_tiers),
         cmocka_unit_test(test_block_deterministic),
     };
     return gpu_program_status(cmocka_run_group_tests(tests, setup, teardown));

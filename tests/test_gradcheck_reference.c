@@ -25,15 +25,8 @@
 
 static void test_layers_fd(void **state)
 {
-    int ok = 1;
-    for (size_t i = 0; i < gc_n_kinds; i++) {
-        char title[80];
-        snprintf(title, sizeof title, "tier 1: finite differences on the float64 reference, %s",
-                 gc_kinds[i]->name);
-        chk_table_header(title);
-        ok &= gc_reference_fd_cases(*state, gc_kinds[i]);
-    }
-    assert_true(ok);
+    assert_true(gc_kinds_run(GC_REFERENCE_FD, *state, NULL,
+                             "tier 1: finite differences on the float64 reference, %s", NULL));
 }
 
 /* sum_{c in g} dz = 0 for every sample and group: the normalisation removes
@@ -88,6 +81,20 @@ static double mse_objective(void *ctx)
     return ref_mse((size_t)p->rows * p->cols, p->pred, p->target, NULL);
 }
 
+static double huber_objective(void *ctx)
+{
+    loss_problem *p = ctx;
+    return ref_huber((size_t)p->rows * p->cols, p->pred, p->target, 1.0, NULL);
+}
+
+static const double smooth_w[5] = {0.5, 1, 1.5, 2, 0.25};
+
+static double smoothed_objective(void *ctx)
+{
+    loss_problem *p = ctx;
+    return ref_cross_entropy_smoothed(p->rows, p->cols, p->pred, p->labels, smooth_w, 0.1, NULL);
+}
+
 static double cross_entropy_objective(void *ctx)
 {
     loss_problem *p = ctx;
@@ -115,9 +122,16 @@ static void test_losses_fd(void **state)
     ref_mse(n, p.pred, p.target, an);
     gc_central_differences(p.pred, n, mse_objective, &p, fd);
     ok &= gc_compare_fd("mse (ref)", shape, "dpred", fd, an, n, p.cols, chk_max_abs(an, n));
+    ref_huber(n, p.pred, p.target, 1.0, an);
+    gc_central_differences(p.pred, n, huber_objective, &p, fd);
+    ok &= gc_compare_fd("huber (ref)", shape, "dpred", fd, an, n, p.cols, chk_max_abs(an, n));
     ref_cross_entropy(p.rows, p.cols, p.pred, p.labels, an);
     gc_central_differences(p.pred, n, cross_entropy_objective, &p, fd);
     ok &= gc_compare_fd("xent (ref)", shape, "dlogits", fd, an, n, p.cols, chk_max_abs(an, n));
+    ref_cross_entropy_smoothed(p.rows, p.cols, p.pred, p.labels, smooth_w, 0.1, an);
+    gc_central_differences(p.pred, n, smoothed_objective, &p, fd);
+    ok &= gc_compare_fd("xent w+ls (ref)", shape, "dlogits", fd, an, n, p.cols,
+                        chk_max_abs(an, n));
     free(an), free(fd), free(p.pred), free(p.target), free(p.labels);
     assert_true(ok);
 }

@@ -20,50 +20,10 @@
 
 #include <cmocka.h>
 
+#include "file_bytes.h"
 #include "program.h"
+#include "test_main.h"
 
-enum { FILE_CAP = 1 << 20 };
-
-typedef struct file_bytes {
-    char *data;
-    size_t n;
-} file_bytes;
-
-static file_bytes read_bytes(const char *path)
-{
-    file_bytes b = {calloc(1, FILE_CAP), 0};
-    assert_non_null(b.data);
-    FILE *in = fopen(path, "rb");
-    if (!in)
-        fail_msg("cannot read %s", path);
-    b.n = fread(b.data, 1, FILE_CAP, in);
-    fclose(in);
-    return b;
-}
-
-static void write_bytes(const char *path, const file_bytes *b)
-{
-    FILE *out = fopen(path, "wb");
-    assert_non_null(out);
-    assert_int_equal(fwrite(b->data, 1, b->n, out), b->n);
-    fclose(out);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    file_bytes b = read_bytes(from);
-    write_bytes(to, &b);
-    free(b.data);
-}
-
-static char *in_dir(const program_files *f, const char *name)
-{
-    static char buf[4][PROGRAM_PATH_CAP];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, PROGRAM_PATH_CAP, "%s/%s", f->dir, name);
-    return p;
-}
 
 /* A config at path: the corpus' good.h5 (24 rows, 6 columns, 4 classes),
  * as the training and the validation set, output in <dir>/out, with `extra` lines in [train]. */
@@ -77,7 +37,7 @@ static void write_config(const program_files *f, const char *path, const char *e
             "[data]\ntrain = %s\nvalid = %s\n[model]\nlayers = block 8, linear 4\ngroups = 2\n"
             "[train]\nbatch_size = 8\nepochs = 1\n%s\n[run]\ndevice = cpu\nlog_every = 0\n"
             "[output]\ndir = %s\n",
-            good, good, extra, in_dir(f, "out"));
+            good, good, extra, program_files_at(f, "out"));
     fclose(out);
 }
 
@@ -129,8 +89,8 @@ static void expect_kept(const program_files *f, int status, const char *output, 
     struct stat st;
     if (stat(input, &st) != 0)
         fail_msg("%s, an input of the run, is gone", input);
-    file_bytes after = read_bytes(input);
-    if (after.n != before->n || memcmp(after.data, before->data, after.n) != 0)
+    file_bytes after = file_bytes_read(input);
+    if (after.size != before->size || memcmp(after.data, before->data, after.size) != 0)
         fail_msg("%s, an input of the run, was changed", input);
     free(after.data);
 }
@@ -139,9 +99,9 @@ static void test_training_set_as_weights(void **state)
 {
     program_files *f = *state;
     first_run(f);
-    char *weights = in_dir(f, "out/weights.h5");
-    copy_file(source_path("tests/bad_inputs/good.h5"), weights);
-    file_bytes before = read_bytes(weights);
+    char *weights = program_files_at(f, "out/weights.h5");
+    file_bytes_copy(source_path("tests/bad_inputs/good.h5"), weights);
+    file_bytes before = file_bytes_read(weights);
     char set[PROGRAM_PATH_CAP + 16];
     snprintf(set, sizeof set, "data.train=%s", weights);
     int status = train(f, f->ini, "--set", set, "--overwrite");
@@ -153,8 +113,8 @@ static void test_init_as_best(void **state)
 {
     program_files *f = *state;
     first_run(f);
-    char *best = in_dir(f, "out/best.h5");
-    file_bytes before = read_bytes(best);
+    char *best = program_files_at(f, "out/best.h5");
+    file_bytes before = file_bytes_read(best);
     char set[PROGRAM_PATH_CAP + 16];
     snprintf(set, sizeof set, "model.init=%s", best);
     int status = train(f, f->ini, "--set", set, "--overwrite");
@@ -168,11 +128,11 @@ static void test_validation_set_through_linked_dir(void **state)
     program_files *f = *state;
     first_run(f);
     char checkpoint[PROGRAM_PATH_CAP], valid[PROGRAM_PATH_CAP];
-    snprintf(checkpoint, sizeof checkpoint, "%s", in_dir(f, "out/checkpoint.h5"));
-    snprintf(valid, sizeof valid, "%s", in_dir(f, "alias/checkpoint.h5"));
-    assert_int_equal(symlink(in_dir(f, "out"), in_dir(f, "alias")), 0);
-    copy_file(source_path("tests/bad_inputs/good.h5"), checkpoint);
-    file_bytes before = read_bytes(valid);
+    snprintf(checkpoint, sizeof checkpoint, "%s", program_files_at(f, "out/checkpoint.h5"));
+    snprintf(valid, sizeof valid, "%s", program_files_at(f, "alias/checkpoint.h5"));
+    assert_int_equal(symlink(program_files_at(f, "out"), program_files_at(f, "alias")), 0);
+    file_bytes_copy(source_path("tests/bad_inputs/good.h5"), checkpoint);
+    file_bytes before = file_bytes_read(valid);
     char set[PROGRAM_PATH_CAP + 16];
     snprintf(set, sizeof set, "data.valid=%s", valid);
     int status = train(f, f->ini, "--set", set, "--overwrite");
@@ -184,9 +144,9 @@ static void test_config_as_metrics(void **state)
 {
     program_files *f = *state;
     first_run(f);
-    char *csv = in_dir(f, "out/metrics.csv");
+    char *csv = program_files_at(f, "out/metrics.csv");
     write_config(f, csv, "");
-    file_bytes before = read_bytes(csv);
+    file_bytes before = file_bytes_read(csv);
     int status = train(f, csv, "--overwrite", NULL, NULL);
     expect_kept(f, status, csv, "config file", csv, &before);
     free(before.data);
@@ -197,9 +157,9 @@ static void test_training_set_as_weights_resumed(void **state)
 {
     program_files *f = *state;
     first_run(f);
-    char *weights = in_dir(f, "out/weights.h5");
-    copy_file(source_path("tests/bad_inputs/good.h5"), weights);
-    file_bytes before = read_bytes(weights);
+    char *weights = program_files_at(f, "out/weights.h5");
+    file_bytes_copy(source_path("tests/bad_inputs/good.h5"), weights);
+    file_bytes before = file_bytes_read(weights);
     char set[PROGRAM_PATH_CAP + 16];
     snprintf(set, sizeof set, "data.train=%s", weights);
     int status = train(f, f->ini, "--set", set, "--resume");
@@ -212,10 +172,10 @@ static void test_training_set_as_weights_resumed(void **state)
 static void test_training_set_as_temporary(void **state)
 {
     program_files *f = *state;
-    assert_int_equal(mkdir(in_dir(f, "out"), 0777), 0);
-    char *tmp = in_dir(f, "out/metrics.csv.tmp");
-    copy_file(source_path("tests/bad_inputs/good.h5"), tmp);
-    file_bytes before = read_bytes(tmp);
+    assert_int_equal(mkdir(program_files_at(f, "out"), 0777), 0);
+    char *tmp = program_files_at(f, "out/metrics.csv.tmp");
+    file_bytes_copy(source_path("tests/bad_inputs/good.h5"), tmp);
+    file_bytes before = file_bytes_read(tmp);
     char set[PROGRAM_PATH_CAP + 16];
     snprintf(set, sizeof set, "data.train=%s", tmp);
     int status = train(f, f->ini, "--set", set, NULL);
@@ -223,15 +183,10 @@ static void test_training_set_as_temporary(void **state)
     free(before.data);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_training_set_as_weights, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_init_as_best, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_validation_set_through_linked_dir, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_as_metrics, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_training_set_as_weights_resumed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_training_set_as_temporary, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN_EACH(setup, teardown,
+               cmocka_unit_test(test_training_set_as_weights),
+               cmocka_unit_test(test_init_as_best),
+               cmocka_unit_test(test_validation_set_through_linked_dir),
+               cmocka_unit_test(test_config_as_metrics),
+               cmocka_unit_test(test_training_set_as_weights_resumed),
+               cmocka_unit_test(test_training_set_as_temporary))

@@ -27,6 +27,7 @@
 
 #include "fusenet/version.h"
 #include "h5_write.h"
+#include "file_bytes.h"
 #include "program.h"
 #include "test_main.h"
 
@@ -86,14 +87,6 @@ static int setup(void **state)
     assert_int_equal(run(f, "train", argv), 0);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    program_files_free(f->files);
-    free(f);
     return 0;
 }
 
@@ -306,14 +299,7 @@ static void write_big_row(const fixture *f, const char *path, int bad)
  * std as given. */
 static void write_norm_weights(const fixture *f, const char *path, float mean, float std)
 {
-    FILE *in = fopen(f->weights, "rb"), *out = fopen(path, "wb");
-    assert_true(in && out);
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
+    file_bytes_copy(f->weights, path);
     float m[64], s[64];
     for (int j = 0; j < 64; j++)
         m[j] = mean, s[j] = std;
@@ -356,8 +342,8 @@ static void test_nonfinite(void **state)
 }
 
 TEST_MAIN(NULL, NULL,
-          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_report, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_version, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_errors, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_report, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_version, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown))

@@ -60,15 +60,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *in_dir(const program_files *f, const char *name)
-{
-    static char buf[4][CAP];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, CAP, "%s/%s", f->dir, name);
-    return p;
-}
-
 /* weights.h5 of block width (groups groups), linear 4, for IN inputs. */
 static void write_weights(const char *path, int width, int groups)
 {
@@ -89,7 +80,7 @@ static void write_weights(const char *path, int width, int groups)
 static void test_built_forward_only(void **state)
 {
     program_files *f = *state;
-    const char *path = in_dir(f, "w.h5");
+    const char *path = program_files_at(f, "w.h5");
     write_weights(path, 16, 4);
     fn_context *cpu = NULL;
     EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
@@ -175,8 +166,8 @@ static void test_batch_capped_at_rows(void **state)
     skip_under_asan();
     program_files *f = *state;
     char weights[CAP], out[CAP];
-    snprintf(weights, sizeof weights, "%s", in_dir(f, "w.h5"));
-    snprintf(out, sizeof out, "%s", in_dir(f, "out.h5"));
+    snprintf(weights, sizeof weights, "%s", program_files_at(f, "w.h5"));
+    snprintf(out, sizeof out, "%s", program_files_at(f, "out.h5"));
     /* 2^20 rows of this network's activations take 8.7 GB; 24 rows 0.2 MB. */
     write_weights(weights, 1024, 8);
     const char *argv[] = {weights, source_path("tests/bad_inputs/good.h5"), out, "--device",
@@ -196,9 +187,9 @@ static void test_suggests_batch(void **state)
     skip_under_asan();
     program_files *f = *state;
     char weights[CAP], inputs[CAP], out[CAP];
-    snprintf(weights, sizeof weights, "%s", in_dir(f, "w.h5"));
-    snprintf(inputs, sizeof inputs, "%s", in_dir(f, "x.h5"));
-    snprintf(out, sizeof out, "%s", in_dir(f, "out.h5"));
+    snprintf(weights, sizeof weights, "%s", program_files_at(f, "w.h5"));
+    snprintf(inputs, sizeof inputs, "%s", program_files_at(f, "x.h5"));
+    snprintf(out, sizeof out, "%s", program_files_at(f, "out.h5"));
     /* 131 KB of activations a row: 60000 rows take 7.9 GB. */
     write_weights(weights, 16384, 16);
     enum { ROWS = 60000 };

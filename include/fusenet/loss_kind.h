@@ -1,8 +1,10 @@
 /* loss_kind.h — the registry of losses: for each, its [train] loss name,
  * the targets it takes from a data set, its value and gradient (read at
- * once, or counted on the device in a loss tally), its metrics and which
- * of them a run watches. The trainer, the data sets, the config and
- * predict ask this table; none of them names a loss.
+ * once, or left on the device as partial sums for a loss tally to count),
+ * its metric and which figure a run watches, and its own [train] keys
+ * (type, range, default) with the check across them. The trainer, the data sets,
+ * the config, the loss tally and predict ask this table; none of them
+ * names a loss.
  *
  * A new loss is its own files (its arithmetic, loss.h's pattern; its
  * descriptor, src/nn/mse_kind.c's) plus one line in the table of
@@ -14,7 +16,7 @@
 #include <stdint.h>
 
 #include "fusenet/data.h"
-#include "fusenet/loss_tally.h"
+#include "fusenet/option.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -28,32 +30,66 @@ typedef struct fn_loss_targets {
     const fn_tensor *values; /* FN_DATA_FLOATS: [rows, out] */
 } fn_loss_targets;
 
+/* A loss's value left on the GPU as per-block partial sums, for a loss
+ * tally to finish (loss_tally.h): the value is (the sums added in order) *
+ * scale, the correct count the counts added in order. The buffers are the
+ * context's reduce buffer, valid until the next kernel that uses it. */
+typedef struct fn_loss_partials {
+    const double *sums; /* device [count] */
+    const int *counts;  /* device [count], or NULL: the loss counts nothing right */
+    int count;          /* the partial sums (blocks) */
+    double scale;       /* 1 / the mean's divisor */
+} fn_loss_partials;
+
 typedef struct fn_loss_kind {
     const char *name;        /* "cross_entropy": the [train] loss value */
     fn_data_targets targets; /* what a set's targets must be (fn_data_options) */
-    int accuracy;            /* it counts the rows classified right: an accuracy metric */
+    /* The run's metric beside the loss (the "acc" of the epoch lines and
+     * metrics.csv) from the correct count its read or partials give over
+     * `rows` rows of `outputs` columns; NULL: none (reported as NaN). */
+    double (*metric)(long long correct, long long rows, int outputs);
     int watch_loss;          /* keep_best and patience watch the validation loss (lower
-                              * is better); else its accuracy (higher is better) */
+                              * is better); else its metric (higher is better) */
+    /* Its own [train] keys, read by the config into an options block of
+     * options_size bytes (0, NULL, 0: none) that read and partials get;
+     * check (optional): the rules across them and against the network's
+     * outputs, FN_ERR_INVALID with the problem and *key the key to name. */
+    size_t options_size;
+    const fn_option *options;
+    int n_options;
+    fn_status (*check)(const void *options, int outputs, const char **key);
     /* The loss into loss [1, 1] and *value, the gradient assigned to dpred
-     * (NULL: the value only), the rows classified right into *correct (0
-     * without accuracy); waits for the device. */
-    fn_status (*read)(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                      fn_tensor *loss, fn_tensor *dpred, float *value, int *correct);
-    /* The same value and gradient counted in the tally; launches only on
-     * the GPU (loss_tally.h). */
-    fn_status (*tally)(fn_loss_tally *tally, const fn_tensor *pred, const fn_loss_targets *t,
-                       fn_tensor *loss, fn_tensor *dpred);
+     * (NULL: the value only), the correct count into *correct (0 without
+     * a metric); waits for the device. */
+    fn_status (*read)(fn_context *ctx, const void *options, const fn_tensor *pred,
+                      const fn_loss_targets *t, fn_tensor *loss, fn_tensor *dpred, float *value,
+                      int *correct);
+    /* The GPU only: the same value's partial sums and correct counts left
+     * on the device and described in *p, the gradient assigned to dpred
+     * (NULL: none); launches only (no copy, no synchronisation: a CUDA
+     * graph may capture it). pred, dpred are checked by the caller, the
+     * targets by the kind. */
+    fn_status (*partials)(fn_context *ctx, const void *options, const fn_tensor *pred,
+                          const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;
 extern const fn_loss_kind fn_mse_kind;
 
-/* The kind called `name`; FN_ERR_INVALID "expected cross_entropy or mse,
+/* The kind called `name`; FN_ERR_INVALID "expected cross_entropy, huber or mse,
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 
+int fn_loss_kind_count(void);
+const fn_loss_kind *fn_loss_kind_at(int i); /* NULL past the end */
+/* kind's option called `name`, or NULL. */
+const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name);
+
 /* The table's names, "a", "a or b", "a, b or c", into buf. */
 const char *fn_loss_kind_list(char *buf, size_t cap);
+
+/* The metric of a loss that counts rows classified right: correct / rows. */
+double fn_loss_row_accuracy(long long correct, long long rows, int outputs);
 
 #ifdef __cplusplus
 }

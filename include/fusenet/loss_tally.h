@@ -3,7 +3,7 @@
  *
  * Each training step's loss goes through the tally (the same loss, value
  * and gradient, as loss.h computes): a finite loss is counted (the sum of
- * loss * rows in double, the correct rows of cross_entropy, the rows, the
+ * loss * rows in double, the correct count of the loss's metric, the rows, the
  * steps), a non-finite one is recorded as the first bad step with its
  * value, and from then on nothing is counted: the bad flag it raises is
  * what the optimiser's guarded update (optimizer.h, apply) checks, so the
@@ -21,13 +21,17 @@
  * On the CPU the tally is host memory and every copy arrives at once,
  * unless created with a lag (tests: a copy arrives only `lag - 1` posts
  * later, to exercise the late read's roll-back without a GPU).
- * CPU code: src/nn/loss_tally.c; CUDA: kernels/loss_tally_cuda.cu and
- * kernels/loss_cuda.cu (the losses' tally variants). */
+ * Any registered loss (loss_kind.h) is counted through its descriptor: the
+ * tally names none.
+ * CPU code: src/nn/loss_tally.c; CUDA: kernels/loss_tally_cuda.cu (the
+ * sums, their late copies and the kernel that finishes a loss's partial
+ * sums into them). */
 #ifndef FUSENET_LOSS_TALLY_H
 #define FUSENET_LOSS_TALLY_H
 
 #include <stdint.h>
 
+#include "fusenet/loss_kind.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -39,7 +43,7 @@ enum { FN_LOSS_TALLY_RING = 8 };
 /* The sums since fn_loss_tally_set, as they were at a step's end. */
 typedef struct fn_loss_tally_value {
     double loss_sum;     /* sum over the counted steps of (double)loss * rows */
-    long long correct;   /* cross_entropy: rows classified right; mse: 0 */
+    long long correct;   /* the loss's correct count (loss_kind.h metric); 0 without one */
     long long seen;      /* rows of the counted steps */
     long long steps;     /* steps counted */
     long long base_step; /* the global index of the first step after fn_loss_tally_set */
@@ -63,14 +67,15 @@ void fn_loss_tally_destroy(fn_loss_tally *tally); /* NULL is fine */
 fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long long correct,
                             long long seen, long long step);
 
-/* A training step's loss, as fn_cross_entropy_loss and fn_mse_loss (the
- * value into loss [1, 1], the gradient assigned to dpred), counted in the
- * tally. Launches only on the GPU (no copy, no synchronisation: a CUDA
- * graph may capture it). */
-fn_status fn_loss_tally_cross_entropy(fn_loss_tally *tally, const fn_tensor *logits,
-                                      const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
-fn_status fn_loss_tally_mse(fn_loss_tally *tally, const fn_tensor *pred, const fn_tensor *target,
-                            fn_tensor *loss, fn_tensor *dpred);
+/* A training step's loss of kind `kind` with its options block (the value into loss [1, 1], the
+ * gradient assigned to dpred, which may be NULL), counted in the tally:
+ * on the CPU the kind's read, on the GPU its partials finished by the
+ * tally's own kernel. Launches only on the GPU (no copy, no
+ * synchronisation: a CUDA graph may capture it). */
+fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
+                             const void *options, const fn_tensor *pred,
+                             const fn_loss_targets *targets,
+                             fn_tensor *loss, fn_tensor *dpred);
 
 /* The bad flag, where the optimiser's kernels read it (device memory on
  * the GPU, host memory on the CPU): non-zero once a loss was not finite. */

@@ -18,6 +18,7 @@
 
 #include "fusenet/option.h"
 #include "fusenet/optimizer.h"
+#include "fusenet/option.h"
 
 #ifdef __cplusplus
 extern "C" {

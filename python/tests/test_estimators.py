@@ -128,7 +128,7 @@ def test_library_errors_arrive_with_their_message():
     with pytest.raises(fusenet.FusenetValueError, match="train.lr"):
         fusenet.FusenetClassifier(lr="fast", device="cpu").fit(X, y)
     with pytest.raises(ValueError):
-        fusenet.FusenetClassifier(optimizer="rmsprop", device="cpu").fit(X, y)
+        fusenet.FusenetClassifier(optimizer="nadam", device="cpu").fit(X, y)
 
 
 def test_fit_writes_no_file(private_tmp):
@@ -144,7 +144,7 @@ def test_output_dir_keeps_the_run(private_tmp):
     work, _ = private_tmp
     X, _, y, _ = _digits()
     clf = fusenet.FusenetClassifier(epochs=2, device="cpu", output_dir="run").fit(X, y)
-    assert sorted(os.listdir(work / "run")) == ["metrics.csv", "weights.h5"]
+    assert sorted(os.listdir(work / "run")) == ["checkpoint.h5", "metrics.csv", "weights.h5"]
     assert open(work / "run" / "weights.h5", "rb").read() == clf._weights
 
 

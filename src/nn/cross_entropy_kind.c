@@ -1,27 +1,80 @@
 /* cross_entropy_kind.c — softmax cross-entropy over integer labels as a
  * registered loss (loss_kind.h): labels in, loss and accuracy out, the
- * best run the one of highest validation accuracy. */
+ * best run the one of highest validation accuracy; its keys [train]
+ * class_weights and label_smoothing (torch.nn.CrossEntropyLoss's weight
+ * and label_smoothing). Without them the plain loss of loss.h runs; with
+ * either, cross_entropy_options.h's. */
+#include <stddef.h>
+
+#include "nn/cross_entropy_options.h"
+#include "nn/loss_backends.h"
 #include "fusenet/loss.h"
 #include "fusenet/loss_kind.h"
 
-static fn_status ce_read(fn_context *ctx, const fn_tensor *pred, const fn_loss_targets *t,
-                      fn_tensor *loss, fn_tensor *dpred, float *value, int *correct)
+static const fn_option ce_options[] = {
+    {"class_weights", FN_OPTION_LIST, offsetof(fn_cross_entropy_options, class_weights), 0, 1e30,
+     0, ""},
+    {"label_smoothing", FN_OPTION_FLOAT, offsetof(fn_cross_entropy_options, label_smoothing), 0,
+     1, 0, "0"},
+};
+
+/* The call's weights and smoothing; 0 when the options are the defaults
+ * (the plain loss). */
+static int smoothing_of(const void *options, fn_ce_smoothing *s)
 {
-    *correct = 0;
-    return fn_cross_entropy_loss_read(ctx, pred, t->labels, loss, dpred, value, correct);
+    const fn_cross_entropy_options *o = options;
+    *s = (fn_ce_smoothing){o && o->class_weights.n ? o->class_weights.values : NULL,
+                           o ? o->label_smoothing : 0.0f};
+    return s->weights || s->eps != 0.0f;
 }
 
-static fn_status ce_tally(fn_loss_tally *tally, const fn_tensor *pred, const fn_loss_targets *t,
-                       fn_tensor *loss, fn_tensor *dpred)
+static fn_status ce_check(const void *options, int outputs, const char **key)
 {
-    return fn_loss_tally_cross_entropy(tally, pred, t->labels, loss, dpred);
+    const fn_cross_entropy_options *o = options;
+    const int n = o->class_weights.n;
+    *key = "class_weights";
+    if (n && n != outputs)
+        return fn_fail(FN_ERR_INVALID, "%d weights, but the network has %d outputs (one a class)",
+                       n, outputs);
+    if (n > FN_CE_MAX_WEIGHTS)
+        return fn_fail(FN_ERR_INVALID, "%d weights: at most %d classes take weights", n,
+                       FN_CE_MAX_WEIGHTS);
+    return FN_OK;
+}
+
+static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *pred,
+                         const fn_loss_targets *t, fn_tensor *loss, fn_tensor *dpred,
+                         float *value, int *correct)
+{
+    fn_ce_smoothing s;
+    *correct = 0;
+    if (!smoothing_of(options, &s))
+        return fn_cross_entropy_loss_read(ctx, pred, t->labels, loss, dpred, value, correct);
+    FN_TRY(fn_cross_entropy_smoothed_loss(ctx, pred, t->labels, &s, loss, dpred));
+    FN_TRY(fn_count_correct(ctx, pred, t->labels, correct));
+    return fn_tensor_download(loss, value, 1);
+}
+
+static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
+                             const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
+{
+    fn_ce_smoothing s;
+    if (!t->labels)
+        return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
+    if (!smoothing_of(options, &s))
+        return fn_cuda_cross_entropy_partials(ctx, pred, t->labels, dpred, p);
+    return fn_cuda_cross_entropy_smoothed_partials(ctx, pred, t->labels, &s, dpred, p);
 }
 
 const fn_loss_kind fn_cross_entropy_kind = {
     .name = "cross_entropy",
     .targets = FN_DATA_LABELS,
-    .accuracy = 1,
+    .metric = fn_loss_row_accuracy,
     .watch_loss = 0,
+    .options_size = sizeof(fn_cross_entropy_options),
+    .options = ce_options,
+    .n_options = sizeof ce_options / sizeof ce_options[0],
+    .check = ce_check,
     .read = ce_read,
-    .tally = ce_tally,
+    .partials = ce_partials,
 };

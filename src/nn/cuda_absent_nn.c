@@ -89,18 +89,24 @@ fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logi
     return fn_cuda_absent("the loss on the GPU");
 }
 
-fn_status fn_cuda_mse_loss_tally(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                                 fn_tensor *loss, fn_tensor *dpred, fn_loss_tally_value *tally)
+fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss, const fn_loss_partials *p)
 {
-    (void)ctx, (void)pred, (void)target, (void)loss, (void)dpred, (void)tally;
+    (void)ctx, (void)loss, (void)p;
     return fn_cuda_absent("the loss on the GPU");
 }
 
-fn_status fn_cuda_cross_entropy_loss_tally(fn_context *ctx, const fn_tensor *logits,
-                                           const int32_t *labels, fn_tensor *loss,
-                                           fn_tensor *dlogits, fn_loss_tally_value *tally)
+fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                               fn_tensor *dpred, fn_loss_partials *p)
 {
-    (void)ctx, (void)logits, (void)labels, (void)loss, (void)dlogits, (void)tally;
+    (void)ctx, (void)pred, (void)target, (void)dpred, (void)p;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                         const int32_t *labels, fn_tensor *dlogits,
+                                         fn_loss_partials *p)
+{
+    (void)ctx, (void)logits, (void)labels, (void)dlogits, (void)p;
     return fn_cuda_absent("the loss on the GPU");
 }
 
@@ -117,6 +123,13 @@ fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t)
 {
     (void)t;
     return NULL;
+}
+
+fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss, const fn_loss_partials *p,
+                               int rows)
+{
+    (void)t, (void)loss, (void)p, (void)rows;
+    return fn_cuda_absent("a loss tally on the GPU");
 }
 
 fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v)

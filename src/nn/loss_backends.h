@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "fusenet/loss_tally.h"
+#include "fusenet/loss_kind.h"
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -31,12 +31,17 @@ fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *logits, const 
 fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
                                           const int32_t *labels, fn_tensor *loss,
                                           fn_tensor *dlogits, float *value, int *correct);
-/* The same losses counted in a tally's device sums (loss_tally.h). */
-fn_status fn_cuda_mse_loss_tally(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                                 fn_tensor *loss, fn_tensor *dpred, fn_loss_tally_value *tally);
-fn_status fn_cuda_cross_entropy_loss_tally(fn_context *ctx, const fn_tensor *logits,
-                                           const int32_t *labels, fn_tensor *loss,
-                                           fn_tensor *dlogits, fn_loss_tally_value *tally);
+/* A loss's partial sums finished into its value: loss [1, 1] = (the sums
+ * added in order) * p->scale, as every loss's own finish; for the losses
+ * whose kernels leave partials (loss_kind.h). Launches only. */
+fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss, const fn_loss_partials *p);
+
+/* The losses' partial sums for a loss tally (loss_kind.h, partials). */
+fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                               fn_tensor *dpred, fn_loss_partials *p);
+fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                         const int32_t *labels, fn_tensor *dlogits,
+                                         fn_loss_partials *p);
 
 #ifdef __cplusplus
 }

@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "fusenet/loss_kind.h"
+#include "nn/huber.h"
 
 static const fn_loss_kind *const kinds[] = {
     &fn_cross_entropy_kind,
+    &fn_huber_kind,
     &fn_mse_kind,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
@@ -21,6 +23,18 @@ fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind)
                    name ? name : "");
 }
 
+int fn_loss_kind_count(void) { return N_KINDS; }
+
+const fn_loss_kind *fn_loss_kind_at(int i) { return i >= 0 && i < N_KINDS ? kinds[i] : NULL; }
+
+const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name)
+{
+    for (int o = 0; kind && o < kind->n_options; o++)
+        if (strcmp(kind->options[o].name, name) == 0)
+            return &kind->options[o];
+    return NULL;
+}
+
 const char *fn_loss_kind_list(char *buf, size_t cap)
 {
     size_t len = 0;
@@ -31,4 +45,10 @@ const char *fn_loss_kind_list(char *buf, size_t cap)
         len += n > 0 ? (size_t)n : 0;
     }
     return buf;
+}
+
+double fn_loss_row_accuracy(long long correct, long long rows, int outputs)
+{
+    (void)outputs;
+    return (double)correct / (double)rows;
 }

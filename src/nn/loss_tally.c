@@ -1,13 +1,12 @@
 /* loss_tally.c — a loss tally (loss_tally.h): the checked entry points, the
  * CPU's sums in host memory, and the ring of late copies both devices
- * share. The GPU's sums and copies are kernels/loss_tally_cuda.cu's, its
- * counting kernels kernels/loss_cuda.cu's. */
+ * share. A step's loss comes from its kind's descriptor (loss_kind.h): on
+ * the CPU its read, on the GPU its partial sums, which
+ * kernels/loss_tally_cuda.cu finishes into the device's sums and copies. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
-#include "fusenet/loss.h"
 #include "fusenet/loss_tally.h"
 
 struct fn_loss_tally {
@@ -95,46 +94,31 @@ static void count_step(fn_loss_tally_value *s, float value, int rows, long long 
     s->last_loss = value;
 }
 
-fn_status fn_loss_tally_cross_entropy(fn_loss_tally *t, const fn_tensor *logits,
-                                      const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits)
+fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const void *options,
+                             const fn_tensor *pred, const fn_loss_targets *targets,
+                             fn_tensor *loss, fn_tensor *dpred)
 {
-    if (!t)
-        return fn_fail(FN_ERR_INVALID, "fn_loss_tally_cross_entropy: tally is NULL");
+    if (!t || !kind || !targets)
+        return fn_fail(FN_ERR_INVALID, "fn_loss_tally_step: %s is NULL",
+                       !t ? "tally" : !kind ? "kind" : "targets");
     if (!t->cuda) {
         float value = 0;
         int correct = 0;
-        FN_TRY(fn_cross_entropy_loss_read(t->ctx, logits, labels, loss, dlogits, &value,
-                                          &correct));
-        count_step(&t->host, value, logits->rows, correct);
+        FN_TRY(kind->read(t->ctx, options, pred, targets, loss, dpred, &value, &correct));
+        count_step(&t->host, value, pred->rows, correct);
         return FN_OK;
     }
-    /* loss.c's checks of shapes and devices, for the counted variant. */
-    FN_TRY(fn_tensor_check_on(logits, "logits", FN_CUDA, logits->rows, logits->cols));
-    FN_TRY(fn_tensor_check_on(loss, "loss", FN_CUDA, 1, 1));
-    if (dlogits)
-        FN_TRY(fn_tensor_check_on(dlogits, "dlogits", FN_CUDA, logits->rows, logits->cols));
-    if (!labels)
-        return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
-    return fn_cuda_cross_entropy_loss_tally(t->ctx, logits, labels, loss, dlogits,
-                                            fn_cuda_tally_sums(t->cuda));
-}
-
-fn_status fn_loss_tally_mse(fn_loss_tally *t, const fn_tensor *pred, const fn_tensor *target,
-                            fn_tensor *loss, fn_tensor *dpred)
-{
-    if (!t)
-        return fn_fail(FN_ERR_INVALID, "fn_loss_tally_mse: tally is NULL");
-    if (!t->cuda) {
-        FN_TRY(fn_mse_loss(t->ctx, pred, target, loss, dpred));
-        count_step(&t->host, loss->data[0], pred->rows, 0);
-        return FN_OK;
-    }
-    FN_TRY(fn_tensor_check_on(pred, "pred", FN_CUDA, pred->rows, pred->cols));
-    FN_TRY(fn_tensor_check_on(target, "target", FN_CUDA, pred->rows, pred->cols));
+    /* loss.c's checks of the predictions and outputs; the kind checks its
+     * targets. */
+    const char *dname = kind->targets == FN_DATA_LABELS ? "dlogits" : "dpred";
+    FN_TRY(fn_tensor_check_on(pred, kind->targets == FN_DATA_LABELS ? "logits" : "pred", FN_CUDA,
+                              pred->rows, pred->cols));
     FN_TRY(fn_tensor_check_on(loss, "loss", FN_CUDA, 1, 1));
     if (dpred)
-        FN_TRY(fn_tensor_check_on(dpred, "dpred", FN_CUDA, pred->rows, pred->cols));
-    return fn_cuda_mse_loss_tally(t->ctx, pred, target, loss, dpred, fn_cuda_tally_sums(t->cuda));
+        FN_TRY(fn_tensor_check_on(dpred, dname, FN_CUDA, pred->rows, pred->cols));
+    fn_loss_partials p;
+    FN_TRY(kind->partials(t->ctx, options, pred, targets, dpred, &p));
+    return fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
 }
 
 const int *fn_loss_tally_bad_flag(const fn_loss_tally *t)

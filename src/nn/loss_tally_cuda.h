@@ -1,6 +1,7 @@
 /* loss_tally_cuda.h (private) — the GPU half of a loss tally
  * (kernels/loss_tally_cuda.cu) that nn/loss_tally.c drives: the sums in
- * device memory, a ring of pinned copies of them, one event a copy. */
+ * device memory, a ring of pinned copies of them, one event a copy, and
+ * the kernel that counts a loss's partial sums in them. */
 #ifndef FUSENET_NN_LOSS_TALLY_CUDA_H
 #define FUSENET_NN_LOSS_TALLY_CUDA_H
 
@@ -16,6 +17,11 @@ fn_status fn_cuda_tally_create(fn_cuda_tally **t, fn_context *ctx);
 void fn_cuda_tally_destroy(fn_cuda_tally *t); /* NULL is fine; waits for its copies */
 /* The sums on the device, for the losses' kernels. */
 fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t);
+/* Finishes a loss's partial sums p: the value into loss [1, 1] (as the
+ * losses' own finish rounds it), counted in the sums for a step of `rows`
+ * rows as the CPU's count_step does, bit for bit. Launches only. */
+fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss, const fn_loss_partials *p,
+                               int rows);
 /* Queues v as the sums, on the context's stream (v may be reused at once). */
 fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v);
 /* Queues a copy of the sums into ring slot `slot`, after waiting for that

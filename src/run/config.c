@@ -95,8 +95,8 @@ enum { N_KEYS = sizeof keys / sizeof keys[0] };
  * (option_name). Every kind's options block is kept, each key's value read
  * into the block of every kind of its family that takes it; finish checks
  * the chosen kind's and hands it on (cfg->optimizer_options,
- * cfg->schedule_options). */
-enum { MAX_OPTIONS = 48, MAX_KINDS = 16, N_FAMILIES = 2, ALL_KEYS = N_KEYS + MAX_OPTIONS };
+ * cfg->schedule_options, cfg->loss_options). */
+enum { MAX_OPTIONS = 48, MAX_KINDS = 16, N_FAMILIES = 3, ALL_KEYS = N_KEYS + MAX_OPTIONS };
 
 /* Where each key's value came from: a file line, an override, or the default. */
 struct fn_config_keys {
@@ -223,6 +223,12 @@ static kind_view schedule_at(int k)
     return (kind_view){s, s->name, s->options_size, s->options, s->n_options};
 }
 
+static kind_view loss_at(int k)
+{
+    const fn_loss_kind *l = fn_loss_kind_at(k);
+    return (kind_view){l, l->name, l->options_size, l->options, l->n_options};
+}
+
 static fn_status optimizer_check(const fn_config *cfg, int k, const void *block, const char **key)
 {
     (void)cfg;
@@ -236,11 +242,24 @@ static fn_status schedule_check(const fn_config *cfg, int k, const void *block, 
     return s->check ? s->check(block, cfg->lr, key) : FN_OK;
 }
 
+/* The network's outputs: the last layer's width. */
+static int out_features(const fn_config *cfg)
+{
+    return cfg->n_layers > 0 ? cfg->layers[cfg->n_layers - 1].width : 0;
+}
+
+static fn_status loss_check(const fn_config *cfg, int k, const void *block, const char **key)
+{
+    const fn_loss_kind *l = fn_loss_kind_at(k);
+    return l->check ? l->check(block, out_features(cfg), key) : FN_OK;
+}
+
 static const family families[N_FAMILIES] = {
     {"optimizer", AT(optimizer), AT(optimizer_options), fn_optimizer_kind_count, optimizer_at,
      optimizer_check},
     {"schedule", AT(schedule), AT(schedule_options), fn_schedule_kind_count, schedule_at,
      schedule_check},
+    {"loss", AT(loss), AT(loss_options), fn_loss_kind_count, loss_at, loss_check},
 };
 
 /* Kind k of family f's option called `name`, or NULL. */
@@ -594,11 +613,52 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     return fn_fail(FN_ERR_INVALID, "unhandled key type");
 }
 
+/* "a, b, ..." (or "") into an FN_OPTION_LIST, each number a finite
+ * float32 in o's range; the list's old values are freed. */
+static fn_status set_list(fn_option_list *list, const fn_option *o, const char *text)
+{
+    fn_option_list got = {NULL, 0};
+    const key_spec k = {"train", o->name, T_FLOAT, 0, o->min, o->max, o->min_exclusive, NULL};
+    for (const char *at = text; *at;) {
+        while (*at == ' ' || *at == '\t')
+            at++;
+        const char *end = strchr(at, ',');
+        const size_t len = end ? (size_t)(end - at) : strlen(at);
+        char item[64];
+        float *grown = realloc(got.values, (size_t)(got.n + 1) * sizeof *grown);
+        fn_status st = grown ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory for %s", o->name);
+        if (grown)
+            got.values = grown;
+        if (st == FN_OK && len >= sizeof item)
+            st = fn_fail(FN_ERR_INVALID, "item %d is too long", got.n + 1);
+        if (st == FN_OK) {
+            memcpy(item, at, len);
+            item[len] = '\0';
+            for (size_t e = len; e > 0 && (item[e - 1] == ' ' || item[e - 1] == '\t'); e--)
+                item[e - 1] = '\0';
+            st = set_number((char *)&got.values[got.n], &k, item);
+            if (st != FN_OK)
+                fn_error_prefix("item %d: ", got.n + 1);
+        }
+        if (st != FN_OK) {
+            free(got.values);
+            return st;
+        }
+        got.n++;
+        at = end ? end + 1 : at + len;
+    }
+    free(list->values);
+    *list = got;
+    return FN_OK;
+}
+
 /* A kind's option from text into its options block. */
 static fn_status set_option(void *block, const fn_option *o, const char *text)
 {
     char *field = (char *)block + o->offset;
     switch (o->type) {
+    case FN_OPTION_LIST:
+        return set_list((fn_option_list *)field, o, text);
     case FN_OPTION_FLOAT:
     case FN_OPTION_INT: {
         const key_spec k = {"train", o->name, o->type == FN_OPTION_INT ? T_INT : T_FLOAT,
@@ -919,6 +979,8 @@ static fn_status not_applicable(const fn_config *cfg, const char *name, int diff
  * (an option without one always does). */
 static int option_differs(const fn_config *cfg, int f, int k, const fn_option *o)
 {
+    if (o->type == FN_OPTION_LIST) /* the default is empty */
+        return ((const fn_option_list *)((const char *)cfg->keys->options[f][k] + o->offset))->n > 0;
     char fallback[256] = {0};
     if (!o->fallback || families[f].at(k).options_size > sizeof fallback ||
         set_option(fallback, o, o->fallback) != FN_OK)
@@ -1063,7 +1125,7 @@ static fn_status check_best(fn_config *cfg)
     const int key = find_key("train", "monitor");
     if (!key_given(cfg, key))
         cfg->monitor = cfg->loss->watch_loss ? FN_MONITOR_VALID_LOSS : FN_MONITOR_VALID_ACCURACY;
-    else if (cfg->monitor == FN_MONITOR_VALID_ACCURACY && !cfg->loss->accuracy) {
+    else if (cfg->monitor == FN_MONITOR_VALID_ACCURACY && !cfg->loss->metric) {
         char why[160];
         snprintf(why, sizeof why, "valid_accuracy needs a loss that classifies (loss = %s has no "
                  "accuracy); use valid_loss or train_loss", cfg->loss->name);
@@ -1224,6 +1286,18 @@ static size_t format_option(const void *block, const fn_option *o, char *buf, si
         n = snprintf(buf, cap, "%.9g, %.9g", (double)((const float *)field)[0],
                      (double)((const float *)field)[1]);
         break;
+    case FN_OPTION_LIST: {
+        const fn_option_list *list = (const fn_option_list *)field;
+        size_t len = 0;
+        if (cap)
+            buf[0] = '\0';
+        for (int v = 0; v < list->n; v++) {
+            int w = snprintf(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, "%s%.9g",
+                             v ? ", " : "", (double)list->values[v]);
+            len += w > 0 ? (size_t)w : 0;
+        }
+        return len;
+    }
     }
     return (size_t)(n > 0 ? n : 0);
 }
@@ -1303,6 +1377,18 @@ int fn_config_given(const fn_config *cfg, const char *section, const char *name)
     return i >= 0 && key_given(cfg, i);
 }
 
+/* Kind k of family f's options block, with its lists' values. */
+static void free_options(void *block, int f, int k)
+{
+    if (!block)
+        return;
+    const kind_view v = families[f].at(k);
+    for (int o = 0; o < v.n_options; o++)
+        if (v.options[o].type == FN_OPTION_LIST)
+            free(((fn_option_list *)((char *)block + v.options[o].offset))->values);
+    free(block);
+}
+
 void fn_config_destroy(fn_config *cfg)
 {
     if (!cfg)
@@ -1316,7 +1402,7 @@ void fn_config_destroy(fn_config *cfg)
         free(cfg->keys->assignment[i]);
     for (int f = 0; cfg->keys && f < N_FAMILIES; f++)
         for (int k = 0; k < MAX_KINDS; k++)
-            free(cfg->keys->options[f][k]);
+            free_options(cfg->keys->options[f][k], f, k);
     free(cfg->layers);
     free(cfg->keys);
     free(cfg->path);

@@ -40,6 +40,9 @@ struct fn_config {
 
     /* [train] */
     const fn_loss_kind *loss; /* cross_entropy (loss_kind.h) */
+    /* The chosen loss's own options block (its kind's [train] keys), set
+     * by fn_config_finish, owned by the config; NULL for a loss without. */
+    const void *loss_options;
     int batch_size;    /* 64 */
     int epochs;        /* 10 */
     float lr;          /* 0.01: the schedule's base rate, every optimiser's */

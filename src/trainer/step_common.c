@@ -20,7 +20,16 @@ fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tenso
      * before the update; and in evaluation. Deferred steps
      * (step_deferred.c) count the loss on the device instead. */
     const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
-    return t->cfg->loss->read(t->ctx, y, &targets, &t->loss, dy, loss, correct);
+    return t->cfg->loss->read(t->ctx, t->cfg->loss_options, y, &targets, &t->loss, dy, loss,
+                              correct);
+}
+
+double fn_trainer_metric(const fn_trainer *t, long long correct, long long rows)
+{
+    const fn_loss_kind *kind = t->cfg->loss;
+    if (!kind->metric || rows <= 0)
+        return NAN;
+    return kind->metric(correct, rows, fn_net_out_features(t->net));
 }
 
 /* --- non-finite values ------------------------------------------------------ */
@@ -160,7 +169,8 @@ fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
-    FN_TRY(t->cfg->loss->tally(t->tally, &y, &targets, &t->loss, &dy));
+    FN_TRY(fn_loss_tally_step(t->tally, t->cfg->loss, t->cfg->loss_options, &y, &targets, &t->loss,
+                              &dy));
     FN_TRY(fn_trainer_gradients(t, &dy));
     return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
 }

@@ -41,6 +41,6 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
     }
     FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &correct, &seen));
     m->loss = loss_sum / (double)seen;
-    m->acc = t->cfg->loss->accuracy ? (double)correct / (double)seen : NAN;
+    m->acc = fn_trainer_metric(t, correct, seen);
     return FN_OK;
 }

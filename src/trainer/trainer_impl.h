@@ -108,8 +108,11 @@ int fn_trainer_graph_count(const fn_trainer *t);
 
 /* --- step_common.c: what the strategies share ----------------------------------- */
 
-/* The batch's mean loss in *loss, and *correct rows classified right (0
- * without an accuracy), read back now; dy (NULL: none) the loss's
+/* The loss's metric (loss_kind.h) of `correct` over `rows` rows of the
+ * net's outputs; NaN when the loss has none or no rows were seen. */
+double fn_trainer_metric(const fn_trainer *t, long long correct, long long rows);
+/* The batch's mean loss in *loss, and *correct its metric's count (0
+ * without a metric), read back now; dy (NULL: none) the loss's
  * gradient. */
 fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                                 float *loss, int *correct);

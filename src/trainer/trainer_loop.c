@@ -166,7 +166,7 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     t->run_rows += rows;
     t->run_seconds += seconds;
     m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;
-    m->acc = t->cfg->loss->accuracy && s->seen ? (double)s->correct / (double)s->seen : NAN;
+    m->acc = fn_trainer_metric(t, s->correct, s->seen);
     return FN_OK;
 }
 
@@ -189,15 +189,15 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics train, fn_train_metr
 }
 
 /* The metric a schedule that reacts to the run (reduce on plateau) follows,
- * lower is better: [train] monitor's (an accuracy negated) when there is a
- * validation set, else the epoch's training loss. */
+ * lower is better: [train] monitor's when it is a loss and there is a
+ * validation set, the validation loss when it watches an accuracy (whose
+ * relative threshold would not mirror), else the epoch's training loss. */
 static double schedule_metric(const fn_trainer *t, fn_train_metrics train,
                               fn_train_metrics valid)
 {
     if (!t->valid_loader)
         return train.loss;
-    const double v = fn_trainer_monitored(t, train, valid);
-    return fn_trainer_monitor_lower_better(t) ? v : -v;
+    return fn_trainer_monitor_lower_better(t) ? fn_trainer_monitored(t, train, valid) : valid.loss;
 }
 
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)

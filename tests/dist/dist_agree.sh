@@ -14,16 +14,8 @@
 # and 6. the same data at two paths (a node's own copy) trains, exit 0.
 # ctest's dist_agree (tests/CMakeLists.txt) sets FN_BUILD_DIR and
 # FN_SOURCE_DIR; `timeout` turns a hang into a failure.
-set -u
-MPIRUN=${1:?usage: dist_agree.sh MPIRUN PYTHON}
-PYTHON=${2:?usage: dist_agree.sh MPIRUN PYTHON}
-TRAIN=${FN_BUILD_DIR:?}/train
-DATA=${FN_SOURCE_DIR:?}/data
-work=$(mktemp -d /tmp/fn_dist_agree_XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+# shellcheck source=dist_common.sh
+. "$(dirname "$0")/dist_common.sh" dist_agree "$@"
 
 cat > "$work/c.ini" <<EOF
 [data]

@@ -22,16 +22,8 @@
 #   8. a rank killed (SIGKILL) ends the job, non-zero, without a hang;
 #   9. a rank that stops answering (FN_TEST_STALL_RANK) fails the others'
 #      bounded wait ($FN_COMM_TIMEOUT_S) with a message, and ends the job.
-set -u
-MPIRUN=${1:?usage: dist_train.sh MPIRUN PYTHON}
-PYTHON=${2:?usage: dist_train.sh MPIRUN PYTHON}
-TRAIN=${FN_BUILD_DIR:?}/train
-DATA=${FN_SOURCE_DIR:?}/data
-work=$(mktemp -d /tmp/fn_dist_train_XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+# shellcheck source=dist_common.sh
+. "$(dirname "$0")/dist_common.sh" dist_train "$@"
 mpi() { # mpi N [ENV=VALUE ...] -- train arguments...
     local n=$1; shift
     local envs=()

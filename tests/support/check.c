@@ -155,3 +155,18 @@ int chk_compare_scalar(const char *layer, const char *shape, const char *what, d
         printf("    %s: got %.12g, expected %.12g, |diff| %.3e > %.3e\n", what, a, r, err, tol);
     return ok;
 }
+
+/* One body for both element types. */
+#define RELATIVE_ERROR(name, T)                                   \
+    double name(const T *a, const T *r, size_t n)                 \
+    {                                                             \
+        double num = 0.0, den = 0.0;                              \
+        for (size_t i = 0; i < n; i++) {                          \
+            const double d = (double)a[i] - (double)r[i];         \
+            num += d * d;                                         \
+            den += (double)r[i] * (double)r[i];                   \
+        }                                                         \
+        return den > 0.0 ? sqrt(num / den) : sqrt(num);           \
+    }
+RELATIVE_ERROR(chk_relative_error, double)
+RELATIVE_ERROR(chk_relative_error_f, float)

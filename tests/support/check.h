@@ -79,4 +79,9 @@ int chk_compare_scalar(const char *layer, const char *shape, const char *what, d
 
 double chk_max_abs(const double *a, size_t n);
 
+/* ||a - r||_F / ||r||_F over n values (||a - r||_F when r is all zero),
+ * summed in double; _f: of float arrays. */
+double chk_relative_error(const double *a, const double *r, size_t n);
+double chk_relative_error_f(const float *a, const float *r, size_t n);
+
 #endif

@@ -269,6 +269,19 @@ double est_mse_errors(size_t count, const double *pred, const double *target, do
     return LAM * (sqrt((double)count) + 2) * U32 * abs_sum / (double)count;
 }
 
+/* loss = sum l / M with l = e^2/2 or delta (|e| - delta/2): a sum of M
+ * positive terms, each within a few u32 of its value (the float32
+ * difference e, a product or a subtraction); dpred = clamp(e) / M: the
+ * subtraction and the division, 2 u32. */
+double est_huber_errors(size_t count, const double *pred, const double *target, double delta,
+                        double *edpred)
+{
+    const double abs_sum = ref_huber(count, pred, target, delta, edpred) * (double)count;
+    for (size_t i = 0; edpred && i < count; i++)
+        edpred[i] = 2 * U32 * fabs(edpred[i]) + U32 * fabs(pred[i] - target[i]) / (double)count;
+    return LAM * (sqrt((double)count) + 4) * U32 * abs_sum / (double)count;
+}
+
 /* Per row: m = max, s = sum_c exp(l_c - m) (C terms, each exp a few u32),
  * lse = m + log s, loss_n = lse - l_label; the mean over N rows.
  * dlogits = (exp(l - lse) - onehot) / N: exp(l - lse) has relative error
@@ -290,4 +303,30 @@ double est_cross_entropy_errors(int rows, int cols, const double *logits, const 
         }
     }
     return row_errors / rows + LAM * sqrt((double)rows) * U32 * loss_abs / rows;
+}
+
+double est_cross_entropy_smoothed_errors(int rows, int cols, const double *logits,
+                                         const int32_t *labels, const double *w, double eps,
+                                         double *edlogits)
+{
+    const double plain = est_cross_entropy_errors(rows, cols, logits, labels, edlogits);
+    const double per_term = LAM * (sqrt((double)cols) + 4) * U32;
+    double wmax = 0, total_w = 0, extra = 0;
+    for (int c = 0; c < cols; c++)
+        wmax = fmax(wmax, w ? w[c] : 1.0);
+    for (int n = 0; n < rows; n++)
+        total_w += w ? w[labels[n]] : 1.0;
+    const double f = 2 * wmax * rows / total_w;
+    for (int n = 0; n < rows; n++) {
+        const double *l = logits + (size_t)n * cols;
+        const double lse = ref_log_sum_exp(l, cols, NULL);
+        for (int c = 0; c < cols; c++) {
+            const double arg = fabs(l[c]) + fabs(lse) + 1, p = exp(l[c] - lse);
+            extra += per_term * eps * wmax * arg / cols;
+            if (edlogits)
+                edlogits[(size_t)n * cols + c] = edlogits[(size_t)n * cols + c] * f +
+                                                 per_term * eps * wmax * (p * arg + 1) / total_w;
+        }
+    }
+    return plain * f + extra / total_w;
 }

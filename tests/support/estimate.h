@@ -70,6 +70,14 @@ void est_linear_errors(int batch, int in, int out, const double *weight, const d
 
 /* The losses: the value's error and, per element, the gradient's. */
 double est_mse_errors(size_t count, const double *pred, const double *target, double *edpred);
+double est_huber_errors(size_t count, const double *pred, const double *target, double delta,
+                        double *edpred);
+/* The weighted and smoothed cross-entropy (ref_cross_entropy_smoothed):
+ * the plain one's errors times 2 max(w) rows / W, plus the smoothing
+ * term's, each as the plain row's terms. */
+double est_cross_entropy_smoothed_errors(int rows, int cols, const double *logits,
+                                         const int32_t *labels, const double *w, double eps,
+                                         double *edlogits);
 double est_cross_entropy_errors(int rows, int cols, const double *logits, const int32_t *labels,
                                 double *edlogits);
 

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "expect.h"
+#include "core/test_hooks.h"
 
 void must(fn_status st)
 {
@@ -23,6 +24,14 @@ void skip_without_gpu(void)
     if (fn_cuda_device_count() == 0) {
         printf("skipped: no CUDA GPU on this machine\n");
         gpu_skips++;
+        skip();
+    }
+}
+
+void skip_without_test_hooks(void)
+{
+    if (!fn_test_hooks_enabled()) {
+        printf("skipped: the library was built without FN_TEST_HOOKS\n");
         skip();
     }
 }

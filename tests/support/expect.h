@@ -46,6 +46,10 @@ void must(fn_status st);
  * counts the skip for gpu_program_status. */
 void skip_without_gpu(void);
 
+/* Skips the test when the library was built without FN_TEST_HOOKS (the
+ * tests that stop or slow a run from inside). */
+void skip_without_test_hooks(void);
+
 /* The exit status ctest reads as "skipped" (SKIP_RETURN_CODE of the gpu
  * tests in tests/CMakeLists.txt). */
 enum { GPU_TESTS_SKIPPED = 77 };

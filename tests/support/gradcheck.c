@@ -68,20 +68,6 @@ int gc_vs_reference(fn_context *ctx, const gc_kind *k, const gc_case *c, int off
     return ok;
 }
 
-int gc_vs_reference_cases(fn_context *ctx, const gc_kind *k)
-{
-    int ok = 1;
-    for (size_t i = 0; i < k->n_cases; i++) {
-        printf("-- %s\n", k->cases[i].why);
-        ok &= gc_vs_reference(ctx, k, &k->cases[i], 0);
-    }
-    for (size_t i = 0; i < k->n_unaligned_cases; i++) {
-        printf("-- %s\n", k->unaligned_cases[i].why);
-        ok &= gc_vs_reference(ctx, k, &k->unaligned_cases[i], 1);
-    }
-    return ok;
-}
-
 /* est += other, element by element, over y and every gradient. */
 static void add_estimates(gc_out *est, const gc_out *other, const gc_problem *p)
 {
@@ -123,12 +109,63 @@ int gc_cross(fn_context *ctx, fn_context *base, const gc_kind *k, const gc_case 
     return ok;
 }
 
-int gc_cross_cases(fn_context *ctx, fn_context *base, const gc_kind *k)
+/* One case of a layer kind's tier. */
+static int one_case(gc_tier tier, fn_context *ctx, fn_context *base, const gc_kind *k,
+                    const gc_case *c, int offset)
+{
+    printf("-- %s\n", c->why);
+    switch (tier) {
+    case GC_REFERENCE_FD: return gc_reference_fd(ctx, k, c);
+    case GC_VS_REFERENCE: return gc_vs_reference(ctx, k, c, offset);
+    case GC_FD: return gc_fd(ctx, k, c);
+    case GC_CROSS: return gc_cross(ctx, base, k, c);
+    default: return 0;
+    }
+}
+
+int gc_kind_cases(gc_tier tier, fn_context *ctx, fn_context *base, const gc_kind *k)
+{
+    if (tier == GC_LOSSES_VS_REFERENCE)
+        return gc_losses_vs_reference_cases(ctx);
+    if (tier == GC_LOSSES_FD)
+        return gc_losses_fd_cases(ctx);
+    const gc_case *cases = tier == GC_REFERENCE_FD ? k->ref_cases
+                           : tier == GC_FD         ? k->fd_cases
+                                                   : k->cases;
+    const size_t n = tier == GC_REFERENCE_FD ? k->n_ref_cases
+                     : tier == GC_FD         ? k->n_fd_cases
+                                             : k->n_cases;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= one_case(tier, ctx, base, k, &cases[i], 0);
+    for (size_t i = 0; tier == GC_VS_REFERENCE && i < k->n_unaligned_cases; i++)
+        ok &= one_case(tier, ctx, base, k, &k->unaligned_cases[i], 1);
+    return ok;
+}
+
+int gc_kinds_run(gc_tier tier, fn_context *ctx, fn_context *base, const char *fmt,
+                 const char *mode)
+{
+    const int losses = tier == GC_LOSSES_VS_REFERENCE || tier == GC_LOSSES_FD;
+    const size_t n = losses ? 1 : gc_n_kinds;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        char title[128];
+        snprintf(title, sizeof title, fmt, losses ? "losses" : gc_kinds[i]->name, mode);
+        chk_table_header(title);
+        ok &= gc_kind_cases(tier, ctx, base, losses ? NULL : gc_kinds[i]);
+    }
+    return ok;
+}
+
+int gc_tiers_run(const gc_tier_row *rows, size_t n, fn_context *ctx, fn_context *base,
+                 const char *mode)
 {
     int ok = 1;
-    for (size_t i = 0; i < k->n_cases; i++) {
-        printf("-- %s\n", k->cases[i].why);
-        ok &= gc_cross(ctx, base, k, &k->cases[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!gc_kinds_run(rows[i].tier, ctx, base, rows[i].title, mode)) {
+            printf("failed: %s\n", rows[i].title);
+            ok = 0;
+        }
     return ok;
 }

@@ -125,12 +125,3 @@ int gc_fd(fn_context *ctx, const gc_kind *k, const gc_case *c)
     return ok;
 }
 
-int gc_fd_cases(fn_context *ctx, const gc_kind *k)
-{
-    int ok = 1;
-    for (size_t i = 0; i < k->n_fd_cases; i++) {
-        printf("-- %s\n", k->fd_cases[i].why);
-        ok &= gc_fd(ctx, k, &k->fd_cases[i]);
-    }
-    return ok;
-}

@@ -1,5 +1,5 @@
-/* gradcheck_loss.c — tiers 2 and 3 for the two losses, MSE and softmax
- * cross-entropy: value and gradient on a backend against the float64
+/* gradcheck_loss.c — tiers 2 and 3 for the losses, MSE, Huber (delta
+ * 1, so both of its pieces are taken) and softmax cross-entropy: value and gradient on a backend against the float64
  * reference, and finite differences of the loss value through the backend
  * along a direction in its input (fd.h). Not layers: no parameters, and L
  * is the loss itself. See gradcheck.h. */
@@ -48,34 +48,76 @@ static int32_t *alloc_labels(int rows)
     return labels;
 }
 
+enum { MSE, HUBER, XENT, XENT_SMOOTH, N_LOSSES };
+static const char *const names[N_LOSSES] = {"mse", "huber", "xent", "xent w+ls"};
+static const double HUBER_DELTA = 1.0;
+/* The weighted, smoothed cross-entropy's: w_c = 0.5, 1, 1.5, 2, 0.5, ...
+ * and label smoothing 0.1. */
+static const double SMOOTHING = 0.1;
+static double class_weight(int c) { return 0.5 + 0.5 * (c % 4); }
+
 /* One loss's inputs: pred (or logits) and what it is measured against. */
 typedef struct loss_data {
-    int rows, cols, is_mse;
-    const double *target;  /* [rows, cols], MSE */
+    int rows, cols, loss;  /* MSE, HUBER, XENT or XENT_SMOOTH */
+    const double *target;  /* [rows, cols], MSE and HUBER */
     const int32_t *labels; /* [rows], cross-entropy */
+    const double *w;       /* [cols], XENT_SMOOTH's class weights */
+    const float *wf;       /* the same as float32, as the loss takes them */
 } loss_data;
+
+/* The class weights of cols classes, as double and as float. */
+static void make_weights(int cols, double **w, float **wf)
+{
+    *w = chk_alloc((size_t)cols);
+    *wf = calloc((size_t)cols, sizeof **wf);
+    if (!*wf)
+        abort();
+    for (int c = 0; c < cols; c++)
+        (*wf)[c] = (float)((*w)[c] = class_weight(c));
+}
 
 static fn_status loss_run(fn_context *ctx, const loss_data *d, const double *pred, double *loss,
                           double *grad)
 {
-    return d->is_mse ? run_mse(ctx, d->rows, d->cols, pred, d->target, loss, grad)
-                     : run_cross_entropy(ctx, d->rows, d->cols, pred, d->labels, loss, grad);
+    switch (d->loss) {
+    case MSE: return run_mse(ctx, d->rows, d->cols, pred, d->target, loss, grad);
+    case HUBER:
+        return run_huber(ctx, d->rows, d->cols, pred, d->target, HUBER_DELTA, loss, grad);
+    case XENT: return run_cross_entropy(ctx, d->rows, d->cols, pred, d->labels, loss, grad);
+    default:
+        return run_cross_entropy_smoothed(ctx, d->rows, d->cols, pred, d->labels, d->wf,
+                                          SMOOTHING, loss, grad);
+    }
 }
 
 static double loss_reference(const loss_data *d, const double *pred, double *grad)
 {
-    return d->is_mse ? ref_mse((size_t)d->rows * d->cols, pred, d->target, grad)
-                     : ref_cross_entropy(d->rows, d->cols, pred, d->labels, grad);
+    const size_t n = (size_t)d->rows * d->cols;
+    switch (d->loss) {
+    case MSE: return ref_mse(n, pred, d->target, grad);
+    case HUBER: return ref_huber(n, pred, d->target, HUBER_DELTA, grad);
+    case XENT: return ref_cross_entropy(d->rows, d->cols, pred, d->labels, grad);
+    default:
+        return ref_cross_entropy_smoothed(d->rows, d->cols, pred, d->labels, d->w, SMOOTHING,
+                                          grad);
+    }
 }
 
 static double loss_estimate(const loss_data *d, const double *pred, double *egrad)
 {
-    return d->is_mse ? est_mse_errors((size_t)d->rows * d->cols, pred, d->target, egrad)
-                     : est_cross_entropy_errors(d->rows, d->cols, pred, d->labels, egrad);
+    const size_t n = (size_t)d->rows * d->cols;
+    switch (d->loss) {
+    case MSE: return est_mse_errors(n, pred, d->target, egrad);
+    case HUBER: return est_huber_errors(n, pred, d->target, HUBER_DELTA, egrad);
+    case XENT: return est_cross_entropy_errors(d->rows, d->cols, pred, d->labels, egrad);
+    default:
+        return est_cross_entropy_smoothed_errors(d->rows, d->cols, pred, d->labels, d->w,
+                                                 SMOOTHING, egrad);
+    }
 }
 
-static const char *loss_name(const loss_data *d) { return d->is_mse ? "mse" : "xent"; }
-static const char *input_name(const loss_data *d) { return d->is_mse ? "pred" : "logits"; }
+static const char *loss_name(const loss_data *d) { return names[d->loss]; }
+static const char *input_name(const loss_data *d) { return d->loss >= XENT ? "logits" : "pred"; }
 
 static int loss_vs_reference(fn_context *ctx, const loss_data *d, const double *pred)
 {
@@ -107,10 +149,15 @@ int gc_losses_vs_reference(fn_context *ctx, const gc_loss_case *c)
     chk_fill(pred, n, -c->scale, c->scale, &rng);
     chk_fill(target, n, -c->scale, c->scale, &rng);
     random_labels(labels, c->rows, c->cols, &rng);
-    loss_data mse = {c->rows, c->cols, 1, target, NULL}, xent = {c->rows, c->cols, 0, NULL, labels};
-    int ok = loss_vs_reference(ctx, &mse, pred);
-    ok &= loss_vs_reference(ctx, &xent, pred);
-    free(pred), free(target), free(labels);
+    double *w;
+    float *wf;
+    make_weights(c->cols, &w, &wf);
+    int ok = 1;
+    for (int loss = 0; loss < N_LOSSES; loss++) {
+        const loss_data d = {c->rows, c->cols, loss, target, labels, w, wf};
+        ok &= loss_vs_reference(ctx, &d, pred);
+    }
+    free(pred), free(target), free(labels), free(w), free(wf);
     return ok;
 }
 
@@ -167,16 +214,19 @@ int gc_losses_fd(fn_context *ctx, const gc_loss_case *c)
     size_t n = (size_t)c->rows * c->cols;
     double *pred = chk_alloc(n), *target = chk_alloc(n), *dir = chk_alloc(n);
     int32_t *labels = alloc_labels(c->rows);
+    double *w;
+    float *wf;
+    make_weights(c->cols, &w, &wf);
     int ok = 1;
-    for (int is_mse = 1; is_mse >= 0; is_mse--) {
+    for (int loss = 0; loss < N_LOSSES; loss++) {
         chk_fill(pred, n, -c->scale, c->scale, &rng);
         chk_fill(target, n, -c->scale, c->scale, &rng);
         chk_fill(dir, n, -c->scale, c->scale, &rng);
         random_labels(labels, c->rows, c->cols, &rng);
-        loss_data d = {c->rows, c->cols, is_mse, target, labels};
+        loss_data d = {c->rows, c->cols, loss, target, labels, w, wf};
         ok &= loss_fd(ctx, &d, pred, dir);
     }
-    free(pred), free(target), free(dir), free(labels);
+    free(pred), free(target), free(dir), free(labels), free(w), free(wf);
     return ok;
 }
 

@@ -152,12 +152,3 @@ int gc_reference_fd(fn_context *ctx, const gc_kind *k, const gc_case *c)
     return ok;
 }
 
-int gc_reference_fd_cases(fn_context *ctx, const gc_kind *k)
-{
-    int ok = 1;
-    for (size_t i = 0; i < k->n_ref_cases; i++) {
-        printf("-- %s\n", k->ref_cases[i].why);
-        ok &= gc_reference_fd(ctx, k, &k->ref_cases[i]);
-    }
-    return ok;
-}

@@ -155,3 +155,26 @@ void program_files_ini(const program_files *f, const char *fmt, ...)
     va_end(ap);
     fclose(out);
 }
+
+char *program_files_at(const program_files *f, const char *name)
+{
+    static char buf[4][PROGRAM_PATH_CAP];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, PROGRAM_PATH_CAP, "%s/%s", f->dir, name);
+    return p;
+}
+
+int program_files_teardown(void **state)
+{
+    program_files_free(*(program_files **)*state);
+    free(*state);
+    return 0;
+}
+
+int program_dir_teardown(void **state)
+{
+    program_remove_dir((const char *)*state);
+    free(*state);
+    return 0;
+}

@@ -50,6 +50,16 @@ program_files *program_files_new(const char *prefix);
 void program_files_free(program_files *f);
 /* "<f->dir>/<name>" into buf (cap bytes); returns buf. */
 const char *program_files_path(const program_files *f, const char *name, char *buf, size_t cap);
+/* "<f->dir>/<name>" in one of four static buffers used in turn, so up to
+ * four such paths can be held at once (one call's arguments). */
+char *program_files_at(const program_files *f, const char *name);
+/* A cmocka teardown for a fixture that is a program_files, or a calloc'ed
+ * struct whose first member is a program_files *: both freed. */
+int program_files_teardown(void **state);
+/* A cmocka teardown for a calloc'ed struct whose first member is a
+ * char[64] directory from program_temp_dir: the directory removed with
+ * everything in it, the struct freed. */
+int program_dir_teardown(void **state);
 /* Writes the config f->ini from fmt and its arguments (printf's). */
 void program_files_ini(const program_files *f, const char *fmt, ...)
 #ifdef __GNUC__

@@ -179,6 +179,45 @@ double ref_mse(size_t count, const double *pred, const double *target, double *d
     return s / (double)count;
 }
 
+double ref_huber(size_t count, const double *pred, const double *target, double delta,
+                 double *dpred)
+{
+    double s = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double e = pred[i] - target[i];
+        s += fabs(e) < delta ? 0.5 * e * e : delta * (fabs(e) - 0.5 * delta);
+        if (dpred)
+            dpred[i] = (e < -delta ? -delta : e > delta ? delta : e) / (double)count;
+    }
+    return s / (double)count;
+}
+
+double ref_cross_entropy_smoothed(int rows, int cols, const double *logits,
+                                  const int32_t *labels, const double *w, double eps,
+                                  double *dlogits)
+{
+    double total_w = 0, sum = 0, sw = 0;
+    for (int n = 0; n < rows; n++)
+        total_w += w ? w[labels[n]] : 1.0;
+    for (int c = 0; c < cols; c++)
+        sw += w ? w[c] : 1.0;
+    for (int n = 0; n < rows; n++) {
+        const double *l = logits + (size_t)n * cols;
+        const double lse = ref_log_sum_exp(l, cols, NULL);
+        const int y = labels[n];
+        const double wy = w ? w[y] : 1.0;
+        sum += (1 - eps) * wy * (lse - l[y]);
+        for (int c = 0; c < cols; c++) {
+            const double wc = w ? w[c] : 1.0, p = exp(l[c] - lse);
+            sum += eps / cols * wc * (lse - l[c]);
+            if (dlogits)
+                dlogits[(size_t)n * cols + c] =
+                    ((1 - eps) * wy * (p - (c == y)) + eps / cols * (sw * p - wc)) / total_w;
+        }
+    }
+    return sum / total_w;
+}
+
 double ref_log_sum_exp(const double *l, int cols, double *max)
 {
     double m = l[0];

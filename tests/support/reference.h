@@ -62,6 +62,12 @@ void ref_linear_backward(int batch, int in, int out, const double *weight, const
  * gets 2 (pred - target) / count. */
 double ref_mse(size_t count, const double *pred, const double *target, double *dpred);
 
+/* mean over the elements of e^2/2 where |e| < delta, else
+ * delta (|e| - delta/2), e = pred - target, as torch.nn.HuberLoss; dpred
+ * (may be NULL) gets clamp(e, -delta, delta) / count. */
+double ref_huber(size_t count, const double *pred, const double *target, double delta,
+                 double *dpred);
+
 /* log sum_c exp(l[c]) over one row, shifted by its maximum (stored in *max
  * when max is not NULL) so that it cannot overflow. */
 double ref_log_sum_exp(const double *l, int cols, double *max);
@@ -71,5 +77,12 @@ double ref_log_sum_exp(const double *l, int cols, double *max);
  * (softmax - onehot) / rows. logits [rows, cols]. */
 double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t *labels,
                          double *dlogits);
+
+/* torch.nn.CrossEntropyLoss(weight, label_smoothing = eps), mean
+ * reduction (the weighted mean: divided by W = sum_n w[labels[n]]); w
+ * [cols] or NULL (all 1); dlogits may be NULL. */
+double ref_cross_entropy_smoothed(int rows, int cols, const double *logits,
+                                  const int32_t *labels, const double *w, double eps,
+                                  double *dlogits);
 
 #endif

@@ -10,6 +10,8 @@
 #include "core/cuda_runtime.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
+#include "nn/cross_entropy_options.h"
+#include "nn/huber.h"
 
 fn_status run_report(fn_status st, const char *what)
 {
@@ -167,8 +169,9 @@ fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const
     return st;
 }
 
-fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
-                  const double *target, double *loss, double *dpred)
+/* A float-target loss: mse when delta is 0, else huber with that delta. */
+static fn_status run_values_loss(fn_context *ctx, int rows, int cols, const double *pred,
+                                 const double *target, double delta, double *loss, double *dpred)
 {
     fn_device dev = fn_context_device(ctx);
     fn_tensor tp = {0}, tt = {0}, tl = {0}, td = {0};
@@ -179,8 +182,10 @@ fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
         st = upload_new(&tl, 1, 1, dev, NULL);
     if (st == FN_OK && dpred)
         st = upload_new(&td, rows, cols, dev, NULL);
+    fn_tensor *d = dpred ? &td : NULL;
     if (st == FN_OK)
-        st = fn_mse_loss(ctx, &tp, &tt, &tl, dpred ? &td : NULL);
+        st = delta > 0 ? fn_huber_loss(ctx, &tp, &tt, (float)delta, &tl, d)
+                       : fn_mse_loss(ctx, &tp, &tt, &tl, d);
     if (st == FN_OK)
         st = download(&tl, loss);
     if (st == FN_OK && dpred)
@@ -190,6 +195,18 @@ fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
     fn_tensor_free(&tl);
     fn_tensor_free(&td);
     return st;
+}
+
+fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
+                  const double *target, double *loss, double *dpred)
+{
+    return run_values_loss(ctx, rows, cols, pred, target, 0, loss, dpred);
+}
+
+fn_status run_huber(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
+                    double delta, double *loss, double *dpred)
+{
+    return run_values_loss(ctx, rows, cols, pred, target, delta, loss, dpred);
 }
 
 /* The labels where the loss wants them: on the logits' device. */
@@ -211,8 +228,10 @@ static fn_status labels_on(fn_device dev, const int32_t *labels, int rows, int32
     return FN_OK;
 }
 
-fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *logits,
-                            const int32_t *labels, double *loss, double *dlogits)
+/* The cross-entropy, plain (s NULL) or weighted and smoothed. */
+static fn_status run_labels_loss(fn_context *ctx, int rows, int cols, const double *logits,
+                                 const int32_t *labels, const fn_ce_smoothing *s, double *loss,
+                                 double *dlogits)
 {
     fn_device dev = fn_context_device(ctx);
     fn_tensor tp = {0}, tl = {0}, td = {0};
@@ -224,8 +243,10 @@ fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *l
         st = upload_new(&tl, 1, 1, dev, NULL);
     if (st == FN_OK && dlogits)
         st = upload_new(&td, rows, cols, dev, NULL);
+    fn_tensor *d = dlogits ? &td : NULL;
     if (st == FN_OK)
-        st = fn_cross_entropy_loss(ctx, &tp, dev_labels, &tl, dlogits ? &td : NULL);
+        st = s ? fn_cross_entropy_smoothed_loss(ctx, &tp, dev_labels, s, &tl, d)
+               : fn_cross_entropy_loss(ctx, &tp, dev_labels, &tl, d);
     if (st == FN_OK)
         st = download(&tl, loss);
     if (st == FN_OK && dlogits)
@@ -236,4 +257,18 @@ fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *l
     fn_tensor_free(&tl);
     fn_tensor_free(&td);
     return st;
+}
+
+fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *logits,
+                            const int32_t *labels, double *loss, double *dlogits)
+{
+    return run_labels_loss(ctx, rows, cols, logits, labels, NULL, loss, dlogits);
+}
+
+fn_status run_cross_entropy_smoothed(fn_context *ctx, int rows, int cols, const double *logits,
+                                     const int32_t *labels, const float *weights, double eps,
+                                     double *loss, double *dlogits)
+{
+    const fn_ce_smoothing s = {weights, (float)eps};
+    return run_labels_loss(ctx, rows, cols, logits, labels, &s, loss, dlogits);
 }

@@ -40,6 +40,14 @@ fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const
 /* The losses: loss value and gradient (dpred may be NULL). */
 fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
                   const double *target, double *loss, double *dpred);
+/* fn_huber_loss (src/nn/huber.h) on float64 data, as run_mse. */
+fn_status run_huber(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
+                    double delta, double *loss, double *dpred);
+/* fn_cross_entropy_smoothed_loss (src/nn/cross_entropy_options.h): class
+ * weights [cols] (NULL: none) and label smoothing eps. */
+fn_status run_cross_entropy_smoothed(fn_context *ctx, int rows, int cols, const double *logits,
+                                     const int32_t *labels, const float *weights, double eps,
+                                     double *loss, double *dlogits);
 fn_status run_cross_entropy(fn_context *ctx, int rows, int cols, const double *logits,
                             const int32_t *labels, double *loss, double *dlogits);
 

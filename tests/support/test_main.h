@@ -1,5 +1,6 @@
 /* test_main.h — a test file's main: its cmocka tests run as one group,
- * with the group's setup and teardown (NULL: none). Include after
+ * with the group's setup and teardown (NULL: none), or each test with the
+ * same per-test setup and teardown. Include after
  * <cmocka.h>. */
 #ifndef FN_TEST_MAIN_H
 #define FN_TEST_MAIN_H
@@ -9,6 +10,20 @@
     {                                                            \
         const struct CMUnitTest tests_[] = {__VA_ARGS__};        \
         return cmocka_run_group_tests(tests_, setup, teardown);  \
+    }
+
+/* A test file's main whose tests each run between the same per-test setup
+ * and teardown (a fresh fixture for each), named once:
+ * TEST_MAIN_EACH(setup, teardown, cmocka_unit_test(a), cmocka_unit_test(b)). */
+#define TEST_MAIN_EACH(setup, teardown, ...)                                 \
+    int main(void)                                                           \
+    {                                                                        \
+        struct CMUnitTest tests_[] = {__VA_ARGS__};                          \
+        for (size_t i_ = 0; i_ < sizeof tests_ / sizeof tests_[0]; i_++) {   \
+            tests_[i_].setup_func = setup;                                   \
+            tests_[i_].teardown_func = teardown;                             \
+        }                                                                    \
+        return cmocka_run_group_tests(tests_, NULL, NULL);                   \
     }
 
 #endif

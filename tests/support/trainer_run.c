@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "check.h"
+#include "fusenet/optimizer.h"
 #include "expect.h"
 #include "program.h"
 #include "trainer_run.h"
@@ -165,5 +166,56 @@ fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char
     free(mp);
     fn_trainer_destroy(whole);
     fn_config_destroy(cw);
+    return t;
+}
+
+void expect_message_but_folder(const char *msg, const char *eager_msg, const char *eager_dir,
+                               const char *dir)
+{
+    const size_t cap = strlen(eager_msg) + strlen(dir) + 1;
+    char *expected = malloc(cap);
+    assert_non_null(expected);
+    const char *at = strstr(eager_msg, eager_dir);
+    if (at)
+        snprintf(expected, cap, "%.*s%s%s", (int)(at - eager_msg), eager_msg, dir,
+                 at + strlen(eager_dir));
+    else
+        snprintf(expected, cap, "%s", eager_msg);
+    assert_string_equal(msg, expected);
+    free(expected);
+}
+
+const char *const trainer_run_diverge =
+    "data.valid=;train.lr=30;train.epochs=20;train.checkpoint_every=1;"
+    "train.schedule=constant;train.warmup_steps=0";
+
+void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
+                      const char *eager_msg, const char *eager_out, const char *out,
+                      const char *defer_lag)
+{
+    char msg[4096];
+    fn_status st;
+    fn_config *cfg = NULL;
+    fn_trainer *t = trainer_run(dir, ini, out, defer_lag, trainer_run_diverge, 0, -1, &cfg, &st,
+                                msg, sizeof msg);
+    assert_int_equal(st, FN_ERR_NUMERIC);
+    expect_message_but_folder(msg, eager_msg, eager_out, out);
+    expect_same_weights(fn_trainer_net(eager), fn_trainer_net(t));
+    assert_int_equal(fn_trainer_state(t)->global_step, fn_trainer_state(eager)->global_step);
+    assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(t)),
+                     fn_optimizer_steps(fn_trainer_optimizer(eager)));
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+}
+
+fn_trainer *trainer_run_diverging(const char *dir, const char *ini, const char *out,
+                                  const char *defer_lag, fn_config **cfg, char *msg,
+                                  size_t msg_cap)
+{
+    fn_status st;
+    fn_trainer *t = trainer_run(dir, ini, out, defer_lag, trainer_run_diverge, 0, -1, cfg, &st, msg,
+                                msg_cap);
+    if (st != FN_ERR_NUMERIC || !strstr(msg, "loss is"))
+        fail_msg("the %s run did not stop at a non-finite loss: %s", out, msg);
     return t;
 }

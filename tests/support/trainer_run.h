@@ -46,6 +46,31 @@ int deferred_run_teardown(void **state);
 fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
                                     const char *lag, long long stop_after, fn_config **cfg);
 
+/* --set overrides under which run.ini's training diverges (lr 30 with
+ * momentum) after an epoch or two, past a checkpoint: for the tests of a
+ * non-finite stop. */
+extern const char *const trainer_run_diverge;
+
+/* Fails the test unless msg is eager_msg with the first mention of the
+ * output folder eager_dir replaced by dir: two runs that stopped alike. */
+void expect_message_but_folder(const char *msg, const char *eager_msg, const char *eager_dir,
+                               const char *dir);
+
+/* The diverging run (trainer_run_diverge) into <dir>/<out> with defer_lag,
+ * which must stop at a non-finite loss (FN_ERR_NUMERIC, "loss is" in its
+ * message, msg); the trainer, and its config in *cfg. */
+fn_trainer *trainer_run_diverging(const char *dir, const char *ini, const char *out,
+                                  const char *defer_lag, fn_config **cfg, char *msg,
+                                  size_t msg_cap);
+
+/* The diverging run (trainer_run_diverge) into <dir>/<out> with defer_lag:
+ * it must stop at a non-finite loss as `eager` did into <dir>/<eager_out>
+ * with eager_msg (the message but the folder's name, the weights bit for
+ * bit, the step and the optimiser's steps). */
+void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
+                      const char *eager_msg, const char *eager_out, const char *out,
+                      const char *defer_lag);
+
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
 

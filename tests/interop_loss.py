@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""interop_loss.py — train's losses against PyTorch's (ctest label
+"interop"). For each loss and its keys (huber with delta as
+torch.nn.HuberLoss; cross_entropy with class_weights and label_smoothing
+as torch.nn.CrossEntropyLoss's weight and label_smoothing), runs three full-batch plain-SGD steps of ./train and
+of the same network in PyTorch, in float64, from the same initial weights
+(a one-step run of train, loaded by both through [model] init and
+scripts/weights_to_torch.py), and checks the first step's loss (train's
+metrics.csv) and every parameter after the steps:
+|ours - torch| <= 1e-5 * max(|torch|, 1) elementwise. The parameters
+after a step carry the loss's gradient, so they check it too.
+
+Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
+mismatch or failure."""
+import csv
+import os
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_common import (RTOL, largest_difference, train,  # noqa: E402
+                            weights_to_torch, write_case)
+
+STEPS = 3
+LR = 0.1
+
+
+def values_case(tmp, name, seed):
+    """Float targets [N, 5] about the size of the outputs."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((64, 10)).astype(np.float32)
+    y = (2 * np.tanh(x @ rng.standard_normal((10, 5)))).astype(np.float32)
+    return x, y
+
+
+def classes_case(tmp, name, seed):
+    """Integer labels [N] of 5 classes."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((64, 10)).astype(np.float32)
+    return x, np.argmax(x @ rng.standard_normal((10, 5)), axis=1).astype(np.int32)
+
+
+WEIGHTS = [0.5, 2.0, 1.0, 0.25, 3.0]
+
+
+def f32s(values):
+    return torch.tensor([float(np.float32(v)) for v in values], dtype=torch.float64)
+
+
+# name, data, the [train] keys, torch's criterion
+CASES = [
+    ("huber, delta 0.5", values_case, {"loss": "huber", "delta": 0.5},
+     lambda: torch.nn.HuberLoss(delta=float(np.float32(0.5)))),
+    ("huber, default delta", values_case, {"loss": "huber"}, lambda: torch.nn.HuberLoss()),
+    ("cross_entropy, class_weights", classes_case,
+     {"class_weights": ", ".join(str(w) for w in WEIGHTS)},
+     lambda: torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS))),
+    ("cross_entropy, label_smoothing 0.2", classes_case, {"label_smoothing": 0.2},
+     lambda: torch.nn.CrossEntropyLoss(label_smoothing=float(np.float32(0.2)))),
+    ("cross_entropy, class_weights and label_smoothing 0.1", classes_case,
+     {"class_weights": ", ".join(str(w) for w in WEIGHTS), "label_smoothing": 0.1},
+     lambda: torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS),
+                                       label_smoothing=float(np.float32(0.1)))),
+]
+
+
+def torch_steps(init, x, y, criterion):
+    model = weights_to_torch.load(init).double()
+    opt = torch.optim.SGD(model.parameters(), lr=float(np.float32(LR)))
+    first = None
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        first = float(loss) if first is None else first
+        loss.backward()
+        opt.step()
+    return model, first
+
+
+def run_case(tmp, i, name, make, keys, criterion):
+    x, y = make(tmp, name, i)
+    settings = "".join(f"{k} = {v}\n" for k, v in keys.items())
+    config, path = write_case(
+        tmp, f"case{i}", x, y,
+        "[model]\nlayers = block 16, linear 5\ngroups = 4\n[train]\n"
+        f"batch_size = {len(x)}\nseed = 3\n{settings}")
+    init = train(config, os.path.join(tmp, f"init{i}"), ["train.epochs=1", "train.lr=0.01"])
+    out = os.path.join(tmp, f"run{i}")
+    ours = train(config, out, [f"model.init={init}", f"train.epochs={STEPS}", f"train.lr={LR}"])
+    with h5py.File(path, "r") as f:
+        xt = torch.from_numpy(np.asarray(f["X"], dtype=np.float64))
+        y = np.asarray(f["y"])
+        yt = torch.from_numpy(y.astype(np.int64) if y.ndim == 1 else y.astype(np.float64))
+    theirs, first = torch_steps(init, xt, yt, criterion())
+    with open(os.path.join(out, "metrics.csv")) as f:
+        loss = float(next(csv.DictReader(f))["train_loss"])
+    loss_err = abs(loss - first) / max(abs(first), 1.0)
+    worst, where = largest_difference(weights_to_torch.load(ours), theirs)
+    print(f"{name}: first loss ours {loss:.9g}, torch {first:.9g} (relative {loss_err:.3g}); "
+          f"parameters after {STEPS} steps: largest relative difference {worst:.3g} at {where}")
+    return loss_err <= RTOL and worst <= RTOL
+
+
+def main():
+    torch.set_num_threads(1)
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="fn_interop_loss_") as tmp:
+        for i, (name, make, keys, criterion) in enumerate(CASES):
+            ok &= run_case(tmp, i, name, make, keys, criterion)
+    if not ok:
+        sys.exit(f"interop_loss: a loss differs from PyTorch by more than {RTOL} relative")
+    print("interop_loss: the losses match PyTorch")
+
+
+if __name__ == "__main__":
+    main()
