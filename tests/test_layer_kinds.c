@@ -14,6 +14,7 @@
 
 #include "expect.h"
 #include "fusenet/block.h"
+#include "fusenet/dense.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
 #include "fusenet/model.h"
@@ -46,12 +47,18 @@ static fn_layer *make(fn_context *ctx, const fn_layer_spec *spec, int in,
 static void test_lookup(void **state)
 {
     (void)state;
-    assert_int_equal(fn_layer_kind_count(), 2);
+    assert_int_equal(fn_layer_kind_count(), 5);
     const fn_layer_kind *k = NULL;
     EXPECT_OK(fn_layer_kind_find("block", &k));
     assert_ptr_equal(k, &fn_block_kind);
     EXPECT_OK(fn_layer_kind_find("linear", &k));
     assert_ptr_equal(k, &fn_linear_kind);
+    EXPECT_OK(fn_layer_kind_find("relu", &k));
+    assert_ptr_equal(k, &fn_relu_kind);
+    EXPECT_OK(fn_layer_kind_find("gelu", &k));
+    assert_ptr_equal(k, &fn_gelu_kind);
+    EXPECT_OK(fn_layer_kind_find("residual", &k));
+    assert_ptr_equal(k, &fn_residual_kind);
     /* Every kind of the table is found by its name, and names are unique. */
     for (int i = 0; i < fn_layer_kind_count(); i++) {
         const fn_layer_kind *at = fn_layer_kind_at(i);
@@ -72,15 +79,17 @@ static void test_unknown_kind(void **state)
     (void)state;
     const fn_layer_kind *k = &fn_block_kind;
     EXPECT_FAIL(fn_layer_kind_find("conv", &k), FN_ERR_INVALID,
-                "unknown layer kind 'conv' (expected block or linear)");
+                "unknown layer kind 'conv' (expected block, linear, relu, gelu or residual)");
     assert_null(k);
     /* The message names every kind of the table. */
     for (int i = 0; i < fn_layer_kind_count(); i++)
         assert_non_null(strstr(fn_last_error(), fn_layer_kind_at(i)->name));
     EXPECT_FAIL(fn_layer_kind_find("Block", &k), FN_ERR_INVALID, "unknown layer kind 'Block'");
-    char list[64];
-    assert_string_equal(fn_layer_kind_list(list, sizeof list, 0), "block or linear");
-    assert_string_equal(fn_layer_kind_list(list, sizeof list, 1), "'block N' or 'linear N'");
+    char list[128];
+    assert_string_equal(fn_layer_kind_list(list, sizeof list, 0),
+                        "block, linear, relu, gelu or residual");
+    assert_string_equal(fn_layer_kind_list(list, sizeof list, 1),
+                        "'block N', 'linear N', 'relu N', 'gelu N' or 'residual N'");
 }
 
 static void test_kind_of_layer(void **state)
@@ -88,10 +97,10 @@ static void test_kind_of_layer(void **state)
     const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
     for (int i = 0; i < fn_layer_kind_count(); i++) {
         const fn_layer_spec spec = {fn_layer_kind_at(i), 4};
-        fn_layer *l = make(*state, &spec, 3, &hp);
+        fn_layer *l = make(*state, &spec, 4, &hp);
         assert_ptr_equal(fn_layer_kind_of(l), spec.kind);
         assert_string_equal(l->ops->kind, spec.kind->name);
-        assert_int_equal(l->in_features, 3);
+        assert_int_equal(l->in_features, 4);
         assert_int_equal(l->out_features, 4);
         fn_layer_destroy(l);
     }
@@ -175,9 +184,50 @@ static void test_block_attrs_round_trip(void **state)
 static void test_linear_has_no_attrs(void **state)
 {
     (void)state;
-    assert_int_equal(fn_linear_kind.n_attrs, 0);
-    assert_null(fn_linear_kind.get_attrs);
-    assert_null(fn_linear_kind.set_attrs);
+    const fn_layer_kind *plain[] = {&fn_linear_kind, &fn_relu_kind, &fn_gelu_kind};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        assert_int_equal(plain[i]->n_attrs, 0);
+        assert_null(plain[i]->get_attrs);
+        assert_null(plain[i]->set_attrs);
+        assert_null(plain[i]->check);
+    }
+}
+
+/* A residual layer is a block with the skip: the block's attributes and
+ * check, its configuration with residual set; its width must equal its
+ * input's, and the message says which two differ and why. */
+static void test_residual(void **state)
+{
+    const fn_layer_kind *k = &fn_residual_kind;
+    assert_int_equal(k->n_attrs, 3);
+    assert_string_equal(k->attrs[0].name, "groups");
+    const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec spec = {k, 6};
+    fn_layer *l = make(*state, &spec, 6, &hp);
+    fn_block_config bc;
+    EXPECT_OK(fn_block_get_config(l, &bc));
+    assert_int_equal(bc.residual, 1);
+    assert_int_equal(bc.groups, 2);
+    fn_layer_attr_value values[FN_LAYER_ATTRS_MAX];
+    EXPECT_OK(k->get_attrs(l, values));
+    assert_int_equal(values[0].i, 2);
+    fn_layer_destroy(l);
+    const fn_layer_spec block = {&fn_block_kind, 6};
+    l = make(*state, &block, 6, &hp);
+    EXPECT_OK(fn_block_get_config(l, &bc));
+    assert_int_equal(bc.residual, 0);
+    fn_layer_destroy(l);
+    fn_rng rng = {.seed = 3, .offset = 0};
+    EXPECT_FAIL(fn_layer_create(&l, *state, 5, &spec, &hp, 4, &rng), FN_ERR_INVALID,
+                "residual 6 takes inputs of 5 columns: a residual layer adds its input to its "
+                "output, so its width must equal its input's");
+    assert_null(l);
+    /* In a net, the message names the layer. */
+    const fn_layer_spec specs[] = {{&fn_block_kind, 8}, {k, 6}};
+    fn_net *net = NULL;
+    EXPECT_FAIL(fn_model_create(&net, *state, specs, 2, 3, &hp, 4, 1), FN_ERR_INVALID,
+                "layer 1 (residual 6): residual 6 takes inputs of 8 columns");
+    assert_null(net);
 }
 
 /* No CPU layer fuses backward and the SGD step: the checked entry point
@@ -188,10 +238,10 @@ static void test_no_fused_step_on_the_cpu(void **state)
     const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
     for (int i = 0; i < fn_layer_kind_count(); i++) {
         const fn_layer_spec spec = {fn_layer_kind_at(i), 4};
-        fn_layer *l = make(*state, &spec, 3, &hp);
+        fn_layer *l = make(*state, &spec, 4, &hp);
         assert_null(l->ops->backward_sgd);
-        float xs[3] = {1, 2, 3}, ys[4], dys[4] = {1, 0, 0, 0};
-        fn_tensor x = fn_tensor_view(xs, 1, 3, FN_CPU), y = fn_tensor_view(ys, 1, 4, FN_CPU);
+        float xs[4] = {1, 2, 3, 4}, ys[4], dys[4] = {1, 0, 0, 0};
+        fn_tensor x = fn_tensor_view(xs, 1, 4, FN_CPU), y = fn_tensor_view(ys, 1, 4, FN_CPU);
         fn_tensor dy = fn_tensor_view(dys, 1, 4, FN_CPU);
         EXPECT_OK(fn_layer_forward(l, &x, &y));
         EXPECT_FAIL(fn_layer_backward_sgd(l, &dy, NULL, 0.1f), FN_ERR_INVALID,
@@ -238,6 +288,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_lookup),          T(test_unknown_kind),          T(test_kind_of_layer),
         T(test_parse_and_check), T(test_block_attrs_round_trip), T(test_linear_has_no_attrs),
+        T(test_residual),
         T(test_no_fused_step_on_the_cpu), T(test_memory_need),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/data.h"
+#include "fusenet/dense.h"
 #include "fusenet/device.h"
 #include "fusenet/evaluation.h"
 #include "fusenet/init.h"

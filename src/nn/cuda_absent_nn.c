@@ -6,6 +6,7 @@
 #include "core/cuda_absent.h"
 #include "nn/block_impl.h"
 #include "nn/block_products_cuda.h"
+#include "nn/dense_impl.h"
 #include "nn/linear_impl.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
@@ -30,6 +31,10 @@ const fn_layer_ops fn_block_cuda_ops = {
     .kind = "block", .forward = absent_forward, .backward = absent_backward,
     .destroy = destroy_block,
 };
+const fn_layer_ops fn_residual_cuda_ops = {
+    .kind = "residual", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_block,
+};
 const fn_layer_ops fn_linear_cuda_ops = {
     .kind = "linear", .forward = absent_forward, .backward = absent_backward,
     .destroy = destroy_linear,
@@ -46,6 +51,23 @@ size_t fn_block_ws_weight_floats(const fn_block *b)
     (void)b;
     return 0;
 }
+
+static fn_status absent_activate(fn_context *ctx, fn_activation act, float *y, const float *z,
+                                 size_t n)
+{
+    (void)ctx, (void)act, (void)y, (void)z, (void)n;
+    return fn_cuda_absent("an activation on the GPU");
+}
+
+static fn_status absent_derive(fn_context *ctx, fn_activation act, float *dz, const float *dy,
+                               const float *z, size_t n)
+{
+    (void)ctx, (void)act, (void)dz, (void)dy, (void)z, (void)n;
+    return fn_cuda_absent("an activation's derivative on the GPU");
+}
+
+const fn_dense_backend fn_dense_cuda_backend = {.activate = absent_activate,
+                                                .derive = absent_derive};
 
 fn_status fn_linear_cuda_setup(fn_linear *l)
 {

@@ -8,12 +8,16 @@
 #include <string.h>
 
 #include "fusenet/block.h"
+#include "fusenet/dense.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
 
 static const fn_layer_kind *const kinds[] = {
     &fn_block_kind,
     &fn_linear_kind,
+    &fn_relu_kind,
+    &fn_gelu_kind,
+    &fn_residual_kind,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 

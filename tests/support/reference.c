@@ -207,3 +207,65 @@ double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t
     }
     return total / rows;
 }
+
+void ref_residual_forward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                          double *y, const ref_block_cache *cache)
+{
+    ref_block_forward(d, p, x, y, cache);
+    for (size_t i = 0; i < (size_t)d->batch * d->out; i++)
+        y[i] += x[i];
+}
+
+void ref_residual_backward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                           const double *dy, const ref_block_grads *g)
+{
+    ref_block_backward(d, p, x, dy, g);
+    if (g->dx)
+        for (size_t i = 0; i < (size_t)d->batch * d->out; i++)
+            g->dx[i] += dy[i];
+}
+
+static const double kInvSqrt2 = 0.70710678118654752440;
+static const double kInvSqrt2Pi = 0.39894228040143267794;
+
+double ref_activation(int act, double z)
+{
+    return act == REF_RELU ? (z > 0 ? z : 0) : 0.5 * z * (1 + erf(z * kInvSqrt2));
+}
+
+double ref_activation_slope(int act, double z)
+{
+    if (act == REF_RELU)
+        return z > 0 ? 1 : 0;
+    return 0.5 * (1 + erf(z * kInvSqrt2)) + z * kInvSqrt2Pi * exp(-0.5 * z * z);
+}
+
+double ref_activation_curve(int act, double z)
+{
+    return act == REF_RELU ? 0 : kInvSqrt2Pi * exp(-0.5 * z * z) * (2 - z * z);
+}
+
+void ref_dense_forward(int batch, int in, int out, int act, const double *weight,
+                       const double *bias, const double *x, double *y, double *z)
+{
+    const size_t count = (size_t)batch * out;
+    double *pre = z ? z : malloc(count * sizeof *pre);
+    ref_linear_forward(batch, in, out, weight, bias, x, pre);
+    for (size_t i = 0; i < count; i++)
+        y[i] = ref_activation(act, pre[i]);
+    if (!z)
+        free(pre);
+}
+
+void ref_dense_backward(int batch, int in, int out, int act, const double *weight,
+                        const double *bias, const double *x, const double *dy, double *dx,
+                        double *dweight, double *dbias)
+{
+    const size_t count = (size_t)batch * out;
+    double *z = malloc(count * sizeof *z), *dz = malloc(count * sizeof *dz);
+    ref_linear_forward(batch, in, out, weight, bias, x, z);
+    for (size_t i = 0; i < count; i++)
+        dz[i] = dy[i] * ref_activation_slope(act, z[i]);
+    ref_linear_backward(batch, in, out, weight, x, dz, dx, dweight, dbias);
+    free(z), free(dz);
+}
