@@ -8,7 +8,11 @@ scripts/weights_to_torch.py and checks that the outputs agree within 1e-5
 relative: |ours - torch| <= 1e-5 * max(|torch|, 1) elementwise, with torch
 computing in float64 from the same float32 weights (and statistics).
 predict --targets is checked against figures computed here from torch's
-outputs (loss and accuracy; loss, MAE and R² per output), and the module's
+outputs (loss and accuracy; loss, MAE and R² per output). A network of
+every layer kind (residual, relu, gelu, block, linear) is checked the same
+way, and its training too: from one set of weights, a few full-batch SGD
+steps in ./train and in PyTorch float64 (autograd through the same
+modules) give the same parameters within 1e-5 relative. Then the module's
 state_dict keys, a state_dict saved and loaded back, and its TorchScript
 file run in a Python that cannot import the script.
 
@@ -149,6 +153,56 @@ def evaluate_values(weights, inputs, tmp):
     print(f"predict --targets (regression): {text.splitlines()[0]}")
 
 
+KINDS_LAYERS = "residual 20 x 3, relu 16, gelu 12, residual 12, block 8, linear 6"
+
+
+def kinds_data(tmp):
+    """Regression data (20 inputs, 6 outputs) for a network of every kind."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((120, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 6)).astype(np.float32)
+    path = os.path.join(tmp, "kinds.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("X", data=x)
+        f.create_dataset("y", data=np.tanh(x @ w / 4).astype(np.float32))
+    config = os.path.join(tmp, "kinds.ini")
+    with open(config, "w") as f:
+        f.write(f"[data]\ntrain = kinds.h5\n[model]\nlayers = {KINDS_LAYERS}\ngroups = 4\n"
+                "[train]\nloss = mse\nbatch_size = 120\nepochs = 3\nlr = 0.02\n"
+                "momentum = 0.9\nseed = 3\n")
+    return config, path
+
+
+def kinds_train_steps(config, data, init, tmp, steps=4, lr=0.02, momentum=0.9):
+    """./train's full-batch SGD steps from init against torch.optim.SGD's on
+    the same modules in float64: every parameter within RTOL relative."""
+    ours = weights_to_torch.load(train(config, os.path.join(tmp, "kinds_steps"),
+                                       f"model.init={init}", f"train.epochs={steps}"))
+    theirs = weights_to_torch.load(init).double()
+    with h5py.File(data, "r") as f:
+        x = torch.from_numpy(np.asarray(f["X"], dtype=np.float64))
+        y = torch.from_numpy(np.asarray(f["y"], dtype=np.float64))
+    opt = torch.optim.SGD(theirs.parameters(), lr=float(np.float32(lr)),
+                          momentum=float(np.float32(momentum)))
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(theirs(x), y).backward()
+        opt.step()
+    kinds = {type(m).__name__ for m in theirs.children()}
+    if not {"Residual", "Dense", "Block", "Linear"} <= kinds:
+        sys.exit(f"kinds network: modules {sorted(kinds)}")
+    worst, where = 0.0, ""
+    for (name, p), q in zip(theirs.named_parameters(), ours.parameters()):
+        a, b = q.detach().double().numpy(), p.detach().numpy()
+        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
+        i = np.unravel_index(np.argmax(err), err.shape)
+        if err[i] > worst:
+            worst, where = float(err[i]), f"{name}{tuple(int(j) for j in i)}"
+    print(f"kinds: {steps} SGD steps, largest relative parameter difference {worst:.3g} at {where}")
+    if not worst <= RTOL:
+        sys.exit(f"kinds: parameters after {steps} steps differ from PyTorch by more than {RTOL}")
+
+
 def standardized_data(tmp):
     """float64 inputs, feature 2 of scale 1e6 about 3e6, 3 classes."""
     rng = np.random.default_rng(8)
@@ -219,6 +273,10 @@ def main():
         compare("regression", regression, data, tmp)
         evaluate_values(regression, data, tmp)
         evaluate_classes(digits, os.path.join(SOURCE, "data", "digits_valid.h5"), tmp)
+        config, data = kinds_data(tmp)
+        kinds = train(config, os.path.join(tmp, "kinds"))
+        compare("kinds", kinds, data, tmp)
+        kinds_train_steps(config, data, kinds, tmp)
         config, data = standardized_data(tmp)
         scaled = train(config, os.path.join(tmp, "scaled"))
         compare("standardized", scaled, data, tmp)
