@@ -738,6 +738,7 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .backward = block_cuda_backward,
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
+    .set_pass = nullptr,
 };
 
 extern "C" const fn_layer_ops fn_residual_cuda_ops = {
@@ -746,6 +747,7 @@ extern "C" const fn_layer_ops fn_residual_cuda_ops = {
     .backward = block_cuda_backward,
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
+    .set_pass = nullptr,
 };
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)

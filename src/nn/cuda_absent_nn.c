@@ -7,6 +7,7 @@
 #include "nn/block_impl.h"
 #include "nn/block_products_cuda.h"
 #include "nn/dense_impl.h"
+#include "nn/dropout_impl.h"
 #include "nn/linear_impl.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
@@ -34,6 +35,11 @@ const fn_layer_ops fn_block_cuda_ops = {
 const fn_layer_ops fn_residual_cuda_ops = {
     .kind = "residual", .forward = absent_forward, .backward = absent_backward,
     .destroy = destroy_block,
+};
+static void destroy_dropout(fn_layer *l) { fn_dropout_cpu_ops.destroy(l); }
+const fn_layer_ops fn_dropout_cuda_ops = {
+    .kind = "dropout", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_dropout,
 };
 const fn_layer_ops fn_linear_cuda_ops = {
     .kind = "linear", .forward = absent_forward, .backward = absent_backward,

@@ -447,6 +447,16 @@ fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *
             break;
         start = comma + 1;
     }
+    /* An item that keeps its input's width (0) after one that has a width
+     * takes that width here; only leading ones wait for the data's. */
+    for (int i = 1; i < n; i++)
+        if (specs[i].width == 0)
+            specs[i].width = specs[i - 1].width;
+    if (n > 0 && specs[n - 1].width == 0) {
+        free(specs);
+        return fn_fail(FN_ERR_INVALID, "no item sets a width: the last layer's width is the "
+                       "number of outputs (add a layer such as 'linear 10')");
+    }
     *layers = specs;
     *n_layers = n;
     return FN_OK;
@@ -812,8 +822,9 @@ static fn_status check_groups(const fn_config *cfg)
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
         if (s->kind->check && s->kind->check(s, &hp) != FN_OK) {
-            snprintf(problem, sizeof problem, "%s of layer %d (%s %d)", fn_last_error(), l + 1,
-                     s->kind->name, s->width);
+            char item[64];
+            fn_layer_spec_format(s, item, sizeof item);
+            snprintf(problem, sizeof problem, "%s of layer %d (%s)", fn_last_error(), l + 1, item);
             return key_fail(cfg, FN_ERR_INVALID, where, problem);
         }
     }
@@ -1008,13 +1019,14 @@ static size_t format_layers(const fn_config *cfg, char *buf, size_t cap)
         const fn_layer_spec *s = &cfg->layers[i];
         int run = 1;
         while (i + run < cfg->n_layers && cfg->layers[i + run].kind == s->kind &&
-               cfg->layers[i + run].width == s->width)
+               cfg->layers[i + run].width == s->width && cfg->layers[i + run].value == s->value)
             run++;
-        char times[24] = "";
+        char item[64], times[24] = "";
+        fn_layer_spec_format(s, item, sizeof item);
         if (run > 1)
             snprintf(times, sizeof times, " x %d", run);
         const int n = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
-                               "%s%s %d%s", i ? ", " : "", s->kind->name, s->width, times);
+                               "%s%s%s", i ? ", " : "", item, times);
         len += (size_t)(n > 0 ? n : 0);
         i += run;
     }

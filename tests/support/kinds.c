@@ -3,5 +3,5 @@
 #include "kind.h"
 
 const gc_kind *const gc_kinds[] = {&gc_block_kind, &gc_linear_kind, &gc_relu_kind, &gc_gelu_kind,
-                                    &gc_residual_kind};
+                                    &gc_residual_kind, &gc_dropout_kind};
 const size_t gc_n_kinds = GC_COUNT(gc_kinds);

@@ -269,3 +269,31 @@ void ref_dense_backward(int batch, int in, int out, int act, const double *weigh
     ref_linear_backward(batch, in, out, weight, x, dz, dx, dweight, dbias);
     free(z), free(dz);
 }
+
+/* Philox4x32-10, Salmon et al. SC'11, Figure 2's constants. */
+static void ref_philox(uint32_t ctr[4], uint32_t k0, uint32_t k1)
+{
+    for (int r = 0; r < 10; r++) {
+        const uint64_t a = (uint64_t)0xD2511F53u * ctr[0], b = (uint64_t)0xCD9E8D57u * ctr[2];
+        const uint32_t out[4] = {(uint32_t)(b >> 32) ^ ctr[1] ^ k0, (uint32_t)b,
+                                 (uint32_t)(a >> 32) ^ ctr[3] ^ k1, (uint32_t)a};
+        for (int i = 0; i < 4; i++)
+            ctr[i] = out[i];
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+void ref_dropout_mask(int batch, int width, double p, uint64_t seed, uint64_t layer,
+                      uint64_t step, uint64_t row0, double *mask)
+{
+    const uint64_t key = seed + layer * 0x9E3779B97F4A7C15ull;
+    const uint32_t threshold = (uint32_t)floor(p * 4294967296.0);
+    for (size_t i = 0; i < (size_t)batch * width; i++) {
+        const uint64_t e = row0 * (uint64_t)width + i;
+        uint32_t ctr[4] = {(uint32_t)(e / 4), (uint32_t)(e / 4 >> 32), (uint32_t)step,
+                           (uint32_t)(step >> 32)};
+        ref_philox(ctr, (uint32_t)key, (uint32_t)(key >> 32));
+        mask[i] = ctr[e % 4] >= threshold ? 1.0 : 0.0;
+    }
+}

@@ -79,6 +79,15 @@ void ref_dense_backward(int batch, int in, int out, int act, const double *weigh
                         const double *bias, const double *x, const double *dy, double *dx,
                         double *dweight, double *dbias);
 
+/* Dropout in training (torch.nn.Dropout's y = x * mask / (1 - p)) with
+ * the mask of fusenet's counter-based generator, written here again from
+ * its definition (dropout.h): element e = (row0 + n) * width + c of step
+ * `step` is kept when word e % 4 of Philox4x32-10 at counter {e / 4 (64
+ * bits), step (64 bits)}, key seed + layer * 0x9E3779B97F4A7C15, is at
+ * least floor(p 2^32). mask [batch, width] gets 1 or 0. */
+void ref_dropout_mask(int batch, int width, double p, uint64_t seed, uint64_t layer,
+                      uint64_t step, uint64_t row0, double *mask);
+
 /* sum (pred - target)^2 / count, as torch.nn.MSELoss; dpred (may be NULL)
  * gets 2 (pred - target) / count. */
 double ref_mse(size_t count, const double *pred, const double *target, double *dpred);
