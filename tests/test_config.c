@@ -302,6 +302,19 @@ static void test_bad_layer_lists(void **state)
     EXPECT_ERROR("[model]\nlayers = block 16,, linear 4\n", NULL, FN_ERR_INVALID,
                  "model.layers: item 2 is empty", NULL);
     EXPECT_ERROR("[model]\nlayers = block 1x6\n", NULL, FN_ERR_INVALID, "width '1x6'", NULL);
+    EXPECT_ERROR("[model]\nlayers = block 16, dropout 1, linear 4\n", NULL, FN_ERR_INVALID,
+                 "run.ini:2: model.layers: item 2: dropout probability '1' is not a number from "
+                 "0 to below 1", NULL);
+    EXPECT_ERROR("[model]\nlayers = block 16, dropout -0.1, linear 4\n", NULL, FN_ERR_INVALID,
+                 "item 2: dropout probability '-0.1'", NULL);
+    EXPECT_ERROR("[model]\nlayers = dropout 0.5\n", NULL, FN_ERR_INVALID,
+                 "no item sets a width", NULL);
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 16, residual 16 x 3, "
+                 "dropout 0.1, residual 8, linear 4\n",
+                 NULL, FN_ERR_INVALID,
+                 "run.ini:4: model.layers: residual 8 takes inputs of 16 columns: a residual "
+                 "layer adds its input to its output",
+                 "of layer 6 (residual 8)");
 }
 
 static void test_groups_must_divide(void **state)

@@ -66,6 +66,11 @@ struct fn_layer_kind {
      * built; the message says what is wrong ("groups 8 does not divide the
      * width 12"). */
     fn_status (*check)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+    /* Optional: spec after inputs of in_features columns, where a list
+     * knows them before the data is read (the width of the item before);
+     * create checks the same. The message says what is wrong ("residual 64
+     * takes inputs of 32 columns: ..."). */
+    fn_status (*check_input)(const fn_layer_spec *spec, int in_features);
     /* A layer for inputs of in_features columns, batches of up to max_batch
      * rows, initialised from rng. */
     fn_status (*create)(fn_layer **layer, fn_context *ctx, int in_features,

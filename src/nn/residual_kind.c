@@ -5,6 +5,18 @@
  * negative_slope) through the block kind's hooks (block_impl.h). */
 #include "nn/block_impl.h"
 
+/* The message fn_block_create gives, before anything is built. */
+static fn_status check_input(const fn_layer_spec *spec, int in_features)
+{
+    if (spec->width == in_features)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "residual %d takes inputs of %d columns: a residual layer adds its input to "
+                   "its output, so its width must equal its input's (the width of the layer "
+                   "before it, or the data's columns for the first layer)",
+                   spec->width, in_features);
+}
+
 static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
                         const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
                         fn_rng *rng)
@@ -19,6 +31,7 @@ const fn_layer_kind fn_residual_kind = {
     .usage = "residual N",
     .parse = fn_layer_parse_width,
     .check = fn_block_kind_check,
+    .check_input = check_input,
     .create = create,
     .attrs = fn_block_kind_attrs,
     .n_attrs = FN_BLOCK_KIND_N_ATTRS,

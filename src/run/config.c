@@ -813,16 +813,26 @@ static fn_status check_required(const fn_config *cfg)
     return FN_OK;
 }
 
-static fn_status check_groups(const fn_config *cfg)
+/* Each layer's kind checks its item against the [model] settings (a
+ * message on groups, or on layers when groups is not given) and, after
+ * the first, against the width before it (a message on layers). */
+static fn_status check_layers(const fn_config *cfg)
 {
-    int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
+    const int layers = find_key("model", "layers");
+    const int settings = key_given(cfg, find_key("model", "groups")) ? find_key("model", "groups")
+                                                                      : layers;
     const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
                                .negative_slope = cfg->negative_slope};
-    char problem[512];
+    char problem[512], item[64];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
-        if (s->kind->check && s->kind->check(s, &hp) != FN_OK) {
-            char item[64];
+        int where = -1;
+        if (s->kind->check && s->kind->check(s, &hp) != FN_OK)
+            where = settings;
+        else if (l > 0 && s->kind->check_input &&
+                 s->kind->check_input(s, cfg->layers[l - 1].width) != FN_OK)
+            where = layers;
+        if (where >= 0) {
             fn_layer_spec_format(s, item, sizeof item);
             snprintf(problem, sizeof problem, "%s of layer %d (%s)", fn_last_error(), l + 1, item);
             return key_fail(cfg, FN_ERR_INVALID, where, problem);
@@ -994,7 +1004,7 @@ fn_status fn_config_finish(fn_config *cfg)
         return fn_fail(FN_ERR_INVALID, "fn_config_finish: the config is NULL");
     FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
-    FN_TRY(check_groups(cfg));
+    FN_TRY(check_layers(cfg));
     FN_TRY(check_optimizer(cfg));
     FN_TRY(check_schedule(cfg));
     FN_TRY(check_best(cfg));
