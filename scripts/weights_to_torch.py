@@ -15,7 +15,8 @@ As a library (put scripts/ on sys.path, or copy this one file):
     layer0 ...   one per layer group: a Block (Linear -> GroupNorm ->
                  LeakyReLU -> x + x), a Residual (the same with the input
                  added: x + Block(x)), a Dense (Linear -> ReLU, or Linear ->
-                 GELU, exact) or a torch.nn.Linear
+                 GELU, exact), a torch.nn.Dropout(p) (the identity in eval
+                 mode, as in predict) or a torch.nn.Linear
 
 so its state_dict() keys are, with I the layer's index:
 
@@ -24,6 +25,7 @@ so its state_dict() keys are, with I the layer's index:
     layerI.linear.bias                    float32 [out]       block, residual, relu, gelu: /layerI/bias
     layerI.norm.weight, layerI.norm.bias  float32 [out]       block, residual: /layerI/gamma, beta
     layerI.weight, layerI.bias            float32 [out, in], [out]   linear layer
+    (a dropout layer has no keys)
 
 `model.state_dict()` saved with torch.save loads back into the module
 `load` builds (load_state_dict). Pickling the module itself (torch.save of
@@ -173,6 +175,12 @@ def load(path):
                 dense = Dense(n_in, n_out, kind)
                 _fill_linear(dense.linear, group, n_in, n_out)
                 children[name] = dense
+            elif kind == "dropout":
+                p = float(group.attrs["p"])
+                if n_in != n_out or not 0.0 <= p < 1.0:
+                    raise ValueError(f"{path}: group '{name}': dropout of {n_in} inputs, "
+                                     f"{n_out} outputs and p {p}")
+                children[name] = torch.nn.Dropout(p)
             elif kind == "linear":
                 children[name] = _fill_linear(torch.nn.Linear(n_in, n_out), group, n_in, n_out)
             else:
