@@ -235,6 +235,29 @@ static void test_residual(void **state)
     assert_null(net);
 }
 
+/* A relu or gelu layer: its parameters are the linear layer's (weight,
+ * bias), its buffers z and dz at max_batch (none made forward only), as
+ * param_floats and row_floats say. */
+static void test_dense_sizes(void **state)
+{
+    const fn_layer_kind *kinds[] = {&fn_relu_kind, &fn_gelu_kind};
+    for (int i = 0; i < 2; i++) {
+        for (int forward_only = 0; forward_only < 2; forward_only++) {
+            const fn_layer_spec spec = {kinds[i], 6, 0};
+            const fn_layer_hparams hp = {.forward_only = forward_only};
+            fn_layer *l = make(*state, &spec, 5, &hp);
+            assert_int_equal(l->n_params, 2);
+            assert_string_equal(l->params[0].name, "weight");
+            assert_string_equal(l->params[1].name, "bias");
+            assert_true((double)fn_layer_param_count(l) == kinds[i]->param_floats(5, &spec));
+            assert_int_equal(fn_layer_buffer_bytes(l),
+                             (size_t)(kinds[i]->row_floats(&spec, &hp) * 4 * sizeof(float)));
+            assert_int_equal(fn_layer_buffer_bytes(l), forward_only ? 0 : 2 * 6 * 4 * sizeof(float));
+            fn_layer_destroy(l);
+        }
+    }
+}
+
 /* "dropout P": a probability in [0, 1), its input's width, read back as
  * written; the weights file's attribute p. */
 static void test_dropout_item(void **state)
@@ -400,7 +423,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_lookup),          T(test_unknown_kind),          T(test_kind_of_layer),
         T(test_parse_and_check), T(test_block_attrs_round_trip), T(test_linear_has_no_attrs),
-        T(test_residual), T(test_dropout_item), T(test_dropout_masks),
+        T(test_residual), T(test_dense_sizes), T(test_dropout_item), T(test_dropout_masks),
         T(test_no_fused_step_on_the_cpu), T(test_memory_need),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

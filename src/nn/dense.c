@@ -70,9 +70,10 @@ const fn_layer_ops fn_dense_cuda_ops[FN_ACTIVATION_COUNT] = {
 
 static int is_dense(const fn_layer *l)
 {
-    return l && l->ops >= fn_dense_cpu_ops && l->ops < fn_dense_cpu_ops + FN_ACTIVATION_COUNT
-        ? 1
-        : l && l->ops >= fn_dense_cuda_ops && l->ops < fn_dense_cuda_ops + FN_ACTIVATION_COUNT;
+    for (int a = 0; l && a < FN_ACTIVATION_COUNT; a++)
+        if (l->ops == &fn_dense_cpu_ops[a] || l->ops == &fn_dense_cuda_ops[a])
+            return 1;
+    return 0;
 }
 
 static fn_status setup(fn_dense *d, int max_batch, fn_rng *rng)
