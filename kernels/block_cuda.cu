@@ -20,6 +20,12 @@
  * the dW product accumulates -lr dz^T x into the weight itself (cuBLAS
  * beta = 1) after the dx product has read it.
  *
+ * A residual block (cfg.residual) passes its input as `skip` to the
+ * forward kernels, which add it to y as they write it, and dx as `dskip`
+ * to the backward kernels, which copy dy into it as they read it; the dx
+ * product then adds dz W onto it (beta = 1): the identity path costs no
+ * pass of its own.
+ *
  * z and dz, the block's own caches, are float, or bfloat16 in bf16 mode
  * (block_products_cuda.h says why): every kernel below takes them as a
  * template type Z and computes in float either way; the statistics, the
@@ -110,6 +116,17 @@ __device__ __forceinline__ void store_vec(__nv_bfloat16 *p /* [V] */, const floa
     }
 }
 
+/* d += p[0, V): the residual block's skip. */
+template <int V>
+__device__ __forceinline__ void add_vec(float (&d)[V], const float *p /* [V] */)
+{
+    float s[V];
+    load_vec<V>(s, p);
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        d[e] += s[e];
+}
+
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
@@ -129,6 +146,7 @@ template <typename Z, int V, int R>
 __global__ void __launch_bounds__(kForwardThreads)
 block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
                           const Z *z /* [N, C], x W^T without bias */,
+                          const float *skip /* [N, C] added to y, or NULL */,
                           const float *bias /* [C] */, const float *gamma /* [C] */,
                           const float *beta /* [C] */, int N, int C, int G, int team, float eps,
                           float slope)
@@ -188,6 +206,8 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
 #pragma unroll
             for (int e = 0; e < V; e++)
                 out[e] = leaky2(g[e] * ((v[r][e] - mu) * rs) + b[e], slope);
+            if (skip)
+                add_vec<V>(out, skip + n * C + c0 + j);
             store_vec<V>(y + n * C + c0 + j, out);
         }
     }
@@ -197,7 +217,8 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
 template <typename Z, int V>
 __global__ void __launch_bounds__(kGroupThreads)
 block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
-                           const Z *z /* [N, C] */, const float *bias /* [C] */,
+                           const Z *z /* [N, C] */, const float *skip /* [N, C] or NULL */,
+                           const float *bias /* [C] */,
                            const float *gamma /* [C] */, const float *beta /* [C] */, int C, int G,
                            float eps, float slope)
 {
@@ -245,6 +266,8 @@ block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, floa
 #pragma unroll
         for (int e = 0; e < V; e++)
             out[e] = leaky2(g[e] * (((a[e] + b[e]) - mu) * rs) + bt[e], slope);
+        if (skip)
+            add_vec<V>(out, skip + n * C + c0 + j);
         store_vec<V>(y + n * C + c0 + j, out);
     }
 }
@@ -284,6 +307,7 @@ __device__ __forceinline__ void stage_column_partials(
 template <typename Z, int V, int R>
 __global__ void __launch_bounds__(kBackwardWarps * kWarpSize)
 block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C] */,
+                           float *dskip /* [N, C] gets dy, or NULL */,
                            const float *mean /* [N, G] */, const float *rstd /* [N, G] */,
                            const Z *z /* [N, C] */, const float *dy /* [N, C] */,
                            const float *bias /* [C] */, const float *gamma /* [C] */,
@@ -336,6 +360,8 @@ block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C]
                 float a[V], d[V];
                 load_vec<V>(a, z + row + j);
                 load_vec<V>(d, dy + row + j);
+                if (dskip)
+                    store_vec<V>(dskip + row + j, d);
 #pragma unroll
                 for (int e = 0; e < V; e++) {
                     zh[r][e] = ((a[e] + bia[r][e]) - mu) * rs;
@@ -408,7 +434,8 @@ __device__ __forceinline__ float zhat_ghat(float *gh, const group_vec<V> &v, int
 /* Backward, group path: dz for one (sample, group) per block. */
 template <typename Z, int V>
 __global__ void __launch_bounds__(kGroupThreads)
-block_backward_group_kernel(Z *dz /* [N, C] */, const float *mean /* [N, G] */,
+block_backward_group_kernel(Z *dz /* [N, C] */, float *dskip /* [N, C] gets dy, or NULL */,
+                            const float *mean /* [N, G] */,
                             const float *rstd /* [N, G] */, const Z *z /* [N, C] */,
                             const float *dy /* [N, C] */, const float *bias /* [C] */,
                             const float *gamma /* [C] */, const float *beta /* [C] */, int C,
@@ -449,6 +476,8 @@ block_backward_group_kernel(Z *dz /* [N, C] */, const float *mean /* [N, G] */,
             out[e] = rs * (gh - m1 - zh * m2);
         }
         store_vec<V>(dz + row + j, out);
+        if (dskip)
+            store_vec<V>(dskip + row + j, v.dy);
     }
 }
 
@@ -562,8 +591,9 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
     const float *bias = param(b, FN_BLOCK_BIAS), *gamma = param(b, FN_BLOCK_GAMMA),
                 *beta = param(b, FN_BLOCK_BETA);
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
+    const float *skip = b->cfg.residual ? b->x.data : NULL;
     const bool aligned = aligned16(y) && aligned_vec(z) && aligned16(bias) && aligned16(gamma) &&
-                         aligned16(beta);
+                         aligned16(beta) && aligned16(skip);
     const block_plan p = make_plan(C, G, aligned);
     const size_t pairs = (size_t)N * G;
     if (p.reps == 0) {
@@ -571,10 +601,10 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
             block_forward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, z, bias, gamma, beta, C, G, eps, slope);
+                y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps, slope);
         else
             block_forward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, z, bias, gamma, beta, C, G, eps, slope);
+                y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps, slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
@@ -585,7 +615,7 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
         block_forward_team_kernel<Z, S::vec, S::reps><<<(unsigned)blocks, kForwardThreads, 0, s>>>(
-            y, b->mean.data, b->rstd.data, z, bias, gamma, beta, N, C, G, p.team, eps, slope);
+            y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, N, C, G, p.team, eps, slope);
     });
     FN_CUDA_CHECK_LAUNCH(block_forward_team_kernel);
     return FN_OK;
@@ -597,10 +627,12 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
 }
 
 /* dz into the dz cache; dgamma, dbeta, dbias added to the gradients (lr ==
- * 0) or applied to gamma, beta, bias by plain SGD (lr > 0). */
+ * 0) or applied to gamma, beta, bias by plain SGD (lr > 0); dskip (the
+ * residual block's dx, or NULL) gets dy. */
 template <typename Z>
-static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z /* [N, C] */,
-                                    const float *dy /* [N, C] */, int N, float lr)
+static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dskip /* [N, C] */,
+                                    const Z *z /* [N, C] */, const float *dy /* [N, C] */, int N,
+                                    float lr)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
     const float slope = b->cfg.negative_slope;
@@ -612,7 +644,7 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z 
     float *partials = ws.partials;
     const int chunks = fn_row_chunks(N);
     const bool aligned = aligned16(dy) && aligned_vec(z) && aligned_vec(dz) && aligned16(bias) &&
-                         aligned16(gamma) && aligned16(beta);
+                         aligned16(gamma) && aligned16(beta) && aligned16(dskip);
     const block_plan p = make_plan(C, G, aligned);
     if (p.reps == 0) {
         const size_t pairs = (size_t)N * G;
@@ -620,10 +652,10 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z 
             return fn_fail(FN_ERR_INVALID, "block backward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
             block_backward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                dz, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
+                dz, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
         else
             block_backward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                dz, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
+                dz, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
         FN_CUDA_CHECK_LAUNCH(block_backward_group_kernel);
         const norm_column_op<Z> op = {b->mean.data, b->rstd.data, z, dz, dy,
                                       bias, gamma, beta, C, G, slope};
@@ -636,7 +668,7 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z 
             using S = decltype(shape);
             block_backward_team_kernel<Z, S::vec, S::reps>
                 <<<grid, kBackwardWarps * kWarpSize, 0, s>>>(
-                    dz, partials, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G,
+                    dz, partials, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G,
                     p.team, rows_per_chunk, slope);
         });
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
@@ -650,32 +682,34 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, const Z *z 
     return fn_column_finish<3>(s, out, partials, lr, chunks, C);
 }
 
-static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, int N, float lr)
+/* dx: the residual block's, which starts as dy (NULL otherwise). */
+static fn_status norm_backward(fn_block *b, const float *dy /* [N, C] */, fn_tensor *dx, int N,
+                               float lr)
 {
+    float *dskip = b->cfg.residual && dx ? dx->data : NULL;
     return with_caches(b, [&](auto *z, auto *dz) {
-        return norm_backward_into(b, dz, z, dy, N, lr);
+        return norm_backward_into(b, dz, dskip, z, dy, N, lr);
     });
 }
 
 extern "C" fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy /* [N, C] */,
                                                       int N)
 {
-    return norm_backward(b, dy, N, 0.0f);
+    return norm_backward(b, dy, NULL, N, 0.0f);
 }
 
 static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
 {
     fn_block *b = (fn_block *)l;
+    b->x = *x; /* the residual block's skip, read by the normalisation */
     FN_TRY(fn_block_cuda_forward_product(b, x));
-    FN_TRY(fn_block_cuda_normalize_forward(b, y->data, x->rows));
-    b->x = *x;
-    return FN_OK;
+    return fn_block_cuda_normalize_forward(b, y->data, x->rows);
 }
 
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
-    FN_TRY(norm_backward(b, dy->data, l->batch, 0.0f));
+    FN_TRY(norm_backward(b, dy->data, dx, l->batch, 0.0f));
     return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
 }
 
@@ -685,7 +719,7 @@ static fn_status block_cuda_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_te
                                          float lr)
 {
     fn_block *b = (fn_block *)l;
-    FN_TRY(norm_backward(b, dy->data, l->batch, lr));
+    FN_TRY(norm_backward(b, dy->data, dx, l->batch, lr));
     return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
 }
 
@@ -704,6 +738,16 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .backward = block_cuda_backward,
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
+    .set_pass = nullptr,
+};
+
+extern "C" const fn_layer_ops fn_residual_cuda_ops = {
+    .kind = "residual",
+    .forward = block_cuda_forward,
+    .backward = block_cuda_backward,
+    .destroy = block_cuda_destroy,
+    .backward_sgd = block_cuda_backward_sgd,
+    .set_pass = nullptr,
 };
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)

@@ -103,17 +103,20 @@ static fn_status dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, floa
 }
 
 /* dx = dz W: column-major dx^T = w^T dz^T, both as stored; W as the
- * forward left it (bf16 mode: its w_h; tf32x3: its split). */
+ * forward left it (bf16 mode: its w_h; tf32x3: its split). A residual
+ * block's dx already holds dy (its normalisation's backward wrote it):
+ * the product adds onto it (beta = 1). */
 static fn_status dinput(fn_block *b, const fn_block_ws *ws, fn_tensor *dx)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
+    const float beta = b->cfg.residual ? 1.0f : 0.0f;
     if (ws->w_h)
-        return fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, 0.0f,
+        return fn_cuda_gemm_bf16(l->ctx, 0, 0, in, N, C, 1.0f, ws->w_h, in, ws->dz_h, C, beta,
                                  dx->data, 0, in);
     const float *w = ws->w_big ? ws->w_big : b->params[FN_BLOCK_WEIGHT].value.data;
     return fn_cuda_gemm_split(l->ctx, 0, 0, in, N, C, 1.0f, w, ws->w_small, in,
-                              ws->dz_big ? ws->dz_big : b->dz.data, ws->dz_small, C, 0.0f,
+                              ws->dz_big ? ws->dz_big : b->dz.data, ws->dz_small, C, beta,
                               dx->data, in);
 }
 

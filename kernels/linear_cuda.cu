@@ -127,6 +127,7 @@ extern "C" const fn_layer_ops fn_linear_cuda_ops = {
     .backward = linear_cuda_backward,
     .destroy = linear_cuda_destroy,
     .backward_sgd = NULL, /* the net's fallback: backward, then fn_sgd_update */
+    .set_pass = NULL,
 };
 
 extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)

@@ -13,15 +13,19 @@ As a library (put scripts/ on sys.path, or copy this one file):
     input_norm   Standardize: (x - mean) / std, only when the file has
                  /input_norm ([data] standardize = true)
     layer0 ...   one per layer group: a Block (Linear -> GroupNorm ->
-                 LeakyReLU -> x + x) or a torch.nn.Linear
+                 LeakyReLU -> x + x), a Residual (the same with the input
+                 added: x + Block(x)), a Dense (Linear -> ReLU, or Linear ->
+                 GELU, exact), a torch.nn.Dropout(p) (the identity in eval
+                 mode, as in predict) or a torch.nn.Linear
 
 so its state_dict() keys are, with I the layer's index:
 
     input_norm.mean, input_norm.std      float32 [in]        (buffers)
-    layerI.linear.weight                  float32 [out, in]   block: /layerI/weight
-    layerI.linear.bias                    float32 [out]       block: /layerI/bias
-    layerI.norm.weight, layerI.norm.bias  float32 [out]       block: /layerI/gamma, beta
+    layerI.linear.weight                  float32 [out, in]   block, residual, relu, gelu: /layerI/weight
+    layerI.linear.bias                    float32 [out]       block, residual, relu, gelu: /layerI/bias
+    layerI.norm.weight, layerI.norm.bias  float32 [out]       block, residual: /layerI/gamma, beta
     layerI.weight, layerI.bias            float32 [out, in], [out]   linear layer
+    (a dropout layer has no keys)
 
 `model.state_dict()` saved with torch.save loads back into the module
 `load` builds (load_state_dict). Pickling the module itself (torch.save of
@@ -82,6 +86,28 @@ class Block(torch.nn.Module):
         return y + y
 
 
+class Residual(Block):
+    """fusenet's residual layer: y = x + 2 * leaky_relu(group_norm(x W^T +
+    b)), a Block whose input (of its own width) is added to its output."""
+
+    def forward(self, x):
+        y = self.act(self.norm(self.linear(x)))
+        return x + (y + y)
+
+
+class Dense(torch.nn.Module):
+    """fusenet's relu and gelu layers: Linear, then torch.nn.ReLU or
+    torch.nn.GELU() (exact, erf)."""
+
+    def __init__(self, n_in, n_out, kind):
+        super().__init__()
+        self.linear = torch.nn.Linear(n_in, n_out)
+        self.act = torch.nn.ReLU() if kind == "relu" else torch.nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.linear(x))
+
+
 def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -101,10 +127,13 @@ def _fill_linear(linear, group, n_in, n_out):
     return linear
 
 
-def _block(group, n_in, n_out):
+def _block(group, n_in, n_out, cls=Block):
     attrs = group.attrs
-    block = Block(n_in, n_out, int(attrs["groups"]), float(attrs["eps"]),
-                  float(attrs["negative_slope"]))
+    if cls is Residual and n_in != n_out:
+        raise ValueError(f"{group.file.filename}: group '{group.name.lstrip('/')}': a residual "
+                         f"layer of {n_in} inputs and {n_out} outputs (they must be equal)")
+    block = cls(n_in, n_out, int(attrs["groups"]), float(attrs["eps"]),
+                float(attrs["negative_slope"]))
     _fill_linear(block.linear, group, n_in, n_out)
     with torch.no_grad():
         block.norm.weight.copy_(_tensor(group, "gamma", (n_out,)))
@@ -140,6 +169,18 @@ def load(path):
                 children["input_norm"] = _input_norm(f, n_in)
             if kind == "block":
                 children[name] = _block(group, n_in, n_out)
+            elif kind == "residual":
+                children[name] = _block(group, n_in, n_out, Residual)
+            elif kind in ("relu", "gelu"):
+                dense = Dense(n_in, n_out, kind)
+                _fill_linear(dense.linear, group, n_in, n_out)
+                children[name] = dense
+            elif kind == "dropout":
+                p = float(group.attrs["p"])
+                if n_in != n_out or not 0.0 <= p < 1.0:
+                    raise ValueError(f"{path}: group '{name}': dropout of {n_in} inputs, "
+                                     f"{n_out} outputs and p {p}")
+                children[name] = torch.nn.Dropout(p)
             elif kind == "linear":
                 children[name] = _fill_linear(torch.nn.Linear(n_in, n_out), group, n_in, n_out)
             else:

@@ -8,7 +8,13 @@ scripts/weights_to_torch.py and checks that the outputs agree within 1e-5
 relative: |ours - torch| <= 1e-5 * max(|torch|, 1) elementwise, with torch
 computing in float64 from the same float32 weights (and statistics).
 predict --targets is checked against figures computed here from torch's
-outputs (loss and accuracy; loss, MAE and R² per output), and the module's
+outputs (loss and accuracy; loss, MAE and R² per output). A network of
+every layer kind (residual, relu, gelu, dropout, block, linear) is checked
+the same way, and its training too: from one set of weights, a few
+full-batch SGD steps in ./train and in PyTorch float64 (autograd through
+the same modules, dropout as x * mask / (1 - p) with fusenet's masks,
+drawn here by a NumPy Philox4x32-10 from their definition) give the same
+parameters within 1e-5 relative. Then the module's
 state_dict keys, a state_dict saved and loaded back, and its TorchScript
 file run in a Python that cannot import the script.
 
@@ -117,6 +123,148 @@ def evaluate_values(weights, inputs, tmp):
     print(f"predict --targets (regression): {text.splitlines()[0]}")
 
 
+KINDS_LAYERS = ("residual 20 x 3, dropout 0.25, relu 16, gelu 12, residual 12, dropout 0.5, "
+                "block 8, linear 6")
+KINDS_SEED = 3
+
+
+def philox_keeps(seed, layer, step, width, rows, p):
+    """fusenet's dropout mask (include/fusenet/dropout.h) [rows, width]:
+    element e = row * width + column is kept when word e % 4 of
+    Philox4x32-10 at counter {e / 4 (64 bits), step (64 bits)}, key seed +
+    layer * 0x9E3779B97F4A7C15 (mod 2^64), is at least floor(p 2^32)."""
+    m32 = np.uint64(0xFFFFFFFF)
+    key = (seed + layer * 0x9E3779B97F4A7C15) % 2**64
+    e = np.arange(rows * width, dtype=np.uint64)
+    block = e // np.uint64(4)
+    c = [block & m32, block >> np.uint64(32), np.full_like(e, step & 0xFFFFFFFF),
+         np.full_like(e, step >> 32)]
+    k0, k1 = np.uint64(key & 0xFFFFFFFF), np.uint64(key >> 32)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c[0]
+        p1 = np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m32, (p0 >> np.uint64(32)) ^ c[3] ^ k1,
+             p0 & m32]
+        k0 = (k0 + np.uint64(0x9E3779B9)) & m32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & m32
+    words = np.choose((e % np.uint64(4)).astype(np.int64), c)
+    return (words >= np.uint64(int(np.floor(p * 2.0**32)))).reshape(rows, width)
+
+
+M64 = 2**64 - 1
+
+
+def _splitmix64(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def epoch_order(seed, epoch, rows):
+    """The rows of a one-slab set in the order ./train takes them in an
+    epoch (src/data/shuffle.c: Fisher-Yates from splitmix64, stream 1)."""
+    _, a = _splitmix64(seed)
+    _, b = _splitmix64(a ^ epoch)
+    _, state = _splitmix64(b ^ 1)
+    p = list(range(rows))
+    for i in range(rows - 1, 0, -1):
+        n = i + 1
+        threshold = (2**64 - n) % n
+        while True:
+            state, r = _splitmix64(state)
+            if r >= threshold:
+                break
+        j = r % n
+        p[i], p[j] = p[j], p[i]
+    return np.array(p)
+
+
+class MaskedDropout(torch.nn.Module):
+    """torch.nn.Dropout's training formula, x * mask / (1 - p), with the
+    mask fusenet draws at the step set before each forward."""
+
+    def __init__(self, p, layer):
+        super().__init__()
+        self.p, self.layer, self.step = p, layer, 0
+
+    def forward(self, x):
+        keep = philox_keeps(KINDS_SEED, self.layer, self.step, x.shape[1], x.shape[0], self.p)
+        return x * torch.from_numpy(keep.astype(np.float64)) / (1.0 - self.p)
+
+
+def kinds_data(tmp):
+    """Regression data (20 inputs, 6 outputs) for a network of every kind."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((120, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 6)).astype(np.float32)
+    path = os.path.join(tmp, "kinds.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("X", data=x)
+        f.create_dataset("y", data=np.tanh(x @ w / 4).astype(np.float32))
+    config = os.path.join(tmp, "kinds.ini")
+    with open(config, "w") as f:
+        f.write(f"[data]\ntrain = kinds.h5\n[model]\nlayers = {KINDS_LAYERS}\ngroups = 4\n"
+                "[train]\nloss = mse\nbatch_size = 120\nepochs = 3\nlr = 0.02\n"
+                f"momentum = 0.9\nseed = {KINDS_SEED}\n")
+    return config, path
+
+
+def kinds_train_steps(config, data, init, tmp, steps=3, lr=0.005, momentum=0.9):
+    """./train's full-batch SGD steps from init against torch.optim.SGD's on
+    the same modules in float64: every parameter within RTOL relative. The
+    batch's rows in ./train's order (epoch_order), dropout's masks of each
+    step. Few, small steps: ReLU's and LeakyReLU's kinks part float32 from
+    float64 as soon as an input near 0 takes the other sign in one of them
+    (here from the fourth step at lr 0.005: a jump of 7e-5 in one bias),
+    which no tolerance from rounding covers."""
+    ours = weights_to_torch.load(train(config, os.path.join(tmp, "kinds_steps"),
+                                       (f"model.init={init}", f"train.epochs={steps}",
+                                        f"train.lr={lr}", f"train.momentum={momentum}")))
+    theirs = weights_to_torch.load(init).double()
+    with h5py.File(data, "r") as f:
+        x = torch.from_numpy(np.asarray(f["X"], dtype=np.float64))
+        y = torch.from_numpy(np.asarray(f["y"], dtype=np.float64))
+    # Each dropout layer's key is the initialisation stream's offset when it
+    # was made: the values drawn before it (weight and bias of each layer
+    # with parameters) and one for each dropout before it.
+    offset, dropouts = 0, []
+    for name, module in list(theirs.named_children()):
+        if isinstance(module, torch.nn.Dropout):
+            masked = MaskedDropout(module.p, offset)
+            setattr(theirs, name, masked)
+            dropouts.append(masked)
+            offset += 1
+        else:  # the Linear's weight and bias are drawn; GroupNorm's are constants
+            linear = getattr(module, "linear", module)
+            offset += linear.weight.numel() + linear.bias.numel()
+    if len(dropouts) != 2:
+        sys.exit(f"kinds network: {len(dropouts)} dropout layers, expected 2")
+    opt = torch.optim.SGD(theirs.parameters(), lr=float(np.float32(lr)),
+                          momentum=float(np.float32(momentum)))
+    for step in range(steps):  # one batch an epoch, its rows in the epoch's order
+        for d in dropouts:
+            d.step = step
+        order = torch.from_numpy(epoch_order(KINDS_SEED, step, x.shape[0]))
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(theirs(x[order]), y[order]).backward()
+        opt.step()
+    kinds = {type(m).__name__ for m in theirs.children()}
+    if not {"Residual", "Dense", "Block", "Linear", "MaskedDropout"} <= kinds:
+        sys.exit(f"kinds network: modules {sorted(kinds)}")
+    worst, where = 0.0, ""
+    for (name, p), q in zip(theirs.named_parameters(), ours.parameters()):
+        a, b = q.detach().double().numpy(), p.detach().numpy()
+        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
+        i = np.unravel_index(np.argmax(err), err.shape)
+        if err[i] > worst:
+            worst, where = float(err[i]), f"{name}{tuple(int(j) for j in i)}"
+    print(f"kinds: {steps} SGD steps, largest relative parameter difference {worst:.3g} at {where}")
+    if not worst <= RTOL:
+        sys.exit(f"kinds: parameters after {steps} steps differ from PyTorch by more than {RTOL}")
+
+
 def standardized_data(tmp):
     """float64 inputs, feature 2 of scale 1e6 about 3e6, 3 classes."""
     rng = np.random.default_rng(8)
@@ -180,6 +328,10 @@ def main():
         compare("regression", regression, data, tmp)
         evaluate_values(regression, data, tmp)
         evaluate_classes(digits, os.path.join(SOURCE, "data", "digits_valid.h5"), tmp)
+        config, data = kinds_data(tmp)
+        kinds = train(config, os.path.join(tmp, "kinds"))
+        compare("kinds", kinds, data, tmp)
+        kinds_train_steps(config, data, kinds, tmp)
         config, data = standardized_data(tmp)
         scaled = train(config, os.path.join(tmp, "scaled"))
         compare("standardized", scaled, data, tmp)

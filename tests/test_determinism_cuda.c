@@ -1,7 +1,9 @@
 /* test_determinism_cuda.c — the GPU backend's promises that need no
  * reference implementation: two training runs from one seed give
  * bit-identical weights; GPU initialisation equals CPU initialisation bit for
- * bit; every math mode is accepted; and each of the three products, in each
+ * bit; dropout draws the CPU's masks bit for bit (the step and the row
+ * read from the device, so a new pass changes them); every math mode is
+ * accepted; and each of the three products, in each
  * mode, matches a float64 product within that mode's accuracy (tf32x3 within
  * 3e-5, bf16 within 1e-2; test_bf16_cuda.c checks bf16 element by element).
  * Every test skips, saying why, on a machine without a GPU. */
@@ -20,6 +22,7 @@
 #include "core/cuda_runtime.h"
 #include "expect.h"
 #include "fusenet/block.h"
+#include "fusenet/dropout.h"
 #include "fusenet/init.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
@@ -94,6 +97,59 @@ static void test_init_uniform_matches_cpu(void **state)
     fn_tensor_free(&cpu);
     fn_tensor_free(&gpu);
     fn_context_destroy(ctx);
+}
+
+/* Dropout's forward and backward on the GPU equal the CPU's bit for bit,
+ * at a step past 2^32 and a share starting at row 37; a second pass
+ * (another step) changes the GPU's mask as it does the CPU's. */
+static void test_dropout_matches_cpu(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    fn_context *gctx = gpu_context(FN_MATH_FP32), *cctx = NULL;
+    EXPECT_OK(fn_context_create(&cctx, FN_CPU, 0, FN_MATH_FP32));
+    enum { ROWS = 37, COLS = 53 };
+    fn_rng rc = {.seed = 77, .offset = 5}, rg = rc;
+    fn_layer *cpu = NULL, *gpu = NULL;
+    EXPECT_OK(fn_dropout_create(&cpu, cctx, COLS, 0.3, ROWS, &rc, 0));
+    EXPECT_OK(fn_dropout_create(&gpu, gctx, COLS, 0.3, ROWS, &rg, 0));
+    static float x[ROWS * COLS], yc[ROWS * COLS], yg[ROWS * COLS], dxc[ROWS * COLS],
+        dxg[ROWS * COLS];
+    for (int i = 0; i < ROWS * COLS; i++)
+        x[i] = (float)(i % 97) * 0.37f - 11.0f;
+    fn_tensor xg = {0}, ygt = {0}, dxgt = {0};
+    EXPECT_OK(fn_tensor_alloc(&xg, ROWS, COLS, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&ygt, ROWS, COLS, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&dxgt, ROWS, COLS, FN_CUDA));
+    EXPECT_OK(fn_tensor_upload(&xg, x, ROWS * COLS));
+    fn_tensor xc = fn_tensor_view(x, ROWS, COLS, FN_CPU), yct = fn_tensor_view(yc, ROWS, COLS, FN_CPU);
+    fn_tensor dxct = fn_tensor_view(dxc, ROWS, COLS, FN_CPU);
+    const long long steps[] = {5000000123LL, 4};
+    float first[ROWS * COLS];
+    for (int k = 0; k < 2; k++) {
+        const fn_pass pass = {.training = 1, .step = steps[k], .row0 = 37};
+        EXPECT_OK(fn_layer_set_pass(cpu, &pass));
+        EXPECT_OK(fn_layer_set_pass(gpu, &pass));
+        EXPECT_OK(fn_layer_forward(cpu, &xc, &yct));
+        EXPECT_OK(fn_layer_forward(gpu, &xg, &ygt));
+        EXPECT_OK(fn_layer_backward(cpu, &xc, &dxct)); /* dy = x */
+        EXPECT_OK(fn_layer_backward(gpu, &xg, &dxgt));
+        EXPECT_OK(fn_tensor_download(&ygt, yg, ROWS * COLS));
+        EXPECT_OK(fn_tensor_download(&dxgt, dxg, ROWS * COLS));
+        assert_memory_equal(yc, yg, sizeof yc);
+        assert_memory_equal(dxc, dxg, sizeof dxc);
+        if (k == 0)
+            memcpy(first, yg, sizeof first);
+        else
+            assert_true(memcmp(first, yg, sizeof first) != 0);
+    }
+    fn_tensor_free(&xg);
+    fn_tensor_free(&ygt);
+    fn_tensor_free(&dxgt);
+    fn_layer_destroy(cpu);
+    fn_layer_destroy(gpu);
+    fn_context_destroy(cctx);
+    fn_context_destroy(gctx);
 }
 
 /* ---- the three products against float64 ---- */
@@ -365,6 +421,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_math_modes_accepted),
         cmocka_unit_test(test_init_uniform_matches_cpu),
+        cmocka_unit_test(test_dropout_matches_cpu),
         cmocka_unit_test(test_products_fp32),
         cmocka_unit_test(test_products_tf32),
         cmocka_unit_test(test_products_tf32x3),

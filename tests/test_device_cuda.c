@@ -101,7 +101,7 @@ static void test_net_larger_than_the_gpu_is_refused(void **state)
     const fn_layer_kind *block = NULL, *linear = NULL;
     assert_int_equal(fn_layer_kind_find("block", &block), FN_OK);
     assert_int_equal(fn_layer_kind_find("linear", &linear), FN_OK);
-    const fn_layer_spec huge[] = {{block, 1 << 24}, {block, 1 << 24}, {linear, 4}};
+    const fn_layer_spec huge[] = {{block, 1 << 24, 0}, {block, 1 << 24, 0}, {linear, 4, 0}};
     const fn_layer_hparams hp = {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f};
     fn_net *net = NULL;
     assert_int_equal(fn_model_create(&net, ctx, huge, 3, 6, &hp, 8, 1), FN_ERR_NOMEM);

@@ -50,7 +50,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     *state = f;
     EXPECT_OK(fn_context_create(&f->ctx, FN_CPU, -1, FN_MATH_FP32));
-    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 3}};
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8, 0}, {&fn_linear_kind, 3, 0}};
     const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
                                     {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f}};
     EXPECT_OK(fn_model_create_each(&f->net, f->ctx, specs, 2, IN, hp, 4, 7));
@@ -149,7 +149,7 @@ static void unmapped_kind_is_refused(void **state)
 {
     fixture *f = *state;
     fn_net *net = NULL;
-    const fn_layer_spec spec = {&fn_linear_kind, 4};
+    const fn_layer_spec spec = {&fn_linear_kind, 4, 0};
     const fn_layer_hparams hp = {.groups = 1};
     EXPECT_OK(fn_model_create_each(&net, f->ctx, &spec, 1, IN, &hp, 4, 1));
     fn_layer *l = calloc(1, sizeof *l);
@@ -191,7 +191,7 @@ static void safetensors_round_trip_is_bit_identical(void **state)
     EXPECT_OK(fn_block_get_config(fn_net_layer(built, 0), &bc));
     assert_int_equal(bc.groups, 2);
     assert_true(bc.eps == 1e-3f && bc.negative_slope == 0.2f);
-    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 3}};
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8, 0}, {&fn_linear_kind, 3, 0}};
     const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
                                     {.groups = 1}};
     EXPECT_OK(fn_model_create_each(&loaded, f->ctx, specs, 2, IN, hp, 4, 99));
@@ -224,7 +224,7 @@ static void safetensors_load_checks_layers(void **state)
     path_in(f, "w.safetensors", st);
     EXPECT_OK(fn_export_write(f->net, NULL, NULL, FN_EXPORT_SAFETENSORS, st));
     fn_net *other = NULL;
-    const fn_layer_spec specs[2] = {{&fn_block_kind, 8}, {&fn_linear_kind, 4}};
+    const fn_layer_spec specs[2] = {{&fn_block_kind, 8, 0}, {&fn_linear_kind, 4, 0}};
     const fn_layer_hparams hp[2] = {{.groups = 2, .eps = 1e-3f, .negative_slope = 0.2f},
                                     {.groups = 1}};
     EXPECT_OK(fn_model_create_each(&other, f->ctx, specs, 2, IN, hp, 4, 1));

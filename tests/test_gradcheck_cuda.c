@@ -129,43 +129,53 @@ static size_t count_differences(const gc_problem *p, const gc_out *a, const gc_o
     return differ;
 }
 
+/* One kind's case, run twice on a GPU context: every value bit for bit. */
+static int two_runs_same(fn_context *gpu, const gc_kind *kind, const gc_case *c)
+{
+    char layer[40], shape[64], at[48];
+    snprintf(layer, sizeof layer, "%s %s", kind->name, gc_backend_name(gpu));
+    gc_problem p;
+    if (run_report(gc_problem_init(&p, kind, c, gpu), layer) != FN_OK) {
+        gc_problem_free(&p);
+        return 0;
+    }
+    gc_out a, b;
+    gc_out_alloc(&a, &p), gc_out_alloc(&b, &p);
+    int ran = run_report(gc_problem_run(gpu, &p, p.dy, 0, &a), "first run") == FN_OK;
+    ran &= run_report(gc_problem_run(gpu, &p, p.dy, 0, &b), "second run") == FN_OK;
+    size_t first = 0, total = p.ny;
+    for (int t = 0; t < p.n; t++)
+        total += p.size[t];
+    double diff = 0;
+    size_t differ = ran ? count_differences(&p, &a, &b, &first, &diff) : 0;
+    gc_shape(shape, sizeof shape, &p);
+    snprintf(at, sizeof at, "%zu", first);
+    chk_table_row(layer, shape, "y and every d", diff, differ ? at : "-", "bitwise",
+                  ran && !differ);
+    if (differ)
+        printf("    %zu of %zu values differ between two runs\n", differ, total);
+    gc_out_free(&a), gc_out_free(&b);
+    gc_problem_free(&p);
+    return ran && !differ;
+}
+
 /* DESIGN.md: no float atomics, a fixed reduction order, so one input gives
- * one output, bit for bit, run after run. */
+ * one output, bit for bit, run after run: the block, and the residual
+ * block, whose dx the product adds onto dy. */
 static void test_block_deterministic(void **state)
 {
     cuda_state *s = need_gpu(state);
     static const gc_case big = {.batch = 257, .in = 300, .out = 1024, .groups = 64,
                                 .slope = 0.01, .eps = 1e-5, .xscale = 1, .wscale = 1,
                                 .seed = 77, .why = "K = 16, 257 rows: several row chunks"};
-    chk_table_header("CUDA block: two runs, bit for bit");
+    static const gc_case square = {.batch = 257, .in = 1024, .out = 1024, .groups = 64,
+                                   .slope = 0.01, .eps = 1e-5, .xscale = 1, .wscale = 1,
+                                   .seed = 78, .why = "K = 16, 257 rows, in = out"};
+    chk_table_header("CUDA block and residual: two runs, bit for bit");
     int ok = 1;
     for (int m = 0; m < N_MODES; m++) {
-        char layer[40], shape[64], at[48];
-        snprintf(layer, sizeof layer, "block %s", gc_backend_name(s->gpu[m]));
-        gc_problem p;
-        if (run_report(gc_problem_init(&p, &gc_block_kind, &big, s->gpu[m]), layer) != FN_OK) {
-            gc_problem_free(&p);
-            ok = 0;
-            continue;
-        }
-        gc_out a, b;
-        gc_out_alloc(&a, &p), gc_out_alloc(&b, &p);
-        int ran = run_report(gc_problem_run(s->gpu[m], &p, p.dy, 0, &a), "first run") == FN_OK;
-        ran &= run_report(gc_problem_run(s->gpu[m], &p, p.dy, 0, &b), "second run") == FN_OK;
-        size_t first = 0, total = p.ny;
-        for (int t = 0; t < p.n; t++)
-            total += p.size[t];
-        double diff = 0;
-        size_t differ = ran ? count_differences(&p, &a, &b, &first, &diff) : 0;
-        gc_shape(shape, sizeof shape, &p);
-        snprintf(at, sizeof at, "%zu", first);
-        chk_table_row(layer, shape, "y and every d", diff, differ ? at : "-", "bitwise",
-                      ran && !differ);
-        if (differ)
-            printf("    %zu of %zu values differ between two runs\n", differ, total);
-        ok &= ran && !differ;
-        gc_out_free(&a), gc_out_free(&b);
-        gc_problem_free(&p);
+        ok &= two_runs_same(s->gpu[m], &gc_block_kind, &big);
+        ok &= two_runs_same(s->gpu[m], &gc_residual_kind, &square);
     }
     assert_true(ok);
 }

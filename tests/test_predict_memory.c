@@ -68,7 +68,7 @@ static void write_weights(const char *path, int width, int groups)
     const fn_layer_kind *block = NULL, *linear = NULL;
     EXPECT_OK(fn_layer_kind_find("block", &block));
     EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, width}, {linear, 4}};
+    const fn_layer_spec specs[] = {{block, width, 0}, {linear, 4, 0}};
     const fn_layer_hparams hp = {.groups = groups, .eps = 1e-5f, .negative_slope = 0.01f};
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, cpu, specs, 2, IN, &hp, 1, 1));
@@ -102,7 +102,7 @@ static void test_built_forward_only(void **state)
     const fn_layer_kind *block = NULL, *linear = NULL;
     EXPECT_OK(fn_layer_kind_find("block", &block));
     EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, 16}, {linear, 4}};
+    const fn_layer_spec specs[] = {{block, 16, 0}, {linear, 4, 0}};
     const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f,
                                  .forward_only = 1};
     fn_model_memory need;

@@ -12,6 +12,8 @@
  *    one graph a loader slot; the eager run gathers its batches on the host
  *    ([run] data_on_device = false), the others from the set kept on the GPU
  *    (true);
+ *  - with dropout layers, whose kernels read the step from the device, the
+ *    three runs end alike too: each replay draws its own step's masks;
  *  - a graph run stopped mid-epoch and resumed ends as the uninterrupted one;
  *  - a diverging graph run stops with the eager run's message (the step
  *    where the loss first went non-finite, the first non-finite value) and
@@ -258,6 +260,13 @@ static void test_graph_mse(void **state)
     expect_three_same(*state, "mse", "data.targets=t;train.loss=mse");
 }
 
+static void test_graph_dropout(void **state)
+{
+    skip_without_gpu();
+    expect_three_same(*state, "dropout",
+                      "model.layers=block 32, dropout 0.5, block 32, dropout 0.25, linear 3");
+}
+
 static void test_graph_resume(void **state)
 {
     skip_without_gpu();
@@ -290,6 +299,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_graph_sgd, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_mse, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_dropout, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_resume, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, deferred_run_teardown),
     };

@@ -5,9 +5,14 @@
  *   zhat = (z - mu) / sqrt(var + eps);  u = gamma_c zhat + beta_c;
  *   y = 2 * (u > 0 ? u : slope * u).
  * Parameters, as PyTorch names them: weight [out, in], bias, gamma, beta [out].
- * CPU code: src/nn/block_cpu.c; CUDA code: kernels/block_cuda.cu. As a
- * layer kind, "block N": a block of width N with [model] groups, eps and
- * negative_slope, which its weights-file group records. */
+ * With residual set (in == out), the input is added to the output:
+ *   y = x + 2 * leaky_relu(group_norm(x W^T + b)),  dx = dy + dz W,
+ * the skip folded into the same kernels (forward adds x as it writes y;
+ * backward's normalisation pass copies dy into dx, onto which the dx
+ * product adds).
+ * CPU code: src/nn/block_cpu.c; CUDA code: kernels/block_cuda.cu. As layer
+ * kinds, "block N" and "residual N": a block of width N with [model]
+ * groups, eps and negative_slope, which its weights-file group records. */
 #ifndef FUSENET_BLOCK_H
 #define FUSENET_BLOCK_H
 
@@ -25,6 +30,7 @@ typedef struct fn_block_config {
     float eps;            /* > 0; PyTorch's default 1e-5 */
     float negative_slope; /* >= 0; PyTorch's default 0.01 */
     int forward_only;     /* 1: no gradients and no dz cache; backward is an error */
+    int residual;         /* 1: y = x + block(x); in_features must equal out_features */
 } fn_block_config;
 
 /* PyTorch's defaults for the given sizes. */
@@ -47,8 +53,10 @@ size_t fn_block_buffer_bytes(const fn_layer *l);
 /* The bytes of that copy (bf16 mode on the GPU; else 0). */
 size_t fn_block_weight_copy_bytes(const fn_layer *l);
 
-/* Its entry in the registry of layer kinds. */
+/* Their entries in the registry of layer kinds: the block, and the block
+ * with its identity skip (residual_kind.c). */
 extern const fn_layer_kind fn_block_kind;
+extern const fn_layer_kind fn_residual_kind;
 
 #ifdef __cplusplus
 }

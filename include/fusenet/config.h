@@ -79,7 +79,9 @@ int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap,
                        size_t value_cap);
 
 /* Parses a [model] layers value ("block 128, block 128, linear 10"): each
- * item is a kind's name (layer_kind.h) and its arguments. On success
+ * item is a kind's name (layer_kind.h) and its arguments, and may end in a
+ * repetition "x N" ("residual 64 x 16": 16 such layers, N from 1 to 4096).
+ * On success
  * *layers is malloc'ed; the message names the item on failure. */
 fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers);
 

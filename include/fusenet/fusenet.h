@@ -12,6 +12,8 @@
 #include "fusenet/config.h"
 #include "fusenet/confusion.h"
 #include "fusenet/data.h"
+#include "fusenet/dense.h"
+#include "fusenet/dropout.h"
 #include "fusenet/device.h"
 #include "fusenet/evaluation.h"
 #include "fusenet/export.h"

@@ -10,6 +10,9 @@
  *  - every buffer a layer allocates it frees in destroy.
  *  - x, y, dy and dx have as many rows as the batch, at most the max_batch
  *    the layer was created for; layers never allocate inside a step.
+ *  - what a forward pass is for (training or evaluation, the step) is the
+ *    layer's fn_pass, set through fn_layer_set_pass (a net sets it on every
+ *    layer, fn_net_set_pass) before the pass, never inside a step's work. 
  * A concrete layer embeds fn_layer as its first member. */
 #ifndef FUSENET_LAYER_H
 #define FUSENET_LAYER_H
@@ -23,6 +26,19 @@ extern "C" {
 #endif
 
 typedef struct fn_layer fn_layer;
+
+/* What a forward pass is for. Training: a step of the trainer, in which a
+ * layer that draws random numbers (dropout) draws them keyed by the step
+ * and by each row's place in the whole batch, so a resumed run, a replayed
+ * CUDA graph and a run over several processes (each with its share of the
+ * batch) draw what one uninterrupted process draws. Not training (the
+ * default, and always for a layer made forward only): evaluation and
+ * prediction, where such a layer is the identity. */
+typedef struct fn_pass {
+    int training;   /* 1: a training step; 0: evaluation or prediction */
+    long long step; /* the run's global step being taken, from 0 */
+    long long row0; /* the first row of this process's share in the whole batch */
+} fn_pass;
 
 typedef struct fn_layer_ops {
     const char *kind; /* "block", "linear": its name in the registry (layer_kind.h) */
@@ -42,6 +58,11 @@ typedef struct fn_layer_ops {
      * backward's, lr positive and finite). NULL: fn_sgd_fused_backward falls
      * back to zeroed gradients, backward and fn_sgd_update per parameter. */
     fn_status (*backward_sgd)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
+    /* Optional: l->pass has just changed (fn_layer_set_pass); a GPU layer
+     * that reads it inside its kernels copies it to the device here, on
+     * the context's stream, so a captured step reads it where it lies.
+     * NULL: the layer reads l->pass on the host, or not at all. */
+    fn_status (*set_pass)(fn_layer *l);
 } fn_layer_ops;
 
 struct fn_layer {
@@ -52,6 +73,7 @@ struct fn_layer {
     int max_batch;
     int batch;        /* rows of the last forward through fn_layer_forward; 0 before any */
     int forward_only; /* made without gradients and backward caches: backward is an error */
+    fn_pass pass;     /* what the next forward is for (fn_layer_set_pass); zero: not training */
     fn_param *params; /* [n_params] */
     int n_params;
 };
@@ -64,6 +86,10 @@ void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
  * with backward's checks; FN_ERR_INVALID when its ops have none. */
 fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
+
+/* What the following forward passes are for (fn_pass); a layer made
+ * forward only is never training. Not during a CUDA graph's capture. */
+fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass);
 
 /* Sets every parameter gradient to zero. */
 fn_status fn_layer_zero_grad(fn_layer *l);

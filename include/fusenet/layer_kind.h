@@ -22,7 +22,8 @@ typedef struct fn_layer_kind fn_layer_kind;
  * group of a weights file. */
 typedef struct fn_layer_spec {
     const fn_layer_kind *kind;
-    int width; /* out_features */
+    int width;    /* out_features; 0: its input's (a kind whose item has no width) */
+    double value; /* a kind's number besides the width ("dropout 0.1": 0.1); else 0 */
 } fn_layer_spec;
 
 /* The settings of [model] shared by the layers; a kind reads those it uses. */
@@ -58,10 +59,18 @@ struct fn_layer_kind {
      * *spec (kind already set). The message names the bad argument
      * ("width '0' is not an integer from 1 to 16777216"). */
     fn_status (*parse)(const char *args, fn_layer_spec *spec);
+    /* Optional: the item of spec back as text ("dropout 0.1"), as snprintf;
+     * NULL: "<name> <width>". */
+    int (*format)(const fn_layer_spec *spec, char *buf, size_t cap);
     /* Optional: spec against the [model] settings, before anything is
      * built; the message says what is wrong ("groups 8 does not divide the
      * width 12"). */
     fn_status (*check)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+    /* Optional: spec after inputs of in_features columns, where a list
+     * knows them before the data is read (the width of the item before);
+     * create checks the same. The message says what is wrong ("residual 64
+     * takes inputs of 32 columns: ..."). */
+    fn_status (*check_input)(const fn_layer_spec *spec, int in_features);
     /* A layer for inputs of in_features columns, batches of up to max_batch
      * rows, initialised from rng. */
     fn_status (*create)(fn_layer **layer, fn_context *ctx, int in_features,
@@ -111,6 +120,12 @@ const fn_layer_kind *fn_layer_kind_of(const fn_layer *l);
 /* The known kinds for a message, "block or linear", or with usages set
  * their items, "'block N' or 'linear N'"; cut to fit cap. Returns buf. */
 const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
+
+/* The width a layer of spec has after inputs of in_features columns:
+ * spec->width, or in_features for a kind that keeps its input's (0). */
+int fn_layer_spec_out(const fn_layer_spec *spec, int in_features);
+/* The item of spec as text ("block 128", "dropout 0.1"), as snprintf. */
+int fn_layer_spec_format(const fn_layer_spec *spec, char *buf, size_t cap);
 
 /* The bytes l's kind says l allocated besides its parameters and their
  * gradients (buffer_bytes above); 0 for a kind without the hook. */

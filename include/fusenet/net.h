@@ -31,6 +31,10 @@ fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
 /* dy: [batch, out] of the last forward. Parameter gradients accumulate. */
 fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
 fn_status fn_net_zero_grad(fn_net *net);
+/* What the following forward passes of every layer are for (layer.h,
+ * fn_pass): the trainer sets a training pass before each step and a pass
+ * that is not training before an evaluation. A new net is not training. */
+fn_status fn_net_set_pass(fn_net *net, const fn_pass *pass);
 
 /* The backward pass with each layer's part given by the caller:
  * backward(layer, dy, dx, arg) for every layer, last first, on the net's

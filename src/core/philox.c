@@ -8,11 +8,8 @@
  * subsequence), 0}. A word x becomes the float x * 2^-32 + 2^-33, each
  * operation rounded on its own, as cuRAND's _curand_uniform. */
 #include "core/philox.h"
+#include "core/philox_rounds.h"
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u /* key schedule: golden ratio */
-#define PHILOX_W1 0xBB67AE85u /* sqrt(3) - 1 */
 #define TWO_POW_MINUS_32 2.3283064e-10f
 #define SUBSEQUENCES 65536u
 
@@ -24,19 +21,7 @@ static void philox_block(uint32_t c[4], uint64_t block, uint64_t seed)
     c[1] = (uint32_t)(step >> 32);
     c[2] = (uint32_t)(block % SUBSEQUENCES);
     c[3] = 0;
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int round = 0; round < 10; round++) {
-        const uint64_t p0 = (uint64_t)PHILOX_M0 * c[0];
-        const uint64_t p1 = (uint64_t)PHILOX_M1 * c[2];
-        const uint32_t next[4] = {(uint32_t)(p1 >> 32) ^ c[1] ^ k0, (uint32_t)p1,
-                                  (uint32_t)(p0 >> 32) ^ c[3] ^ k1, (uint32_t)p0};
-        c[0] = next[0];
-        c[1] = next[1];
-        c[2] = next[2];
-        c[3] = next[3];
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
+    fn_philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
 static float word_to_uniform(uint32_t x)

@@ -43,6 +43,12 @@ static fn_status check_config(const fn_block_config *cfg, int max_batch)
                        (double)cfg->negative_slope);
     if (max_batch < 1)
         return fn_fail(FN_ERR_INVALID, "block: max_batch %d must be at least 1", max_batch);
+    if (cfg->residual && cfg->in_features != cfg->out_features)
+        return fn_fail(FN_ERR_INVALID,
+                       "residual %d takes inputs of %d columns: a residual layer adds its input "
+                       "to its output, so its width must equal its input's (the width of the "
+                       "layer before it, or the data's columns for the first layer)",
+                       cfg->out_features, cfg->in_features);
     return FN_OK;
 }
 
@@ -112,7 +118,8 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
     const fn_device dev = fn_context_device(ctx);
     b->cfg = *cfg;
     b->base = (fn_layer){
-        .ops = dev == FN_CUDA ? &fn_block_cuda_ops : &fn_block_cpu_ops,
+        .ops = dev == FN_CUDA ? (cfg->residual ? &fn_residual_cuda_ops : &fn_block_cuda_ops)
+                              : (cfg->residual ? &fn_residual_cpu_ops : &fn_block_cpu_ops),
         .ctx = ctx,
         .device = dev,
         .in_features = cfg->in_features,
@@ -124,7 +131,8 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
     };
     fn_status st = setup(b, rng, max_batch);
     if (st != FN_OK) {
-        fn_error_prefix("block [%d -> %d]: ", cfg->in_features, cfg->out_features);
+        fn_error_prefix("%s [%d -> %d]: ", cfg->residual ? "residual" : "block",
+                        cfg->in_features, cfg->out_features);
         fn_block_release(b);
         return st;
     }
@@ -135,9 +143,15 @@ fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_conf
 /* The caches alloc_caches made and the backend's workspace (scratch, sized
  * by fn_block_cuda_setup; empty on the CPU), without the weight's copy,
  * which the summary counts with the weights. */
+int fn_is_block(const fn_layer *l)
+{
+    return l && (l->ops == &fn_block_cpu_ops || l->ops == &fn_block_cuda_ops ||
+                 l->ops == &fn_residual_cpu_ops || l->ops == &fn_residual_cuda_ops);
+}
+
 size_t fn_block_buffer_bytes(const fn_layer *l)
 {
-    if (!l || (l->ops != &fn_block_cpu_ops && l->ops != &fn_block_cuda_ops))
+    if (!fn_is_block(l))
         return 0;
     const fn_block *b = (const fn_block *)l;
     const fn_tensor *t[] = {&b->z, &b->mean, &b->rstd, &b->dz, &b->scratch};
@@ -151,7 +165,7 @@ size_t fn_block_buffer_bytes(const fn_layer *l)
 /* w_h in the scratch (block_products_cuda.h): only a GPU block has one. */
 size_t fn_block_weight_copy_bytes(const fn_layer *l)
 {
-    if (!l || l->ops != &fn_block_cuda_ops || !((const fn_block *)l)->scratch.data)
+    if (!fn_is_block(l) || l->device != FN_CUDA || !((const fn_block *)l)->scratch.data)
         return 0;
     return fn_block_ws_weight_floats((const fn_block *)l) * sizeof(float);
 }
@@ -160,7 +174,7 @@ fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)
 {
     if (!l || !cfg)
         return fn_fail(FN_ERR_INVALID, "fn_block_get_config: %s is NULL", !l ? "layer" : "cfg");
-    if (l->ops != &fn_block_cpu_ops && l->ops != &fn_block_cuda_ops)
+    if (!fn_is_block(l))
         return fn_fail(FN_ERR_INVALID, "fn_block_get_config: layer is a %s, not a block",
                        l->ops && l->ops->kind ? l->ops->kind : "(unknown)");
     *cfg = ((const fn_block *)l)->cfg;
@@ -169,7 +183,7 @@ fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg)
 
 fn_status fn_block_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr)
 {
-    if (!l || l->ops != &fn_block_cuda_ops)
+    if (!fn_is_block(l) || l->device != FN_CUDA)
         return fn_fail(FN_ERR_INVALID, "fn_block_backward_sgd: %s",
                        !l ? "layer is NULL" : "the layer is not a block on the GPU");
     fn_status st = fn_layer_backward_sgd(l, dy, dx, lr);

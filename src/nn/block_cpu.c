@@ -8,10 +8,13 @@
  * of channels, each channel's sum taken in double over the samples in
  * order. No item's arithmetic depends on which thread computes it, so the
  * results are the same bits on any number of threads, deterministic, and
- * close to the float64 reference. */
+ * close to the float64 reference. A residual block adds its input to y as
+ * it is written, and backward starts dx from dy, onto which the dx product
+ * adds. */
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "core/device_impl.h"
 #include "core/workers.h"
@@ -59,6 +62,7 @@ typedef struct block_pass {
     const float *bias;  /* [H] */
     const float *gamma; /* [H] */
     const float *beta;  /* [H] */
+    const float *skip;  /* [B, H] forward's input added to y (residual), or NULL */
     int B, H, G;
     float eps, slope;
 } block_pass;
@@ -104,6 +108,13 @@ static void normalize_group(float *restrict y /* [K] */, const float *restrict z
     }
 }
 
+/* y += skip over K channels: the residual block's identity path. */
+static void add_skip(float *restrict y /* [K] */, const float *restrict skip /* [K] */, int K)
+{
+    for (int k = 0; k < K; k++)
+        y[k] += skip[k];
+}
+
 /* Samples [n0, n1): each group's statistics, then its K outputs. */
 static void forward_rows(void *arg, int n0, int n1)
 {
@@ -116,6 +127,8 @@ static void forward_rows(void *arg, int n0, int n1)
             group_stats(&p->mean[ng], &p->rstd[ng], p->z + i0, p->bias + c0, K, p->eps);
             normalize_group(p->y + i0, p->z + i0, p->bias + c0, p->gamma + c0, p->beta + c0, K,
                             p->mean[ng], p->rstd[ng], p->slope);
+            if (p->skip)
+                add_skip(p->y + i0, p->skip + i0, K);
         }
     }
 }
@@ -138,6 +151,7 @@ static fn_status block_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
         .B = B,
         .H = c->out_features,
         .G = c->groups,
+        .skip = c->residual ? x->data : NULL,
         .eps = c->eps,
         .slope = c->negative_slope,
     };
@@ -265,16 +279,17 @@ static void backward_columns(void *arg, int k0, int k1)
     }
 }
 
-/* dW += dz^T x; dx = dz W when dx is wanted. */
+/* dW += dz^T x; dx = dz W when dx is wanted, or dx += dz W when dx
+ * already holds the skip's gradient (add_to_dx). */
 static void backward_products(float *dx /* [B, in] or NULL */, float *dw /* [H, in] */,
                               const float *dz /* [B, H] */, const float *x /* [B, in] */,
-                              const float *w /* [H, in] */, int B, int in, int H)
+                              const float *w /* [H, in] */, int B, int in, int H, int add_to_dx)
 {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, in, B, 1.0f, dz, H, x, in, 1.0f, dw,
                 in);
     if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, H, 1.0f, dz, H, w, in, 0.0f,
-                    dx, in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, H, 1.0f, dz, H, w, in,
+                    add_to_dx ? 1.0f : 0.0f, dx, in);
 }
 
 static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
@@ -302,8 +317,12 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
     run_pass(l->ctx, pass.B, pass.H, backward_rows, &pass);
     const int chunks = (pass.H + CHANNEL_CHUNK - 1) / CHANNEL_CHUNK;
     run_pass(l->ctx, chunks, CHANNEL_CHUNK * pass.B, backward_columns, &pass);
+    /* The skip's gradient is dy itself (in == out). */
+    if (dx && c->residual)
+        memcpy(dx->data, dy->data, (size_t)pass.B * (size_t)pass.H * sizeof(float));
     backward_products(dx ? dx->data : NULL, p[FN_BLOCK_WEIGHT].grad.data, b->dz.data, b->x.data,
-                      p[FN_BLOCK_WEIGHT].value.data, pass.B, c->in_features, pass.H);
+                      p[FN_BLOCK_WEIGHT].value.data, pass.B, c->in_features, pass.H,
+                      c->residual);
     return FN_OK;
 }
 
@@ -311,6 +330,13 @@ static void block_destroy(fn_layer *l) { fn_block_release((fn_block *)l); }
 
 const fn_layer_ops fn_block_cpu_ops = {
     .kind = "block",
+    .forward = block_forward,
+    .backward = block_backward,
+    .destroy = block_destroy,
+};
+
+const fn_layer_ops fn_residual_cpu_ops = {
+    .kind = "residual",
     .forward = block_forward,
     .backward = block_backward,
     .destroy = block_destroy,

@@ -27,6 +27,12 @@ typedef struct fn_block {
 
 extern const fn_layer_ops fn_block_cpu_ops;
 extern const fn_layer_ops fn_block_cuda_ops;
+/* The same functions under the kind "residual" (cfg.residual set). */
+extern const fn_layer_ops fn_residual_cpu_ops;
+extern const fn_layer_ops fn_residual_cuda_ops;
+
+/* Whether l is a block, with or without its skip, on either device. */
+int fn_is_block(const fn_layer *l);
 
 /* kernels/block_cuda.cu: sizes and allocates b->scratch at creation (in
  * tf32x3 it also holds the TF32 splits of x and w that forward makes and
@@ -51,6 +57,22 @@ fn_status fn_block_cuda_normalize_backward(fn_block *b, const float *dy, int n);
  * the CPU, for a layer that is not a block, before a forward, or for bad
  * shapes or lr. */
 fn_status fn_block_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
+
+/* The block kind's hooks (block_kind.c, layer_kind.h), which the residual
+ * kind (residual_kind.c) shares: its attributes groups, eps and
+ * negative_slope, their reading and writing, the check of groups against
+ * the width, the floats a layer takes, and the block configuration of an
+ * item. */
+enum { FN_BLOCK_KIND_N_ATTRS = 3 };
+extern const fn_layer_attr fn_block_kind_attrs[FN_BLOCK_KIND_N_ATTRS];
+fn_status fn_block_kind_check(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+fn_status fn_block_kind_get_attrs(const fn_layer *l, fn_layer_attr_value *values);
+fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_features,
+                                  int out_features, fn_layer_hparams *hp);
+double fn_block_kind_param_floats(int in_features, const fn_layer_spec *spec);
+double fn_block_kind_row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+fn_block_config fn_block_kind_config(int in_features, const fn_layer_spec *spec,
+                                     const fn_layer_hparams *hp);
 
 /* Frees everything fn_block_create allocated, then the struct. */
 void fn_block_release(fn_block *b);

@@ -1,18 +1,20 @@
 /* block_kind.c — the block as a layer kind (layer_kind.h): the item
  * "block N", created with [model] groups, eps and negative_slope, which its
  * weights-file group records as the attributes groups, eps and
- * negative_slope. */
-#include "fusenet/block.h"
+ * negative_slope. The residual kind (residual_kind.c) shares these hooks
+ * (block_impl.h). */
+#include "nn/block_impl.h"
 
 enum { ATTR_GROUPS, ATTR_EPS, ATTR_SLOPE, N_ATTRS };
+_Static_assert((int)N_ATTRS == (int)FN_BLOCK_KIND_N_ATTRS, "block_impl.h counts the attributes");
 
-static const fn_layer_attr attrs[N_ATTRS] = {
+const fn_layer_attr fn_block_kind_attrs[FN_BLOCK_KIND_N_ATTRS] = {
     [ATTR_GROUPS] = {"groups", FN_LAYER_ATTR_INT, 1},
     [ATTR_EPS] = {"eps", FN_LAYER_ATTR_DOUBLE, 0},
     [ATTR_SLOPE] = {"negative_slope", FN_LAYER_ATTR_DOUBLE, 0},
 };
 
-static fn_status check(const fn_layer_spec *spec, const fn_layer_hparams *hp)
+fn_status fn_block_kind_check(const fn_layer_spec *spec, const fn_layer_hparams *hp)
 {
     if (hp->groups < 1 || spec->width % hp->groups != 0)
         return fn_fail(FN_ERR_INVALID, "groups %d does not divide the width %d", hp->groups,
@@ -20,18 +22,25 @@ static fn_status check(const fn_layer_spec *spec, const fn_layer_hparams *hp)
     return FN_OK;
 }
 
-static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
-                        const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
-                        fn_rng *rng)
+fn_block_config fn_block_kind_config(int in_features, const fn_layer_spec *spec,
+                                     const fn_layer_hparams *hp)
 {
     fn_block_config bc = fn_block_config_default(in_features, spec->width, hp->groups);
     bc.eps = hp->eps;
     bc.negative_slope = hp->negative_slope;
     bc.forward_only = hp->forward_only;
+    return bc;
+}
+
+static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
+                        const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                        fn_rng *rng)
+{
+    const fn_block_config bc = fn_block_kind_config(in_features, spec, hp);
     return fn_block_create(layer, ctx, &bc, max_batch, rng);
 }
 
-static fn_status get_attrs(const fn_layer *l, fn_layer_attr_value *values)
+fn_status fn_block_kind_get_attrs(const fn_layer *l, fn_layer_attr_value *values)
 {
     fn_block_config bc;
     FN_TRY(fn_block_get_config(l, &bc));
@@ -43,8 +52,8 @@ static fn_status get_attrs(const fn_layer *l, fn_layer_attr_value *values)
 
 /* Only what could not be allocated is refused here; create checks the rest
  * (groups dividing the width, eps and the slope) with its own messages. */
-static fn_status set_attrs(const fn_layer_attr_value *values, int in_features, int out_features,
-                           fn_layer_hparams *hp)
+fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_features,
+                                  int out_features, fn_layer_hparams *hp)
 {
     const long long groups = values[ATTR_GROUPS].i;
     if (groups < 1 || groups > out_features)
@@ -57,14 +66,14 @@ static fn_status set_attrs(const fn_layer_attr_value *values, int in_features, i
 }
 
 /* weight [out, in], bias, gamma and beta [out] (block.c's alloc_params). */
-static double param_floats(int in_features, const fn_layer_spec *spec)
+double fn_block_kind_param_floats(int in_features, const fn_layer_spec *spec)
 {
     return (double)spec->width * ((double)in_features + 3.0);
 }
 
 /* z and dz [rows, out] (no dz forward only), mean and rstd [rows, groups]
  * (block.c's alloc_caches). */
-static double row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp)
+double fn_block_kind_row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp)
 {
     return (hp->forward_only ? 1.0 : 2.0) * spec->width + 2.0 * (hp->groups > 0 ? hp->groups : 1);
 }
@@ -73,14 +82,14 @@ const fn_layer_kind fn_block_kind = {
     .name = "block",
     .usage = "block N",
     .parse = fn_layer_parse_width,
-    .check = check,
+    .check = fn_block_kind_check,
     .create = create,
-    .attrs = attrs,
+    .attrs = fn_block_kind_attrs,
     .n_attrs = N_ATTRS,
-    .get_attrs = get_attrs,
-    .set_attrs = set_attrs,
+    .get_attrs = fn_block_kind_get_attrs,
+    .set_attrs = fn_block_kind_set_attrs,
     .buffer_bytes = fn_block_buffer_bytes,
-    .param_floats = param_floats,
-    .row_floats = row_floats,
+    .param_floats = fn_block_kind_param_floats,
+    .row_floats = fn_block_kind_row_floats,
     .weight_copy_bytes = fn_block_weight_copy_bytes,
 };

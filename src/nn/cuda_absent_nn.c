@@ -6,6 +6,8 @@
 #include "core/cuda_absent.h"
 #include "nn/block_impl.h"
 #include "nn/block_products_cuda.h"
+#include "nn/dense_impl.h"
+#include "nn/dropout_impl.h"
 #include "nn/linear_impl.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
@@ -30,6 +32,15 @@ const fn_layer_ops fn_block_cuda_ops = {
     .kind = "block", .forward = absent_forward, .backward = absent_backward,
     .destroy = destroy_block,
 };
+const fn_layer_ops fn_residual_cuda_ops = {
+    .kind = "residual", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_block,
+};
+static void destroy_dropout(fn_layer *l) { fn_dropout_cpu_ops.destroy(l); }
+const fn_layer_ops fn_dropout_cuda_ops = {
+    .kind = "dropout", .forward = absent_forward, .backward = absent_backward,
+    .destroy = destroy_dropout,
+};
 const fn_layer_ops fn_linear_cuda_ops = {
     .kind = "linear", .forward = absent_forward, .backward = absent_backward,
     .destroy = destroy_linear,
@@ -53,6 +64,23 @@ size_t fn_block_ws_weight_floats(const fn_block *b)
     (void)b;
     return 0;
 }
+
+static fn_status absent_activate(fn_context *ctx, fn_activation act, float *y, const float *z,
+                                 size_t n)
+{
+    (void)ctx, (void)act, (void)y, (void)z, (void)n;
+    return fn_cuda_absent("an activation on the GPU");
+}
+
+static fn_status absent_derive(fn_context *ctx, fn_activation act, float *dz, const float *dy,
+                               const float *z, size_t n)
+{
+    (void)ctx, (void)act, (void)dz, (void)dy, (void)z, (void)n;
+    return fn_cuda_absent("an activation's derivative on the GPU");
+}
+
+const fn_dense_backend fn_dense_cuda_backend = {.activate = absent_activate,
+                                                .derive = absent_derive};
 
 fn_status fn_linear_cuda_setup(fn_linear *l)
 {

@@ -113,6 +113,18 @@ void fn_layer_destroy(fn_layer *l)
         l->ops->destroy(l);
 }
 
+fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass)
+{
+    if (!l || !pass)
+        return fn_fail(FN_ERR_INVALID, "fn_layer_set_pass: %s is NULL", !l ? "layer" : "pass");
+    if (pass->step < 0 || pass->row0 < 0)
+        return fn_fail(FN_ERR_INVALID, "%s: pass step %lld and row %lld must be >= 0", kind_of(l),
+                       pass->step, pass->row0);
+    l->pass = *pass;
+    l->pass.training = pass->training && !l->forward_only;
+    return l->ops && l->ops->set_pass ? l->ops->set_pass(l) : FN_OK;
+}
+
 fn_status fn_layer_zero_grad(fn_layer *l)
 {
     if (!l)

@@ -8,12 +8,18 @@
 #include <string.h>
 
 #include "fusenet/block.h"
+#include "fusenet/dense.h"
+#include "fusenet/dropout.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
 
 static const fn_layer_kind *const kinds[] = {
     &fn_block_kind,
     &fn_linear_kind,
+    &fn_relu_kind,
+    &fn_gelu_kind,
+    &fn_residual_kind,
+    &fn_dropout_kind,
 };
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -42,6 +48,18 @@ fn_status fn_layer_kind_find(const char *name, const fn_layer_kind **kind)
 const fn_layer_kind *fn_layer_kind_of(const fn_layer *l)
 {
     return l && l->ops ? lookup(l->ops->kind) : NULL;
+}
+
+int fn_layer_spec_out(const fn_layer_spec *spec, int in_features)
+{
+    return spec->width > 0 ? spec->width : in_features;
+}
+
+int fn_layer_spec_format(const fn_layer_spec *spec, char *buf, size_t cap)
+{
+    if (spec->kind && spec->kind->format)
+        return spec->kind->format(spec, buf, cap);
+    return snprintf(buf, cap, "%s %d", spec->kind ? spec->kind->name : "?", spec->width);
 }
 
 size_t fn_layer_buffer_bytes(const fn_layer *l)

@@ -27,7 +27,8 @@ void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int i
     /* net.c: the layer's output and, but for the first or forward only,
      * its input's gradient. */
     const int training = !(hp && hp->forward_only);
-    row += (double)spec->width + (first || !training ? 0.0 : (double)in_features);
+    row += (double)fn_layer_spec_out(spec, in_features) +
+           (first || !training ? 0.0 : (double)in_features);
     need->params += params * f;
     need->grads += training ? params * f : 0.0;
     need->activations += row * rows * f;
@@ -41,7 +42,7 @@ void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_featu
     int in = in_features;
     for (int i = 0; i < n_layers; i++) {
         fn_model_memory_add(need, &specs[i], in, hp, max_batch, i == 0);
-        in = specs[i].width;
+        in = fn_layer_spec_out(&specs[i], in);
     }
 }
 
@@ -89,11 +90,12 @@ static fn_status add_layers(fn_net *net, const fn_layer_spec *specs, int n_layer
     for (int i = 0; i < n_layers; i++) {
         fn_status st = fn_model_add_layer(net, &specs[i], in, &hp[i * hp_step], rng);
         if (st != FN_OK) {
-            fn_error_prefix("layer %d (%s %d): ", i, specs[i].kind ? specs[i].kind->name : "?",
-                            specs[i].width);
+            char item[64];
+            fn_layer_spec_format(&specs[i], item, sizeof item);
+            fn_error_prefix("layer %d (%s): ", i, item);
             return st;
         }
-        in = specs[i].width;
+        in = fn_layer_spec_out(&specs[i], in);
     }
     return FN_OK;
 }
@@ -108,7 +110,7 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     if (n_layers > 0 && (!specs || !hp))
         return fn_fail(FN_ERR_INVALID, "fn_model_create: specs or settings are NULL");
     fn_model_memory need = {0};
-    for (int i = 0, in = in_features; i < n_layers; in = specs[i].width, i++)
+    for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
         fn_model_memory_add(&need, &specs[i], in, &hp[i * hp_step], max_batch, i == 0);
     FN_TRY(fn_model_memory_fits(ctx, &need, max_batch));
     fn_net *net = NULL;

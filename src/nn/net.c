@@ -248,6 +248,20 @@ fn_status fn_net_zero_grad(fn_net *net)
     return FN_OK;
 }
 
+fn_status fn_net_set_pass(fn_net *net, const fn_pass *pass)
+{
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_net_set_pass: net is NULL");
+    for (int i = 0; i < net->n_layers; i++) {
+        fn_status st = fn_layer_set_pass(net->layers[i], pass);
+        if (st != FN_OK) {
+            fn_error_prefix("layer %d: ", i);
+            return st;
+        }
+    }
+    return FN_OK;
+}
+
 int fn_net_n_layers(const fn_net *net) { return net ? net->n_layers : 0; }
 
 fn_layer *fn_net_layer(const fn_net *net, int i)

@@ -466,9 +466,38 @@ static fn_status parse_betas(const char *text, float betas[2])
     return FN_OK;
 }
 
-/* One "kind arguments" item of a layer list; `item` is its 1-based
- * position. The kind (layer_kind.h) parses its arguments. */
-static fn_status parse_layer_item(const char *start, size_t len, int item, fn_layer_spec *spec)
+/* The most layers one item's repetition ("residual 64 x 16") makes. */
+enum { MAX_REPEAT = 4096 };
+
+/* A trailing " x N" of buf, cut off: *times = N (1 when there is none). */
+static fn_status take_repeat(char *buf, int item, int *times)
+{
+    *times = 1;
+    char *last = strrchr(buf, ' '), *tab = strrchr(buf, '\t');
+    if (tab > last)
+        last = tab;
+    if (!last)
+        return FN_OK;
+    char *x = last;
+    while (x > buf && (x[-1] == ' ' || x[-1] == '\t'))
+        x--;
+    if (x - buf < 2 || x[-1] != 'x' || (x[-2] != ' ' && x[-2] != '\t'))
+        return FN_OK;
+    char *end = NULL;
+    errno = 0;
+    const long n = strtol(last + 1, &end, 10);
+    if (end == last + 1 || *end != '\0' || errno == ERANGE || n < 1 || n > MAX_REPEAT)
+        return fn_fail(FN_ERR_INVALID, "item %d: repetition 'x %s' is not an integer from 1 to %d",
+                       item, last + 1, MAX_REPEAT);
+    *times = (int)n;
+    x[-2] = '\0';
+    return FN_OK;
+}
+
+/* One "kind arguments [x N]" item of a layer list; `item` is its 1-based
+ * position. The kind (layer_kind.h) parses its arguments; *times is N. */
+static fn_status parse_layer_item(const char *start, size_t len, int item, fn_layer_spec *spec,
+                                  int *times)
 {
     char buf[64], usages[256];
     while (len > 0 && (*start == ' ' || *start == '\t'))
@@ -482,6 +511,7 @@ static fn_status parse_layer_item(const char *start, size_t len, int item, fn_la
         return fn_fail(FN_ERR_INVALID, "item %d is too long", item);
     memcpy(buf, start, len);
     buf[len] = '\0';
+    FN_TRY(take_repeat(buf, item, times));
     char *space = strpbrk(buf, " \t");
     if (!space)
         return fn_fail(FN_ERR_INVALID, "item %d '%s': expected %s", item, buf,
@@ -498,24 +528,55 @@ static fn_status parse_layer_item(const char *start, size_t len, int item, fn_la
     return st;
 }
 
+/* Appends `times` copies of spec to *specs [*n, *cap), growing it. */
+static fn_status append_layers(fn_layer_spec **specs, int *n, int *cap, const fn_layer_spec *spec,
+                               int times)
+{
+    if (*n + times > *cap) {
+        int grown = *cap ? *cap : 8;
+        while (grown < *n + times)
+            grown *= 2;
+        fn_layer_spec *more = realloc(*specs, (size_t)grown * sizeof *more);
+        if (!more)
+            return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", grown);
+        *specs = more;
+        *cap = grown;
+    }
+    for (int i = 0; i < times; i++)
+        (*specs)[(*n)++] = *spec;
+    return FN_OK;
+}
+
 fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers)
 {
-    int n = 1;
-    for (const char *p = text; *p; p++)
-        n += *p == ',';
-    fn_layer_spec *specs = calloc((size_t)n, sizeof *specs);
-    if (!specs)
-        return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", n);
+    fn_layer_spec *specs = NULL;
+    int n = 0, cap = 0;
     const char *start = text;
-    for (int i = 0; i < n; i++) {
+    for (int item = 1;; item++) {
         const char *comma = strchr(start, ',');
-        size_t len = comma ? (size_t)(comma - start) : strlen(start);
-        fn_status st = parse_layer_item(start, len, i + 1, &specs[i]);
+        const size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        fn_layer_spec spec = {0};
+        int times = 1;
+        fn_status st = parse_layer_item(start, len, item, &spec, &times);
+        if (st == FN_OK)
+            st = append_layers(&specs, &n, &cap, &spec, times);
         if (st != FN_OK) {
             free(specs);
             return st;
         }
-        start = comma ? comma + 1 : start + len;
+        if (!comma)
+            break;
+        start = comma + 1;
+    }
+    /* An item that keeps its input's width (0) after one that has a width
+     * takes that width here; only leading ones wait for the data's. */
+    for (int i = 1; i < n; i++)
+        if (specs[i].width == 0)
+            specs[i].width = specs[i - 1].width;
+    if (n > 0 && specs[n - 1].width == 0) {
+        free(specs);
+        return fn_fail(FN_ERR_INVALID, "no item sets a width: the last layer's width is the "
+                       "number of outputs (add a layer such as 'linear 10')");
     }
     *layers = specs;
     *n_layers = n;
@@ -947,17 +1008,28 @@ static fn_status check_required(const fn_config *cfg)
     return FN_OK;
 }
 
-static fn_status check_groups(const fn_config *cfg)
+/* Each layer's kind checks its item against the [model] settings (a
+ * message on groups, or on layers when groups is not given) and, after
+ * the first, against the width before it (a message on layers). */
+static fn_status check_layers(const fn_config *cfg)
 {
-    int where = find_key("model", key_given(cfg, find_key("model", "groups")) ? "groups" : "layers");
+    const int layers = find_key("model", "layers");
+    const int settings = key_given(cfg, find_key("model", "groups")) ? find_key("model", "groups")
+                                                                      : layers;
     const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
                                .negative_slope = cfg->negative_slope};
-    char problem[512];
+    char problem[512], item[64];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
-        if (s->kind->check && s->kind->check(s, &hp) != FN_OK) {
-            snprintf(problem, sizeof problem, "%s of layer %d (%s %d)", fn_last_error(), l + 1,
-                     s->kind->name, s->width);
+        int where = -1;
+        if (s->kind->check && s->kind->check(s, &hp) != FN_OK)
+            where = settings;
+        else if (l > 0 && s->kind->check_input &&
+                 s->kind->check_input(s, cfg->layers[l - 1].width) != FN_OK)
+            where = layers;
+        if (where >= 0) {
+            fn_layer_spec_format(s, item, sizeof item);
+            snprintf(problem, sizeof problem, "%s of layer %d (%s)", fn_last_error(), l + 1, item);
             return key_fail(cfg, FN_ERR_INVALID, where, problem);
         }
     }
@@ -1188,7 +1260,7 @@ fn_status fn_config_finish(fn_config *cfg)
         return fn_fail(FN_ERR_INVALID, "fn_config_finish: the config is NULL");
     FN_TRY(check_memory_sets(cfg));
     FN_TRY(check_required(cfg));
-    FN_TRY(check_groups(cfg));
+    FN_TRY(check_layers(cfg));
     cfg->keys->n_notices = 0;
     for (int f = 0; f < N_FAMILIES; f++)
         FN_TRY(check_family(cfg, f));
@@ -1202,16 +1274,28 @@ fn_status fn_config_finish(fn_config *cfg)
 
 /* --- reading a value back ------------------------------------------------ */
 
-/* "block 128, linear 10" into buf; the length it needs, as snprintf. */
+/* "block 128, residual 64 x 16, linear 10" into buf (a run of equal
+ * layers as one item with its repetition); the length it needs, as
+ * snprintf. */
 static size_t format_layers(const fn_config *cfg, char *buf, size_t cap)
 {
     size_t len = 0;
     if (cap)
         buf[0] = '\0';
-    for (int i = 0; i < cfg->n_layers; i++) {
-        const int n = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, "%s%s %d",
-                               i ? ", " : "", cfg->layers[i].kind->name, cfg->layers[i].width);
+    for (int i = 0; i < cfg->n_layers;) {
+        const fn_layer_spec *s = &cfg->layers[i];
+        int run = 1;
+        while (i + run < cfg->n_layers && cfg->layers[i + run].kind == s->kind &&
+               cfg->layers[i + run].width == s->width && cfg->layers[i + run].value == s->value)
+            run++;
+        char item[64], times[24] = "";
+        fn_layer_spec_format(s, item, sizeof item);
+        if (run > 1)
+            snprintf(times, sizeof times, " x %d", run);
+        const int n = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
+                               "%s%s%s", i ? ", " : "", item, times);
         len += (size_t)(n > 0 ? n : 0);
+        i += run;
     }
     return len;
 }

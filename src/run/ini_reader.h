@@ -15,9 +15,9 @@ typedef fn_status (*fn_ini_key_fn)(void *arg, const char *section, const char *n
 /* The whole file, NUL-terminated; *text is malloc'ed. */
 fn_status fn_ini_read_text(const char *path, char **text);
 
-/* Hands every key of text (the file at path) to on_key, in order. The
- * error returned is the file's first: a line too long for inih, a syntax
- * error, or on_key's failure, whichever comes on an earlier line. */
+/* Hands every key of text (the file at path) to on_key, in order; a line
+ * may be of any length. The error returned is the file's first: a syntax
+ * error or on_key's failure, whichever comes on an earlier line. */
 fn_status fn_ini_parse(const char *path, const char *text, fn_ini_key_fn on_key, void *arg);
 
 #endif

@@ -38,6 +38,8 @@ static fn_status run(inference *job, fn_net *net, const fn_input_norm *norm,
     const fn_loader_options sync = {.mode = FN_LOADER_SYNC};
     FN_TRY(fn_loader_create(&job->loader, fn_net_context(net), job->data, &sync));
     FN_TRY(fn_loader_set_norm(job->loader, norm));
+    const fn_pass evaluation = {0}; /* a trainer's net may be left in a training pass */
+    FN_TRY(fn_net_set_pass(net, &evaluation));
     return forward_all(net, job->loader, outputs);
 }
 

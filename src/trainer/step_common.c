@@ -138,6 +138,18 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
                    s->global_step + 1, s->epoch + 1, s->step + 1, fn_trainer_number_name(loss), first, kept);
 }
 
+fn_status fn_trainer_set_pass(fn_trainer *t, const fn_batch *b, int training)
+{
+    /* The loader's share (trainer_setup.c): rows [batch * part / parts, ...). */
+    const long long part = t->dist ? t->rank : 0, parts = t->dist ? t->ranks : 1;
+    const fn_pass pass = {
+        .training = training,
+        .step = t->state.global_step,
+        .row0 = b ? (long long)b->batch_rows * part / parts : 0,
+    };
+    return fn_net_set_pass(t->net, &pass);
+}
+
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
 {
     FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
@@ -148,6 +160,7 @@ fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
 fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss)
 {
     fn_tensor y;
+    FN_TRY(fn_trainer_set_pass(t, b, 1));
     FN_TRY(fn_net_forward(t->net, &b->x, &y));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     float loss = 0;

@@ -20,6 +20,7 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
 {
     double loss_sum = 0;
     long long correct = 0, seen = 0;
+    FN_TRY(fn_trainer_set_pass(t, NULL, 0)); /* dropout off */
     FN_TRY(fn_loader_start(set, 0, 0));
     for (;;) {
         fn_batch b;

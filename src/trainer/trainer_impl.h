@@ -116,6 +116,12 @@ double fn_trainer_metric(const fn_trainer *t, long long correct, long long rows)
  * gradient. */
 fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tensor *y, fn_tensor *dy,
                                 float *loss, int *correct);
+/* What the net's next forward passes are for (fn_net_set_pass): a
+ * training step of batch b at the state's global step, with this rank's
+ * first row in the whole batch, or (training 0, b may be NULL) an
+ * evaluation. Set before a step's work, outside any capture. */
+fn_status fn_trainer_set_pass(fn_trainer *t, const fn_batch *b, int training);
+
 /* The step's gradients from dy: zeroed, the backward, clipping; the one
  * place every strategy takes them. */
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);

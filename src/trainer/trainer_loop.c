@@ -138,6 +138,7 @@ static fn_status run_steps(fn_trainer *t)
         /* The step's learning rate from the schedule, set once here for
          * every strategy. */
         fn_optimizer_set_lr(t->opt, (float)fn_schedule_lr(&t->schedule, t->state.global_step));
+        FN_TRY(fn_trainer_set_pass(t, &b, 1));
         float loss = 0;
         FN_TRY(t->step->step(t, &b, &loss));
         report_step(t, loss);

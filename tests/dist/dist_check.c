@@ -2,7 +2,9 @@
  * `mpirun -np N dist_check DEVICE B` (tests/CMakeLists.txt, with MPI).
  *
  * Every rank writes the same set of B rows and trains one step of it (one
- * global batch of B rows, SGD with momentum and weight decay) twice:
+ * global batch of B rows, SGD with momentum and weight decay, through a
+ * dropout layer whose mask each rank must draw for its rows' places in the
+ * whole batch) twice:
  *   A: over the world's N ranks (rank 0 writes the output directory),
  *   R: alone (fn_trainer_options.comm = FN_COMM_SELF), the one-process reference.
  * Then it checks, for every parameter element:
@@ -112,7 +114,7 @@ static fn_config *config(const char *dir, const char *device, int batch, const c
     check(out != NULL, "cannot write %s", ini);
     fprintf(out,
             "[data]\ntrain = %s/rank%d.h5\ninputs = x\ntargets = y\n"
-            "[model]\nlayers = block 16, block 16, linear %d\ngroups = 4\n"
+            "[model]\nlayers = block 16, dropout 0.25, block 16, linear %d\ngroups = 4\n"
             "[train]\nbatch_size = %d\nepochs = 1\nlr = %g\nmomentum = 0.9\n"
             "weight_decay = 0.001\nseed = 3\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
             "[output]\ndir = %s\n",
@@ -177,6 +179,9 @@ static double *row_sums(const fn_config *cfg, fn_device device, int rows, const 
     float *g = malloc(sizeof *g * n);
     check(s && g, "out of memory");
     for (int r = 0; r < rows; r++) {
+        /* Row r of the step's batch: the dropout mask of its place there. */
+        const fn_pass pass = {.training = 1, .step = 0, .row0 = r};
+        check_ok(fn_net_set_pass(net, &pass), "fn_net_set_pass");
         check_ok(fn_tensor_upload(&xr, x + (size_t)r * IN, IN), "upload");
         float yr;
         memcpy(&yr, &y[r], sizeof yr);

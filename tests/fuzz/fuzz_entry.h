@@ -361,7 +361,7 @@ static inline void fuzz_model_destroy(fuzz_model *m)
 static inline fn_status fuzz_model_create(fuzz_model *m)
 {
     *m = (fuzz_model){0};
-    const fn_layer_spec block = {&fn_block_kind, 4}, linear = {&fn_linear_kind, 2};
+    const fn_layer_spec block = {&fn_block_kind, 4, 0}, linear = {&fn_linear_kind, 2, 0};
     const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
     fn_rng rng = {.seed = 1, .offset = 0};
     fn_sgd_config sgd = fn_sgd_config_default(0.1f);

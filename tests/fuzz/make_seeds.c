@@ -184,7 +184,7 @@ static void write_other_seeds(const char *dir)
 {
     fn_context *ctx = NULL;
     check(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32) == FN_OK, "fn_context_create");
-    const fn_layer_spec deep[] = {{&fn_block_kind, 8}, {&fn_block_kind, 4}, {&fn_linear_kind, 3}};
+    const fn_layer_spec deep[] = {{&fn_block_kind, 8, 0}, {&fn_block_kind, 4, 0}, {&fn_linear_kind, 3, 0}};
     fn_net *net = make_net(ctx, 5, deep, 3, 2);
     save_weights(net, dir, "deep.h5");
     fn_net_destroy(net);

@@ -255,6 +255,88 @@ void est_linear_errors(int batch, int in, int out, const double *weight, const d
     }
 }
 
+void est_residual_errors(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                         const double *dy, double u_op, const est_block *e)
+{
+    est_block_errors(d, p, x, dy, u_op, e);
+    const size_t count = (size_t)d->batch * d->out;
+    double *y = chk_alloc(count);
+    ref_residual_forward(d, p, x, y, NULL);
+    if (e->y)
+        for (size_t i = 0; i < count; i++)
+            e->y[i] += U32 * fabs(y[i]);
+    if (dy && e->dx) {
+        double *dx = chk_alloc(count);
+        ref_residual_backward(d, p, x, dy, &(ref_block_grads){.dx = dx});
+        for (size_t i = 0; i < count; i++)
+            e->dx[i] += U32 * (fabs(dx[i]) + fabs(dy[i]));
+        free(dx);
+    }
+    free(y);
+}
+
+/* Few u32: the roundings of f and f' in float32 (erff, expf, the
+ * products), relative to the terms they touch. */
+#define ACT_ULPS 4.0
+
+void est_dense_errors(int batch, int in, int out, int act, const double *weight,
+                      const double *bias, const double *x, const double *dy, double u_op,
+                      double *ez, double *ey, double *edx, double *edw, double *edb)
+{
+    const size_t count = (size_t)batch * out;
+    double *z = chk_alloc(count), *ezz = chk_alloc(count);
+    double *scratch_dx = chk_alloc((size_t)batch * in), *scratch_dw = chk_alloc((size_t)out * in);
+    double *scratch_db = chk_alloc((size_t)out), *zero = chk_alloc(count);
+    ref_linear_forward(batch, in, out, weight, bias, x, z);
+    est_linear_errors(batch, in, out, weight, bias, x, zero, u_op, ezz, scratch_dx, scratch_dw,
+                      scratch_db);
+    for (size_t i = 0; i < count; i++) {
+        if (ez)
+            ez[i] = ezz[i];
+        if (!ey)
+            continue;
+        const double f = ref_activation(act, z[i]);
+        /* GELU's 1 + erf(z / sqrt 2), each rounded: 0.5 |z| (1 + |erf|) u. */
+        const double cancel = act == REF_GELU ? 0.5 * fabs(z[i]) * 2 : 0;
+        ey[i] = fabs(ref_activation_slope(act, z[i])) * ezz[i] +
+                ACT_ULPS * U32 * (fabs(f) + cancel);
+    }
+    if (dy) {
+        double *dz = chk_alloc(count), *edz = chk_alloc(count);
+        for (size_t i = 0; i < count; i++) {
+            const double slope = ref_activation_slope(act, z[i]);
+            dz[i] = dy[i] * slope;
+            const double rounding =
+                act == REF_GELU ? ACT_ULPS * U32 * (1 + fabs(z[i]) * exp(-0.5 * z[i] * z[i])) : 0;
+            edz[i] = fabs(dy[i]) * (fabs(ref_activation_curve(act, z[i])) * ezz[i] + rounding) +
+                     U32 * fabs(dz[i]);
+        }
+        est_linear_errors(batch, in, out, weight, bias, x, dz, u_op, ezz, edx, edw, edb);
+        /* dz's own error through the products and the column sum. */
+        for (int n = 0; n < batch; n++)
+            for (int k = 0; k < in; k++) {
+                double s = 0;
+                for (int c = 0; c < out; c++)
+                    s += edz[(size_t)n * out + c] * fabs(weight[(size_t)c * in + k]);
+                edx[(size_t)n * in + k] += s;
+            }
+        for (int c = 0; c < out; c++) {
+            double sb = 0;
+            for (int n = 0; n < batch; n++)
+                sb += edz[(size_t)n * out + c];
+            edb[c] += sb;
+            for (int k = 0; k < in; k++) {
+                double s = 0;
+                for (int n = 0; n < batch; n++)
+                    s += edz[(size_t)n * out + c] * fabs(x[(size_t)n * in + k]);
+                edw[(size_t)c * in + k] += s;
+            }
+        }
+        free(dz), free(edz);
+    }
+    free(z), free(ezz), free(scratch_dx), free(scratch_dw), free(scratch_db), free(zero);
+}
+
 /* loss = sum e^2 / M: a sum of M positive terms plus the division;
  * dpred = 2 e / M: a subtraction, a product and a division, 3 u32. */
 double est_mse_errors(size_t count, const double *pred, const double *target, double *edpred)

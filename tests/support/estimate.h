@@ -68,6 +68,20 @@ void est_linear_errors(int batch, int in, int out, const double *weight, const d
                        const double *x, const double *dy, double u_op, double *ey, double *edx,
                        double *edw, double *edb);
 
+/* For the residual block: the block's estimates, plus the skip's one
+ * rounding in y (y = x + block) and in dx (the product added onto dy). */
+void est_residual_errors(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                         const double *dy, double u_op, const est_block *e);
+
+/* For the dense layer (ref_dense_forward): ez [batch, out] the error of z
+ * (may be NULL; the kink margin of ReLU), y, and from dy (may be NULL)
+ * dx, dW and db. f and f' of float32 (erff, expf) add a few u32 of the
+ * terms they round, absolutely for GELU's 1 + erf, which cancels for
+ * z << 0. */
+void est_dense_errors(int batch, int in, int out, int act, const double *weight,
+                      const double *bias, const double *x, const double *dy, double u_op,
+                      double *ez, double *ey, double *edx, double *edw, double *edb);
+
 /* The losses: the value's error and, per element, the gradient's. */
 double est_mse_errors(size_t count, const double *pred, const double *target, double *edpred);
 double est_huber_errors(size_t count, const double *pred, const double *target, double delta,

@@ -53,6 +53,10 @@ struct gc_kind {
 
 extern const gc_kind gc_block_kind;
 extern const gc_kind gc_linear_kind;
+extern const gc_kind gc_relu_kind;
+extern const gc_kind gc_gelu_kind;
+extern const gc_kind gc_residual_kind;
+extern const gc_kind gc_dropout_kind;
 
 /* Every kind the tests check, in table order. */
 extern const gc_kind *const gc_kinds[];

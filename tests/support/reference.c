@@ -246,3 +246,93 @@ double ref_cross_entropy(int rows, int cols, const double *logits, const int32_t
     }
     return total / rows;
 }
+
+void ref_residual_forward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                          double *y, const ref_block_cache *cache)
+{
+    ref_block_forward(d, p, x, y, cache);
+    for (size_t i = 0; i < (size_t)d->batch * d->out; i++)
+        y[i] += x[i];
+}
+
+void ref_residual_backward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                           const double *dy, const ref_block_grads *g)
+{
+    ref_block_backward(d, p, x, dy, g);
+    if (g->dx)
+        for (size_t i = 0; i < (size_t)d->batch * d->out; i++)
+            g->dx[i] += dy[i];
+}
+
+static const double kInvSqrt2 = 0.70710678118654752440;
+static const double kInvSqrt2Pi = 0.39894228040143267794;
+
+double ref_activation(int act, double z)
+{
+    return act == REF_RELU ? (z > 0 ? z : 0) : 0.5 * z * (1 + erf(z * kInvSqrt2));
+}
+
+double ref_activation_slope(int act, double z)
+{
+    if (act == REF_RELU)
+        return z > 0 ? 1 : 0;
+    return 0.5 * (1 + erf(z * kInvSqrt2)) + z * kInvSqrt2Pi * exp(-0.5 * z * z);
+}
+
+double ref_activation_curve(int act, double z)
+{
+    return act == REF_RELU ? 0 : kInvSqrt2Pi * exp(-0.5 * z * z) * (2 - z * z);
+}
+
+void ref_dense_forward(int batch, int in, int out, int act, const double *weight,
+                       const double *bias, const double *x, double *y, double *z)
+{
+    const size_t count = (size_t)batch * out;
+    double *pre = z ? z : malloc(count * sizeof *pre);
+    ref_linear_forward(batch, in, out, weight, bias, x, pre);
+    for (size_t i = 0; i < count; i++)
+        y[i] = ref_activation(act, pre[i]);
+    if (!z)
+        free(pre);
+}
+
+void ref_dense_backward(int batch, int in, int out, int act, const double *weight,
+                        const double *bias, const double *x, const double *dy, double *dx,
+                        double *dweight, double *dbias)
+{
+    const size_t count = (size_t)batch * out;
+    double *z = malloc(count * sizeof *z), *dz = malloc(count * sizeof *dz);
+    ref_linear_forward(batch, in, out, weight, bias, x, z);
+    for (size_t i = 0; i < count; i++)
+        dz[i] = dy[i] * ref_activation_slope(act, z[i]);
+    ref_linear_backward(batch, in, out, weight, x, dz, dx, dweight, dbias);
+    free(z), free(dz);
+}
+
+/* Philox4x32-10, Salmon et al. SC'11, Figure 2's constants. */
+static void ref_philox(uint32_t ctr[4], uint32_t k0, uint32_t k1)
+{
+    for (int r = 0; r < 10; r++) {
+        const uint64_t a = (uint64_t)0xD2511F53u * ctr[0], b = (uint64_t)0xCD9E8D57u * ctr[2];
+        const uint32_t out[4] = {(uint32_t)(b >> 32) ^ ctr[1] ^ k0, (uint32_t)b,
+                                 (uint32_t)(a >> 32) ^ ctr[3] ^ k1, (uint32_t)a};
+        for (int i = 0; i < 4; i++)
+            ctr[i] = out[i];
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+void ref_dropout_mask(int batch, int width, double p, uint64_t seed, uint64_t layer,
+                      uint64_t step, uint64_t row0, double *mask)
+{
+    const uint64_t key = seed + layer * 0x9E3779B97F4A7C15ull;
+    const uint32_t threshold = (uint32_t)floor(p * 4294967296.0);
+    for (size_t i = 0; i < (size_t)batch * width; i++) {
+        const uint64_t e = row0 * (uint64_t)width + i;
+        uint32_t ctr[4] = {(uint32_t)(e / 4), (uint32_t)(e / 4 >> 32), (uint32_t)step,
+                           (uint32_t)(step >> 32)};
+        ref_philox(ctr, (uint32_t)key, (uint32_t)(key >> 32));
+        mask[i] = ctr[e % 4] >= threshold ? 1.0 : 0.0;
+    }
+}

@@ -58,6 +58,36 @@ void ref_linear_forward(int batch, int in, int out, const double *weight, const 
 void ref_linear_backward(int batch, int in, int out, const double *weight, const double *x,
                          const double *dy, double *dx, double *dweight, double *dbias);
 
+/* The residual block: y = x + block(x) (in == out), dx = dy + the block's
+ * dx; the other gradients are the block's. */
+void ref_residual_forward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                          double *y, const ref_block_cache *cache);
+void ref_residual_backward(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                           const double *dy, const ref_block_grads *g);
+
+/* The dense layer y = f(x W^T + b), f = ReLU (REF_RELU) or exact GELU,
+ * z/2 (1 + erf(z / sqrt 2)) (REF_GELU), as torch.nn.ReLU and nn.GELU().
+ * z [batch, out] (may be NULL) gets x W^T + b. */
+enum { REF_RELU, REF_GELU };
+double ref_activation(int act, double z);
+double ref_activation_slope(int act, double z);  /* f'(z); ReLU's is 0 at z = 0 */
+double ref_activation_curve(int act, double z);  /* f''(z), 0 for ReLU */
+void ref_dense_forward(int batch, int in, int out, int act, const double *weight,
+                       const double *bias, const double *x, double *y, double *z);
+/* dx (may be NULL), dW and db from dy [batch, out]. */
+void ref_dense_backward(int batch, int in, int out, int act, const double *weight,
+                        const double *bias, const double *x, const double *dy, double *dx,
+                        double *dweight, double *dbias);
+
+/* Dropout in training (torch.nn.Dropout's y = x * mask / (1 - p)) with
+ * the mask of fusenet's counter-based generator, written here again from
+ * its definition (dropout.h): element e = (row0 + n) * width + c of step
+ * `step` is kept when word e % 4 of Philox4x32-10 at counter {e / 4 (64
+ * bits), step (64 bits)}, key seed + layer * 0x9E3779B97F4A7C15, is at
+ * least floor(p 2^32). mask [batch, width] gets 1 or 0. */
+void ref_dropout_mask(int batch, int width, double p, uint64_t seed, uint64_t layer,
+                      uint64_t step, uint64_t row0, double *mask);
+
 /* sum (pred - target)^2 / count, as torch.nn.MSELoss; dpred (may be NULL)
  * gets 2 (pred - target) / count. */
 double ref_mse(size_t count, const double *pred, const double *target, double *dpred);
