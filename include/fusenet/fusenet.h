@@ -26,6 +26,7 @@
 #include "fusenet/optimizer.h"
 #include "fusenet/outputs.h"
 #include "fusenet/param.h"
+#include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"

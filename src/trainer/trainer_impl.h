@@ -12,7 +12,10 @@
 #include "fusenet/clip.h"
 #include "fusenet/comm.h"
 #include "fusenet/data.h"
+#include <time.h>
+
 #include "fusenet/loss_tally.h"
+#include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "run/config_impl.h"
@@ -62,6 +65,9 @@ struct fn_trainer {
     fn_loss_tally *tally;
     float last_loss;       /* the newest loss the host has seen */
     struct fn_step_graphs *graphs;
+    /* trainer_provenance.c */
+    time_t started;             /* wall-clock time fn_trainer_create began */
+    fn_provenance *provenance;  /* of every file the run writes */
 };
 
 /* --- a step strategy ------------------------------------------------------------
@@ -160,6 +166,11 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t);
 /* trainer_checkpoint.c: writes checkpoint.h5 (rank 0; the others do
  * nothing); a non-finite parameter is named in the message. */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t);
+
+/* trainer_provenance.c: t->provenance, once the run is set up; and that
+ * provenance, its end time set to now, for a file about to be written. */
+fn_status fn_trainer_make_provenance(fn_trainer *t);
+fn_status fn_trainer_provenance(fn_trainer *t, const fn_provenance **prov);
 
 /* trainer_inputs.c: FN_ERR_INVALID, naming both, when a file the run
  * writes or removes in its directory is one it reads (compared by device

@@ -167,7 +167,9 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved
     if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
-    return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
+    const fn_provenance *prov = NULL;
+    FN_TRY(fn_trainer_provenance(t, &prov));
+    return fn_weights_save_with_provenance(t->net, t->norm, prov, t->best_path, c->text);
 }
 
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
@@ -230,7 +232,10 @@ fn_status fn_trainer_run(fn_trainer *t)
     }
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
-        FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+        const fn_provenance *prov = NULL;
+        FN_TRY(fn_trainer_provenance(t, &prov));
+        FN_TRY(fn_weights_save_with_provenance(t->net, t->norm, prov, t->weights_path,
+                                               t->cfg->text));
     }
     t->outcome = FN_TRAIN_DONE;
     report_done(t);
