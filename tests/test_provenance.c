@@ -390,6 +390,14 @@ static void test_predict_info(void **state)
     free(text);
     const char *no_file[] = {"--info", NULL};
     assert_int_equal(program_run("predict", no_file, NULL, f->files->out, f->files->err), 2);
+    char missing[CAP];
+    program_files_path(f->files, "missing.h5", missing, sizeof missing);
+    const char *absent[] = {"--info", missing, NULL};
+    assert_int_equal(program_run("predict", absent, NULL, f->files->out, f->files->err), 1);
+    text = program_slurp(f->files->err);
+    if (!strstr(text, missing))
+        fail_msg("predict --info of a missing file said:\n%s", text);
+    free(text);
 }
 
 /* A weights file without the group (as every file before it) loads as

@@ -2,7 +2,7 @@
  * (provenance.h): made once the run is set up (its config resolved, its
  * device open, its sets read and checksummed as they were opened), each
  * file then stamped with the time it was written. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,7 +29,12 @@ static fn_status add_set(fn_provenance *p, const char *set, fn_data *data)
     FN_TRY(fn_data_fingerprint(data, about, sizeof about, &sum));
     snprintf(checksum, sizeof checksum, "%016llx", (unsigned long long)sum);
     snprintf(name, sizeof name, "%s_path", set);
-    FN_TRY(fn_provenance_set(p, name, fn_data_path(data)));
+    /* The absolute path, which still says where the file was when the
+     * run's directory is forgotten; a memory set's name as it is. */
+    char *absolute = realpath(fn_data_path(data), NULL);
+    fn_status st = fn_provenance_set(p, name, absolute ? absolute : fn_data_path(data));
+    free(absolute);
+    FN_TRY(st);
     snprintf(name, sizeof name, "%s_datasets", set);
     FN_TRY(fn_provenance_set(p, name, about));
     snprintf(name, sizeof name, "%s_checksum", set);
