@@ -274,6 +274,51 @@ static void test_every_file_holds_provenance(void **state)
     expect_provenance(f, "checkpoint.h5");
 }
 
+/* Sets attribute `name` of /provenance in path to value. */
+static void rewrite_attr(const char *path, const char *name, const char *value)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    hid_t group = H5Gopen2(file, "provenance", H5P_DEFAULT);
+    assert_true(group >= 0);
+    assert_true(H5Adelete(group, name) >= 0);
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    H5Tset_cset(type, H5T_CSET_UTF8);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(attr >= 0);
+    assert_true(H5Awrite(attr, type, &value) >= 0);
+    H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Gclose(group);
+    H5Fclose(file);
+}
+
+/* A run continued with --resume keeps its checkpoint's start and says
+ * when it resumed; a fresh run has no resumed. */
+static void test_resumed_run_keeps_its_start(void **state)
+{
+    fixture *f = *state;
+    char out[CAP + 32], checkpoint[CAP], weights[CAP];
+    snprintf(out, sizeof out, "output.dir=%s/resumed", f->files->dir);
+    const char *first[] = {"--set", out, "--set", "train.epochs=1", NULL};
+    if (run_train(f, first) != 0)
+        fail_msg("train failed:\n%s", program_slurp(f->files->err));
+    snprintf(checkpoint, sizeof checkpoint, "%s/resumed/checkpoint.h5", f->files->dir);
+    snprintf(weights, sizeof weights, "%s/resumed/weights.h5", f->files->dir);
+    char *resumed = attr_text(checkpoint, "resumed");
+    assert_null(resumed);
+    rewrite_attr(checkpoint, "started", "2001-02-03T04:05:06Z");
+    const char *again[] = {"--set", out, "--set", "train.epochs=2", "--resume", NULL};
+    if (run_train(f, again) != 0)
+        fail_msg("train --resume failed:\n%s", program_slurp(f->files->err));
+    expect_attr(weights, "started", "2001-02-03T04:05:06Z");
+    char when[32];
+    expect_time(weights, "resumed", when);
+}
+
 /* The set's checksum does not depend on its slabs or on where it was
  * read (the probe's child, or this process), and a memory set of the same
  * values has the same one. */
@@ -380,7 +425,8 @@ static void test_predict_info(void **state)
              fn_version(), fn_version_commit());
     if (strncmp(text, want, strlen(want)) != 0)
         fail_msg("predict --info printed:\n%s\nexpected it to start with:\n%s", text, want);
-    snprintf(want, sizeof want, "; train %s 'X' [%d, %d] float64, 'y' [%d] int64, checksum %016llx; valid %s",
+    snprintf(want, sizeof want,
+             "; train %s 'X' [%d, %d] float64, 'y' [%d] int64, checksum %016llx; valid %s",
              f->train, ROWS, IN, ROWS, (unsigned long long)expected_checksum(f->train, ROWS),
              f->valid);
     if (!strstr(text, want))
@@ -425,7 +471,8 @@ static void test_file_without_provenance(void **state)
     fn_provenance_destroy(prov);
     char line[512], want[256];
     EXPECT_OK(fn_provenance_file_summary(path, line, sizeof line));
-    snprintf(want, sizeof want, "no provenance recorded (the file predates it; written by fusenet %s)",
+    snprintf(want, sizeof want,
+             "no provenance recorded (the file predates it; written by fusenet %s)",
              fn_version());
     assert_string_equal(line, want);
     const char *argv[] = {"--info", path, NULL};
@@ -461,4 +508,5 @@ static void test_provenance_list(void **state)
 TEST_MAIN(setup, teardown, cmocka_unit_test(test_every_file_holds_provenance),
           cmocka_unit_test(test_checksum_of_what_was_read), cmocka_unit_test(test_print_config),
           cmocka_unit_test(test_predict_info), cmocka_unit_test(test_file_without_provenance),
-          cmocka_unit_test(test_provenance_list))
+          cmocka_unit_test(test_provenance_list),
+          cmocka_unit_test(test_resumed_run_keeps_its_start))

@@ -1,7 +1,8 @@
 /* trainer_provenance.c — the provenance of the files a run writes
  * (provenance.h): made once the run is set up (its config resolved, its
- * device open, its sets read and checksummed as they were opened), each
- * file then stamped with the time it was written. */
+ * device open, its sets read and checksummed as they were opened, a
+ * resumed checkpoint's start read), each file then stamped with the time
+ * it was written. */
 #define _XOPEN_SOURCE 700
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,25 @@ static fn_status add_set(fn_provenance *p, const char *set, fn_data *data)
     return fn_provenance_set(p, name, checksum);
 }
 
+/* started: when the run began; a resumed run keeps the start its
+ * checkpoint records (its own when the checkpoint has none) and adds
+ * resumed, when this process took it up. */
+static fn_status add_start(const fn_trainer *t, fn_provenance *p)
+{
+    char now[32];
+    utc_text(t->started, now, sizeof now);
+    if (!t->resuming)
+        return fn_provenance_set(p, "started", now);
+    fn_provenance *before = NULL;
+    FN_TRY(fn_provenance_read(&before, t->checkpoint_path));
+    const char *started = fn_provenance_get(before, "started");
+    fn_status st = fn_provenance_set(p, "started", started ? started : now);
+    if (st == FN_OK)
+        st = fn_provenance_set(p, "resumed", now);
+    fn_provenance_destroy(before);
+    return st;
+}
+
 static fn_status fill(const fn_trainer *t, fn_provenance *p)
 {
     char text[256];
@@ -56,8 +76,7 @@ static fn_status fill(const fn_trainer *t, fn_provenance *p)
     FN_TRY(fn_provenance_set(p, "math", fn_math_name(fn_context_math(t->ctx))));
     snprintf(text, sizeof text, "%d", t->ranks);
     FN_TRY(fn_provenance_set(p, "ranks", text));
-    utc_text(t->started, text, sizeof text);
-    FN_TRY(fn_provenance_set(p, "started", text));
+    FN_TRY(add_start(t, p));
     FN_TRY(add_set(p, "train", t->train));
     if (t->valid)
         FN_TRY(add_set(p, "valid", t->valid));
