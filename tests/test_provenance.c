@@ -5,6 +5,7 @@
  * data room (the word hash re-implemented below), for a set read in
  * several slabs and through the probe's child or in process alike;
  * `train --print-config` with the source of every value; `predict --info`;
+ * a resumed run keeping the start its checkpoint records;
  * and files without the group (older ones) still read and summarised. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
