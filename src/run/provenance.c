@@ -185,20 +185,22 @@ static fn_status read_file(const char *path, fn_provenance *prov, char *version,
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
     fn_status st = read_group(file, path, prov);
-    if (st == FN_OK && version)
+    if (st == FN_OK)
         root_version(file, path, version, cap);
     H5Fclose(file);
     return st;
 }
 
-/* The probe's child reads the whole group into a provenance of its own. */
+/* The probe's child reads what the caller will: the whole group and the
+ * root's version, into a provenance of its own. */
 static fn_status probe_read(fn_h5_child *probe, void *arg)
 {
     (void)probe;
     const file_job *job = arg;
     fn_provenance *prov = NULL;
+    char version[sizeof job->version];
     FN_TRY(fn_provenance_create(&prov));
-    fn_status st = read_file(job->path, prov, NULL, 0);
+    fn_status st = read_file(job->path, prov, version, sizeof version);
     fn_provenance_destroy(prov);
     return st;
 }
