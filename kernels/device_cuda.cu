@@ -5,6 +5,7 @@
  * it back, each stream's cuBLAS workspace, and the device's multiprocessor
  * count. Before any of that, the check that this build has code for the GPU
  * and that the GPU has what the math mode needs. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/cuda_runtime.h"
@@ -25,6 +26,17 @@ extern "C" int fn_cuda_count_devices(void)
         return 0;
     }
     return n;
+}
+
+extern "C" void fn_cuda_device_label(int gpu, char *buf, size_t cap)
+{
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, gpu) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(buf, cap, "cuda:%d", gpu);
+        return;
+    }
+    snprintf(buf, cap, "cuda:%d %s", gpu, prop.name);
 }
 
 /* Never launched: cudaFuncGetAttributes on it says whether the binary

@@ -64,9 +64,10 @@ def train(out, *sets):
 
 
 def add_provenance(weights):
-    """A /provenance group as the weights files will carry it."""
+    """The weights' /provenance group (train writes one) with a few test
+    values put in, which the exports must copy."""
     with h5py.File(weights, "a") as f:
-        g = f.create_group("provenance")
+        g = f.require_group("provenance")
         for k, v in PROVENANCE.items():
             g.attrs[k] = v
 

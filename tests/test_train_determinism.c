@@ -3,7 +3,10 @@
  * math mode (skipped without a GPU). The datasets are compared, not the
  * files (attributes may differ), every dataset of one file against the same
  * path in the other, with the same shape; a run with another seed must
- * differ, so the comparison can fail. Uses the digits of data/. */
+ * differ, so the comparison can fail. The files' provenance (the group
+ * /provenance: attributes only, no dataset) is the same in both runs but
+ * for its times, which the comparison of datasets does not see. Uses the
+ * digits of data/. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <setjmp.h>
@@ -18,6 +21,7 @@
 
 #include "expect.h"
 #include "fusenet/device.h"
+#include "fusenet/provenance.h"
 #include "program.h"
 #include "test_main.h"
 
@@ -158,6 +162,46 @@ static size_t count_differences(const char *a, const char *b)
     return differ;
 }
 
+/* The text without its "dir = " line (each run writes to a folder of its
+ * own), malloc'ed. */
+static char *without_dir(const char *text)
+{
+    char *copy = strdup(text);
+    assert_non_null(copy);
+    char *line = strstr(copy, "\ndir = ");
+    if (line) {
+        char *end = strchr(line + 1, '\n');
+        memmove(line, end ? end : line + strlen(line), strlen(end ? end : line) + 1);
+    }
+    return copy;
+}
+
+/* Every provenance item of a and b alike, but the times of the runs and
+ * their output folders. */
+static void expect_same_provenance(const char *a, const char *b)
+{
+    fn_provenance *pa = NULL, *pb = NULL;
+    EXPECT_OK(fn_provenance_read(&pa, a));
+    EXPECT_OK(fn_provenance_read(&pb, b));
+    assert_true(fn_provenance_count(pa) > 0);
+    assert_int_equal(fn_provenance_count(pa), fn_provenance_count(pb));
+    for (int i = 0; i < fn_provenance_count(pa); i++) {
+        const char *name = fn_provenance_name(pa, i), *va = fn_provenance_value(pa, i);
+        const char *vb = fn_provenance_get(pb, name);
+        if (strcmp(name, "started") == 0 || strcmp(name, "ended") == 0)
+            continue;
+        if (!vb)
+            fail_msg("provenance %s: '%s' in %s, none in %s", name, va, a, b);
+        char *ca = without_dir(va), *cb = without_dir(vb);
+        if (strcmp(ca, cb) != 0)
+            fail_msg("provenance %s: '%s' in %s, '%s' in %s", name, ca, a, cb, b);
+        free(ca);
+        free(cb);
+    }
+    fn_provenance_destroy(pa);
+    fn_provenance_destroy(pb);
+}
+
 static void expect_deterministic(const fixture *f, const char *device, const char *math)
 {
     char a[PATH_CAP], b[PATH_CAP], c[PATH_CAP], name[64];
@@ -173,6 +217,7 @@ static void expect_deterministic(const fixture *f, const char *device, const cha
     size_t same_seed = count_differences(a, b);
     if (same_seed != 0)
         fail_msg("%s, %s: two runs with seed 7 differ in %zu values", device, math, same_seed);
+    expect_same_provenance(a, b);
     if (count_differences(a, c) == 0)
         fail_msg("%s, %s: seeds 7 and 8 give the same weights: the comparison sees nothing",
                  device, math);

@@ -9,6 +9,7 @@
  *
  *   predict weights.h5 inputs.h5 outputs.h5 [--inputs X] [--targets y [--report]]
  *           [--probabilities] [--device D] [--batch N] [--memory-budget-mb M]
+ *   predict --info weights.h5    (one line: where the file came from)
  *
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +26,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
+#include "fusenet/provenance.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 
@@ -32,6 +34,7 @@ enum { EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
 static const char usage[] =
     "usage: predict weights.h5 inputs.h5 outputs.h5 [options]\n"
+    "       predict --info weights.h5\n"
     "\n"
     "Runs the network of weights.h5 over the inputs ([N, in], any float or integer\n"
     "type) and writes dataset 'outputs' (float32 [N, out]: the logits of a classifier,\n"
@@ -49,6 +52,8 @@ static const char usage[] =
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
     "  --batch N               rows per forward pass (default 256; at most the inputs' rows)\n"
     "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
+    "  --info                  print one line on where weights.h5 came from (its\n"
+    "                          provenance: version, device, data, times) and exit\n"
     "  --help                  this text\n"
     "  --version               the version, commit, backends and GPU architectures\n";
 
@@ -62,6 +67,7 @@ typedef struct options {
     long batch;
     double budget_mb;
     int help, version;
+    int info; /* --info: the weights file's provenance, nothing run */
 } options;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -121,6 +127,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->probabilities = 1;
         } else if (strcmp(argv[i], "--report") == 0) {
             o->report = 1;
+        } else if (strcmp(argv[i], "--info") == 0) {
+            o->info = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             int status = parse_option(argc, argv, &i, o);
             if (status)
@@ -131,7 +139,9 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unexpected argument '%s'", argv[i]);
         }
     }
-    if (n < 3 && !o->help && !o->version)
+    if (o->info && n != 1 && !o->help && !o->version)
+        return usage_error("%s", "--info takes one file: predict --info weights.h5");
+    if (n < 3 && !o->info && !o->help && !o->version)
         return usage_error("%s", "expected weights.h5 inputs.h5 outputs.h5");
     if (o->report && !o->targets && !o->help && !o->version)
         return usage_error("%s", "--report needs --targets NAME (the labels to compare with)");
@@ -386,6 +396,18 @@ static void release(job *j)
     fn_context_destroy(j->ctx);
 }
 
+/* --info: "<file>: <its provenance in one line>". */
+static int print_info(const char *path)
+{
+    char line[4096];
+    if (fn_provenance_file_summary(path, line, sizeof line) != FN_OK) {
+        fprintf(stderr, "predict: %s\n", fn_last_error());
+        return EXIT_ERROR;
+    }
+    printf("%s: %s\n", path, line);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o = {.inputs = "X", .device = "auto", .batch = 256, .budget_mb = 1024};
@@ -398,6 +420,8 @@ int main(int argc, char **argv)
                    fn_version(), fn_version_commit(), fn_build_backends(), fn_build_cuda_archs());
         return status;
     }
+    if (o.info)
+        return print_info(o.weights);
     job j = {0};
     fn_status st = predict(&j, &o);
     if (st != FN_OK)

@@ -7,6 +7,7 @@
  * stdout closes (`train ... | head -1`) the run carries on, unprinted.
  *
  *   train config.ini [--set section.key=value ...] [--resume | --overwrite] [--help]
+ *   train config.ini [--set ...] --print-config
  *   train --version
  *
  * Exit status: 0 done, 1 a config, data or run error, 2 a usage error,
@@ -44,6 +45,8 @@ static const char usage[] =
     "                           given here is relative to the current directory\n"
     "  --resume                 continue from <output dir>/checkpoint.h5\n"
     "  --overwrite              replace another run's files in the output dir\n"
+    "  --print-config           print the resolved configuration, each value with\n"
+    "                           its source (default, file:line or --set), and exit\n"
     "  --help                   this text\n"
     "  --version                the version, commit, backends and GPU architectures\n"
     "\n"
@@ -82,6 +85,7 @@ typedef struct args {
     const char **sets; /* [n_sets], borrowed from argv */
     int n_sets;
     int resume, overwrite, help, version;
+    int print_config; /* print the resolved configuration with its sources, run nothing */
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -108,6 +112,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->resume = 1;
         else if (strcmp(s, "--overwrite") == 0)
             a->overwrite = 1;
+        else if (strcmp(s, "--print-config") == 0)
+            a->print_config = 1;
         else if (strcmp(s, "--set") == 0 && i + 1 < argc)
             a->sets[a->n_sets++] = argv[++i];
         else if (strncmp(s, "--set=", 6) == 0)
@@ -360,6 +366,19 @@ static const fn_trainer_callbacks callbacks = {
     .on_notice = on_notice,
 };
 
+/* --print-config: the configuration the run would use, every key with
+ * its source, on rank 0; nothing is opened, made or written. */
+static int print_config(const fn_config *cfg)
+{
+    char *text = NULL;
+    if (fn_config_resolved_text(cfg, 1, &text) != FN_OK)
+        return fail(NULL);
+    if (fn_world_rank() == 0)
+        fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
 /* --- the run ------------------------------------------------------------------ */
 
 static const char *signal_name(int sig)
@@ -479,7 +498,9 @@ int main(int argc, char **argv)
     if (status == 0 && run)
         status = load_config(&a, &cfg);
     int together = 0;
-    if (status == 0 && run)
+    if (status == 0 && run && a.print_config)
+        status = print_config(cfg);
+    else if (status == 0 && run)
         status = execute(cfg, &a, &together);
     free(a.sets);
     fn_config_destroy(cfg);

@@ -21,6 +21,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
 #include "fusenet/optimizer.h"
+#include "fusenet/provenance.h"
 #include "fusenet/train_state.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,12 @@ fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimi
                                   const fn_train_state *state, const fn_input_norm *norm,
                                   const char *config_text);
 
+/* The same with the run's provenance (provenance.h) as the group
+ * `/provenance` (prov NULL: none). */
+fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
+                                             fn_optimizer *opt, const fn_train_state *state,
+                                             const fn_input_norm *norm, const fn_provenance *prov,
+                                             const char *config_text);
 /* Restores net's values, opt's state and step count, and *state. The net
  * must have the checkpoint's layers, opt the kind (name) and configuration
  * it was written with (a state kind it keeps must be in the file). */

@@ -78,6 +78,19 @@ int fn_config_n_keys(void);
 int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
                        size_t value_cap);
 
+/* Key i's section ("train") and name ("lr"), NULL when i is out of range;
+ * and where cfg's value came from: the line of the config file (> 0), or
+ * 0 with *assignment the --set argument that gave it, or 0 with
+ * *assignment NULL: the default. */
+const char *fn_config_key_section(int i);
+const char *fn_config_key_name(int i);
+int fn_config_key_origin(const fn_config *cfg, int i, const char **assignment);
+/* The resolved configuration as INI text: every key under its section,
+ * with its value as fn_config_get gives it and, when `sources` is 1, a
+ * comment saying where it came from ("; default", "; config.ini:12",
+ * "; --set train.lr=0.1"). Call after fn_config_finish; *text is
+ * malloc'ed (the caller frees it). */
+fn_status fn_config_resolved_text(const fn_config *cfg, int sources, char **text);
 /* Parses a [model] layers value ("block 128, block 128, linear 10"): each
  * item is a kind's name (layer_kind.h) and its arguments, and may end in a
  * repetition "x N" ("residual 64 x 16": 16 such layers, N from 1 to 4096).

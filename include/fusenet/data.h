@@ -142,9 +142,10 @@ fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *co
  * datasets' names, shapes and stored types into text ("'X' [1437, 64]
  * float64, 'y' [1437] int64"; snprintf's rules) and a 64-bit checksum of
  * every value as the network gets it (float32 inputs and targets, int32
- * labels, in file order) into *checksum. A set of several slabs is read
- * once more; as after fn_data_column_stats, a batch from
- * fn_data_next_rows is invalid afterwards, the position is kept. */
+ * labels, in file order) into *checksum. The checksum is computed as the
+ * open reads and checks every value (docs/formats.md gives the function;
+ * it does not depend on how the set is split into slabs), so nothing is
+ * read again; the position in the epoch is kept. */
 fn_status fn_data_fingerprint(fn_data *data, char *text, size_t cap, uint64_t *checksum);
 
 /* Copies rows [begin, end) of the batch to the same rows of x [rows, in],

@@ -40,6 +40,11 @@ void fn_context_destroy(fn_context *ctx); /* NULL is fine */
 fn_device fn_context_device(const fn_context *ctx);
 fn_math fn_context_math(const fn_context *ctx);
 
+/* What the context computes on, for people and provenance (provenance.h):
+ * "cpu", or "cuda:0 NVIDIA H100 80GB HBM3" (the GPU's ordinal and name);
+ * snprintf's rules. */
+void fn_context_describe(const fn_context *ctx, char *buf, size_t cap);
+
 /* The memory a run on this context can still take, in bytes: on the GPU
  * its free memory (cudaMemGetInfo); on the CPU the host's available memory
  * (MemAvailable of /proc/meminfo, else sysconf's available pages), capped

@@ -32,6 +32,7 @@
 #include "fusenet/outputs.h"
 #include "fusenet/param.h"
 #include "fusenet/safetensors.h"
+#include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"

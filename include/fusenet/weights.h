@@ -21,6 +21,7 @@
 
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
+#include "fusenet/provenance.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,11 @@ fn_status fn_weights_save(const fn_net *net, const char *path, const char *confi
 fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
                                const char *config_text);
 
+/* The same with the run's provenance (provenance.h) as the group
+ * `/provenance` (prov NULL: none); read it back with fn_provenance_read. */
+fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
+                                          const fn_provenance *prov, const char *path,
+                                          const char *config_text);
 /* Loads the values of a weights file into net, whose layers must match the
  * file's in kind, sizes and block settings. */
 fn_status fn_weights_load(fn_net *net, const char *path);

@@ -25,7 +25,8 @@ from ._lib import check, lib
 class _BlockConfig(ctypes.Structure):
     _fields_ = [("in_features", ctypes.c_int), ("out_features", ctypes.c_int),
                 ("groups", ctypes.c_int), ("eps", ctypes.c_float),
-                ("negative_slope", ctypes.c_float), ("forward_only", ctypes.c_int)]
+                ("negative_slope", ctypes.c_float), ("forward_only", ctypes.c_int),
+                ("residual", ctypes.c_int)]
 
 
 class _BlockMemory(ctypes.Structure):
@@ -162,7 +163,7 @@ class FusedBlock(nn.Module):
         if math not in _MATHS:
             raise ValueError("FusedBlock: math %r; expected one of %s" % (math, ", ".join(_MATHS)))
         self.math = math  # the library's math mode on a GPU; the CPU computes in fp32
-        self._cfg = _BlockConfig(in_features, out_features, groups, eps, negative_slope, 0)
+        self._cfg = _BlockConfig(in_features, out_features, groups, eps, negative_slope, 0, 0)
 
     def forward(self, x):
         if x.dim() != 2 or x.shape[1] != self.in_features:

@@ -1,6 +1,8 @@
 /* cuda_absent.c — the runtime room's calls into kernels/ in a build without
  * CUDA (cuda_absent.h): no GPUs, and every call that would need one fails
  * saying that the build lacks the backend and how to add it. */
+#include <stdio.h>
+
 #include "core/cuda_absent.h"
 #include "core/cuda_runtime.h"
 #include "core/graph_cuda.h"
@@ -15,6 +17,8 @@ fn_status fn_cuda_absent(const char *what)
 }
 
 int fn_cuda_count_devices(void) { return 0; }
+
+void fn_cuda_device_label(int gpu, char *buf, size_t cap) { snprintf(buf, cap, "cuda:%d", gpu); }
 
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
 {

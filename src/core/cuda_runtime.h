@@ -15,6 +15,8 @@ extern "C" {
 
 /* kernels/device_cuda.cu */
 int fn_cuda_count_devices(void);
+/* "cuda:0 NVIDIA H100 80GB HBM3": GPU gpu's ordinal and name (snprintf's rules). */
+void fn_cuda_device_label(int gpu, char *buf, size_t cap);
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu);
 void fn_cuda_context_release(fn_context *ctx);
 fn_status fn_cuda_context_sync(fn_context *ctx);

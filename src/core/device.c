@@ -2,6 +2,7 @@
  * contexts and math modes; the GPU half lives in
  * kernels/device_cuda.cu. */
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,4 +114,14 @@ fn_status fn_math_parse(const char *text, fn_math *math)
     char known[64];
     return fn_fail(FN_ERR_INVALID, "unknown math mode '%s' (expected %s)", text ? text : "(null)",
                    fn_math_list(known, sizeof known));
+}
+
+void fn_context_describe(const fn_context *ctx, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return;
+    if (!ctx || ctx->device != FN_CUDA)
+        snprintf(buf, cap, "cpu");
+    else
+        fn_cuda_device_label(ctx->gpu, buf, cap);
 }

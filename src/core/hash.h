@@ -18,4 +18,16 @@ uint64_t fn_hash_bytes(uint64_t h, const void *bytes, size_t n);
  * where a byte at a time would cost a pass of its own). */
 uint64_t fn_hash_words(uint64_t h, const void *bytes, size_t n);
 
+/* fn_hash_words over a stream that arrives in pieces of any length: the
+ * end gives what one call over the pieces joined would, from
+ * FN_HASH_START. */
+typedef struct fn_hash_stream {
+    uint64_t h;
+    unsigned char pending[8]; /* the bytes after the last whole word */
+    size_t n_pending;
+} fn_hash_stream;
+void fn_hash_stream_start(fn_hash_stream *s);
+void fn_hash_stream_add(fn_hash_stream *s, const void *bytes, size_t n);
+uint64_t fn_hash_stream_end(const fn_hash_stream *s);
+
 #endif

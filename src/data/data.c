@@ -393,15 +393,31 @@ static double slab_seconds(const fn_data *d)
     return FN_H5_PROBE_SECONDS + 60.0 * gib;
 }
 
-/* Every slab is read once at open, so bad values fail before training; in
- * a probe's child, each slab tells the parent the child is still going. */
-static fn_status check_all_slabs(fn_data *d, fn_h5_child *probe)
+/* The loaded slab's values, as the network gets them, into the two
+ * running hashes: inputs, and labels or targets. */
+static void hash_slab(const fn_data *d, fn_hash_stream *x, fn_hash_stream *t)
+{
+    const size_t rows = (size_t)slab_length(d, d->loaded);
+    fn_hash_stream_add(x, d->view_x, rows * (size_t)d->in * sizeof(float));
+    if (d->view_l)
+        fn_hash_stream_add(t, d->view_l, rows * sizeof(int32_t));
+    if (d->view_t)
+        fn_hash_stream_add(t, d->view_t, rows * (size_t)d->out * sizeof(float));
+}
+
+fn_status fn_data_check_slabs(fn_data *d, fn_h5_child *probe)
 {
     double step = slab_seconds(d);
+    fn_hash_stream x, t;
+    fn_hash_stream_start(&x);
+    fn_hash_stream_start(&t);
     for (int64_t k = 0; k < d->n_slabs; k++) {
         fn_h5_probe_alive(probe, step);
         FN_TRY(load_slab(d, k));
+        hash_slab(d, &x, &t);
     }
+    const uint64_t both[2] = {fn_hash_stream_end(&x), fn_hash_stream_end(&t)};
+    d->checksum = fn_hash_words(FN_HASH_START, both, sizeof both);
     return FN_OK;
 }
 
@@ -459,7 +475,7 @@ static fn_status open_file(fn_data *d, const char *path, const fn_data_options *
     if (d->targets)
         FN_TRY(open_targets(d));
     FN_TRY(fn_data_plan(d, opt->memory_budget));
-    return checked ? FN_OK : check_all_slabs(d, probe);
+    return checked ? FN_OK : fn_data_check_slabs(d, probe);
 }
 
 static fn_status open_new(fn_data **data, const char *path, const fn_data_options *opt,
@@ -485,21 +501,28 @@ static fn_status probe_open(fn_h5_child *probe, void *arg)
     const open_job *job = arg;
     fn_data *d = NULL;
     fn_status st = open_new(&d, job->path, job->opt, 0, probe);
+    if (st == FN_OK)
+        fn_h5_probe_result(probe, d->checksum);
     fn_data_close(d);
     return st;
 }
 
 /* The child opens and checks the set first (HDF5 may crash or hang on a
  * corrupt file, h5_probe.h); when it found the set good, the real open skips
- * the pass over every slab, so a large set is not read twice. When it
- * failed, its message is the open's. */
+ * the pass over every slab, so a large set is not read twice, and takes the
+ * checksum the child computed as it read. When it failed, its message is
+ * the open's. */
 fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt)
 {
     *data = NULL;
     open_job job = {path, opt};
     int checked = 0;
-    FN_TRY(fn_h5_probe(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked));
-    return open_new(data, path, opt, checked, NULL);
+    uint64_t checksum = 0;
+    FN_TRY(fn_h5_probe_for(path, probe_open, &job, FN_H5_PROBE_SECONDS, &checked, &checksum));
+    FN_TRY(open_new(data, path, opt, checked, NULL));
+    if (checked)
+        (*data)->checksum = checksum;
+    return FN_OK;
 }
 
 /* The inputs dataset opened and its shape checked as fn_data_open does,
@@ -655,17 +678,7 @@ fn_status fn_data_fingerprint(fn_data *d, char *text, size_t cap, uint64_t *chec
                  d->in, d->xtype, d->targets, (long long)d->n, d->out, d->ttype);
     else
         snprintf(text, cap, "'%s' [%lld, %d] %s", d->inputs, (long long)d->n, d->in, d->xtype);
-    uint64_t h = FN_HASH_START;
-    for (int64_t k = 0; k < d->n_slabs; k++) {
-        FN_TRY(load_slab(d, k));
-        const size_t rows = (size_t)slab_length(d, k);
-        h = fn_hash_words(h, d->view_x, rows * (size_t)d->in * sizeof(float));
-        if (d->view_l)
-            h = fn_hash_words(h, d->view_l, rows * sizeof(int32_t));
-        if (d->view_t)
-            h = fn_hash_words(h, d->view_t, rows * (size_t)d->out * sizeof(float));
-    }
-    *checksum = h;
+    *checksum = d->checksum;
     return FN_OK;
 }
 

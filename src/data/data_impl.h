@@ -45,6 +45,11 @@ struct fn_data {
     const float *view_t;     /* [slab rows, out], or NULL */
     const int32_t *view_l;   /* [slab rows], or NULL */
     int64_t loaded;     /* the slab the views show, -1: none */
+    /* fn_hash_words over the pair of the hashes of every input and of
+     * every label or target as the network gets them (float32, int32), in
+     * file order; computed as the open reads and checks every slab
+     * (fn_data_check_slabs), the same whatever the slabs. */
+    uint64_t checksum;
 
     long long epoch;
     int64_t *slab_order; /* [n_slabs] */
@@ -62,5 +67,10 @@ fn_status fn_data_begin(fn_data **data, const fn_data_source_ops *source, const 
 /* After the source set n, in and labels: slabs from the memory budget,
  * their buffers, and the position at the first batch. */
 fn_status fn_data_plan(fn_data *d, size_t memory_budget);
+/* Every slab loaded once, in file order, so bad values fail at open, and
+ * their checksum computed on the way; in a probe's child (probe non-NULL),
+ * each slab tells the parent the child is still going. */
+struct fn_h5_child;
+fn_status fn_data_check_slabs(fn_data *d, struct fn_h5_child *probe);
 
 #endif

@@ -82,7 +82,8 @@ static fn_status open_memory(fn_data *d, const fn_data_options *opt)
         if (d->labels)
             FN_TRY(check_labels(d));
     }
-    return fn_data_plan(d, opt->memory_budget);
+    FN_TRY(fn_data_plan(d, opt->memory_budget));
+    return fn_data_check_slabs(d, NULL); /* views only: nothing is copied */
 }
 
 fn_status fn_data_open_memory(fn_data **data, const fn_memory_set *set,

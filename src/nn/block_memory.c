@@ -24,6 +24,10 @@ static fn_status check_call(const char *call, fn_context *ctx, const fn_block_co
         !isfinite(cfg->negative_slope))
         return fn_fail(FN_ERR_INVALID, "%s: eps %g must be > 0 and negative_slope %g >= 0", call,
                        (double)cfg->eps, (double)cfg->negative_slope);
+    if (cfg->residual != 0 && (cfg->residual != 1 || cfg->in_features != cfg->out_features))
+        return fn_fail(FN_ERR_INVALID,
+                       "%s: residual %d: 0, or 1 with in_features equal to out_features (%d, %d)",
+                       call, cfg->residual, cfg->in_features, cfg->out_features);
     if (rows < 1)
         return fn_fail(FN_ERR_INVALID, "%s: rows %d must be at least 1", call, rows);
     if (!m->x || !m->weight || !m->bias || !m->gamma || !m->beta || !m->z || !m->mean || !m->rstd)

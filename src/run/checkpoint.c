@@ -19,6 +19,7 @@
 #include "fusenet/checkpoint.h"
 #include "store/h5util.h"
 #include "data/input_norm_impl.h"
+#include "run/provenance_impl.h"
 #include "run/weights_impl.h"
 
 enum { WHERE_CAP = 512, LABEL_CAP = 96 };
@@ -122,11 +123,12 @@ static fn_status write_optimizer(hid_t file, const char *path, const fn_optimize
 
 static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_optimizer *opt,
                            const fn_train_state *state, const fn_input_norm *norm,
-                           const char *config_text)
+                           const fn_provenance *prov, const char *config_text)
 {
     FN_TRY(fn_weights_write(file, path, FN_CHECKPOINT_FORMAT, FN_CHECKPOINT_VERSION, net,
                             config_text));
     FN_TRY(fn_input_norm_write(file, path, norm));
+    FN_TRY(fn_provenance_write(file, path, prov));
     FN_TRY(write_state(file, path, state));
     FN_TRY(write_optimizer(file, path, opt, state));
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
@@ -144,11 +146,19 @@ fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimi
                                   const fn_train_state *state, const fn_input_norm *norm,
                                   const char *config_text)
 {
+    return fn_checkpoint_save_with_provenance(path, net, opt, state, norm, NULL, config_text);
+}
+
+fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
+                                             fn_optimizer *opt, const fn_train_state *state,
+                                             const fn_input_norm *norm, const fn_provenance *prov,
+                                             const char *config_text)
+{
     FN_TRY(check_pair(net, opt, path));
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = write_all(file, path, net, opt, state, norm, config_text);
+    fn_status st = write_all(file, path, net, opt, state, norm, prov, config_text);
     if (st == FN_OK)
         st = fn_h5_commit(file, tmp, path);
     else

@@ -1494,3 +1494,24 @@ void fn_config_destroy(fn_config *cfg)
     free(cfg->text);
     free(cfg);
 }
+
+/* --- where each value came from, for the printed configuration ----------- */
+
+const char *fn_config_key_section(int i)
+{
+    return i >= 0 && i < fn_config_n_keys() ? key_section(i) : NULL;
+}
+
+const char *fn_config_key_name(int i)
+{
+    return i >= 0 && i < fn_config_n_keys() ? key_name(i) : NULL;
+}
+
+int fn_config_key_origin(const fn_config *cfg, int i, const char **assignment)
+{
+    *assignment = NULL;
+    if (!cfg || i < 0 || i >= fn_config_n_keys())
+        return 0;
+    *assignment = cfg->keys->assignment[i];
+    return *assignment ? 0 : cfg->keys->line[i];
+}

@@ -17,6 +17,7 @@
 #include "fusenet/weights.h"
 #include "store/h5util.h"
 #include "data/input_norm_impl.h"
+#include "run/provenance_impl.h"
 #include "run/weights_impl.h"
 
 enum { WHERE_CAP = 512 };
@@ -166,12 +167,21 @@ fn_status fn_weights_save(const fn_net *net, const char *path, const char *confi
 fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
                                const char *config_text)
 {
+    return fn_weights_save_with_provenance(net, norm, NULL, path, config_text);
+}
+
+fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
+                                          const fn_provenance *prov, const char *path,
+                                          const char *config_text)
+{
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
     fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, norm ? 2 : 1, net, config_text);
     if (st == FN_OK)
         st = fn_input_norm_write(file, path, norm);
+    if (st == FN_OK)
+        st = fn_provenance_write(file, path, prov);
     if (st == FN_OK)
         st = fn_h5_commit(file, tmp, path);
     else

@@ -56,11 +56,13 @@ typedef struct probe_record {
     int status;     /* PROBE_DONE: what the check returned */
     char message[PROBE_MESSAGE_CAP]; /* PROBE_DONE: its message when it failed */
     double seconds; /* PROBE_ALIVE: the time allowed for the next step */
+    uint64_t result; /* PROBE_DONE: what the check handed back (fn_h5_probe_result) */
 } probe_record;
 _Static_assert(sizeof(probe_record) <= PIPE_BUF, "a probe record must be one atomic write");
 
 struct fn_h5_child {
-    int fd; /* the pipe's writing end */
+    int fd;          /* the pipe's writing end */
+    uint64_t result; /* fn_h5_probe_result's value, sent with the report */
 };
 
 static fn_h5_probe_testing probe_testing; /* set by tests and fuzz harnesses only */
@@ -77,6 +79,12 @@ static void probe_send(int fd, const probe_record *r)
     do
         n = write(fd, r, sizeof *r);
     while (n < 0 && errno == EINTR);
+}
+
+void fn_h5_probe_result(fn_h5_child *probe, uint64_t value)
+{
+    if (probe)
+        probe->result = value;
 }
 
 void fn_h5_probe_alive(fn_h5_child *probe, double seconds)
@@ -127,8 +135,9 @@ static _Noreturn void run_child(int fd, pid_t parent, fn_h5_probe_fn check, void
     child_signals();
     if (probe_testing.child_init)
         probe_testing.child_init();
-    fn_h5_child probe = {fd};
+    fn_h5_child probe = {fd, 0};
     probe_record r = {.kind = PROBE_DONE, .status = (int)check(&probe, arg)};
+    r.result = probe.result;
     if (r.status != FN_OK)
         snprintf(r.message, sizeof r.message, "%s", fn_last_error());
     probe_send(fd, &r);
@@ -199,8 +208,16 @@ static int probe_wait(int fd, double timeout_s, probe_record *done_record, doubl
 fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
                       int *verified)
 {
+    return fn_h5_probe_for(path, check, arg, timeout_s, verified, NULL);
+}
+
+fn_status fn_h5_probe_for(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
+                          int *verified, uint64_t *result)
+{
     if (verified)
         *verified = 0;
+    if (result)
+        *result = 0;
     if (probe_testing.in_process)
         return FN_OK;
     int fds[2];
@@ -240,6 +257,8 @@ fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double 
         if (report.status == FN_OK) {
             if (verified)
                 *verified = 1;
+            if (result)
+                *result = report.result;
             return FN_OK;
         }
         /* A file the child found bad is not read again here: HDF5 1.10 can

@@ -5,6 +5,8 @@
 #ifndef FUSENET_SRC_H5_PROBE_H
 #define FUSENET_SRC_H5_PROBE_H
 
+#include <stdint.h>
+
 #include "fusenet/status.h"
 
 /* A hang is a bug in HDF5: a weights file, a checkpoint or a set's metadata
@@ -27,6 +29,15 @@ typedef fn_status (*fn_h5_probe_fn)(fn_h5_child *probe, void *arg);
  * (the child is killed), or FN_ERR_NOMEM when something else killed it. */
 fn_status fn_h5_probe(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
                       int *verified);
+/* fn_h5_probe, and what the check handed back with fn_h5_probe_result
+ * into *result (NULL: not wanted; 0 unless *verified is 1): a check that
+ * reads a whole file can pass on what it learnt (a data set's checksum),
+ * so the caller need not read the file again to learn it. */
+fn_status fn_h5_probe_for(const char *path, fn_h5_probe_fn check, void *arg, double timeout_s,
+                          int *verified, uint64_t *result);
+/* In check: the value fn_h5_probe_for hands its caller (probe NULL: not
+ * in a probe, nothing happens). */
+void fn_h5_probe_result(fn_h5_child *probe, uint64_t value);
 /* In check: a step is done and the next may take `seconds` (probe NULL:
  * not in a probe, nothing happens). */
 void fn_h5_probe_alive(fn_h5_child *probe, double seconds);

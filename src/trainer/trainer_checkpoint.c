@@ -27,8 +27,10 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t)
     }
     FN_TRY(fn_trainer_prepare_output(t));
     memcpy(t->state.schedule, t->schedule.state, sizeof t->state.schedule);
-    fn_status st = fn_checkpoint_save_norm(t->checkpoint_path, t->net, t->opt, &t->state, t->norm,
-                                          t->cfg->text);
+    const fn_provenance *prov = NULL;
+    FN_TRY(fn_trainer_provenance(t, &prov));
+    fn_status st = fn_checkpoint_save_with_provenance(t->checkpoint_path, t->net, t->opt, &t->state,
+                                                      t->norm, prov, t->cfg->text);
     if (st == FN_OK) {
         t->checkpoint_ours = 1;
         t->checkpoint_step = t->state.global_step;

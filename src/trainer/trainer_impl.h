@@ -12,7 +12,10 @@
 #include "fusenet/clip.h"
 #include "fusenet/comm.h"
 #include "fusenet/data.h"
+#include <time.h>
+
 #include "fusenet/loss_tally.h"
+#include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
 #include "run/config_impl.h"
@@ -66,6 +69,9 @@ struct fn_trainer {
     float last_loss;       /* the newest loss the host has seen */
     double tally_mean;     /* the epoch's mean loss as of the tally's newest sums read */
     struct fn_step_graphs *graphs;
+    /* trainer_provenance.c */
+    time_t started;             /* wall-clock time fn_trainer_create began */
+    fn_provenance *provenance;  /* of every file the run writes */
 };
 
 /* --- a step strategy ------------------------------------------------------------
@@ -181,6 +187,11 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t);
 /* trainer_checkpoint.c: checkpoint.h5 holds the state as it is now (written
  * at this step and epoch, or resumed from). */
 int fn_trainer_checkpoint_current(const fn_trainer *t);
+
+/* trainer_provenance.c: t->provenance, once the run is set up; and that
+ * provenance, its end time set to now, for a file about to be written. */
+fn_status fn_trainer_make_provenance(fn_trainer *t);
+fn_status fn_trainer_provenance(fn_trainer *t, const fn_provenance **prov);
 
 /* trainer_inputs.c: FN_ERR_INVALID, naming both, when a file the run
  * writes or removes in its directory is one it reads (compared by device

@@ -186,7 +186,9 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics train, fn_train_metr
     if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
-    return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
+    const fn_provenance *prov = NULL;
+    FN_TRY(fn_trainer_provenance(t, &prov));
+    return fn_weights_save_with_provenance(t->net, t->norm, prov, t->best_path, c->text);
 }
 
 /* The metric a schedule that reacts to the run (reduce on plateau) follows,
@@ -263,7 +265,10 @@ fn_status fn_trainer_run(fn_trainer *t)
     }
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
-        FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+        const fn_provenance *prov = NULL;
+        FN_TRY(fn_trainer_provenance(t, &prov));
+        FN_TRY(fn_weights_save_with_provenance(t->net, t->norm, prov, t->weights_path,
+                                               t->cfg->text));
     }
     /* Then the end's checkpoint, unless the last epoch's is it already:
      * what --resume with a larger [train] epochs continues. The weights,

@@ -264,6 +264,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
                                     (long long)fn_data_slab_rows(t->train));
     if (t->resuming)
         FN_TRY(resume(t));
+    FN_TRY(fn_trainer_make_provenance(t));
     return fn_trainer_choose_step(t);
 }
 
@@ -277,6 +278,7 @@ fn_status fn_trainer_create(fn_trainer **out, const fn_config *cfg,
     if (!t)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the trainer");
     t->cfg = cfg;
+    t->started = time(NULL);
     if (options) {
         t->user = options->user;
         t->resuming = options->resume != 0;
@@ -316,6 +318,7 @@ void fn_trainer_destroy(fn_trainer *t)
     fn_data_close(t->valid);
     fn_comm_destroy(t->comm);
     fn_context_destroy(t->ctx);
+    fn_provenance_destroy(t->provenance);
     free(t->checkpoint_path);
     free(t->weights_path);
     free(t->csv_path);

@@ -56,6 +56,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/loader.h"
 #include "fusenet/model.h"
+#include "fusenet/provenance.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
 #include "store/h5_probe.h"
@@ -412,6 +413,13 @@ static inline int fuzz_weights_run(fuzz_model *m, const char *path)
     bad += st != FN_OK && !fuzz_probe_clean("fn_input_norm_load", path);
     fn_input_norm_destroy(norm);
     bad += !fuzz_h5_closed("fn_input_norm_load");
+    /* Its provenance, as predict --info reads it. */
+    char line[512];
+    fn_clear_error();
+    st = fn_provenance_file_summary(path, line, sizeof line);
+    bad += !fuzz_clean(st, "fn_provenance_file_summary", path, NULL);
+    bad += st != FN_OK && !fuzz_probe_clean("fn_provenance_file_summary", path);
+    bad += !fuzz_h5_closed("fn_provenance_file_summary");
     return bad;
 }
 

@@ -2,7 +2,8 @@
  * loaders. Each input is written to a private scratch file, then a network
  * is built from it (fn_weights_build) and it is loaded into a fixed network
  * as weights (fn_weights_load) and as a checkpoint with momentum buffers
- * (fn_checkpoint_load) (fuzz_entry.h). Any crash, leak, undefined
+ * (fn_checkpoint_load), and its provenance is summarised
+ * (fn_provenance_file_summary) (fuzz_entry.h). Any crash, leak, undefined
  * behaviour, HDF5 object left open or failure without a message naming the
  * file aborts. */
 #define _POSIX_C_SOURCE 200809L
