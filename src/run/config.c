@@ -680,33 +680,35 @@ static fn_status set_list(fn_option_list *list, const fn_option *o, const char *
 {
     fn_option_list got = {NULL, 0};
     const key_spec k = {"train", o->name, T_FLOAT, 0, o->min, o->max, o->min_exclusive, NULL};
-    for (const char *at = text; *at;) {
+    fn_status st = FN_OK;
+    for (const char *at = text; *at && st == FN_OK;) {
         while (*at == ' ' || *at == '\t')
             at++;
         const char *end = strchr(at, ',');
-        const size_t len = end ? (size_t)(end - at) : strlen(at);
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        while (len > 0 && (at[len - 1] == ' ' || at[len - 1] == '\t'))
+            len--;
         char item[64];
         float *grown = realloc(got.values, (size_t)(got.n + 1) * sizeof *grown);
-        fn_status st = grown ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory for %s", o->name);
-        if (grown)
-            got.values = grown;
-        if (st == FN_OK && len >= sizeof item)
+        if (!grown) {
+            st = fn_fail(FN_ERR_NOMEM, "out of memory for %s", o->name);
+            break;
+        }
+        got.values = grown;
+        if (len >= sizeof item) {
             st = fn_fail(FN_ERR_INVALID, "item %d is too long", got.n + 1);
-        if (st == FN_OK) {
-            memcpy(item, at, len);
-            item[len] = '\0';
-            for (size_t e = len; e > 0 && (item[e - 1] == ' ' || item[e - 1] == '\t'); e--)
-                item[e - 1] = '\0';
-            st = set_number((char *)&got.values[got.n], &k, item);
-            if (st != FN_OK)
-                fn_error_prefix("item %d: ", got.n + 1);
+            break;
         }
-        if (st != FN_OK) {
-            free(got.values);
-            return st;
-        }
+        snprintf(item, sizeof item, "%.*s", (int)len, at);
+        st = set_number((char *)&got.values[got.n], &k, item);
+        if (st != FN_OK)
+            fn_error_prefix("item %d: ", got.n + 1);
         got.n++;
-        at = end ? end + 1 : at + len;
+        at = end ? end + 1 : at + strlen(at);
+    }
+    if (st != FN_OK) {
+        free(got.values);
+        return st;
     }
     free(list->values);
     *list = got;
