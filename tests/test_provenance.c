@@ -125,12 +125,12 @@ static int setup(void **state)
     write_set(f->valid, VALID_ROWS, 1);
     /* line 1 [data], 2 train, 3 valid, 4 budget, 5 [model], 6 layers,
      * 7 [train], 8 batch_size, 9 epochs, 10 keep_best, 11 checkpoint_every,
-     * 12 lr, 13 [run], 14 log_every */
+     * 12 lr, 13 [run], 14 log_every, 15 device (the CPU's, on any machine) */
     program_files_ini(f->files,
                       "[data]\ntrain = %s\nvalid = %s\nmemory_budget_mb = " BUDGET_MB "\n"
                       "[model]\nlayers = block 8, linear 3\n"
                       "[train]\nbatch_size = %d\nepochs = 2\nkeep_best = true\n"
-                      "checkpoint_every = 1\nlr = 0.05\n[run]\nlog_every = 0\n",
+                      "checkpoint_every = 1\nlr = 0.05\n[run]\nlog_every = 0\ndevice = cpu\n",
                       f->train, f->valid, BATCH);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     *state = f;

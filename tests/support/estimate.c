@@ -298,8 +298,13 @@ void est_dense_errors(int batch, int in, int out, int act, const double *weight,
         const double f = ref_activation(act, z[i]);
         /* GELU's 1 + erf(z / sqrt 2), each rounded: 0.5 |z| (1 + |erf|) u. */
         const double cancel = act == REF_GELU ? 0.5 * fabs(z[i]) * 2 : 0;
-        ey[i] = fabs(ref_activation_slope(act, z[i])) * ezz[i] +
-                ACT_ULPS * U32 * (fabs(f) + cancel);
+        /* The computed z lies within ezz of z, where the slope may differ
+         * (ReLU's kink: 0 on one side, 1 on the other): the largest slope
+         * over that interval bounds f's change (f is Lipschitz there). */
+        const double slope = fmax(fabs(ref_activation_slope(act, z[i])),
+                                  fmax(fabs(ref_activation_slope(act, z[i] - ezz[i])),
+                                       fabs(ref_activation_slope(act, z[i] + ezz[i]))));
+        ey[i] = slope * ezz[i] + ACT_ULPS * U32 * (fabs(f) + cancel);
     }
     if (dy) {
         double *dz = chk_alloc(count), *edz = chk_alloc(count);

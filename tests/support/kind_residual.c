@@ -139,8 +139,12 @@ static const gc_case unaligned_cases[] = {
 static const gc_case fd_cases[] = {
     {4, 12, 12, 3, 0.01, 1e-5, 1, 1, 0, 341, "typical"},
     {1, 16, 16, 1, 0.2, 1e-5, 1, 1, 0, 342, "batch 1, G = 1, K = 16"},
-    {3, 150, 150, 3, 0.01, 1e-5, 1, 1, 0, 343, "K = 50, scalar team <1,2>"},
-    {2, 260, 260, 2, 0.01, 1e-5, 1, 1, 0, 344, "K = 130, scalar group path <1>"},
+    /* One group, so the input (= the output) is as narrow as the paths allow:
+     * bf16's error of a product grows with its width, and at 150 or 260
+     * inputs most units lie within it of the kink, which leaves the check
+     * too few to test. */
+    {3, 50, 50, 1, 0.01, 1e-5, 1, 1, 0, 343, "K = 50, scalar team <1,2>"},
+    {2, 130, 130, 1, 0.01, 1e-5, 1, 1, 0, 344, "K = 130, scalar group path <1>"},
 };
 
 const gc_kind gc_residual_kind = {
