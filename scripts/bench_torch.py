@@ -131,6 +131,8 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--precisions", default="ieee,tf32,bf16",
+                   help="a comma-separated subset of ieee, tf32, bf16")
     args = p.parse_args()
 
     def report(mode, precision, what, ms):
@@ -139,7 +141,7 @@ def main():
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}; batch {args.batch}, "
           f"in {args.in_features}, hidden {args.hidden}, groups {args.groups}", flush=True)
     bench_norm_alone(args, report)
-    for precision in ("ieee", "tf32", "bf16"):
+    for precision in args.precisions.split(","):
         bench_mode(args, precision, False, report)
         if not args.no_compile:
             bench_mode(args, precision, True, report)
