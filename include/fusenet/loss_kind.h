@@ -55,6 +55,9 @@ fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 /* The table's names, "a", "a or b", "a, b or c", into buf. */
 const char *fn_loss_kind_list(char *buf, size_t cap);
 
+/* The table's i-th kind; NULL past the end. */
+const fn_loss_kind *fn_loss_kind_at(int i);
+
 #ifdef __cplusplus
 }
 #endif

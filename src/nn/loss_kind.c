@@ -32,3 +32,8 @@ const char *fn_loss_kind_list(char *buf, size_t cap)
     }
     return buf;
 }
+
+const fn_loss_kind *fn_loss_kind_at(int i)
+{
+    return i >= 0 && i < N_KINDS ? kinds[i] : NULL;
+}

@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 
 #include "fusenet/config.h"
+#include "core/suggest.h"
 #include "run/config_impl.h"
+#include "run/config_names.h"
 #include "run/ini_reader.h"
 #include "store/regular_file.h"
 
@@ -216,12 +218,52 @@ static int find_key(const char *section, const char *name)
     return -1;
 }
 
+/* The first key of any section called name. */
+static int find_key_anywhere(const char *name)
+{
+    for (int i = 0; i < fn_config_n_keys(); i++)
+        if (strcmp(key_name(i), name) == 0)
+            return i;
+    return -1;
+}
+
 static int known_section(const char *section)
 {
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
         if (strcmp(sections[i], section) == 0)
             return 1;
     return 0;
+}
+
+/* --- did you mean ------------------------------------------------------- */
+
+/* A failure about an unknown section gets the nearest known one. */
+static fn_status suggest_section(fn_status st, const char *section)
+{
+    return fn_suggest_fix(st, "[", fn_suggest(section, sections, sizeof sections / sizeof sections[0]),
+                          "]");
+}
+
+/* A failure about an unknown key gets the nearest key of its section, or
+ * else the nearest key of another section ("[data] standardize"). */
+static fn_status suggest_key(fn_status st, const char *section, const char *name)
+{
+    const char *same[ALL_KEYS], *all[ALL_KEYS];
+    int n_same = 0, n_all = 0;
+    for (int i = 0; i < fn_config_n_keys() && n_all < ALL_KEYS; i++) {
+        if (strcmp(key_section(i), section) == 0)
+            same[n_same++] = key_name(i);
+        all[n_all++] = key_name(i);
+    }
+    const char *near = fn_suggest(name, same, n_same);
+    if (near)
+        return fn_suggest_fix(st, "", near, "");
+    near = fn_suggest(name, all, n_all);
+    if (!near)
+        return st;
+    char where[48];
+    snprintf(where, sizeof where, "[%s] ", key_section(find_key_anywhere(near)));
+    return fn_suggest_fix(st, where, near, "");
 }
 
 /* --- value parsers: each fails with a problem text, no location ---------- */
@@ -369,7 +411,9 @@ static fn_status parse_layer_item(const char *start, size_t len, int item, fn_la
     const char *args = space + 1;
     while (*args == ' ' || *args == '\t')
         args++;
-    fn_status st = fn_layer_kind_find(buf, &spec->kind);
+    fn_status st = fn_value_suggest(
+        fn_layer_kind_find(fn_value_spelling(fn_layer_kind_names, buf), &spec->kind),
+        fn_layer_kind_names, buf);
     if (st == FN_OK)
         st = spec->kind->parse(args, spec);
     if (st != FN_OK)
@@ -416,9 +460,10 @@ static fn_status set_string(char **slot, const char *text, int may_be_empty)
 static fn_status parse_math(const char *text, fn_math *math)
 {
     char known[64];
-    if (fn_math_parse(text, math) != FN_OK)
-        return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'", fn_math_list(known, sizeof known),
-                       text);
+    if (fn_math_parse(fn_value_spelling(fn_math_names, text), math) != FN_OK)
+        return fn_value_suggest(fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
+                                        fn_math_list(known, sizeof known), text),
+                                fn_math_names, text);
     return FN_OK;
 }
 
@@ -466,15 +511,22 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     case T_SEED:
         return parse_seed(text, (uint64_t *)field);
     case T_LOSS:
-        return fn_loss_kind_find(text, (const fn_loss_kind **)field);
+        return fn_value_suggest(fn_loss_kind_find(fn_value_spelling(fn_loss_names, text),
+                                                  (const fn_loss_kind **)field),
+                                fn_loss_names, text);
     case T_MATH:
         return parse_math(text, (fn_math *)field);
     case T_DEVICE:
         return parse_device(text, cfg);
     case T_OPTIMIZER:
-        return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
+        return fn_value_suggest(
+            fn_optimizer_kind_find(fn_value_spelling(fn_optimizer_names, text),
+                                   (const fn_optimizer_kind **)field),
+            fn_optimizer_names, text);
     case T_SCHEDULE:
-        return fn_schedule_parse(text, (fn_schedule_kind *)field);
+        return fn_value_suggest(fn_schedule_parse(fn_value_spelling(fn_schedule_names, text),
+                                                  (fn_schedule_kind *)field),
+                                fn_schedule_names, text);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -553,12 +605,14 @@ static fn_status on_key(void *arg, const char *section, const char *name, const 
     if (!section[0])
         return fn_fail(FN_ERR_INVALID, "%s: key outside any [section]", name);
     if (!known_section(section))
-        return fn_fail(FN_ERR_INVALID,
-                       "unknown section [%s] (expected data, model, train, run or output)",
-                       section);
+        return suggest_section(fn_fail(FN_ERR_INVALID,
+                                       "unknown section [%s] (expected data, model, train, run "
+                                       "or output)", section),
+                               section);
     int i = find_key(section, name);
     if (i < 0)
-        return fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name);
+        return suggest_key(fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name), section,
+                           name);
     if (cfg->keys->line[i] > 0)
         return fn_fail(FN_ERR_INVALID, "%s.%s: duplicate key (first set on line %d)", section,
                        name, cfg->keys->line[i]);
@@ -680,10 +734,14 @@ static fn_status apply_override(fn_config *cfg, const char *assignment, const ch
                                 const char *name, const char *value)
 {
     if (!known_section(section))
-        return fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section);
+        return suggest_section(
+            fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section),
+            section);
     int i = find_key(section, name);
     if (i < 0)
-        return fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name);
+        return suggest_key(
+            fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name),
+            section, name);
     fn_status st = set_key(cfg, i, value);
     if (st != FN_OK) {
         fn_error_prefix("--set %s: ", assignment);
