@@ -34,6 +34,8 @@ typedef struct fn_loss_kind {
     int accuracy;            /* it counts the rows classified right: an accuracy metric */
     int watch_loss;          /* keep_best and patience watch the validation loss (lower
                               * is better); else its accuracy (higher is better) */
+    int takes_logits;        /* it reads unbounded scores: a last layer of bounded
+                              * outputs (fn_layer_kind.bounded_outputs) gets a notice */
     /* The loss into loss [1, 1] and *value, the gradient assigned to dpred
      * (NULL: the value only), the rows classified right into *correct (0
      * without accuracy); waits for the device. */

@@ -72,6 +72,7 @@ static double row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp)
 const fn_layer_kind fn_block_kind = {
     .name = "block",
     .usage = "block N",
+    .bounded_outputs = 1,
     .parse = fn_layer_parse_width,
     .check = check,
     .create = create,

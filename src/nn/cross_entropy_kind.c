@@ -22,6 +22,7 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .targets = FN_DATA_LABELS,
     .accuracy = 1,
     .watch_loss = 0,
+    .takes_logits = 1,
     .read = ce_read,
     .tally = ce_tally,
 };

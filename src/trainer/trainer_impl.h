@@ -140,6 +140,11 @@ fn_status fn_trainer_output_paths(fn_trainer *t);
 /* A fresh run into a directory of another run's files: an error naming
  * them, unless overwriting. */
 fn_status fn_trainer_check_output(fn_trainer *t);
+/* The notices of trainer_notices.c, through on_notice: how the sets'
+ * targets were read, a last layer of bounded outputs under a loss of
+ * logits, input columns of scales far apart without [data] standardize.
+ * Call after setup_norm (the norm is known). */
+fn_status fn_trainer_notices(fn_trainer *t);
 /* Makes the output directory and, overwriting, removes the earlier run's
  * files; once, before the first file is written. */
 fn_status fn_trainer_prepare_output(fn_trainer *t);

@@ -58,13 +58,15 @@ static fn_status open_sets(fn_trainer *t)
         .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets,
         .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
-        .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
+        .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed,
+        .inputs_key = "[data] inputs", .targets_key = "[data] targets"};
     const fn_data_source train = {.path = c->train, .memory = c->train_set},
                          valid = {.path = c->valid, .memory = c->valid_set};
     FN_TRY(fn_data_open_source(&t->train, &train, &opt));
     if (!valid.path && !valid.memory)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
+    opt.in_features_from = "the training set's columns";
     opt.shuffle = 0;
     return fn_data_open_source(&t->valid, &valid, &opt);
 }
@@ -247,6 +249,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     FN_TRY(make_loaders(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
+    FN_TRY(fn_trainer_notices(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
