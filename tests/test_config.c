@@ -710,6 +710,20 @@ static void test_did_you_mean(void **state)
     assert_null(strstr(fn_last_error(), "did you mean"));
 }
 
+/* standardize_targets is for values (mse), not class labels. */
+static void test_standardize_targets(void **state)
+{
+    const char *ce[] = {"data.standardize_targets=true", NULL};
+    EXPECT_ERROR(minimal, ce, FN_ERR_INVALID, "--set data.standardize_targets=true: applies to a "
+                 "loss of values (mse), not loss = cross_entropy's class labels", NULL);
+    fn_config *cfg = NULL;
+    const char *mse[] = {"data.standardize_targets=true", "train.loss=mse", NULL};
+    if (load(*state, minimal, mse, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->standardize_targets, 1);
+    fn_config_destroy(cfg);
+}
+
 static void test_enum_values_ignore_case(void **state)
 {
     fn_config *cfg = NULL;
@@ -736,5 +750,5 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),
           T(test_path_join_normalises), T(test_best_keys), T(test_get_values),
-          T(test_math_bf16), T(test_empty_output_dir), T(test_did_you_mean),
+          T(test_math_bf16), T(test_empty_output_dir), T(test_did_you_mean), T(test_standardize_targets),
           T(test_enum_values_ignore_case))

@@ -22,6 +22,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
+#include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 
@@ -170,6 +171,7 @@ typedef struct job {
     fn_context *ctx;
     fn_net *net;
     fn_input_norm *norm; /* the weights file's; NULL: none */
+    fn_input_norm *target_norm; /* its /target_norm: outputs mapped back; NULL: none */
     fn_data *data;
     fn_loader *loader; /* synchronous: the outputs file is written between batches */
     fn_outputs *outputs;
@@ -215,6 +217,8 @@ static fn_status forward_all(job *j)
         fn_tensor y;
         FN_TRY(fn_net_forward(j->net, &b.x, &y));
         FN_TRY(fn_tensor_download(&y, j->host, (size_t)b.rows * (size_t)out));
+        if (j->target_norm)
+            fn_target_norm_undo(j->target_norm, j->host, b.rows);
         FN_TRY(write_batch(j, &b, j->host, out));
     }
 }
@@ -312,6 +316,7 @@ static fn_status predict(job *j, const options *given)
     FN_TRY(open_context(o->device, &j->ctx));
     FN_TRY(build_net(j, o));
     FN_TRY(fn_input_norm_load(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
+    FN_TRY(fn_target_norm_load(&j->target_norm, j->ctx, o->weights, fn_net_out_features(j->net)));
     FN_TRY(open_inputs(j, o));
     FN_TRY(alloc_host(j, o));
     FN_TRY(fn_outputs_create(&j->outputs, o->outputs_path, fn_data_rows(j->data),
@@ -346,6 +351,7 @@ static void release(job *j)
     fn_loader_destroy(j->loader);
     fn_data_close(j->data);
     fn_input_norm_destroy(j->norm);
+    fn_input_norm_destroy(j->target_norm);
     fn_net_destroy(j->net);
     fn_context_destroy(j->ctx);
 }

@@ -146,6 +146,9 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * a batch from fn_data_next_rows is invalid afterwards, the position in
  * the epoch is kept. For `[data] standardize` (input_norm.h). */
 fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
+/* The same for the target columns of a set of values (mse; fn_data_out_features
+ * entries each), for `[data] standardize_targets`. */
+fn_status fn_data_target_stats(fn_data *data, double *mean, double *std, int *constant);
 
 /* What the set is, to compare the sets of several processes: its
  * datasets' names, shapes and stored types into text ("'X' [1437, 64]

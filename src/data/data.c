@@ -646,9 +646,10 @@ static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, d
     }
 }
 
-fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+/* The statistics of the inputs (targets 0) or the mse targets (1). */
+static fn_status stats_of(fn_data *d, int targets, double *mean, double *std, int *constant)
 {
-    const int in = d->in;
+    const int in = targets ? d->out : d->in;
     double *m2 = calloc((size_t)in, sizeof(double)), *slab_mean = malloc((size_t)in * sizeof(double));
     float *lo = malloc((size_t)in * sizeof(float)), *hi = malloc((size_t)in * sizeof(float));
     fn_status st = m2 && slab_mean && lo && hi ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
@@ -660,7 +661,7 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
         if (st != FN_OK)
             break;
         int64_t rows = slab_length(d, k);
-        merge_slab(d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        merge_slab(targets ? d->view_t : d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
         seen += rows;
     }
     for (int j = 0; st == FN_OK && j < in; j++) {
@@ -672,6 +673,19 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
     free(lo);
     free(hi);
     return st;
+}
+
+fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    return stats_of(d, 0, mean, std, constant);
+}
+
+fn_status fn_data_target_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    if (fn_data_target_kind(d) != FN_DATA_FLOATS)
+        return fn_fail(FN_ERR_INVALID, "%s: target statistics need values [N, out] (mse), not "
+                       "labels", d->path);
+    return stats_of(d, 1, mean, std, constant);
 }
 
 /* --- fingerprint ---------------------------------------------------------- */

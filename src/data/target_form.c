@@ -39,6 +39,12 @@ fn_status fn_target_form_choose(fn_data *d, int rank, const hsize_t *dims, int i
 {
     d->tform = FN_FORM_AS_DECLARED;
     d->tcols = rank == 2 ? (int)dims[1] : 0;
+    /* predict --targets takes rank 1 as labels, but floats [N] for a network
+     * of one output are that output's values. */
+    if (d->by_rank && rank == 1 && is_float && d->out == 1) {
+        d->labels = 0;
+        d->tform = FN_FORM_VALUES_1D;
+    }
     if (d->by_rank)
         return FN_OK;
     if (d->labels)

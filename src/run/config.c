@@ -58,6 +58,7 @@ static const key_spec keys[] = {
     {"data", "targets", T_NAME, AT(targets), 0, 0, 0, "y"},
     {"data", "memory_budget_mb", T_DOUBLE, AT(memory_budget_mb), 0, 1 << 24, 1, "1024"},
     {"data", "standardize", T_BOOL, AT(standardize), 0, 0, 0, "false"},
+    {"data", "standardize_targets", T_BOOL, AT(standardize_targets), 0, 0, 0, "false"},
     {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
     {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
     {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},
@@ -932,6 +933,17 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
+/* standardize_targets is for a loss of values (mse), not of labels. */
+static fn_status check_standardize_targets(const fn_config *cfg)
+{
+    if (!cfg->standardize_targets || cfg->loss->targets == FN_DATA_FLOATS)
+        return FN_OK;
+    char why[128];
+    snprintf(why, sizeof why, "applies to a loss of values (mse), not loss = %s's class labels",
+             cfg->loss->name);
+    return key_fail(cfg, FN_ERR_INVALID, find_key("data", "standardize_targets"), why);
+}
+
 /* keep_best and patience watch the validation metric. */
 static fn_status check_best(const fn_config *cfg)
 {
@@ -994,6 +1006,7 @@ fn_status fn_config_finish(fn_config *cfg)
     FN_TRY(check_optimizer(cfg));
     FN_TRY(check_schedule(cfg));
     FN_TRY(check_best(cfg));
+    FN_TRY(check_standardize_targets(cfg));
     FN_TRY(default_out_dir(cfg));
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)

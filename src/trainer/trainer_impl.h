@@ -29,6 +29,7 @@ struct fn_trainer {
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
     fn_net *net;
     fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
+    fn_input_norm *target_norm; /* [data] standardize_targets: the targets'; else NULL */
     fn_optimizer *opt;
     fn_schedule schedule;  /* the lr of each step ([train] lr, schedule, warmup_steps, ...) */
     fn_clip *clip;         /* [train] clip_grad_norm; NULL when off */

@@ -167,7 +167,7 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics valid, int *improved
     if (!*improved || !c->keep_best || !fn_trainer_writes(t))
         return FN_OK;
     FN_TRY(fn_trainer_prepare_output(t));
-    return fn_weights_save_norm(t->net, t->norm, t->best_path, c->text);
+    return fn_weights_save_norms(t->net, t->norm, t->target_norm, t->best_path, c->text);
 }
 
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
@@ -230,7 +230,8 @@ fn_status fn_trainer_run(fn_trainer *t)
     }
     if (fn_trainer_writes(t)) {
         FN_TRY(fn_trainer_prepare_output(t));
-        FN_TRY(fn_weights_save_norm(t->net, t->norm, t->weights_path, t->cfg->text));
+        FN_TRY(fn_weights_save_norms(t->net, t->norm, t->target_norm, t->weights_path,
+                                     t->cfg->text));
     }
     t->outcome = FN_TRAIN_DONE;
     report_done(t);

@@ -256,7 +256,8 @@ def main():
     # --- weights files -----------------------------------------------------
     weights("good_weights.h5")
     weights("weights_version2.h5", version=2)  # 2 promises /input_norm; this one has none
-    weights("weights_version3.h5", version=3)
+    weights("weights_version3.h5", version=3)  # 3 promises /target_norm; this one has none
+    weights("weights_version4.h5", version=4)
     weights("weights_other_format.h5", fmt="keras-weights")
 
     def no_format(f):
