@@ -24,8 +24,8 @@ typedef enum fn_file_role {
     FN_FILE_OTHER        /* not HDF5 and not text (.npy, .npz, ...) */
 } fn_file_role;
 
-/* The role of the file at path; for FN_FILE_HDF5 the datasets it holds
- * ("'X', 'y'") into datasets (cap bytes, may be 0). */
+/* The role of the file at path; for FN_FILE_HDF5 the names in its root
+ * group ("'X', 'y'") into datasets (cap bytes, may be 0). */
 fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap);
 
 #ifdef __cplusplus

@@ -23,13 +23,13 @@
 static fn_status missing_set(const fn_data *d, const char *name, const char *key)
 {
     char held[512], fix[128] = "";
-    fn_h5_dataset_names(d->file, held, sizeof held);
+    fn_h5_root_names(d->file, held, sizeof held);
     if (key)
         snprintf(fix, sizeof fix, "; set %s to the name of the %s", key,
                  name == d->inputs ? "inputs" : "targets");
     if (!held[0])
-        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s': the file holds no datasets", d->path,
-                       name);
+        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s': the file's root holds nothing",
+                       d->path, name);
     return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s' (the file holds %s)%s", d->path, name,
                    held, fix);
 }

@@ -41,7 +41,7 @@ static fn_file_role hdf5_role(hid_t file, char *datasets, size_t cap)
     free(format);
     H5Eclear2(H5E_DEFAULT);
     if (role == FN_FILE_HDF5 && cap)
-        fn_h5_dataset_names(file, datasets, cap);
+        fn_h5_root_names(file, datasets, cap);
     return role;
 }
 

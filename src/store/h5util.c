@@ -387,17 +387,11 @@ typedef struct name_list {
 
 enum { LISTED = 12 };
 
-static herr_t add_dataset(hid_t group, const char *name, const H5L_info_t *info, void *arg)
+static herr_t add_name(hid_t group, const char *name, const H5L_info_t *info, void *arg)
 {
+    (void)group;
+    (void)info;
     name_list *l = arg;
-    if (info->type != H5L_TYPE_HARD)
-        return 0;
-    hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
-    const int dataset = obj >= 0 && H5Iget_type(obj) == H5I_DATASET;
-    if (obj >= 0)
-        H5Oclose(obj);
-    if (!dataset)
-        return 0;
     const int n = snprintf(l->len < l->cap ? l->buf + l->len : NULL,
                            l->len < l->cap ? l->cap - l->len : 0, "%s'%s'",
                            l->count ? ", " : "", l->count < LISTED ? name : "...");
@@ -405,11 +399,12 @@ static herr_t add_dataset(hid_t group, const char *name, const H5L_info_t *info,
     return ++l->count > LISTED; /* stop after "..." */
 }
 
-void fn_h5_dataset_names(hid_t file, char *buf, size_t cap)
+void fn_h5_root_names(hid_t file, char *buf, size_t cap)
 {
     name_list l = {buf, cap, 0, 0};
     if (cap)
         buf[0] = '\0';
-    H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, add_dataset, &l);
+    hsize_t at = 0;
+    H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &at, add_name, &l);
     H5Eclear2(H5E_DEFAULT);
 }
