@@ -38,7 +38,12 @@ static fn_status missing_set(const fn_data *d, const char *name, const char *key
 static fn_status open_set(fn_data *d, const char *name, const char *key, hid_t *set, int *rank,
                           hsize_t *dims, hid_t *type)
 {
-    if (H5Lexists(d->file, name, H5P_DEFAULT) <= 0)
+    const htri_t there = H5Lexists(d->file, name, H5P_DEFAULT);
+    /* A lookup that failed (a damaged root group) is not listed: listing
+     * would read the damage again, and HDF5 can take minutes over it. */
+    if (there < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s'", d->path, name);
+    if (there == 0)
         return missing_set(d, name, key);
     FN_TRY(fn_h5_open_dataset(d->file, d->path, name, set));
     /* Any rank is read here; the callers say which one they expect. */
