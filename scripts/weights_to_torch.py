@@ -17,6 +17,8 @@ As a library (put scripts/ on sys.path, or copy this one file):
                  added: x + Block(x)), a Dense (Linear -> ReLU, or Linear ->
                  GELU, exact), a torch.nn.Dropout(p) (the identity in eval
                  mode, as in predict) or a torch.nn.Linear
+    target_norm  Unstandardize: y * std + mean, only when the file has
+                 /target_norm ([data] standardize_targets = true)
 
 so its state_dict() keys are, with I the layer's index:
 
@@ -26,6 +28,7 @@ so its state_dict() keys are, with I the layer's index:
     layerI.norm.weight, layerI.norm.bias  float32 [out]       block, residual: /layerI/gamma, beta
     layerI.weight, layerI.bias            float32 [out, in], [out]   linear layer
     (a dropout layer has no keys)
+    target_norm.mean, target_norm.std    float32 [out]       (buffers)
 
 `model.state_dict()` saved with torch.save loads back into the module
 `load` builds (load_state_dict). Pickling the module itself (torch.save of
@@ -54,7 +57,7 @@ import numpy as np
 import torch
 
 FORMAT = "fusenet-weights"
-VERSIONS = (1, 2)  # 2: the file holds /input_norm
+VERSIONS = (1, 2, 3)  # 2: the file holds /input_norm; 3: /target_norm (and maybe /input_norm)
 
 
 class Standardize(torch.nn.Module):
@@ -69,6 +72,20 @@ class Standardize(torch.nn.Module):
 
     def forward(self, x):
         return (x - self.mean) / self.std
+
+
+class Unstandardize(torch.nn.Module):
+    """y * std + mean per output column: the network's outputs back in the
+    targets' units under [data] standardize_targets, as predict computes
+    them (a float32 multiplication, then an addition)."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+
+    def forward(self, y):
+        return y * self.std + self.mean
 
 
 class Block(torch.nn.Module):
@@ -141,12 +158,23 @@ def _block(group, n_in, n_out, cls=Block):
     return block
 
 
-def _input_norm(f, n_in):
-    group = f["input_norm"]
-    mean, std = _tensor(group, "mean", (n_in,)), _tensor(group, "std", (n_in,))
+def _norm(f, name, n, kind):
+    group = f[name]
+    mean, std = _tensor(group, "mean", (n,)), _tensor(group, "std", (n,))
     if not bool(torch.all(std > 0)):
-        raise ValueError(f"{f.filename}: group 'input_norm': dataset 'std' holds a value <= 0")
-    return Standardize(mean, std)
+        raise ValueError(f"{f.filename}: group '{name}': dataset 'std' holds a value <= 0")
+    return kind(mean, std)
+
+
+def _check_version(path, f, version):
+    """Version 1: neither group; 2: /input_norm; 3: /target_norm, with or
+    without /input_norm (docs/formats.md)."""
+    if (version == 3) != ("target_norm" in f):
+        raise ValueError(f"{path}: format_version {version} "
+                         f"{'needs' if version == 3 else 'has no'} group 'target_norm'")
+    if version < 3 and (version == 2) != ("input_norm" in f):
+        raise ValueError(f"{path}: format_version {version} "
+                         f"{'needs' if version == 2 else 'has no'} group 'input_norm'")
 
 
 def load(path):
@@ -156,17 +184,15 @@ def load(path):
         fmt, version = _text(f.attrs.get("format", "")), int(f.attrs.get("format_version", -1))
         if fmt != FORMAT or version not in VERSIONS:
             raise ValueError(f"{path}: format '{fmt}' version {version}, "
-                             f"expected '{FORMAT}' version 1 or 2")
-        if (version == 2) != ("input_norm" in f):
-            raise ValueError(f"{path}: format_version {version} "
-                             f"{'needs' if version == 2 else 'has no'} group 'input_norm'")
+                             f"expected '{FORMAT}' version 1, 2 or 3")
+        _check_version(path, f, version)
         children = collections.OrderedDict()
         for name in _text(f.attrs["layers"]).split(","):
             group = f[name]
             kind = _text(group.attrs["kind"])
             n_in, n_out = int(group.attrs["in_features"]), int(group.attrs["out_features"])
             if not children and "input_norm" in f:
-                children["input_norm"] = _input_norm(f, n_in)
+                children["input_norm"] = _norm(f, "input_norm", n_in, Standardize)
             if kind == "block":
                 children[name] = _block(group, n_in, n_out)
             elif kind == "residual":
@@ -185,6 +211,8 @@ def load(path):
                 children[name] = _fill_linear(torch.nn.Linear(n_in, n_out), group, n_in, n_out)
             else:
                 raise ValueError(f"{path}: group '{name}': unknown kind '{kind}'")
+        if "target_norm" in f:
+            children["target_norm"] = _norm(f, "target_norm", n_out, Unstandardize)
     return torch.nn.Sequential(children).eval()
 
 

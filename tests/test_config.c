@@ -963,6 +963,70 @@ static void test_empty_output_dir(void **state)
     fn_config_destroy(cfg);
 }
 
+/* Misspelt sections, keys and values name the one that was likely meant;
+ * values are taken whatever their case. */
+static void test_did_you_mean(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\nstandardise = true\n", NULL, FN_ERR_INVALID,
+                 "run.ini:3: data.standardise: unknown key", "did you mean standardize?");
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[train]\nlearning_rate = 3\n", NULL, FN_ERR_INVALID,
+                 "train.learning_rate: unknown key", "did you mean lr?");
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[training]\nepochs = 3\n", NULL, FN_ERR_INVALID,
+                 "run.ini:4: unknown section [training]", "did you mean [train]?");
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[train]\nstandardize = true\n", NULL,
+                 FN_ERR_INVALID, "train.standardize: unknown key",
+                 "did you mean [data] standardize?");
+    EXPECT_ERROR("[train]\noptimizer = adma\n", NULL, FN_ERR_INVALID,
+                 "got 'adma'", "did you mean adam?");
+    EXPECT_ERROR("[train]\nloss = crossentropy\n", NULL, FN_ERR_INVALID,
+                 "got 'crossentropy'", "did you mean cross_entropy?");
+    EXPECT_ERROR("[train]\nschedule = cosin\n", NULL, FN_ERR_INVALID, "got 'cosin'",
+                 "did you mean cosine?");
+    EXPECT_ERROR("[run]\nmath = tf23\n", NULL, FN_ERR_INVALID, "got 'tf23'",
+                 "did you mean tf32?");
+    EXPECT_ERROR("[model]\nlayers = blok 16\n", NULL, FN_ERR_INVALID, "unknown layer kind 'blok'",
+                 "did you mean block?");
+    const char *set_section[] = {"training.lr=3", NULL};
+    EXPECT_ERROR(minimal, set_section, FN_ERR_INVALID, "--set training.lr=3: unknown section",
+                 "did you mean [train]?");
+    const char *set_key[] = {"train.learning_rate=3", NULL};
+    EXPECT_ERROR(minimal, set_key, FN_ERR_INVALID, "unknown key train.learning_rate",
+                 "did you mean lr?");
+    /* Nothing near: no guess. */
+    EXPECT_ERROR("[train]\nloss = hinge\n", NULL, FN_ERR_INVALID, "got 'hinge'", NULL);
+    assert_null(strstr(fn_last_error(), "did you mean"));
+}
+
+/* standardize_targets is for values (mse), not class labels. */
+static void test_standardize_targets(void **state)
+{
+    const char *ce[] = {"data.standardize_targets=true", NULL};
+    EXPECT_ERROR(minimal, ce, FN_ERR_INVALID, "--set data.standardize_targets=true: applies to a "
+                 "loss of values (mse), not loss = cross_entropy's class labels", NULL);
+    fn_config *cfg = NULL;
+    const char *mse[] = {"data.standardize_targets=true", "train.loss=mse", NULL};
+    if (load(*state, minimal, mse, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->standardize_targets, 1);
+    fn_config_destroy(cfg);
+}
+
+static void test_enum_values_ignore_case(void **state)
+{
+    fn_config *cfg = NULL;
+    const char *sets[] = {"train.optimizer=Adam", "train.loss=MSE", "train.schedule=Cosine",
+                          "run.math=FP32", "model.layers=Block 16, LINEAR 4", NULL};
+    if (load(*state, minimal, sets, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_string_equal(cfg->optimizer->name, "adam");
+    assert_string_equal(cfg->loss->name, "mse");
+    assert_int_equal(cfg->schedule, FN_SCHEDULE_COSINE);
+    assert_int_equal(cfg->math, FN_MATH_FP32);
+    assert_string_equal(cfg->layers[0].kind->name, "block");
+    assert_string_equal(cfg->layers[1].kind->name, "linear");
+    fn_config_destroy(cfg);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides),
           T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
@@ -975,4 +1039,5 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_rmsprop_keys), T(test_plateau_keys), T(test_loss_keys),
           T(test_path_join_normalises), T(test_best_keys), T(test_monitor_keys),
           T(test_optimizer_from_command_line), T(test_get_values),
-          T(test_math_bf16), T(test_empty_output_dir))
+          T(test_math_bf16), T(test_empty_output_dir), T(test_did_you_mean),
+          T(test_standardize_targets), T(test_enum_values_ignore_case))

@@ -117,7 +117,11 @@ static void test_missing_dataset(void **state)
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'y'");
     opt.inputs = "pixels";
-    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'pixels'");
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: no dataset 'pixels' (the file holds 'X')");
+    /* The caller's name for the key: how to fix it. */
+    opt.inputs_key = "[data] inputs";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "no dataset 'pixels' (the file holds 'X'); set [data] "
+                                           "inputs to the name of the inputs");
 }
 
 static void test_wrong_type(void **state)
@@ -129,13 +133,20 @@ static void test_wrong_type(void **state)
     h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
     h5_put(file, "Xd", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     h5_put(file, "yf", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    const float halves[6] = {0, 0.5f, 1, 1.5f, 2, 2.5f};
+    h5_put(file, "yh", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 1, 6, 0, halves);
     h5_put(file, "X2", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
     H5Fclose(file);
     fn_data_options opt = options(3, 2);
     /* int64 and float64 inputs are numbers (test_data_types.c reads them). */
     opt.inputs = "X2";
     opt.targets = "yf";
-    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'yf' is float32, expected integer");
+    /* Float labels that are whole numbers are read as labels (and then
+     * checked against the classes); a fraction is refused. */
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'yf' row 3 holds label 3, expected 0 to 2");
+    opt.targets = "yh";
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'yh' row 1 holds 0.5: float labels for "
+                                           "cross_entropy must be whole numbers");
 }
 
 static void test_wrong_rank(void **state)
@@ -150,10 +161,12 @@ static void test_wrong_rank(void **state)
     fn_data_options opt = options(3, 2);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'X' has rank 1, expected 2");
     opt.inputs = "X2";
-    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has rank 2, expected 1");
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 'y' has rank 2 with several columns, "
+                                           "expected class labels");
     opt.target_kind = FN_DATA_FLOATS;
     opt.targets = "t";
-    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has rank 1, expected 2");
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "dataset 't' has rank 1 ([N]), but the model has 3 "
+                                           "outputs: mse takes values [N, 3]");
 }
 
 static void test_row_mismatch(void **state)
@@ -417,8 +430,82 @@ static void test_mse_targets(void **state)
     fn_data_close(d);
 }
 
+/* The set's labels, epoch 0 in file order (shuffle off), into labels[6]. */
+static void read_labels(const fixture *f, const char *targets, int32_t *labels, char *reading,
+                        size_t cap)
+{
+    fn_data_options opt = options(3, 6);
+    opt.targets = targets;
+    opt.shuffle = 0;
+    fn_data *d = NULL;
+    if (fn_data_open(&d, f->path, &opt) != FN_OK)
+        fail_msg("%s: %s", targets, fn_last_error());
+    host_batch b;
+    next_batch(d, &b);
+    assert_int_equal(b.rows, 6);
+    memcpy(labels, b.labels, sizeof(int32_t) * 6);
+    fn_data_reading(d, reading, cap);
+    fn_data_close(d);
+}
+
+/* Targets as scikit-learn and NumPy leave them: labels [N, 1], float
+ * labels of whole numbers, one-hot rows, and values [N] for one mse
+ * output, each read as the loss takes it and described by
+ * fn_data_reading; labels [N] of an integer type have no description. */
+static void test_scikit_learn_shapes(void **state)
+{
+    fixture *f = *state;
+    const double whole[6] = {0, 1, 2, 0, 1, 2};
+    double hot[18] = {0};
+    for (int i = 0; i < 6; i++)
+        hot[i * 3 + ys[i]] = 1;
+    hid_t file = set_file_create(f);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 6, 2, xs);
+    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, ys);
+    h5_put(file, "column", H5T_STD_I64LE, H5T_NATIVE_INT32, 2, 6, 1, ys);
+    h5_put(file, "whole", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, 6, 0, whole);
+    h5_put(file, "whole_column", H5T_IEEE_F32LE, H5T_NATIVE_DOUBLE, 2, 6, 1, whole);
+    h5_put(file, "hot", H5T_IEEE_F32LE, H5T_NATIVE_DOUBLE, 2, 6, 3, hot);
+    h5_put(file, "t", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 1, 6, 0, xs);
+    H5Fclose(file);
+    const char *names[] = {"y", "column", "whole", "whole_column", "hot"};
+    const char *said[] = {"", "dataset 'column' [6, 1] int64 read as class labels [6]",
+                          "dataset 'whole' [6] float64 read as integer class labels [6] (every "
+                          "value is a whole number)",
+                          "dataset 'whole_column' [6, 1] float32 read as integer class labels",
+                          "dataset 'hot' [6, 3] float32 read as class labels [6] (every row is "
+                          "one-hot)"};
+    for (int k = 0; k < 5; k++) {
+        int32_t labels[6];
+        char reading[512];
+        read_labels(f, names[k], labels, reading, sizeof reading);
+        assert_memory_equal(labels, ys, sizeof labels);
+        if (!said[k][0])
+            assert_string_equal(reading, "");
+        else if (!strstr(reading, said[k]))
+            fail_msg("%s: reading '%s' lacks '%s'", names[k], reading, said[k]);
+    }
+    fn_data_options opt = options(1, 6);
+    opt.target_kind = FN_DATA_FLOATS;
+    opt.targets = "t";
+    opt.shuffle = 0;
+    fn_data *d = NULL;
+    if (fn_data_open(&d, f->path, &opt) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    host_batch b;
+    next_batch(d, &b);
+    assert_int_equal(b.out, 1);
+    assert_memory_equal(b.target, xs, 6 * sizeof(float));
+    char reading[512];
+    fn_data_reading(d, reading, sizeof reading);
+    assert_non_null(strstr(reading, "dataset 't' [6] float64 read as [6, 1], the mse targets of "
+                                    "the model's one output"));
+    fn_data_close(d);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
 TEST_MAIN(NULL, NULL, T(test_missing_file), T(test_missing_dataset), T(test_wrong_type),
           T(test_wrong_rank), T(test_row_mismatch), T(test_label_range), T(test_non_finite),
           T(test_empty), T(test_other_label_types), T(test_whole_epochs),
-          T(test_slabs_match_whole), T(test_seek_whole), T(test_mse_targets))
+          T(test_slabs_match_whole), T(test_seek_whole), T(test_mse_targets),
+          T(test_scikit_learn_shapes))

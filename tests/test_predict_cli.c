@@ -341,9 +341,50 @@ static void test_nonfinite(void **state)
     free(text);
 }
 
+/* Arguments of the wrong kind say what they are: the weights and inputs
+ * swapped, a checkpoint for the weights, a CSV file, a dataset name the
+ * file lacks (with the names it holds and the option that sets it), and
+ * inputs of another width (the weights' expectation). */
+static void test_wrong_files(void **state)
+{
+    fixture *f = *state;
+    const char *swapped[] = {f->valid, f->weights, f->out, NULL};
+    EXPECT_FAILURE(swapped, 1, "weights.h5 a weights file: the arguments are swapped");
+    const char *both[] = {f->weights, f->weights, f->out, NULL};
+    EXPECT_FAILURE(both, 1, "weights.h5 is a weights file, not inputs");
+    char dir[CAP + 16], checkpoint[CAP + 32];
+    snprintf(dir, sizeof dir, "output.dir=%s/ck", f->files->dir);
+    const char *train[] = {source_path("data/example.ini"), "--set", dir, "--set",
+                           "train.epochs=1", "--set", "train.checkpoint_every=1", "--set",
+                           "run.device=cpu", NULL};
+    assert_int_equal(run(f, "train", train), 0);
+    snprintf(checkpoint, sizeof checkpoint, "%s/ck/checkpoint.h5", f->files->dir);
+    const char *resumable[] = {checkpoint, f->valid, f->out, NULL};
+    EXPECT_FAILURE(resumable, 1, "checkpoint.h5 is a checkpoint (what train --resume continues), "
+                                 "not a weights file");
+    char csv[CAP + 16];
+    snprintf(csv, sizeof csv, "%s/inputs.csv", f->files->dir);
+    FILE *c = fopen(csv, "w");
+    assert_non_null(c);
+    fputs("a,b\n1,2\n", c);
+    fclose(c);
+    const char *text[] = {f->weights, csv, f->out, NULL};
+    EXPECT_FAILURE(text, 1, "inputs.csv is a text file (a CSV?), not HDF5");
+    const char *name[] = {f->weights, f->valid, f->out, "--inputs", "data", NULL};
+    EXPECT_FAILURE(name, 1, "no dataset 'data' (the file holds 'X', 'y'); set --inputs to the "
+                            "name of the inputs");
+    const char *targets[] = {f->weights, f->valid, f->out, "--targets", "label", NULL};
+    EXPECT_FAILURE(targets, 1, "set --targets to the name of the targets");
+    write_values(f, CLASSES);
+    const char *narrow[] = {f->weights, f->values, f->out, "--inputs", "t", NULL};
+    EXPECT_FAILURE(narrow, 1, "dataset 't' has 10 columns, expected 64 (the input columns the "
+                              "network of");
+}
+
 TEST_MAIN(NULL, NULL,
           cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_errors, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_report, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_version, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown))
+          cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_wrong_files, setup, program_files_teardown))

@@ -4,7 +4,8 @@
  *    layer's products, which GroupNorm then rescales, so the other
  *    features are lost) and stays near the majority class; with it the
  *    same run separates the classes;
- *  - a constant column is a notice (on_notice) naming it;
+ *  - a constant column is a notice (on_notice) naming it; without
+ *    standardize, the 1e6 column is a notice naming it and the key;
  *  - weights.h5 and checkpoint.h5 hold /input_norm, the training set's
  *    statistics;
  *  - resuming needs the same setting; a checkpoint with statistics
@@ -173,7 +174,12 @@ static void test_stalls_without_trains_with(void **state)
      * sees the features separates them (≈ 0.95 on this set). */
     assert_true(plain.valid.acc < 0.65);
     assert_true(std.valid.acc > 0.85);
-    assert_int_equal(plain.notices, 0);
+    /* Without standardize, the notice of scales far apart names the
+     * widest column and the key; with it, only the constant column's. */
+    assert_int_equal(plain.notices, 1);
+    assert_non_null(strstr(plain.notice, "train.h5: input column scales (root mean square) "
+                                         "differ "));
+    assert_non_null(strstr(plain.notice, "column 3 about 5e+06; set [data] standardize = true"));
     assert_int_equal(std.notices, 1);
     assert_non_null(strstr(std.notice, "1 of 6 input columns are constant in the training set "
                                        "and get std 1 (column 5)"));

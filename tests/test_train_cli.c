@@ -266,8 +266,9 @@ static void test_data_errors(void **state)
     const char *name[] = {path, "--set", "data.inputs=pixels", NULL};
     EXPECT_FAILURE(name, 1, "digits_train.h5: no dataset 'pixels'");
     const char *mse[] = {path, "--set", "train.loss=mse", NULL};
-    /* Integer targets are numbers to mse, but labels have rank 1. */
-    EXPECT_FAILURE(mse, 1, "digits_train.h5: dataset 'y' has rank 1, expected 2 ([N, out] for mse)");
+    /* Integer targets are numbers to mse, but [N] is one output's, not ten. */
+    EXPECT_FAILURE(mse, 1, "digits_train.h5: dataset 'y' has rank 1 ([N]), but the model has 10 "
+                           "outputs: mse takes values [N, 10]");
 }
 
 /* --- training ------------------------------------------------------------------- */
@@ -905,10 +906,43 @@ static void test_optimizer_by_set(void **state)
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+/* --- notices ---------------------------------------------------------------------- */
+
+/* What is no error but a user should know comes as "notice: " lines on
+ * stdout: a block as the last layer under cross_entropy, and targets read
+ * other than as declared (one-hot rows, here). The example says neither. */
+static void test_notices(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], dir[256], hot[600], corpus[600];
+    write_digits_config(f, "notes.ini", "notes", "block 32, block 16", "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/notes.ini", f->dir);
+    const char *last[] = {cfg, NULL};
+    assert_int_equal(run(f, last), 0);
+    expect_output(f, "out.txt", "notice: [model] layers ends with 'block 16' under loss = "
+                                "cross_entropy: its outputs are normalised and activated, a "
+                                "narrow range for logits; end with 'linear N' for the classes");
+    snprintf(corpus, sizeof corpus, "%s/tests/bad_inputs/train.ini", getenv("FN_SOURCE_DIR"));
+    snprintf(hot, sizeof hot, "data.train=%s/tests/bad_inputs/y_one_hot.h5",
+             getenv("FN_SOURCE_DIR"));
+    snprintf(dir, sizeof dir, "output.dir=%s/hot", f->dir);
+    const char *one_hot[] = {corpus, "--set", hot, "--set", dir, NULL};
+    assert_int_equal(run(f, one_hot), 0);
+    expect_output(f, "out.txt", "y_one_hot.h5: dataset 'y' [24, 4] float32 read as class labels "
+                                "[24] (every row is one-hot)");
+    const char *example[] = {f->example, "--set", "train.epochs=1", "--set", "run.device=cpu",
+                             "--set", "output.dir=ex", NULL};
+    assert_int_equal(run(f, example), 0);
+    char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
+    assert_null(strstr(out, "notice:"));
+    free(out);
+}
+
 TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_errors),
           T(test_example_one_epoch), T(test_example_adamw), T(test_init_from_weights),
           T(test_interrupt_and_resume), T(test_interrupt_and_resume_fused_cuda),
           T(test_resume_needs_same_order), T(test_hangup_and_closed_stdout),
           T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
           T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
-          T(test_extend_finished_run), T(test_monitor_and_min_delta), T(test_optimizer_by_set))
+          T(test_extend_finished_run), T(test_monitor_and_min_delta), T(test_optimizer_by_set),
+          T(test_notices))

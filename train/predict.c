@@ -23,10 +23,12 @@
 #include "fusenet/confusion.h"
 #include "fusenet/data.h"
 #include "fusenet/evaluation.h"
+#include "fusenet/file_role.h"
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
 #include "fusenet/provenance.h"
+#include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 
@@ -190,6 +192,7 @@ typedef struct job {
     fn_context *ctx;
     fn_net *net;
     fn_input_norm *norm; /* the weights file's; NULL: none */
+    fn_input_norm *target_norm; /* its /target_norm: outputs mapped back; NULL: none */
     fn_data *data;
     fn_loader *loader; /* synchronous: the outputs file is written between batches */
     fn_outputs *outputs;
@@ -238,14 +241,19 @@ static fn_status forward_all(job *j)
         fn_tensor y;
         FN_TRY(fn_net_forward(j->net, &b.x, &y));
         FN_TRY(fn_tensor_download(&y, j->host, (size_t)b.rows * (size_t)out));
+        if (j->target_norm)
+            fn_target_norm_undo(j->target_norm, j->host, b.rows);
         FN_TRY(write_batch(j, &b, j->host, out));
     }
 }
 
 static fn_status open_inputs(job *j, const options *o)
 {
+    char from[512];
+    snprintf(from, sizeof from, "the input columns the network of %s was trained on", o->weights);
     fn_data_options d = {.inputs = o->inputs, .targets = o->targets, .targets_by_rank = 1,
-                         .in_features = fn_net_in_features(j->net),
+                         .inputs_key = "--inputs", .targets_key = "--targets",
+                         .in_features = fn_net_in_features(j->net), .in_features_from = from,
                          .out_features = fn_net_out_features(j->net), .batch_size = (int)o->batch,
                          .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
     FN_TRY(fn_data_open(&j->data, o->inputs_path, &d));
@@ -297,19 +305,49 @@ static fn_status build_net(job *j, const options *o)
     return fn_fail(st, "%s: give --batch %ld or less", message, rows);
 }
 
+/* The weights argument is not a weights file, or the inputs one is: the
+ * arguments swapped, a checkpoint, a CSV file. Anything else is left to
+ * the loaders, whose messages say what is wrong. */
+static fn_status check_roles(const options *o)
+{
+    const fn_file_role w = fn_file_role_of(o->weights, NULL, 0);
+    const fn_file_role in = fn_file_role_of(o->inputs_path, NULL, 0);
+    const char *order = "predict takes weights.h5 inputs.h5 outputs.h5, in that order";
+    if (w == FN_FILE_HDF5 && (in == FN_FILE_WEIGHTS || in == FN_FILE_CHECKPOINT))
+        return fn_fail(FN_ERR_INVALID, "%s is a data file and %s a %s: the arguments are "
+                       "swapped (%s)", o->weights, o->inputs_path,
+                       in == FN_FILE_WEIGHTS ? "weights file" : "checkpoint", order);
+    if (w == FN_FILE_CHECKPOINT)
+        return fn_fail(FN_ERR_INVALID, "%s is a checkpoint (what train --resume continues), not "
+                       "a weights file: give the run's weights.h5 (or best.h5)", o->weights);
+    if (in == FN_FILE_WEIGHTS || in == FN_FILE_CHECKPOINT)
+        return fn_fail(FN_ERR_INVALID, "%s is a %s, not inputs: %s", o->inputs_path,
+                       in == FN_FILE_WEIGHTS ? "weights file" : "checkpoint", order);
+    const char *text[2][2] = {{"weights", o->weights}, {"inputs", o->inputs_path}};
+    for (int i = 0; i < 2; i++)
+        if ((i ? in : w) == FN_FILE_TEXT)
+            return fn_fail(FN_ERR_INVALID, "%s is a text file (a CSV?), not HDF5: predict reads "
+                           "the %s from HDF5; %s", text[i][1], text[i][0],
+                           i ? "convert the inputs first (docs/data.md shows how)" : order);
+    return FN_OK;
+}
+
 /* The inputs' rows are counted first: a batch never holds more. */
 static fn_status predict(job *j, const options *given)
 {
     FN_TRY(check_output_path(given));
     options sized = *given;
     const options *o = &sized;
+    FN_TRY(check_roles(o));
     int64_t rows = 0;
-    FN_TRY(fn_data_count_rows(o->inputs_path, o->inputs, &rows));
+    const fn_data_options count = {.inputs = o->inputs, .inputs_key = "--inputs"};
+    FN_TRY(fn_data_count_rows(o->inputs_path, &count, &rows));
     if (rows < sized.batch)
         sized.batch = (long)rows;
     FN_TRY(open_context(o->device, &j->ctx));
     FN_TRY(build_net(j, o));
     FN_TRY(fn_input_norm_load(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
+    FN_TRY(fn_target_norm_load(&j->target_norm, j->ctx, o->weights, fn_net_out_features(j->net)));
     FN_TRY(open_inputs(j, o));
     FN_TRY(alloc_host(j, o));
     FN_TRY(fn_outputs_create(&j->outputs, o->outputs_path, fn_data_rows(j->data),
@@ -392,6 +430,7 @@ static void release(job *j)
     fn_loader_destroy(j->loader);
     fn_data_close(j->data);
     fn_input_norm_destroy(j->norm);
+    fn_input_norm_destroy(j->target_norm);
     fn_net_destroy(j->net);
     fn_context_destroy(j->ctx);
 }

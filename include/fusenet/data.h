@@ -54,11 +54,17 @@ typedef struct fn_data_options {
     int targets_by_rank; /* predict --targets: labels when the targets have rank 1,
                           * values when rank 2, whatever `target_kind` says */
     int in_features;     /* required input columns; 0: any */
+    const char *in_features_from; /* what requires them, for the message
+                                   * ("the network of weights.h5"); NULL: unnamed */
     int out_features;    /* classes (labels in [0, out)) or target columns */
     int batch_size;      /* >= 1 */
     size_t memory_budget; /* bytes of host memory for rows before reading in slabs */
     int shuffle;          /* 0: file order (validation, predict) */
     uint64_t seed;
+    /* What the caller's user sets the two names with ("[data] inputs",
+     * "--inputs"), for the message about a dataset the file lacks, which
+     * lists the datasets it holds; NULL: not named. */
+    const char *inputs_key, *targets_key;
 } fn_data_options;
 
 typedef struct fn_data fn_data; /* opaque */
@@ -85,10 +91,11 @@ typedef struct fn_data_source {
 fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
                               const fn_data_options *opt);
 void fn_data_close(fn_data *data); /* NULL is fine */
-/* The rows of dataset `inputs` in the file at path, its shape checked as
- * fn_data_open checks it, without reading a row: to size batches before
- * the set is opened. */
-fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows);
+/* The rows of dataset opt->inputs in the file at path, its shape checked
+ * as fn_data_open checks it (of opt, only inputs and inputs_key are
+ * read), without reading a row: to size batches before the set is
+ * opened. */
+fn_status fn_data_count_rows(const char *path, const fn_data_options *opt, int64_t *rows);
 
 int64_t fn_data_rows(const fn_data *data);
 int fn_data_in_features(const fn_data *data);
@@ -105,6 +112,12 @@ size_t fn_data_host_bytes(const fn_data *data);
 /* What a batch's targets are: target_kind, or by rank (targets_by_rank). */
 fn_data_targets fn_data_target_kind(const fn_data *data);
 const char *fn_data_path(const fn_data *data); /* the file, as opened */
+/* How the set's targets were read, when other than as declared: values
+ * [N] for one mse output as [N, 1]; class labels [N, 1] as [N]; float
+ * labels, every one a whole number; one-hot rows [N, classes] (docs/data.md).
+ * One line naming the file and dataset into text (cap bytes); "" when the
+ * targets were read as declared. For a program to show the user. */
+void fn_data_reading(const fn_data *data, char *text, size_t cap);
 
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */
 fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
@@ -137,6 +150,9 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * a batch from fn_data_next_rows is invalid afterwards, the position in
  * the epoch is kept. For `[data] standardize` (input_norm.h). */
 fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
+/* The same for the target columns of a set of values (mse; fn_data_out_features
+ * entries each), for `[data] standardize_targets`. */
+fn_status fn_data_target_stats(fn_data *data, double *mean, double *std, int *constant);
 
 /* What the set is, to compare the sets of several processes: its
  * datasets' names, shapes and stored types into text ("'X' [1437, 64]

@@ -21,7 +21,9 @@ extern "C" {
  * standardisation the network was trained with (fn_trainer_input_norm,
  * or fn_input_norm_load of its weights file), on the net's context; NULL:
  * none. The set's columns must be the network's inputs; its targets, if
- * any, are not used. */
+ * any, are not used. A network trained on standardised targets gives
+ * standardised outputs: fn_target_norm_undo (with fn_trainer_target_norm,
+ * or fn_target_norm_load of its weights file) maps them back. */
 fn_status fn_infer(fn_net *net, const fn_input_norm *norm, const fn_memory_set *set,
                    float *outputs);
 

@@ -104,6 +104,10 @@ struct fn_layer_kind {
      * GPU), counted with the weights in the run's memory summary and not in
      * buffer_bytes. NULL: none. */
     size_t (*weight_copy_bytes)(const fn_layer *l);
+    /* Its outputs are normalised and activated, so a narrow range: as the
+     * last layer under a loss that reads logits (fn_loss_kind.takes_logits)
+     * it gets a notice. */
+    int bounded_outputs;
 };
 
 /* The registry: every kind, in the order messages list them. */

@@ -136,6 +136,9 @@ fn_status fn_loader_halt(fn_loader *loader);
  * on the loader's context and have the set's columns. Call it before
  * fn_loader_start or while halted. */
 fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
+/* The same for the mse targets of each batch (target_norm.h): the set's
+ * target columns, the same rules. */
+fn_status fn_loader_set_target_norm(fn_loader *loader, const fn_input_norm *norm);
 
 fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
 /* The memory its slots hold: host buffers (pinned on the GPU) and their

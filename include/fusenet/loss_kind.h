@@ -50,6 +50,8 @@ typedef struct fn_loss_kind {
     double (*metric)(long long correct, long long rows, int outputs);
     int watch_loss;          /* keep_best and patience watch the validation loss (lower
                               * is better); else its metric (higher is better) */
+    int takes_logits;        /* it reads unbounded scores: a last layer of bounded
+                              * outputs (fn_layer_kind.bounded_outputs) gets a notice */
     /* Its own [train] keys, read by the config into an options block of
      * options_size bytes (0, NULL, 0: none) that read and partials get;
      * check (optional): the rules across them and against the network's

@@ -210,6 +210,10 @@ fn_net *fn_trainer_net(const fn_trainer *trainer);
 /* The input standardisation the network trains with ([data] standardize,
  * input_norm.h), for fn_infer; NULL without it. */
 const fn_input_norm *fn_trainer_input_norm(const fn_trainer *trainer);
+/* The target standardisation ([data] standardize_targets, target_norm.h):
+ * fn_infer's outputs are standardised; fn_target_norm_undo maps them back.
+ * NULL without it. */
+const fn_input_norm *fn_trainer_target_norm(const fn_trainer *trainer);
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
 
 #ifdef __cplusplus

@@ -28,10 +28,12 @@ extern "C" {
 #endif
 
 #define FN_WEIGHTS_FORMAT "fusenet-weights"
-/* The newest version: 2 marks a file with the group input_norm, so a build
- * that predates standardisation refuses it instead of ignoring the group
- * and predicting from raw inputs; files without the group stay at 1. */
-#define FN_WEIGHTS_VERSION 2
+/* The newest version: 2 marks a file with the group input_norm, 3 one
+ * with the group target_norm (input_norm or not), so a build that
+ * predates either refuses the file instead of ignoring the group and
+ * predicting from raw inputs or in standardised units; files without
+ * either stay at 1. */
+#define FN_WEIGHTS_VERSION 3
 
 /* Writes every layer of net; config_text may be NULL (stored as ""). */
 fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
@@ -41,12 +43,17 @@ fn_status fn_weights_save(const fn_net *net, const char *path, const char *confi
  * back with fn_input_norm_load. */
 fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
                                const char *config_text);
+/* The same with the target standardisation too (target NULL: none), as
+ * the group `/target_norm` (target_norm.h). */
+fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
+                                const fn_input_norm *target, const char *path,
+                                const char *config_text);
 
 /* The same with the run's provenance (provenance.h) as the group
  * `/provenance` (prov NULL: none); read it back with fn_provenance_read. */
 fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
-                                          const fn_provenance *prov, const char *path,
-                                          const char *config_text);
+                                          const fn_input_norm *target, const fn_provenance *prov,
+                                          const char *path, const char *config_text);
 /* Loads the values of a weights file into net, whose layers must match the
  * file's in kind, sizes and block settings. */
 fn_status fn_weights_load(fn_net *net, const char *path);

@@ -19,11 +19,32 @@
 
 /* --- opening and checking ----------------------------------------------- */
 
-static fn_status open_set(fn_data *d, const char *name, hid_t *set, int *rank, hsize_t *dims,
-                          hid_t *type)
+/* A dataset the file lacks: the ones it holds, and the key that names it. */
+static fn_status missing_set(const fn_data *d, const char *name, const char *key)
 {
-    if (H5Lexists(d->file, name, H5P_DEFAULT) <= 0)
+    char held[512], fix[128] = "";
+    fn_h5_root_names(d->file, held, sizeof held);
+    if (key)
+        snprintf(fix, sizeof fix, "; set %s to the name of the %s", key,
+                 name == d->inputs ? "inputs" : "targets");
+    if (!held[0])
+        return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s': the file's root holds nothing",
+                       d->path, name);
+    return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s' (the file holds %s)%s", d->path, name,
+                   held, fix);
+}
+
+/* key: what the user names the dataset with (fn_data_options), or NULL. */
+static fn_status open_set(fn_data *d, const char *name, const char *key, hid_t *set, int *rank,
+                          hsize_t *dims, hid_t *type)
+{
+    const htri_t there = H5Lexists(d->file, name, H5P_DEFAULT);
+    /* A lookup that failed (a damaged root group) is not listed: listing
+     * would read the damage again, and HDF5 can take minutes over it. */
+    if (there < 0)
         return fn_fail(FN_ERR_FORMAT, "%s: no dataset '%s'", d->path, name);
+    if (there == 0)
+        return missing_set(d, name, key);
     FN_TRY(fn_h5_open_dataset(d->file, d->path, name, set));
     /* Any rank is read here; the callers say which one they expect. */
     hsize_t all[H5S_MAX_RANK] = {0};
@@ -103,7 +124,7 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
     int rank = 0;
     hsize_t dims[2] = {0, 0};
     hid_t type = -1;
-    fn_status st = open_set(d, d->inputs, &d->xset, &rank, dims, &type);
+    fn_status st = open_set(d, d->inputs, opt->inputs_key, &d->xset, &rank, dims, &type);
     if (st == FN_OK)
         st = check_type(d, d->inputs, type, 1);
     if (type >= 0) {
@@ -120,8 +141,11 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, too many", d->path,
                        d->inputs, (unsigned long long)dims[1]);
     if (opt->in_features && (int)dims[1] != opt->in_features)
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d", d->path,
-                       d->inputs, (unsigned long long)dims[1], opt->in_features);
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d%s%s%s",
+                       d->path, d->inputs, (unsigned long long)dims[1], opt->in_features,
+                       opt->in_features_from ? " (" : "",
+                       opt->in_features_from ? opt->in_features_from : "",
+                       opt->in_features_from ? ")" : "");
     FN_TRY(fn_h5_check_storage(d->xset, d->path, d->inputs));
     d->n = (int64_t)dims[0];
     d->in = (int)dims[1];
@@ -131,29 +155,33 @@ static fn_status open_inputs(fn_data *d, const fn_data_options *opt)
 static fn_status check_target_shape(const fn_data *d, int rank, const hsize_t *dims)
 {
     const char *name = d->targets;
-    int want_rank = d->labels ? 1 : 2;
+    int want_rank = fn_target_form_rank(d);
     if (rank != want_rank)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected %s", d->path, name,
                        rank, d->labels ? "1 ([N] labels for cross_entropy)" : "2 ([N, out] for mse)");
     if ((int64_t)dims[0] != d->n)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu rows but '%s' has %lld", d->path,
                        name, (unsigned long long)dims[0], d->inputs, (long long)d->n);
-    if (!d->labels && (int64_t)dims[1] != d->out)
+    if (!d->labels && rank == 2 && (int64_t)dims[1] != d->out)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu columns, expected %d (the model's outputs)",
                        d->path, name, (unsigned long long)dims[1], d->out);
     return FN_OK;
 }
 
-static fn_status open_targets(fn_data *d)
+static fn_status open_targets(fn_data *d, const fn_data_options *opt)
 {
     int rank = 0;
     hsize_t dims[2] = {0, 0};
     hid_t type = -1;
-    fn_status st = open_set(d, d->targets, &d->tset, &rank, dims, &type);
+    fn_status st = open_set(d, d->targets, opt->targets_key, &d->tset, &rank, dims, &type);
     if (st == FN_OK && d->by_rank)
         d->labels = rank == 1;
     if (st == FN_OK)
-        st = check_type(d, d->targets, type, !d->labels);
+        st = fn_target_form_choose(d, rank, dims, H5Tget_class(type) == H5T_FLOAT);
+    if (st == FN_OK)
+        st = check_type(d, d->targets, type,
+                        !d->labels || d->tform == FN_FORM_WHOLE_FLOATS ||
+                            d->tform == FN_FORM_ONE_HOT);
     if (type >= 0) {
         fn_h5_type_name(type, d->ttype, sizeof d->ttype);
         H5Tclose(type);
@@ -171,8 +199,8 @@ static int64_t slab_length(const fn_data *d, int64_t slab)
     return d->n - start < d->slab_rows ? d->n - start : d->slab_rows;
 }
 
-static fn_status read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
-                           void *buf, int64_t row0, int64_t rows, int cols)
+fn_status fn_data_read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
+                            void *buf, int64_t row0, int64_t rows, int cols)
 {
     int rank = cols > 0 ? 2 : 1;
     hsize_t start[2] = {(hsize_t)row0, 0};
@@ -247,10 +275,11 @@ static void label_text(const fn_data *d, int64_t row, int32_t read, char *buf, s
         H5Tclose(type);
     unsigned long long u = 0;
     long long v = 0;
-    if (is_unsigned && read_rows(d, d->tset, d->targets, H5T_NATIVE_ULLONG, &u, row, 1, 0) == FN_OK)
+    const int cols = d->tcols == 1 ? 1 : 0; /* labels [N, 1] */
+    if (is_unsigned && fn_data_read_rows(d, d->tset, d->targets, H5T_NATIVE_ULLONG, &u, row, 1, cols) == FN_OK)
         snprintf(buf, n, "%llu", u);
     else if (!is_unsigned &&
-             read_rows(d, d->tset, d->targets, H5T_NATIVE_LLONG, &v, row, 1, 0) == FN_OK)
+             fn_data_read_rows(d, d->tset, d->targets, H5T_NATIVE_LLONG, &v, row, 1, cols) == FN_OK)
         snprintf(buf, n, "%lld", v);
 }
 
@@ -270,13 +299,19 @@ static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, 
 /* The HDF5 source's load: rows read into the slab buffers and checked. */
 static fn_status hdf5_load(fn_data *d, int64_t row0, int64_t rows)
 {
-    FN_TRY(read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
+    FN_TRY(fn_data_read_rows(d, d->xset, d->inputs, H5T_NATIVE_FLOAT, d->slab_x, row0, rows, d->in));
     FN_TRY(check_finite(d, d->xset, d->inputs, d->slab_x, rows, d->in, row0));
-    if (d->targets && d->labels) {
-        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_INT32, d->slab_l, row0, rows, 0));
+    if (d->targets && d->tform != FN_FORM_AS_DECLARED) {
+        FN_TRY(fn_target_form_load(d, row0, rows));
+        if (d->labels)
+            FN_TRY(check_labels(d, d->slab_l, rows, row0));
+        else
+            FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
+    } else if (d->targets && d->labels) {
+        FN_TRY(fn_data_read_rows(d, d->tset, d->targets, H5T_NATIVE_INT32, d->slab_l, row0, rows, 0));
         FN_TRY(check_labels(d, d->slab_l, rows, row0));
     } else if (d->targets) {
-        FN_TRY(read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
+        FN_TRY(fn_data_read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
         FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
     }
     d->view_x = d->slab_x;
@@ -473,7 +508,7 @@ static fn_status open_file(fn_data *d, const char *path, const fn_data_options *
     FN_TRY(fn_h5_open_read(&d->file, path));
     FN_TRY(open_inputs(d, opt));
     if (d->targets)
-        FN_TRY(open_targets(d));
+        FN_TRY(open_targets(d, opt));
     FN_TRY(fn_data_plan(d, opt->memory_budget));
     return checked ? FN_OK : fn_data_check_slabs(d, probe);
 }
@@ -527,9 +562,10 @@ fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *
 
 /* The inputs dataset opened and its shape checked as fn_data_open does,
  * nothing read or allocated for its rows. */
-static fn_status count_rows(const char *path, const char *inputs, int64_t *rows)
+static fn_status count_rows(const char *path, const fn_data_options *given, int64_t *rows)
 {
-    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
+    const fn_data_options opt = {.inputs = given->inputs, .inputs_key = given->inputs_key,
+                                 .batch_size = 1};
     fn_data *d;
     FN_TRY(fn_data_begin(&d, &hdf5_source, path, &opt));
     fn_status st = fn_h5_open_read(&d->file, path);
@@ -545,18 +581,17 @@ static fn_status probe_count(fn_h5_child *probe, void *arg)
     (void)probe;
     const open_job *job = arg;
     int64_t rows = 0;
-    return count_rows(job->path, job->opt->inputs, &rows);
+    return count_rows(job->path, job->opt, &rows);
 }
 
-fn_status fn_data_count_rows(const char *path, const char *inputs, int64_t *rows)
+fn_status fn_data_count_rows(const char *path, const fn_data_options *opt, int64_t *rows)
 {
     *rows = 0;
-    if (!path || !inputs)
+    if (!path || !opt || !opt->inputs)
         return fn_fail(FN_ERR_INVALID, "fn_data_count_rows: a NULL argument");
-    const fn_data_options opt = {.inputs = inputs, .batch_size = 1};
-    open_job job = {path, &opt};
+    open_job job = {path, opt};
     FN_TRY(fn_h5_probe(path, probe_count, &job, FN_H5_PROBE_SECONDS, NULL));
-    return count_rows(path, inputs, rows);
+    return count_rows(path, opt, rows);
 }
 
 void fn_data_close(fn_data *d)
@@ -582,6 +617,12 @@ int64_t fn_data_slab_rows(const fn_data *d) { return d->slab_rows; }
 int fn_data_batch_size(const fn_data *d) { return d->batch_size; }
 int fn_data_out_features(const fn_data *d) { return d->out; }
 const char *fn_data_path(const fn_data *d) { return d->path; }
+
+void fn_data_reading(const fn_data *d, char *text, size_t cap)
+{
+    if (cap)
+        fn_target_form_describe(d, text, cap);
+}
 
 fn_data_targets fn_data_target_kind(const fn_data *d)
 {
@@ -638,9 +679,10 @@ static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, d
     }
 }
 
-fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+/* The statistics of the inputs (targets 0) or the mse targets (1). */
+static fn_status stats_of(fn_data *d, int targets, double *mean, double *std, int *constant)
 {
-    const int in = d->in;
+    const int in = targets ? d->out : d->in;
     double *m2 = calloc((size_t)in, sizeof(double)), *slab_mean = malloc((size_t)in * sizeof(double));
     float *lo = malloc((size_t)in * sizeof(float)), *hi = malloc((size_t)in * sizeof(float));
     fn_status st = m2 && slab_mean && lo && hi ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
@@ -652,7 +694,7 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
         if (st != FN_OK)
             break;
         int64_t rows = slab_length(d, k);
-        merge_slab(d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        merge_slab(targets ? d->view_t : d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
         seen += rows;
     }
     for (int j = 0; st == FN_OK && j < in; j++) {
@@ -664,6 +706,19 @@ fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *const
     free(lo);
     free(hi);
     return st;
+}
+
+fn_status fn_data_column_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    return stats_of(d, 0, mean, std, constant);
+}
+
+fn_status fn_data_target_stats(fn_data *d, double *mean, double *std, int *constant)
+{
+    if (fn_data_target_kind(d) != FN_DATA_FLOATS)
+        return fn_fail(FN_ERR_INVALID, "%s: target statistics need values [N, out] (mse), not "
+                       "labels", d->path);
+    return stats_of(d, 1, mean, std, constant);
 }
 
 /* --- fingerprint ---------------------------------------------------------- */

@@ -31,6 +31,8 @@ struct fn_data {
     const fn_memory_set *memory; /* memory set (borrowed) */
     int labels;         /* targets are integer labels */
     int by_rank;        /* labels decided by the targets' rank (predict) */
+    int tform;          /* how a file's targets are read (fn_target_form) */
+    int tcols;          /* the targets' columns in the file; 0: rank 1 */
     int64_t n;          /* rows */
     int in, out;        /* input columns; classes or target columns */
     int batch_size, shuffle;
@@ -58,6 +60,34 @@ struct fn_data {
     int64_t pos_row;     /* next position in row_order */
     int64_t ordered;     /* the slab row_order belongs to, -1: none */
 };
+
+/* How an HDF5 file's targets are read (target_form.c): as declared
+ * (labels [N] of an integer type, values [N, out]), or in a form
+ * scikit-learn and NumPy users store, each shown to the user once. */
+typedef enum fn_target_form {
+    FN_FORM_AS_DECLARED = 0,
+    FN_FORM_VALUES_1D,    /* mse with one output: values [N] as [N, 1] */
+    FN_FORM_LABEL_COLUMN, /* integer labels [N, 1] as [N] */
+    FN_FORM_WHOLE_FLOATS, /* float labels [N] or [N, 1], each a whole number */
+    FN_FORM_ONE_HOT       /* rows [N, out] of a single 1 and zeros */
+} fn_target_form;
+
+/* The form of the targets dataset of this rank and dims (is_float: of a
+ * float type) into d->tform and d->tcols, from d->labels and d->out; a
+ * shape no form reads fails, naming those that are read. */
+fn_status fn_target_form_choose(fn_data *d, int rank, const hsize_t *dims, int is_float);
+/* The targets' rank in the file that d->tform reads. */
+int fn_target_form_rank(const fn_data *d);
+/* Reads rows [row0, row0 + rows) of a form other than as declared into
+ * the slab's labels or targets, each value checked (labels' range aside). */
+fn_status fn_target_form_load(fn_data *d, int64_t row0, int64_t rows);
+/* One line saying how the targets were read; "" when as declared. */
+void fn_target_form_describe(const fn_data *d, char *text, size_t cap);
+
+/* Rows [row0, row0 + rows) of a dataset, cols columns (0: a rank-1
+ * dataset), converted to mem_type into buf. */
+fn_status fn_data_read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
+                            void *buf, int64_t row0, int64_t rows, int cols);
 
 /* A new set of `source` with the options every source shares (batch size,
  * shuffle, seed, loss, outputs, dataset names) copied; path names it in

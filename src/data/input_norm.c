@@ -95,7 +95,7 @@ static int column(double mean, double std, int constant, float *m, float *s)
     return 0;
 }
 
-static fn_status from_stats(fn_input_norm **out, fn_context *ctx, int in, const double *mean,
+fn_status fn_input_norm_from_stats(fn_input_norm **out, fn_context *ctx, int in, const double *mean,
                             const double *std, const int *constant, int *n_constant,
                             int *list, int cap)
 {
@@ -128,7 +128,7 @@ fn_status fn_input_norm_from_data(fn_input_norm **out, fn_context *ctx, fn_data 
     if (st == FN_OK)
         st = fn_data_column_stats(data, mean, std, constant);
     if (st == FN_OK)
-        st = from_stats(out, ctx, in, mean, std, constant, n_constant, list, cap);
+        st = fn_input_norm_from_stats(out, ctx, in, mean, std, constant, n_constant, list, cap);
     free(mean);
     free(std);
     free(constant);
@@ -202,13 +202,19 @@ fn_status fn_input_norm_apply(const fn_input_norm *n, fn_tensor *x)
 
 fn_status fn_input_norm_write(hid_t file, const char *path, const fn_input_norm *n)
 {
+    return fn_input_norm_write_group(file, path, n, FN_INPUT_NORM_GROUP);
+}
+
+fn_status fn_input_norm_write_group(hid_t file, const char *path, const fn_input_norm *n,
+                                    const char *name)
+{
     if (!n)
         return FN_OK;
-    hid_t group = H5Gcreate2(file, FN_INPUT_NORM_GROUP, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (group < 0)
-        return fn_h5_fail(FN_ERR_IO, "%s: cannot create group '%s'", path, FN_INPUT_NORM_GROUP);
+        return fn_h5_fail(FN_ERR_IO, "%s: cannot create group '%s'", path, name);
     char where[WHERE_CAP];
-    snprintf(where, sizeof where, "%s: group '%s'", path, FN_INPUT_NORM_GROUP);
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
     long long dims[2] = {n->features, 0};
     fn_status st = fn_h5_put_floats(group, where, "mean", n->mean, 1, dims);
     if (st == FN_OK)
@@ -222,15 +228,16 @@ typedef struct host_norm {
     float *mean, *std;
 } host_norm;
 
-static fn_status read_group(hid_t file, const char *path, int features, host_norm *h)
+static fn_status read_group(hid_t file, const char *path, const char *name, int features,
+                            host_norm *h)
 {
-    if (H5Lexists(file, FN_INPUT_NORM_GROUP, H5P_DEFAULT) <= 0)
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
         return FN_OK;
-    hid_t group = H5Gopen2(file, FN_INPUT_NORM_GROUP, H5P_DEFAULT);
+    hid_t group = H5Gopen2(file, name, H5P_DEFAULT);
     if (group < 0)
-        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a group", path, FN_INPUT_NORM_GROUP);
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: '%s' is not a group", path, name);
     char where[WHERE_CAP];
-    snprintf(where, sizeof where, "%s: group '%s'", path, FN_INPUT_NORM_GROUP);
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
     h->present = 1;
     h->mean = malloc((size_t)features * sizeof(float));
     h->std = malloc((size_t)features * sizeof(float));
@@ -248,12 +255,12 @@ static fn_status read_group(hid_t file, const char *path, int features, host_nor
     return st;
 }
 
-static fn_status read_file(const char *path, int features, host_norm *h)
+static fn_status read_file(const char *path, const char *name, int features, host_norm *h)
 {
     *h = (host_norm){0};
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
-    fn_status st = read_group(file, path, features, h);
+    fn_status st = read_group(file, path, name, features, h);
     H5Fclose(file);
     return st;
 }
@@ -266,7 +273,7 @@ static void host_norm_free(host_norm *h)
 }
 
 typedef struct load_job {
-    const char *path;
+    const char *path, *group;
     int features;
 } load_job;
 
@@ -275,7 +282,7 @@ static fn_status probe_read(fn_h5_child *probe, void *arg)
     (void)probe;
     const load_job *job = arg;
     host_norm h;
-    fn_status st = read_file(job->path, job->features, &h);
+    fn_status st = read_file(job->path, job->group, job->features, &h);
     host_norm_free(&h);
     return st;
 }
@@ -283,13 +290,19 @@ static fn_status probe_read(fn_h5_child *probe, void *arg)
 fn_status fn_input_norm_load(fn_input_norm **out, fn_context *ctx, const char *path,
                              int features)
 {
+    return fn_input_norm_load_group(out, ctx, path, features, FN_INPUT_NORM_GROUP);
+}
+
+fn_status fn_input_norm_load_group(fn_input_norm **out, fn_context *ctx, const char *path,
+                                   int features, const char *group)
+{
     *out = NULL;
     if (!ctx || features < 1)
         return fn_fail(FN_ERR_INVALID, "fn_input_norm_load: bad arguments for %s", path);
-    load_job job = {path, features};
+    load_job job = {path, group, features};
     FN_TRY(fn_h5_probe(path, probe_read, &job, FN_H5_PROBE_SECONDS, NULL));
     host_norm h;
-    fn_status st = read_file(path, features, &h);
+    fn_status st = read_file(path, group, features, &h);
     if (st == FN_OK && h.present)
         st = fn_input_norm_create(out, ctx, features, h.mean, h.std);
     host_norm_free(&h);

@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 #define FN_INPUT_NORM_GROUP "input_norm"
+#define FN_TARGET_NORM_GROUP "target_norm" /* target_norm.h */
 
 struct fn_input_norm {
     fn_context *ctx; /* borrowed */
@@ -27,6 +28,16 @@ fn_status fn_input_norm_apply_cuda(fn_context *ctx, float *x, const float *mean,
 
 /* Writes the group (norm NULL: nothing). */
 fn_status fn_input_norm_write(hid_t file, const char *path, const fn_input_norm *norm);
+/* The same statistics under another group name (target_norm.h's). */
+fn_status fn_input_norm_write_group(hid_t file, const char *path, const fn_input_norm *norm,
+                                    const char *group);
+fn_status fn_input_norm_load_group(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                   int features, const char *group);
+/* From float64 statistics: a constant column (or std 0) gets std 1; how
+ * many did into *n_constant (may be NULL), the first of them into list. */
+fn_status fn_input_norm_from_stats(fn_input_norm **norm, fn_context *ctx, int features,
+                                   const double *mean, const double *std, const int *constant,
+                                   int *n_constant, int *list, int cap);
 
 #ifdef __cplusplus
 }

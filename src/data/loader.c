@@ -54,6 +54,7 @@ struct fn_loader {
     fn_context *ctx; /* borrowed */
     fn_data *data;   /* borrowed */
     const fn_input_norm *norm; /* borrowed; NULL: inputs as read */
+    const fn_input_norm *target_norm; /* borrowed; NULL: mse targets as read */
     int cuda, background;
     int batch, in, out; /* batch: the rows a slot holds (a share's at most) */
     int part, parts; /* the share of each batch (loader.h); parts 1: all */
@@ -280,6 +281,8 @@ static fn_status hand_out(fn_loader *l, const slot *sl, fn_batch *b)
         if (l->targets == FN_DATA_FLOATS)
             b->target = fn_tensor_view(sl->ht, sl->rows, l->out, FN_CPU);
     }
+    if (l->target_norm && l->targets == FN_DATA_FLOATS)
+        FN_TRY(fn_input_norm_apply(l->target_norm, &b->target));
     return l->norm ? fn_input_norm_apply(l->norm, &b->x) : FN_OK;
 }
 
@@ -410,6 +413,16 @@ fn_status fn_loader_set_norm(fn_loader *l, const fn_input_norm *norm)
         return fn_fail(FN_ERR_INVALID, "fn_loader_set_norm: %d columns standardised, the set has %d",
                        fn_input_norm_features(norm), l->in);
     l->norm = norm;
+    return FN_OK;
+}
+
+fn_status fn_loader_set_target_norm(fn_loader *l, const fn_input_norm *norm)
+{
+    if (norm && (l->targets != FN_DATA_FLOATS || fn_input_norm_features(norm) != l->out))
+        return fn_fail(FN_ERR_INVALID, "fn_loader_set_target_norm: %d columns standardised, the "
+                       "set has %d target columns", fn_input_norm_features(norm),
+                       l->targets == FN_DATA_FLOATS ? l->out : 0);
+    l->target_norm = norm;
     return FN_OK;
 }
 

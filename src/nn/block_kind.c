@@ -81,6 +81,7 @@ double fn_block_kind_row_floats(const fn_layer_spec *spec, const fn_layer_hparam
 const fn_layer_kind fn_block_kind = {
     .name = "block",
     .usage = "block N",
+    .bounded_outputs = 1,
     .parse = fn_layer_parse_width,
     .check = fn_block_kind_check,
     .create = create,

@@ -75,6 +75,7 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .options = ce_options,
     .n_options = sizeof ce_options / sizeof ce_options[0],
     .check = ce_check,
+    .takes_logits = 1,
     .read = ce_read,
     .partials = ce_partials,
 };

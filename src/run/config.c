@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 
 #include "fusenet/config.h"
+#include "core/suggest.h"
 #include "run/config_impl.h"
 #include "core/name_list.h"
+#include "run/config_names.h"
 #include "run/ini_reader.h"
 #include "store/regular_file.h"
 
@@ -59,6 +61,7 @@ static const key_spec keys[] = {
     {"data", "targets", T_NAME, AT(targets), 0, 0, 0, "y"},
     {"data", "memory_budget_mb", T_DOUBLE, AT(memory_budget_mb), 0, 1 << 24, 1, "1024"},
     {"data", "standardize", T_BOOL, AT(standardize), 0, 0, 0, "false"},
+    {"data", "standardize_targets", T_BOOL, AT(standardize_targets), 0, 0, 0, "false"},
     {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
     {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
     {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},
@@ -328,12 +331,52 @@ static int find_key(const char *section, const char *name)
     return -1;
 }
 
+/* The first key of any section called name. */
+static int find_key_anywhere(const char *name)
+{
+    for (int i = 0; i < fn_config_n_keys(); i++)
+        if (strcmp(key_name(i), name) == 0)
+            return i;
+    return -1;
+}
+
 static int known_section(const char *section)
 {
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
         if (strcmp(sections[i], section) == 0)
             return 1;
     return 0;
+}
+
+/* --- did you mean ------------------------------------------------------- */
+
+/* A failure about an unknown section gets the nearest known one. */
+static fn_status suggest_section(fn_status st, const char *section)
+{
+    return fn_suggest_fix(st, "[", fn_suggest(section, sections, sizeof sections / sizeof sections[0]),
+                          "]");
+}
+
+/* A failure about an unknown key gets the nearest key of its section, or
+ * else the nearest key of another section ("[data] standardize"). */
+static fn_status suggest_key(fn_status st, const char *section, const char *name)
+{
+    const char *same[ALL_KEYS], *all[ALL_KEYS];
+    int n_same = 0, n_all = 0;
+    for (int i = 0; i < fn_config_n_keys() && n_all < ALL_KEYS; i++) {
+        if (strcmp(key_section(i), section) == 0)
+            same[n_same++] = key_name(i);
+        all[n_all++] = key_name(i);
+    }
+    const char *near = fn_suggest(name, same, n_same);
+    if (near)
+        return fn_suggest_fix(st, "", near, "");
+    near = fn_suggest(name, all, n_all);
+    if (!near)
+        return st;
+    char where[48];
+    snprintf(where, sizeof where, "[%s] ", key_section(find_key_anywhere(near)));
+    return fn_suggest_fix(st, where, near, "");
 }
 
 /* --- value parsers: each fails with a problem text, no location ---------- */
@@ -520,7 +563,9 @@ static fn_status parse_layer_item(const char *start, size_t len, int item, fn_la
     const char *args = space + 1;
     while (*args == ' ' || *args == '\t')
         args++;
-    fn_status st = fn_layer_kind_find(buf, &spec->kind);
+    fn_status st = fn_value_suggest(
+        fn_layer_kind_find(fn_value_spelling(fn_layer_kind_names, buf), &spec->kind),
+        fn_layer_kind_names, buf);
     if (st == FN_OK)
         st = spec->kind->parse(args, spec);
     if (st != FN_OK)
@@ -598,9 +643,10 @@ static fn_status set_string(char **slot, const char *text, int may_be_empty)
 static fn_status parse_math(const char *text, fn_math *math)
 {
     char known[64];
-    if (fn_math_parse(text, math) != FN_OK)
-        return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'", fn_math_list(known, sizeof known),
-                       text);
+    if (fn_math_parse(fn_value_spelling(fn_math_names, text), math) != FN_OK)
+        return fn_value_suggest(fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
+                                        fn_math_list(known, sizeof known), text),
+                                fn_math_names, text);
     return FN_OK;
 }
 
@@ -650,15 +696,23 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
     case T_SEED:
         return parse_seed(text, (uint64_t *)field);
     case T_LOSS:
-        return fn_loss_kind_find(text, (const fn_loss_kind **)field);
+        return fn_value_suggest(fn_loss_kind_find(fn_value_spelling(fn_loss_names, text),
+                                                  (const fn_loss_kind **)field),
+                                fn_loss_names, text);
     case T_MATH:
         return parse_math(text, (fn_math *)field);
     case T_DEVICE:
         return parse_device(text, cfg);
     case T_OPTIMIZER:
-        return fn_optimizer_kind_find(text, (const fn_optimizer_kind **)field);
+        return fn_value_suggest(
+            fn_optimizer_kind_find(fn_value_spelling(fn_optimizer_names, text),
+                                   (const fn_optimizer_kind **)field),
+            fn_optimizer_names, text);
     case T_SCHEDULE:
-        return fn_schedule_kind_find(text, (const fn_schedule_kind **)field);
+        return fn_value_suggest(
+            fn_schedule_kind_find(fn_value_spelling(fn_schedule_names, text),
+                                  (const fn_schedule_kind **)field),
+            fn_schedule_names, text);
     case T_MONITOR:
         return fn_monitor_parse(text, (fn_monitor *)field);
     case T_LAYERS: {
@@ -811,12 +865,14 @@ static fn_status on_key(void *arg, const char *section, const char *name, const 
     if (!section[0])
         return fn_fail(FN_ERR_INVALID, "%s: key outside any [section]", name);
     if (!known_section(section))
-        return fn_fail(FN_ERR_INVALID,
-                       "unknown section [%s] (expected data, model, train, run or output)",
-                       section);
+        return suggest_section(fn_fail(FN_ERR_INVALID,
+                                       "unknown section [%s] (expected data, model, train, run "
+                                       "or output)", section),
+                               section);
     int i = find_key(section, name);
     if (i < 0)
-        return fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name);
+        return suggest_key(fn_fail(FN_ERR_INVALID, "%s.%s: unknown key", section, name), section,
+                           name);
     if (cfg->keys->line[i] > 0)
         return fn_fail(FN_ERR_INVALID, "%s.%s: duplicate key (first set on line %d)", section,
                        name, cfg->keys->line[i]);
@@ -938,10 +994,14 @@ static fn_status apply_override(fn_config *cfg, const char *assignment, const ch
                                 const char *name, const char *value)
 {
     if (!known_section(section))
-        return fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section);
+        return suggest_section(
+            fn_fail(FN_ERR_INVALID, "--set %s: unknown section [%s]", assignment, section),
+            section);
     int i = find_key(section, name);
     if (i < 0)
-        return fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name);
+        return suggest_key(
+            fn_fail(FN_ERR_INVALID, "--set %s: unknown key %s.%s", assignment, section, name),
+            section, name);
     fn_status st = set_key(cfg, i, value);
     if (st != FN_OK) {
         fn_error_prefix("--set %s: ", assignment);
@@ -1191,6 +1251,17 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
+/* standardize_targets is for a loss of values (mse), not of labels. */
+static fn_status check_standardize_targets(const fn_config *cfg)
+{
+    if (!cfg->standardize_targets || cfg->loss->targets == FN_DATA_FLOATS)
+        return FN_OK;
+    char why[128];
+    snprintf(why, sizeof why, "applies to a loss of values (mse), not loss = %s's class labels",
+             cfg->loss->name);
+    return key_fail(cfg, FN_ERR_INVALID, find_key("data", "standardize_targets"), why);
+}
+
 /* keep_best and patience watch [train] monitor: by default the loss
  * kind's validation metric; a validation metric needs [data] valid, the
  * accuracy a loss that classifies. */
@@ -1267,6 +1338,7 @@ fn_status fn_config_finish(fn_config *cfg)
     for (int f = 0; f < N_FAMILIES; f++)
         FN_TRY(check_family(cfg, f));
     FN_TRY(check_best(cfg));
+    FN_TRY(check_standardize_targets(cfg));
     FN_TRY(default_out_dir(cfg));
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)

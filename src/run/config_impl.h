@@ -29,6 +29,7 @@ struct fn_config {
     char *targets;           /* dataset name, "y" */
     double memory_budget_mb; /* host memory for a data set before slabs, 1024 */
     int standardize;         /* per-column mean/std of the training set (input_norm.h), 0 */
+    int standardize_targets; /* the same for mse targets (target_norm.h), 0 */
 
     /* [model] */
     fn_layer_spec *layers; /* [n_layers], required: the items, "block 128" or "linear 10" */

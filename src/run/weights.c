@@ -167,19 +167,29 @@ fn_status fn_weights_save(const fn_net *net, const char *path, const char *confi
 fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
                                const char *config_text)
 {
-    return fn_weights_save_with_provenance(net, norm, NULL, path, config_text);
+    return fn_weights_save_norms(net, norm, NULL, path, config_text);
+}
+
+fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
+                                const fn_input_norm *target, const char *path,
+                                const char *config_text)
+{
+    return fn_weights_save_with_provenance(net, norm, target, NULL, path, config_text);
 }
 
 fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
-                                          const fn_provenance *prov, const char *path,
-                                          const char *config_text)
+                                          const fn_input_norm *target, const fn_provenance *prov,
+                                          const char *path, const char *config_text)
 {
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, norm ? 2 : 1, net, config_text);
+    const int version = target ? 3 : norm ? 2 : 1;
+    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, version, net, config_text);
     if (st == FN_OK)
         st = fn_input_norm_write(file, path, norm);
+    if (st == FN_OK)
+        st = fn_input_norm_write_group(file, path, target, FN_TARGET_NORM_GROUP);
     if (st == FN_OK)
         st = fn_provenance_write(file, path, prov);
     if (st == FN_OK)
@@ -214,6 +224,13 @@ static fn_status check_format(hid_t file, const char *path, const char *format)
     if (strcmp(format, FN_WEIGHTS_FORMAT) != 0)
         return FN_OK;
     const int has_norm = H5Lexists(file, "input_norm", H5P_DEFAULT) > 0;
+    const int has_target = H5Lexists(file, FN_TARGET_NORM_GROUP, H5P_DEFAULT) > 0;
+    if (version == 3 && !has_target)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is 3 but the group 'target_norm' is "
+                       "missing", path);
+    if (version < 3 && has_target)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld but the file holds the group "
+                       "'target_norm' (version 3's)", path, version);
     if (version == 2 && !has_norm)
         return fn_fail(FN_ERR_FORMAT, "%s: format_version is 2 but the group 'input_norm' is "
                        "missing", path);

@@ -418,3 +418,35 @@ fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' holds %s at %s", where, name, what, at);
     return FN_OK;
 }
+
+/* --- listing ------------------------------------------------------------ */
+
+typedef struct name_list {
+    char *buf;
+    size_t cap, len;
+    int count;
+} name_list;
+
+enum { LISTED = 12 };
+
+static herr_t add_name(hid_t group, const char *name, const H5L_info_t *info, void *arg)
+{
+    (void)group;
+    (void)info;
+    name_list *l = arg;
+    const int n = snprintf(l->len < l->cap ? l->buf + l->len : NULL,
+                           l->len < l->cap ? l->cap - l->len : 0, "%s'%s'",
+                           l->count ? ", " : "", l->count < LISTED ? name : "...");
+    l->len += n > 0 ? (size_t)n : 0;
+    return ++l->count > LISTED; /* stop after "..." */
+}
+
+void fn_h5_root_names(hid_t file, char *buf, size_t cap)
+{
+    name_list l = {buf, cap, 0, 0};
+    if (cap)
+        buf[0] = '\0';
+    hsize_t at = 0;
+    H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &at, add_name, &l);
+    H5Eclear2(H5E_DEFAULT);
+}

@@ -46,6 +46,13 @@ fn_status fn_h5_get_double(hid_t obj, const char *where, const char *name, doubl
 fn_status fn_h5_get_doubles(hid_t obj, const char *where, const char *name, double *values,
                             int n);
 
+/* The names in the file's root group, "'X', 'y'", in HDF5's name order,
+ * into buf (snprintf's rules; "..." after the first dozen); "" when it
+ * holds none. For a message about a dataset the file lacks. Only the
+ * root's links are read, no object opened: on a damaged file it reads no
+ * more than the lookup that failed. */
+void fn_h5_root_names(hid_t file, char *buf, size_t cap);
+
 /* A float32 dataset of rank 1 or 2 (dims[0] only when rank is 1), chunked
  * with a Fletcher-32 checksum per chunk. Refuses
  * (FN_ERR_NUMERIC) to write a non-finite value: a file with a NaN is never a

@@ -88,5 +88,9 @@ const char *fn_trainer_best_path(const fn_trainer *t) { return t ? t->best_path 
 fn_net *fn_trainer_net(const fn_trainer *t) { return t ? t->net : NULL; }
 
 const fn_input_norm *fn_trainer_input_norm(const fn_trainer *t) { return t ? t->norm : NULL; }
+const fn_input_norm *fn_trainer_target_norm(const fn_trainer *t)
+{
+    return t ? t->target_norm : NULL;
+}
 
 fn_optimizer *fn_trainer_optimizer(const fn_trainer *t) { return t ? t->opt : NULL; }

@@ -32,6 +32,7 @@ struct fn_trainer {
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
     fn_net *net;
     fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
+    fn_input_norm *target_norm; /* [data] standardize_targets: the targets'; else NULL */
     fn_optimizer *opt;
     fn_schedule schedule;  /* the lr of each step ([train] lr, schedule, warmup_steps, ...) */
     fn_clip *clip;         /* [train] clip_grad_norm; NULL when off */
@@ -159,6 +160,11 @@ fn_status fn_trainer_output_paths(fn_trainer *t);
 /* A fresh run into a directory of another run's files: an error naming
  * them, unless overwriting. */
 fn_status fn_trainer_check_output(fn_trainer *t);
+/* The notices of trainer_notices.c, through on_notice: how the sets'
+ * targets were read, a last layer of bounded outputs under a loss of
+ * logits, input columns of scales far apart without [data] standardize.
+ * Call after setup_norm (the norm is known). */
+fn_status fn_trainer_notices(fn_trainer *t);
 /* Makes the output directory and, overwriting, removes the earlier run's
  * files; once, before the first file is written. */
 fn_status fn_trainer_prepare_output(fn_trainer *t);

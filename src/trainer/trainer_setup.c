@@ -11,6 +11,7 @@
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
+#include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 #include "trainer/trainer_impl.h"
@@ -59,13 +60,15 @@ static fn_status open_sets(fn_trainer *t)
         .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets,
         .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
-        .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed};
+        .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed,
+        .inputs_key = "[data] inputs", .targets_key = "[data] targets"};
     const fn_data_source train = {.path = c->train, .memory = c->train_set},
                          valid = {.path = c->valid, .memory = c->valid_set};
     FN_TRY(fn_data_open_source(&t->train, &train, &opt));
     if (!valid.path && !valid.memory)
         return FN_OK;
     opt.in_features = fn_data_in_features(t->train);
+    opt.in_features_from = "the training set's columns";
     opt.shuffle = 0;
     return fn_data_open_source(&t->valid, &valid, &opt);
 }
@@ -232,6 +235,18 @@ static fn_status setup_norm(fn_trainer *t)
     return t->valid_loader ? fn_loader_set_norm(t->valid_loader, t->norm) : FN_OK;
 }
 
+/* [data] standardize_targets: the training set's target statistics, on
+ * every start (a resumed run's training set is the one it began with, so
+ * they are the same), applied to both loaders' targets. */
+static fn_status setup_target_norm(fn_trainer *t)
+{
+    if (!t->cfg->standardize_targets)
+        return FN_OK;
+    FN_TRY(fn_target_norm_from_data(&t->target_norm, t->ctx, t->train));
+    FN_TRY(fn_loader_set_target_norm(t->loader, t->target_norm));
+    return t->valid_loader ? fn_loader_set_target_norm(t->valid_loader, t->target_norm) : FN_OK;
+}
+
 /* Nothing is written here. The output directory is locked first, before
  * any file in it is read or written (made for it when missing: the lock
  * removes it again if the run writes nothing). Over several ranks, they
@@ -259,6 +274,8 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
     FN_TRY(make_loaders(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));
+    FN_TRY(setup_target_norm(t));
+    FN_TRY(fn_trainer_notices(t));
     t->state = fn_train_state_start(t->cfg->seed, t->cfg->batch_size,
                                     (long long)fn_data_rows(t->train),
                                     (long long)fn_data_slab_rows(t->train));
@@ -314,6 +331,7 @@ void fn_trainer_destroy(fn_trainer *t)
     fn_loader_destroy(t->loader);
     fn_loader_destroy(t->valid_loader);
     fn_input_norm_destroy(t->norm);
+    fn_input_norm_destroy(t->target_norm);
     fn_data_close(t->train);
     fn_data_close(t->valid);
     fn_comm_destroy(t->comm);

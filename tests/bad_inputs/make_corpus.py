@@ -189,11 +189,16 @@ def main():
     data("x_beyond_float32.h5", X=beyond, y=Y)
     data("x_bool.h5", X=X > 0, y=Y)  # h5py writes bool as an enum
     data("x_string.h5", X=np.array([b"row"] * N), y=Y)
-    data("y_float.h5", X=X, y=Y.astype(np.float32))
+    data("y_float.h5", X=X, y=Y.astype(np.float32))  # good: whole numbers, read as labels
     data("x_rank1.h5", X=X[:, 0].copy(), y=Y)
     data("x_rank3.h5", X=X.reshape(N, 2, 3), y=Y)
     data("x_scalar.h5", X=np.float32(1.0), y=Y)
-    data("y_rank2.h5", X=X, y=Y.reshape(N, 1))
+    data("y_rank2.h5", X=X, y=Y.reshape(N, 1))  # good: labels [N, 1] read as [N]
+    data("y_one_hot.h5", X=X, y=np.eye(OUT, dtype=np.float32)[Y])  # good: one-hot rows
+    data("t_rank1.h5", X=X, y=Y, t=T[:, 0].copy())  # good for one mse output: [N] as [N, 1]
+    data("y_fraction.h5", X=X, y=Y.astype(np.float32) + 0.5)
+    data("y_two_columns.h5", X=X, y=np.stack([Y, Y], axis=1))
+    data("y_not_one_hot.h5", X=X, y=2 * np.eye(OUT, dtype=np.float32)[Y])
     data("n_mismatch.h5", X=X, y=Y[:20])
     data("x_cols5.h5", X=X[:, :5].copy(), y=Y)
     with h5py.File(path("x_group.h5"), "w") as f:
@@ -251,7 +256,8 @@ def main():
     # --- weights files -----------------------------------------------------
     weights("good_weights.h5")
     weights("weights_version2.h5", version=2)  # 2 promises /input_norm; this one has none
-    weights("weights_version3.h5", version=3)
+    weights("weights_version3.h5", version=3)  # 3 promises /target_norm; this one has none
+    weights("weights_version4.h5", version=4)
     weights("weights_other_format.h5", fmt="keras-weights")
 
     def no_format(f):

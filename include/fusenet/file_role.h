@@ -1,0 +1,34 @@
+/* file_role.h — what a file is, for a program whose arguments may have
+ * been given in the wrong order or of the wrong kind: a weights file, a
+ * checkpoint, a data file (HDF5 of other datasets), text (a CSV file) or
+ * something else. Read under the probe (HDF5 may crash on a corrupt file);
+ * a file that cannot be read says FN_FILE_UNKNOWN, and the caller's own
+ * loader then reports why. */
+#ifndef FUSENET_FILE_ROLE_H
+#define FUSENET_FILE_ROLE_H
+
+#include <stddef.h>
+
+#include "fusenet/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fn_file_role {
+    FN_FILE_UNKNOWN = 0, /* missing, unreadable, corrupt, or HDF5 of another format */
+    FN_FILE_WEIGHTS,     /* HDF5 with format = fusenet-weights (docs/formats.md) */
+    FN_FILE_CHECKPOINT,  /* HDF5 with format = fusenet-checkpoint */
+    FN_FILE_HDF5,        /* HDF5 without a root attribute `format`: a data file */
+    FN_FILE_TEXT,        /* not HDF5, its first bytes printable text (CSV, JSON, ...) */
+    FN_FILE_OTHER        /* not HDF5 and not text (.npy, .npz, ...) */
+} fn_file_role;
+
+/* The role of the file at path; for FN_FILE_HDF5 the names in its root
+ * group ("'X', 'y'") into datasets (cap bytes, may be 0). */
+fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
