@@ -113,6 +113,23 @@ def main():
         expect(run(weights, os.path.join(out, "w.onnx"), "--check", VALID, "--inputs", "y"), 1,
                "y")
         expect_nothing(os.path.join(out, "w.onnx"))
+
+        # Outputs standardised by [data] standardize_targets: refused, not exported off.
+        regression = os.path.join(tmp, "reg.h5")
+        with h5py.File(regression, "w") as f:
+            f["X"] = [[float(i % 7), float(i % 3)] for i in range(64)]
+            f["y"] = [200.0 + 3 * (i % 7) for i in range(64)]
+        config = os.path.join(tmp, "reg.ini")
+        with open(config, "w") as f:
+            f.write(f"[data]\ntrain = {regression}\nstandardize_targets = true\n[model]\n"
+                    "layers = block 8, linear 1\ngroups = 2\n[train]\nloss = mse\nepochs = 1\n"
+                    f"[run]\ndevice = cpu\n[output]\ndir = {tmp}/reg\n")
+        expect(subprocess.run([os.path.join(BUILD, "train"), config], capture_output=True,
+                              text=True), 0)
+        model = os.path.join(tmp, "reg.onnx")
+        expect(run(os.path.join(tmp, "reg", "weights.h5"), model), 1, "standardize_targets",
+               "export a network trained without it")
+        expect_nothing(model)
     print("export_cli: ok")
 
 

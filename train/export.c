@@ -20,6 +20,7 @@
 #include "fusenet/inference.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/safetensors.h"
+#include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
 
@@ -146,11 +147,29 @@ typedef struct job {
     int rows;
 } job;
 
+/* A network trained with [data] standardize_targets gives standardised
+ * outputs that predict maps back (/target_norm); the exports have no
+ * mapping for it yet, and one without it would be silently off. */
+static fn_status refuse_target_norm(job *j, const options *o)
+{
+    fn_input_norm *target = NULL;
+    FN_TRY(fn_target_norm_load(&target, j->ctx, o->weights, fn_net_out_features(j->net)));
+    if (!target)
+        return FN_OK;
+    fn_input_norm_destroy(target);
+    return fn_fail(FN_ERR_INVALID,
+                   "%s: trained with [data] standardize_targets: its outputs are mapped back "
+                   "by /target_norm (y * std + mean), which the exports do not carry yet; "
+                   "export a network trained without it",
+                   o->weights);
+}
+
 /* The rows --check stores: --rows, at most the file's. */
 static fn_status count_rows(job *j, const options *o)
 {
     int64_t count = 0;
-    FN_TRY(fn_data_count_rows(o->check, o->inputs, &count));
+    const fn_data_options opt = {.inputs = o->inputs, .inputs_key = "--inputs"};
+    FN_TRY(fn_data_count_rows(o->check, &opt, &count));
     j->rows = (int)(count < o->rows ? count : o->rows);
     if (j->rows < 1)
         return fn_fail(FN_ERR_INVALID, "%s: dataset '%s' has no rows", o->check, o->inputs);
@@ -211,6 +230,7 @@ static fn_status run(job *j, const options *o)
     FN_TRY(fn_context_create(&j->ctx, FN_CPU, -1, FN_MATH_FP32));
     FN_TRY(fn_weights_build(&j->net, j->ctx, o->weights, o->check ? j->rows : 1));
     FN_TRY(fn_weights_input_norm(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
+    FN_TRY(refuse_target_norm(j, o));
     FN_TRY(fn_export_meta_read(&j->meta, o->weights));
     if (o->check)
         FN_TRY(check_outputs(j, o));
