@@ -22,6 +22,7 @@ scripts/python_env.sh makes (build/pyenv), and numpy, h5py and torch
 (Debian's, which that environment sees).
 """
 import argparse
+import math
 import os
 import sys
 
@@ -29,6 +30,12 @@ import h5py
 import numpy as np
 
 U = 2.0 ** -24  # float32's unit roundoff
+# The error of a float32 erf, in units of U relative to |erf(x)|: glibc
+# documents erff within 1 ulp (at most 2 U); glibc's erff and ONNX
+# Runtime's Erf both measure below 1.4 U over millions of arguments in
+# [-6, 6]. 4 U (2 ulp) holds for each with room.
+ERF_ULPS = 4
+KINDS = ("block", "residual", "relu", "gelu", "dropout", "linear")
 
 
 def gamma(n):
@@ -63,11 +70,11 @@ def architecture(meta, path):
     for i in range(int(meta["n_layers"])):
         p = f"layer{i}"
         kind = meta[f"{p}.kind"]
-        if kind not in ("block", "linear"):
+        if kind not in KINDS:
             raise ValueError(f"{path}: layer {i}: kind '{kind}' has no error bound in "
                              f"{os.path.basename(__file__)}")
         attrs = {}
-        if kind == "block":
+        if kind in ("block", "residual"):
             attrs = {"groups": int(meta[f"{p}.groups"]), "eps": float(meta[f"{p}.eps"]),
                      "slope": float(meta[f"{p}.negative_slope"])}
         layers.append((kind, p, attrs))
@@ -107,6 +114,23 @@ def block_bound(x, ex, t, p, groups, eps, slope):
     return 2 * a, 2 * ea
 
 
+def gelu_bound(z, ez):
+    """GELU z (1 + erf(z c)) / 2, c the float32 1/sqrt(2), and its error
+    bound, operation by operation: the product z c (c's rounding and the
+    product's), erf through its derivative 2/sqrt(pi) exp(-s^2) plus its
+    own ERF_ULPS, the sum 1 + erf, the product by z; the halving is exact."""
+    c = 1 / np.sqrt(2)
+    s = z * c
+    es = c * ez + 2 * U * np.abs(s)
+    r = np.vectorize(math.erf)(s)
+    er = 2 / np.sqrt(np.pi) * np.exp(-s * s) * es + ERF_ULPS * U * np.abs(r)
+    q = 1 + r
+    eq = er + U * np.abs(q)
+    m = z * q
+    em = np.abs(q) * ez + np.abs(z) * eq + U * np.abs(m)
+    return m / 2, em / 2
+
+
 def reference(x, tensors, layers):
     """The network in float64 and, per output element, the bound on the
     difference of two float32 implementations (each within e of it)."""
@@ -119,9 +143,21 @@ def reference(x, tensors, layers):
     for kind, p, attrs in layers:
         if kind == "block":
             y, e = block_bound(y, e, t, p, **attrs)
-        else:
+        elif kind == "residual":
+            a, ea = block_bound(y, e, t, p, **attrs)
+            x, ex = y, e
+            y = a + x
+            e = ea + ex + U * np.abs(y)
+        elif kind == "relu":
+            z, ez = linear_bound(y, e, t[f"{p}.linear.weight"], t[f"{p}.linear.bias"])
+            y, e = np.maximum(z, 0.0), ez  # exact, and 1-Lipschitz
+        elif kind == "gelu":
+            y, e = gelu_bound(*linear_bound(y, e, t[f"{p}.linear.weight"],
+                                            t[f"{p}.linear.bias"]))
+        elif kind == "linear":
             y, e = linear_bound(y, e, t[f"{p}.weight"], t[f"{p}.bias"])
             e = e + U * np.abs(y)
+        # dropout: the identity, exact
     return y, 2 * e
 
 
@@ -144,8 +180,15 @@ def run_torch(path, x, meta, layers):
                                                               torch.ones(n_in))
     for kind, p, attrs in layers:
         i, o = int(meta[f"{p}.in_features"]), int(meta[f"{p}.out_features"])
-        children[p] = (weights_to_torch.Block(i, o, attrs["groups"], attrs["eps"], attrs["slope"])
-                       if kind == "block" else torch.nn.Linear(i, o))
+        if kind in ("block", "residual"):
+            cls = weights_to_torch.Block if kind == "block" else weights_to_torch.Residual
+            children[p] = cls(i, o, attrs["groups"], attrs["eps"], attrs["slope"])
+        elif kind in ("relu", "gelu"):
+            children[p] = weights_to_torch.Dense(i, o, kind)
+        elif kind == "dropout":
+            children[p] = torch.nn.Dropout(float(meta[f"{p}.p"]))
+        else:
+            children[p] = torch.nn.Linear(i, o)
     model = torch.nn.Sequential(children).eval()
     model.load_state_dict(load_file(path))
     with torch.no_grad():

@@ -17,7 +17,10 @@ is one; skipped otherwise): `python3` at a line's start becomes it, and the
 package is found as if installed (PYTHONPATH=python/, FUSENET_LIBRARY the
 build's libfusenet.so). A marker that is not
 followed by a ```sh block, or docs without a single marked block, fail the
-test.
+test, and so does a command calling the exporter by its bare name (a line
+or a `code span` starting `export ` that is not an assignment, `export
+NAME=...`): the shell's builtin `export` takes that name, so the docs
+call it by its path, `./build/export`.
 
 Needs FN_SOURCE_DIR and FN_BUILD_DIR (set by ctest)."""
 import glob
@@ -33,6 +36,9 @@ BUILD = os.environ["FN_BUILD_DIR"]
 MPIEXEC = os.environ.get("FN_MPIEXEC", "")
 PYENV = os.environ.get("FN_PYENV_PYTHON", "")
 MARKER = re.compile(r"^<!-- test: cpu(?: (mpi|python))? -->$")
+# `export` with arguments other than an assignment: the program by its bare
+# name, at a line's start (a command) or in a code span.
+BARE_EXPORT = re.compile(r"^\s*(?:\$ )?export (?![A-Za-z_]\w*=)|`export (?![A-Za-z_]\w*=)")
 
 
 def doc_files():
@@ -59,6 +65,15 @@ def blocks(path):
             sys.exit(f"{name}:{i + 2}: the marked block is empty")
         found.append((i + 1, m.group(1) or "", text))
     return found
+
+
+def bare_exports(path):
+    """"file:line: ..." of each place calling the exporter by its bare name."""
+    name = os.path.relpath(path, SOURCE)
+    return [f"{name}:{i}: `export` by its bare name is the shell's builtin; write "
+            f"./build/export: {line.strip()}"
+            for i, line in enumerate(open(path, encoding="utf-8").read().splitlines(), 1)
+            if BARE_EXPORT.search(line)]
 
 
 def workspace(tmp):
@@ -107,6 +122,9 @@ def run(name, line, kind, text, tmp):
 
 
 def main():
+    bare = [b for p in doc_files() for b in bare_exports(p)]
+    if bare:
+        sys.exit("\n".join(bare))
     todo = [(os.path.relpath(p, SOURCE), *b) for p in doc_files() for b in blocks(p)]
     if not todo:
         sys.exit("no marked blocks in README.md or docs/*.md")

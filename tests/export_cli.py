@@ -5,8 +5,10 @@ each with exit 1 (2 for usage), a message naming the file and the
 problem, and no model or temporary left: a weights file of an unknown
 format_version, a directory at the model's path, the weights file as the
 model, a path whose extension names no format, a safetensors file as the
-input; a full disk (RLIMIT_FSIZE) while writing; and a successful export
-writing exactly the model (and, with --check, its check file).
+input; a full disk (RLIMIT_FSIZE) while writing; a successful export
+writing exactly the model (and, with --check, its check file); and
+--info: the weights file's provenance line, as predict --info prints it,
+nothing written, and its refusals.
 
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest)."""
 import os
@@ -54,7 +56,8 @@ def expect_nothing(path):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="fn_export_cli_") as tmp:
-        expect(run("--help"), 0, "usage: export weights.h5", "--check")
+        expect(run("--help"), 0, "usage: export weights.h5", "--check", "export --info weights.h5",
+               "./build/export")
         expect(run("--version"), 0, "export (fusenet)")
         expect(run("only_one.h5"), 2, "expected weights.h5 and the model's path")
         expect(run("w.h5", "m.onnx", "--rows", "5"), 2, "--rows and --inputs go with --check")
@@ -64,6 +67,21 @@ def main():
                                  "run.device=cpu"], capture_output=True, text=True)
         expect(result, 0)
         weights = os.path.join(tmp, "run", "weights.h5")
+
+        # --info: one line, predict --info's, and nothing written.
+        before = sorted(os.listdir(tmp))
+        info = run("--info", weights)
+        expect(info, 0, f"{weights}: fusenet ", ", cpu, math fp32")
+        predict_info = subprocess.run([os.path.join(BUILD, "predict"), "--info", weights],
+                                      capture_output=True, text=True)
+        if info.stdout != predict_info.stdout or info.stdout.count("\n") != 1:
+            fail(f"--info printed {info.stdout!r}, predict --info {predict_info.stdout!r}")
+        if sorted(os.listdir(tmp)) != before:
+            fail(f"--info wrote {sorted(set(os.listdir(tmp)) - set(before))}")
+        expect(run("--info", weights, os.path.join(tmp, "m.onnx")), 2,
+               "--info takes one file and no other option")
+        expect(run("--info", weights, "--check", VALID), 2, "--info takes one file")
+        expect(run("--info", os.path.join(tmp, "absent.h5")), 1, "absent.h5")
 
         # A weights file of a version this build does not know.
         future = os.path.join(tmp, "future.h5")

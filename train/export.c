@@ -6,6 +6,7 @@
  *
  *   export weights.h5 model.onnx|model.safetensors [--format F]
  *          [--check data.h5] [--inputs X] [--rows N]
+ *   export --info weights.h5    (one line: where the file came from)
  *
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +20,7 @@
 #include "fusenet/export.h"
 #include "fusenet/inference.h"
 #include "fusenet/memory_set.h"
+#include "fusenet/provenance.h"
 #include "fusenet/safetensors.h"
 #include "fusenet/target_norm.h"
 #include "fusenet/version.h"
@@ -28,6 +30,7 @@ enum { EXIT_ERROR = 1, EXIT_USAGE = 2, PATH_CAP = 4096 };
 
 static const char usage[] =
     "usage: export weights.h5 model.onnx|model.safetensors [options]\n"
+    "       export --info weights.h5\n"
     "\n"
     "Writes the network of weights.h5 (with its input standardisation, if any) as an\n"
     "ONNX model (opset 17, any batch size) or as safetensors (named as the state_dict\n"
@@ -40,8 +43,12 @@ static const char usage[] =
     "                      scripts/verify_export.py <model> to compare\n"
     "  --inputs NAME       the inputs dataset of --check's file (default X)\n"
     "  --rows N            rows --check stores (default 64; at most the file's)\n"
+    "  --info              print one line on where weights.h5 came from (its\n"
+    "                      provenance: version, device, data, times) and exit\n"
     "  --help              this text\n"
-    "  --version           the version, commit and backends\n";
+    "  --version           the version, commit and backends\n"
+    "\n"
+    "Call it by its path (./build/export): the shell's builtin `export` comes first.\n";
 
 typedef struct options {
     const char *weights, *model;
@@ -50,6 +57,7 @@ typedef struct options {
     const char *inputs;
     long rows;
     int help, version;
+    int info; /* --info: the weights file's provenance, nothing written */
 } options;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -94,6 +102,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->help = 1;
         } else if (strcmp(argv[i], "--version") == 0) {
             o->version = 1;
+        } else if (strcmp(argv[i], "--info") == 0) {
+            o->info = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             int status = parse_option(argc, argv, &i, o);
             if (status)
@@ -104,7 +114,14 @@ static int parse_args(int argc, char **argv, options *o)
             return usage_error("unexpected argument '%s'", argv[i]);
         }
     }
-    if (n < 2 && !o->help && !o->version)
+    if (o->help || o->version)
+        return 0;
+    if (o->info && (n != 1 || o->format || o->check || o->rows || strcmp(o->inputs, "X") != 0))
+        return usage_error("%s", "--info takes one file and no other option: export --info "
+                                 "weights.h5");
+    if (o->info)
+        return 0;
+    if (n < 2)
         return usage_error("%s", "expected weights.h5 and the model's path");
     if (!o->check && (o->rows || strcmp(o->inputs, "X") != 0))
         return usage_error("%s", "--rows and --inputs go with --check");
@@ -251,6 +268,18 @@ static void release(job *j)
     fn_context_destroy(j->ctx);
 }
 
+/* --info: "<file>: <its provenance in one line>". */
+static int print_info(const char *path)
+{
+    char line[4096];
+    if (fn_provenance_file_summary(path, line, sizeof line) != FN_OK) {
+        fprintf(stderr, "export: %s\n", fn_last_error());
+        return EXIT_ERROR;
+    }
+    printf("%s: %s\n", path, line);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o = {.inputs = "X"};
@@ -263,6 +292,8 @@ int main(int argc, char **argv)
                    fn_version_commit(), fn_build_backends());
         return status;
     }
+    if (o.info)
+        return print_info(o.weights);
     if (!o.rows)
         o.rows = 64;
     job j = {0};

@@ -87,6 +87,10 @@ struct fn_layer_kind {
      * values read back from a file; checked (FN_ERR_FORMAT). */
     fn_status (*set_attrs)(const fn_layer_attr_value *values, int in_features, int out_features,
                            fn_layer_hparams *hp);
+    /* Optional: the item's value (fn_layer_spec.value: dropout's p) from
+     * values read back from a file and checked by set_attrs, so that a
+     * layer built from a file keeps it. NULL: 0. */
+    double (*spec_value)(const fn_layer_attr_value *values);
     /* Optional: the bytes l (a layer of this kind) allocated on its device
      * besides its parameters and their gradients: what forward caches for
      * backward, at its max_batch, and its backend's workspace. NULL: none. */

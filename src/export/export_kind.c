@@ -1,8 +1,10 @@
 /* export_kind.c — the export table: per layer kind, its parameters'
  * state_dict names and its ONNX nodes (export_kind.h). The names follow
  * scripts/weights_to_torch.py: a block is a module with children `linear`
- * (torch.nn.Linear), `norm` (torch.nn.GroupNorm) and `act`; a linear layer
- * is a torch.nn.Linear itself. */
+ * (torch.nn.Linear), `norm` (torch.nn.GroupNorm) and `act`, and so is a
+ * residual layer; a relu or gelu layer is a module with children `linear`
+ * and `act`; a linear layer is a torch.nn.Linear itself; a dropout layer
+ * (torch.nn.Dropout) has no parameters. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,10 +18,26 @@ static const fn_export_kind kinds[] = {
               {"beta", "norm.bias"}},
      .n_keys = 4,
      .onnx = fn_onnx_block},
+    {.kind = "residual",
+     .keys = {{"weight", "linear.weight"},
+              {"bias", "linear.bias"},
+              {"gamma", "norm.weight"},
+              {"beta", "norm.bias"}},
+     .n_keys = 4,
+     .onnx = fn_onnx_residual},
+    {.kind = "relu",
+     .keys = {{"weight", "linear.weight"}, {"bias", "linear.bias"}},
+     .n_keys = 2,
+     .onnx = fn_onnx_relu},
+    {.kind = "gelu",
+     .keys = {{"weight", "linear.weight"}, {"bias", "linear.bias"}},
+     .n_keys = 2,
+     .onnx = fn_onnx_gelu},
     {.kind = "linear",
      .keys = {{"weight", "weight"}, {"bias", "bias"}},
      .n_keys = 2,
      .onnx = fn_onnx_linear},
+    {.kind = "dropout", .n_keys = 0, .onnx = fn_onnx_dropout},
 };
 
 enum { N_KINDS = sizeof kinds / sizeof kinds[0] };

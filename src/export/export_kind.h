@@ -33,8 +33,8 @@ typedef struct fn_export_kind {
                       const char *out);
 } fn_export_kind;
 
-/* The row of layer `index`'s kind; else FN_ERR_INVALID "layer 2 (gelu):
- * kind 'gelu' has no export mapping (block and linear have one)". */
+/* The row of layer `index`'s kind; else FN_ERR_INVALID "layer 2 (foo):
+ * kind 'foo' has no export mapping (block, ... and dropout have one)". */
 fn_status fn_export_kind_of(const fn_layer *l, int index, const fn_export_kind **kind);
 
 /* "<prefix>.<key>" of parameter p of l (a layer of row k) into name. */
@@ -46,5 +46,13 @@ fn_status fn_onnx_block(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
                         const char *out);
 fn_status fn_onnx_linear(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
                          const char *in, const char *out);
+fn_status fn_onnx_residual(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                           const char *in, const char *out);
+fn_status fn_onnx_relu(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
+                       const char *out);
+fn_status fn_onnx_gelu(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
+                       const char *out);
+fn_status fn_onnx_dropout(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                          const char *in, const char *out);
 
 #endif

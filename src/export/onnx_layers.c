@@ -1,7 +1,13 @@
 /* onnx_layers.c — each layer kind as ONNX nodes of opset 17 (the rows of
- * export_kind.c).
+ * export_kind.c), in fusenet's order of float32 operations.
  *
- * A block is Linear -> GroupNorm -> LeakyReLU -> x + x. ONNX's own
+ * A block is Linear -> GroupNorm -> LeakyReLU -> x + x; a residual layer is
+ * the block's nodes, then its input added to the doubled value (block_cpu.c
+ * adds the skip after the x2). A relu layer is Gemm -> Relu; a gelu layer
+ * is Gemm, then GELU in its exact form z (1 + erf(z / sqrt 2)) / 2 spelled
+ * out (opset 17 has no Gelu), z times the float32 1/sqrt(2) as
+ * dense_cpu.c computes it. Dropout, the identity outside training, is an
+ * Identity node. ONNX's own
  * GroupNormalization (opset 18) scales per group, not per channel, so the
  * GroupNorm is spelled out: z [N, H] reshaped to [N, G, K]; the group's
  * mean and biased variance by two ReduceMeans (two passes, as the design's
@@ -114,8 +120,9 @@ static void group_norm(fn_onnx_graph *g, const char *prefix, const fn_block_conf
     binary(g, "Reshape", normed, flat_shape, zhat);
 }
 
-fn_status fn_onnx_block(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
-                        const char *out)
+/* The block's nodes from `in`; its last, x + x, writes `out`. */
+static fn_status block_nodes(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                             const char *in, const char *out)
 {
     fn_block_config bc;
     FN_TRY(fn_block_get_config(l, &bc));
@@ -138,5 +145,69 @@ fn_status fn_onnx_block(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
     const char *act_in[1] = {u};
     fn_onnx_node(g, "LeakyRelu", a, act_in, 1, a, &alpha, 1);
     binary(g, "Add", a, a, out); /* x + x, the block's x2 */
+    return FN_OK;
+}
+
+fn_status fn_onnx_block(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
+                        const char *out)
+{
+    return block_nodes(g, l, prefix, in, out);
+}
+
+fn_status fn_onnx_residual(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                           const char *in, const char *out)
+{
+    char y[NAME_CAP];
+    FN_TRY(block_nodes(g, l, prefix, in, sub(y, prefix, "block")));
+    binary(g, "Add", y, in, out); /* y + x: the identity skip after the x2 */
+    return FN_OK;
+}
+
+/* The dense layer's Gemm into z, named "<prefix>/z". */
+static fn_status dense_gemm(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                            const char *in, char *z)
+{
+    char names[2][NAME_CAP];
+    if (l->n_params != 2)
+        return fn_fail(FN_ERR_INVALID, "%s (%s): %d parameters, expected weight and bias",
+                       prefix, l->ops && l->ops->kind ? l->ops->kind : "?", l->n_params);
+    FN_TRY(params(g, l, prefix, names));
+    gemm(g, prefix, in, names[0], names[1], sub(z, prefix, "z"));
+    return FN_OK;
+}
+
+fn_status fn_onnx_relu(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
+                       const char *out)
+{
+    char z[NAME_CAP];
+    FN_TRY(dense_gemm(g, l, prefix, in, z));
+    unary(g, "Relu", z, out);
+    return FN_OK;
+}
+
+fn_status fn_onnx_gelu(fn_onnx_graph *g, const fn_layer *l, const char *prefix, const char *in,
+                       const char *out)
+{
+    static const float inv_sqrt2 = 0.70710678118654752f, one = 1.0f, half = 0.5f;
+    char z[NAME_CAP], c_inv_sqrt2[NAME_CAP], c_one[NAME_CAP], c_half[NAME_CAP];
+    char scaled[NAME_CAP], erf[NAME_CAP], cdf2[NAME_CAP], zcdf2[NAME_CAP];
+    FN_TRY(dense_gemm(g, l, prefix, in, z));
+    fn_onnx_floats(g, sub(c_inv_sqrt2, prefix, "inv_sqrt2"), &inv_sqrt2, 0, NULL);
+    fn_onnx_floats(g, sub(c_one, prefix, "one"), &one, 0, NULL);
+    fn_onnx_floats(g, sub(c_half, prefix, "half"), &half, 0, NULL);
+    binary(g, "Mul", z, c_inv_sqrt2, sub(scaled, prefix, "z_over_sqrt2"));
+    unary(g, "Erf", scaled, sub(erf, prefix, "erf"));
+    binary(g, "Add", erf, c_one, sub(cdf2, prefix, "one_plus_erf"));
+    binary(g, "Mul", z, cdf2, sub(zcdf2, prefix, "z_one_plus_erf"));
+    binary(g, "Mul", zcdf2, c_half, out); /* exact: a halving */
+    return FN_OK;
+}
+
+fn_status fn_onnx_dropout(fn_onnx_graph *g, const fn_layer *l, const char *prefix,
+                          const char *in, const char *out)
+{
+    (void)l;
+    (void)prefix;
+    unary(g, "Identity", in, out);
     return FN_OK;
 }

@@ -294,6 +294,8 @@ static fn_status describe_layer(const in_file *f, int i, layer_desc *d)
         fn_error_prefix("%s: layer %d: ", f->path, i);
         return FN_ERR_FORMAT;
     }
+    if (kind->spec_value)
+        d->spec.value = kind->spec_value(d->values);
     d->hp.forward_only = 1;
     return FN_OK;
 }

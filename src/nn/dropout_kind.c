@@ -1,7 +1,8 @@
 /* dropout_kind.c — dropout as a layer kind (layer_kind.h): the item
  * "dropout P", 0 <= P < 1, of its input's width; it uses none of the
  * [model] settings, and its weights-file group records P as the attribute
- * p (a network read from a file for prediction never drops anything). */
+ * p, which a network read from a file keeps (for prediction it never drops
+ * anything; an export writes p). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +63,11 @@ static fn_status set_attrs(const fn_layer_attr_value *values, int in_features, i
     return FN_OK;
 }
 
+static double spec_value(const fn_layer_attr_value *values)
+{
+    return values[ATTR_P].d;
+}
+
 const fn_layer_kind fn_dropout_kind = {
     .name = "dropout",
     .usage = "dropout P",
@@ -72,5 +78,6 @@ const fn_layer_kind fn_dropout_kind = {
     .n_attrs = N_ATTRS,
     .get_attrs = get_attrs,
     .set_attrs = set_attrs,
+    .spec_value = spec_value,
     .buffer_bytes = fn_dropout_buffer_bytes,
 };

@@ -507,9 +507,13 @@ static fn_status describe_layer(hid_t group, const char *where, layer_desc *d)
     if (!kind->set_attrs)
         return FN_OK;
     fn_status st = kind->set_attrs(values, d->in, d->spec.width, &d->hp);
-    if (st != FN_OK)
+    if (st != FN_OK) {
         fn_error_prefix("%s: ", where);
-    return st;
+        return st;
+    }
+    if (kind->spec_value)
+        d->spec.value = kind->spec_value(values);
+    return FN_OK;
 }
 
 static fn_status describe_named(hid_t file, const char *path, const char *name, layer_desc *d)
