@@ -1,7 +1,7 @@
-/* export.c — the export's entry points (export.h): the formats by name and
- * extension, the write of a model in a format (its entries from
- * export_meta.c), the atomic write of a model's bytes, and the check file
- * of inputs and fusenet's outputs. */
+/* export.c — the export's entry points (export.h) below the formats: the
+ * formats by name and extension, the atomic write of a model's bytes (the
+ * formats' writers call it), and the check file of inputs and fusenet's
+ * outputs. The write of a model in a format is export_write.c's. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -78,19 +78,6 @@ fn_status fn_export_file_write(const char *path, const void *const *parts, const
     else
         fn_atomic_abandon(tmp);
     free(tmp);
-    return st;
-}
-
-fn_status fn_export_write(const fn_net *net, const fn_input_norm *norm, const fn_export_meta *meta,
-                          fn_export_format format, const char *path)
-{
-    if (!net || !path || format < 0 || format >= FN_EXPORT_FORMATS)
-        return fn_fail(FN_ERR_INVALID, "fn_export_write: bad arguments");
-    fn_export_meta all;
-    FN_TRY(fn_export_describe(net, norm, meta, &all));
-    fn_status st = format == FN_EXPORT_ONNX ? fn_export_onnx(net, norm, &all, path)
-                                            : fn_export_safetensors(net, norm, &all, path);
-    fn_export_meta_clear(&all);
     return st;
 }
 
