@@ -30,6 +30,7 @@ struct fn_data {
     hid_t file, xset, tset; /* HDF5 file */
     const fn_memory_set *memory; /* memory set (borrowed) */
     int labels;         /* targets are integer labels */
+    int unit;           /* target values must lie in [0, 1] */
     int by_rank;        /* labels decided by the targets' rank (predict) */
     int64_t n;          /* rows */
     int in, out;        /* input columns; classes or target columns */
@@ -67,6 +68,12 @@ fn_status fn_data_begin(fn_data **data, const fn_data_source_ops *source, const 
 /* After the source set n, in and labels: slabs from the memory budget,
  * their buffers, and the position at the first batch. */
 fn_status fn_data_plan(fn_data *d, size_t memory_budget);
+
+/* With d->unit, rows [row0, row0 + rows) of target values v [rows, out]
+ * each in [0, 1]: FN_ERR_FORMAT naming d's path, the dataset `name`, the
+ * row and column otherwise (a NaN included). */
+fn_status fn_data_check_unit(const fn_data *d, const char *name, const float *v, int64_t rows,
+                             int64_t row0);
 /* Every slab loaded once, in file order, so bad values fail at open, and
  * their checksum computed on the way; in a probe's child (probe non-NULL),
  * each slab tells the parent the child is still going. */
