@@ -70,10 +70,10 @@ fn_status fn_data_begin(fn_data **data, const fn_data_source_ops *source, const 
 fn_status fn_data_plan(fn_data *d, size_t memory_budget);
 
 /* With d->unit, rows [row0, row0 + rows) of target values v [rows, out]
- * each in [0, 1]: FN_ERR_FORMAT naming d's path, the dataset `name`, the
- * row and column otherwise (a NaN included). */
-fn_status fn_data_check_unit(const fn_data *d, const char *name, const float *v, int64_t rows,
-                             int64_t row0);
+ * each in [0, 1]: else `code` naming d's path, `what` ("dataset 't'",
+ * "targets"), the row and the column (a NaN included). */
+fn_status fn_data_check_unit(const fn_data *d, fn_status code, const char *what, const float *v,
+                             int64_t rows, int64_t row0);
 /* Every slab loaded once, in file order, so bad values fail at open, and
  * their checksum computed on the way; in a probe's child (probe non-NULL),
  * each slab tells the parent the child is still going. */
