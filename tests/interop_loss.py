@@ -2,12 +2,15 @@
 """interop_loss.py — train's losses against PyTorch's (ctest label
 "interop"). For each loss and its keys (huber with delta as
 torch.nn.HuberLoss; cross_entropy with class_weights and label_smoothing
-as torch.nn.CrossEntropyLoss's weight and label_smoothing), runs three full-batch plain-SGD steps of ./train and
+as torch.nn.CrossEntropyLoss's weight and label_smoothing;
+bce_with_logits, with pos_weight, as torch.nn.BCEWithLogitsLoss), runs three full-batch plain-SGD steps of ./train and
 of the same network in PyTorch, in float64, from the same initial weights
 (a one-step run of train, loaded by both through [model] init and
 scripts/weights_to_torch.py), and checks the first step's loss (train's
 metrics.csv) and every parameter after the steps:
-|ours - torch| <= 1e-5 * max(|torch|, 1) elementwise. The parameters
+|ours - torch| <= 1e-5 * max(|torch|, 1) elementwise. For
+bce_with_logits the first step's train_acc must also be the fraction of
+labels torch's logits predict right (logit > 0 against target >= 0.5). The parameters
 after a step carry the loss's gradient, so they check it too.
 
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
@@ -44,6 +47,16 @@ def classes_case(tmp, name, seed):
     return x, np.argmax(x @ rng.standard_normal((10, 5)), axis=1).astype(np.int32)
 
 
+def labels_case(tmp, name, seed):
+    """Multi-label targets [N, 5] in [0, 1]: mostly 0 or 1, a quarter soft."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((64, 10)).astype(np.float32)
+    y = (x @ rng.standard_normal((10, 5)) > 0).astype(np.float32)
+    soft = rng.random(y.shape) < 0.25
+    y[soft] = rng.random(int(soft.sum()), dtype=np.float32)
+    return x, y
+
+
 WEIGHTS = [0.5, 2.0, 1.0, 0.25, 3.0]
 
 
@@ -65,20 +78,29 @@ CASES = [
      {"class_weights": ", ".join(str(w) for w in WEIGHTS), "label_smoothing": 0.1},
      lambda: torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS),
                                        label_smoothing=float(np.float32(0.1)))),
+    ("bce_with_logits", labels_case, {"loss": "bce_with_logits"},
+     lambda: torch.nn.BCEWithLogitsLoss()),
+    ("bce_with_logits, pos_weight", labels_case,
+     {"loss": "bce_with_logits", "pos_weight": ", ".join(str(w) for w in WEIGHTS)},
+     lambda: torch.nn.BCEWithLogitsLoss(pos_weight=f32s(WEIGHTS))),
 ]
 
 
 def torch_steps(init, x, y, criterion):
     model = weights_to_torch.load(init).double()
     opt = torch.optim.SGD(model.parameters(), lr=float(np.float32(LR)))
-    first = None
+    first = first_acc = None
     for _ in range(STEPS):
         opt.zero_grad()
-        loss = criterion(model(x), y)
-        first = float(loss) if first is None else first
+        out = model(x)
+        loss = criterion(out, y)
+        if first is None:
+            first = float(loss)
+            if y.dim() == 2:
+                first_acc = float(((out > 0) == (y >= 0.5)).double().mean())
         loss.backward()
         opt.step()
-    return model, first
+    return model, first, first_acc
 
 
 def run_case(tmp, i, name, make, keys, criterion):
@@ -95,14 +117,20 @@ def run_case(tmp, i, name, make, keys, criterion):
         xt = torch.from_numpy(np.asarray(f["X"], dtype=np.float64))
         y = np.asarray(f["y"])
         yt = torch.from_numpy(y.astype(np.int64) if y.ndim == 1 else y.astype(np.float64))
-    theirs, first = torch_steps(init, xt, yt, criterion())
+    theirs, first, first_acc = torch_steps(init, xt, yt, criterion())
     with open(os.path.join(out, "metrics.csv")) as f:
-        loss = float(next(csv.DictReader(f))["train_loss"])
+        row = next(csv.DictReader(f))
+    loss = float(row["train_loss"])
+    acc_ok = True
+    if keys.get("loss") == "bce_with_logits":
+        acc = float(row["train_acc"])
+        acc_ok = abs(acc - first_acc) <= 1e-6
+        print(f"{name}: first label accuracy ours {acc:.9g}, torch {first_acc:.9g}")
     loss_err = abs(loss - first) / max(abs(first), 1.0)
     worst, where = largest_difference(weights_to_torch.load(ours), theirs)
     print(f"{name}: first loss ours {loss:.9g}, torch {first:.9g} (relative {loss_err:.3g}); "
           f"parameters after {STEPS} steps: largest relative difference {worst:.3g} at {where}")
-    return loss_err <= RTOL and worst <= RTOL
+    return loss_err <= RTOL and worst <= RTOL and acc_ok
 
 
 def main():

@@ -344,7 +344,7 @@ static void test_nesterov_needs_momentum(void **state)
 static void test_bad_enums(void **state)
 {
     EXPECT_ERROR("[train]\nloss = hinge\n", NULL, FN_ERR_INVALID,
-                 "train.loss: expected cross_entropy, huber or mse, got 'hinge'", NULL);
+                 "train.loss: expected bce_with_logits, cross_entropy, huber or mse, got 'hinge'", NULL);
     EXPECT_ERROR("[run]\ndevice = gpu\n", NULL, FN_ERR_INVALID, "run.device: expected auto", NULL);
     EXPECT_ERROR("[run]\ndevice = cuda:x\n", NULL, FN_ERR_INVALID, "run.device: expected cuda:N",
                  NULL);

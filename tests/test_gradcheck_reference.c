@@ -73,6 +73,8 @@ typedef struct loss_problem {
     int rows, cols;
     double *pred, *target;
     int32_t *labels;
+    double *unit;             /* [rows, cols] in [0, 1]: bce's targets */
+    const double *pos_weight; /* [cols] or NULL: bce's */
 } loss_problem;
 
 static double mse_objective(void *ctx)
@@ -93,6 +95,13 @@ static double smoothed_objective(void *ctx)
 {
     loss_problem *p = ctx;
     return ref_cross_entropy_smoothed(p->rows, p->cols, p->pred, p->labels, smooth_w, 0.1, NULL);
+}
+
+/* BCE's targets: p->target (in [-3, 3]) mapped onto [0, 1]. */
+static double bce_objective(void *ctx)
+{
+    loss_problem *p = ctx;
+    return ref_bce(p->rows, p->cols, p->pred, p->unit, p->pos_weight, NULL);
 }
 
 static double cross_entropy_objective(void *ctx)
@@ -132,8 +141,41 @@ static void test_losses_fd(void **state)
     gc_central_differences(p.pred, n, smoothed_objective, &p, fd);
     ok &= gc_compare_fd("xent w+ls (ref)", shape, "dlogits", fd, an, n, p.cols,
                         chk_max_abs(an, n));
-    free(an), free(fd), free(p.pred), free(p.target), free(p.labels);
+    p.unit = chk_alloc(n);
+    for (size_t i = 0; i < n; i++)
+        p.unit[i] = i % 3 == 0 ? (p.target[i] > 0) : (p.target[i] + 3) / 6;
+    for (int k = 0; k < 2; k++) {
+        p.pos_weight = k ? smooth_w : NULL;
+        ref_bce(p.rows, p.cols, p.pred, p.unit, p.pos_weight, an);
+        gc_central_differences(p.pred, n, bce_objective, &p, fd);
+        ok &= gc_compare_fd(k ? "bce pw (ref)" : "bce (ref)", shape, "dlogits", fd, an, n, p.cols,
+                            chk_max_abs(an, n));
+    }
+    free(an), free(fd), free(p.pred), free(p.target), free(p.labels), free(p.unit);
     assert_true(ok);
+}
+
+/* The reference's stable form against the textbook one, -(p y log s(x) +
+ * (1 - y) log(1 - s(x))), where the latter is accurate (|x| <= 8), and its
+ * value at logits of +-1e3 finite (the textbook form's log(0) is -inf). */
+static void test_bce_stable_form(void **state)
+{
+    (void)state;
+    const double xs[] = {-8, -2.5, -0.1, 0, 0.3, 4, 8}, ys[] = {0, 0.25, 1};
+    const double pw[] = {1, 3};
+    for (size_t a = 0; a < sizeof xs / sizeof xs[0]; a++)
+        for (size_t b = 0; b < sizeof ys / sizeof ys[0]; b++)
+            for (size_t c = 0; c < 2; c++) {
+                const double x = xs[a], y = ys[b], s = 1 / (1 + exp(-x));
+                const double want = -(pw[c] * y * log(s) + (1 - y) * log(1 - s));
+                const double got = ref_bce(1, 1, &x, &y, &pw[c], NULL);
+                assert_true(fabs(got - want) <= 1e-12 * (1 + fabs(want)));
+            }
+    const double big[2] = {1e3, -1e3}, t[2] = {0, 1};
+    double g[2];
+    const double v = ref_bce(1, 2, big, t, NULL, g);
+    assert_true(fabs(v - 1e3) <= 1e-9);
+    assert_true(fabs(g[0] - 0.5) <= 1e-12 && fabs(g[1] + 0.5) <= 1e-12);
 }
 
 /* Stability of the reference itself: logits of 1e3 must not overflow exp. */
@@ -150,4 +192,4 @@ static void test_cross_entropy_large_logits(void **state)
 
 TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_layers_fd),
           cmocka_unit_test(test_block_dz_sums_to_zero), cmocka_unit_test(test_losses_fd),
-          cmocka_unit_test(test_cross_entropy_large_logits))
+          cmocka_unit_test(test_cross_entropy_large_logits), cmocka_unit_test(test_bce_stable_form))

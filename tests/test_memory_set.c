@@ -119,14 +119,16 @@ static int teardown(void **state)
 
 /* --- runs ---------------------------------------------------------------------- */
 
-/* The settings both runs share; `extra` adds lines (its own sections). */
+/* The settings both runs share (mse: 0 cross_entropy, 1 mse, 2
+ * bce_with_logits); `extra` adds lines (its own sections). */
 static void config_text(char *text, size_t cap, int mse, const char *extra)
 {
     snprintf(text, cap,
              "[model]\nlayers = block 8, block 8, linear %d\ngroups = 2\n"
              "[train]\nloss = %s\nbatch_size = 16\nepochs = 3\nlr = 0.05\nmomentum = 0.9\n"
              "seed = 9\n[run]\ndevice = cpu\nlog_every = 0\n%s",
-             mse ? OUT : CLASSES, mse ? "mse" : "cross_entropy", extra ? extra : "");
+             mse ? OUT : CLASSES, mse == 2 ? "bce_with_logits" : mse ? "mse" : "cross_entropy",
+             extra ? extra : "");
 }
 
 /* A run of `cfg` to its end; the caller destroys the trainer. */
@@ -331,7 +333,8 @@ static void bad_arrays_fail_when_made(void **state)
     free(t);
 }
 
-/* A config of the memory sets given; the trainer's creation must fail. */
+/* A config of the memory sets given (mse: 0 cross_entropy, 1 mse, 2
+ * bce_with_logits); the trainer's creation must fail. */
 static void expect_run_fails(const fixture *f, int mse, fn_memory_set *train,
                              fn_memory_set *valid, const char *needle)
 {
@@ -390,6 +393,29 @@ static void bad_sets_fail_when_opened(void **state)
     free(y);
 }
 
+/* bce_with_logits takes float targets in [0, 1]: one outside is refused
+ * when the set is opened, naming the set, row and column. */
+static void unit_targets_checked_when_opened(void **state)
+{
+    const fixture *f = *state;
+    const arrays *a = &f->train;
+    float *t = chk_alloc_float((size_t)ROWS * OUT);
+    for (int i = 0; i < ROWS * OUT; i++)
+        t[i] = (float)(i % 2);
+    t[9 * OUT + 1] = 2.0f;
+    fn_memory_set *bad = NULL;
+    EXPECT_OK(fn_memory_set_values(&bad, "u", a->x, ROWS, IN, t, OUT));
+    expect_run_fails(f, 2, bad, NULL,
+                     "memory set 'u': targets row 9 column 1 is 2; bce_with_logits takes targets "
+                     "in [0, 1]");
+    fn_memory_set_destroy(bad);
+    t[9 * OUT + 1] = -0.5f;
+    EXPECT_OK(fn_memory_set_values(&bad, "u", a->x, ROWS, IN, t, OUT));
+    expect_run_fails(f, 2, bad, NULL, "targets row 9 column 1 is -0.5");
+    fn_memory_set_destroy(bad);
+    free(t);
+}
+
 /* [data] train is a file or a memory set; without either it is required. */
 static void config_takes_one_source(void **state)
 {
@@ -428,4 +454,6 @@ TEST_MAIN(setup, teardown, cmocka_unit_test(labels_match_files),
           cmocka_unit_test(values_match_files),
           cmocka_unit_test(slabs_and_standardize_match_files), cmocka_unit_test(set_is_a_copy),
           cmocka_unit_test(infer_is_the_forward_pass), cmocka_unit_test(bad_arrays_fail_when_made),
-          cmocka_unit_test(bad_sets_fail_when_opened), cmocka_unit_test(config_takes_one_source))
+          cmocka_unit_test(bad_sets_fail_when_opened),
+          cmocka_unit_test(unit_targets_checked_when_opened),
+          cmocka_unit_test(config_takes_one_source))

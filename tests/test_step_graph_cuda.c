@@ -8,7 +8,7 @@
  *    FN_TEST_DEFER_LAG=0) end with the same weights bit for bit and the same
  *    metrics.csv but its times, with a last short batch (uncaptured) and a
  *    warm-up schedule (its lr written before each replay); for SGD with
- *    momentum, AdamW with clipping, and the mse loss; the graph run holds
+ *    momentum, AdamW with clipping, the mse and bce_with_logits losses; the graph run holds
  *    one graph a loader slot; the eager run gathers its batches on the host
  *    ([run] data_on_device = false), the others from the set kept on the GPU
  *    (true);
@@ -182,9 +182,9 @@ static void test_multi_tensor_adam(void **state)
 /* --- runs ---------------------------------------------------------------------------- */
 
 /* Eight inputs; labels: three classes by two signs; t: three float
- * targets (the mse runs). */
+ * targets in (0, 1) (the mse and bce_with_logits runs). */
 static int32_t label_of(const float *x) { return (x[0] > 0) + (x[1] > 0); }
-static float value_of(const float *x, int j) { return x[j] * x[j + 1]; }
+static float value_of(const float *x, int j) { return 1.0f / (1.0f + expf(-4.0f * x[j] * x[j + 1])); }
 
 static const set_shape shape = {.cols = 8, .label = label_of, .values = 3, .value = value_of};
 
@@ -260,6 +260,14 @@ static void test_graph_mse(void **state)
     expect_three_same(*state, "mse", "data.targets=t;train.loss=mse");
 }
 
+/* The loss whose partials carry counts besides cross_entropy's: its label
+ * accuracy in metrics.csv alike too. */
+static void test_graph_bce(void **state)
+{
+    skip_without_gpu();
+    expect_three_same(*state, "bce", "data.targets=t;train.loss=bce_with_logits");
+}
+
 static void test_graph_dropout(void **state)
 {
     skip_without_gpu();
@@ -299,6 +307,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_graph_sgd, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_mse, setup, deferred_run_teardown),
+        cmocka_unit_test_setup_teardown(test_graph_bce, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_dropout, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_resume, setup, deferred_run_teardown),
         cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, deferred_run_teardown),

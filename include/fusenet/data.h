@@ -51,6 +51,8 @@ typedef struct fn_data_options {
     const char *targets; /* dataset name of the targets; NULL: inputs only (predict) */
     fn_data_targets target_kind; /* what the loss takes (fn_loss_targets): labels [N]
                                   * or values [N, out] */
+    int unit_targets;    /* values [N, out] each in [0, 1] (bce_with_logits): others are
+                          * refused naming the row */
     int targets_by_rank; /* predict --targets: labels when the targets have rank 1,
                           * values when rank 2, whatever `target_kind` says */
     int in_features;     /* required input columns; 0: any */

@@ -44,6 +44,7 @@ typedef struct fn_loss_partials {
 typedef struct fn_loss_kind {
     const char *name;        /* "cross_entropy": the [train] loss value */
     fn_data_targets targets; /* what a set's targets must be (fn_data_options) */
+    int unit_targets;        /* FN_DATA_FLOATS only: each value in [0, 1] (probabilities) */
     /* The run's metric beside the loss (the "acc" of the epoch lines and
      * metrics.csv) from the correct count its read or partials give over
      * `rows` rows of `outputs` columns; NULL: none (reported as NaN). */
@@ -78,7 +79,7 @@ typedef struct fn_loss_kind {
 extern const fn_loss_kind fn_cross_entropy_kind;
 extern const fn_loss_kind fn_mse_kind;
 
-/* The kind called `name`; FN_ERR_INVALID "expected cross_entropy, huber or mse,
+/* The kind called `name`; FN_ERR_INVALID "expected bce_with_logits, cross_entropy, huber or mse,
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 

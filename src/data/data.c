@@ -6,6 +6,7 @@
  * set is the other source (data_memory.c); data_source.c opens either. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +297,18 @@ static fn_status check_labels(const fn_data *d, const int32_t *l, int64_t rows, 
     return FN_OK;
 }
 
+fn_status fn_data_check_unit(const fn_data *d, fn_status code, const char *what, const float *v,
+                             int64_t rows, int64_t row0)
+{
+    for (int64_t i = 0; d->unit && i < rows * d->out; i++)
+        if (!(v[i] >= 0.0f && v[i] <= 1.0f))
+            return fn_fail(code,
+                           "%s: %s row %lld column %lld is %g; bce_with_logits takes targets in "
+                           "[0, 1] (one a label: 1 present, 0 absent)", d->path, what,
+                           (long long)(row0 + i / d->out), (long long)(i % d->out), (double)v[i]);
+    return FN_OK;
+}
+
 /* The HDF5 source's load: rows read into the slab buffers and checked. */
 static fn_status hdf5_load(fn_data *d, int64_t row0, int64_t rows)
 {
@@ -313,6 +326,11 @@ static fn_status hdf5_load(fn_data *d, int64_t row0, int64_t rows)
     } else if (d->targets) {
         FN_TRY(fn_data_read_rows(d, d->tset, d->targets, H5T_NATIVE_FLOAT, d->slab_t, row0, rows, d->out));
         FN_TRY(check_finite(d, d->tset, d->targets, d->slab_t, rows, d->out, row0));
+        if (d->unit) {
+            char what[300];
+            snprintf(what, sizeof what, "dataset '%s'", d->targets);
+            FN_TRY(fn_data_check_unit(d, FN_ERR_FORMAT, what, d->slab_t, rows, row0));
+        }
     }
     d->view_x = d->slab_x;
     d->view_l = d->slab_l;
@@ -473,6 +491,7 @@ static fn_status begin_data(fn_data *d, const char *path, const fn_data_options 
         FN_TRY(copy_name(&d->targets, opt->targets));
     d->labels = opt->target_kind == FN_DATA_LABELS;
     d->by_rank = opt->targets_by_rank;
+    d->unit = opt->unit_targets && !d->labels;
     d->out = opt->out_features;
     d->batch_size = opt->batch_size;
     d->shuffle = opt->shuffle;

@@ -30,6 +30,7 @@ struct fn_data {
     hid_t file, xset, tset; /* HDF5 file */
     const fn_memory_set *memory; /* memory set (borrowed) */
     int labels;         /* targets are integer labels */
+    int unit;           /* target values must lie in [0, 1] */
     int by_rank;        /* labels decided by the targets' rank (predict) */
     int tform;          /* how a file's targets are read (fn_target_form) */
     int tcols;          /* the targets' columns in the file; 0: rank 1 */
@@ -97,6 +98,12 @@ fn_status fn_data_begin(fn_data **data, const fn_data_source_ops *source, const 
 /* After the source set n, in and labels: slabs from the memory budget,
  * their buffers, and the position at the first batch. */
 fn_status fn_data_plan(fn_data *d, size_t memory_budget);
+
+/* With d->unit, rows [row0, row0 + rows) of target values v [rows, out]
+ * each in [0, 1]: else `code` naming d's path, `what` ("dataset 't'",
+ * "targets"), the row and the column (a NaN included). */
+fn_status fn_data_check_unit(const fn_data *d, fn_status code, const char *what, const float *v,
+                             int64_t rows, int64_t row0);
 /* Every slab loaded once, in file order, so bad values fail at open, and
  * their checksum computed on the way; in a probe's child (probe non-NULL),
  * each slab tells the parent the child is still going. */

@@ -81,6 +81,9 @@ static fn_status open_memory(fn_data *d, const fn_data_options *opt)
         FN_TRY(check_targets(d));
         if (d->labels)
             FN_TRY(check_labels(d));
+        else
+            FN_TRY(fn_data_check_unit(d, FN_ERR_INVALID, "targets", fn_memory_set_target_data(m),
+                                      d->n, 0));
     }
     FN_TRY(fn_data_plan(d, opt->memory_budget));
     return fn_data_check_slabs(d, NULL); /* views only: nothing is copied */

@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "fusenet/loss_kind.h"
+#include "nn/bce.h"
 #include "nn/huber.h"
 
 static const fn_loss_kind *const kinds[] = {
+    &fn_bce_with_logits_kind,
     &fn_cross_entropy_kind,
     &fn_huber_kind,
     &fn_mse_kind,

@@ -58,6 +58,7 @@ static fn_status open_sets(fn_trainer *t)
     const fn_config *c = t->cfg;
     fn_data_options opt = {
         .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets,
+        .unit_targets = c->loss->unit_targets,
         .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed,

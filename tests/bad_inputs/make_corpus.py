@@ -178,6 +178,17 @@ def storage_and_links():
         f.create_dataset("y", data=Y)
 
 
+def multilabel_files():
+    """bce_with_logits's targets p float32 [24, 4] in [0, 1] (1 where T > 0,
+    a few soft), and the same with one value above 1."""
+    p = (T > 0).astype(np.float32)
+    p[::5, 1] = 0.25
+    data("multilabel.h5", X=X, p=p)
+    p_above = p.copy()
+    p_above[13, 2] = 1.5
+    data("p_above_one.h5", X=X, p=p_above)
+
+
 def main():
     # --- data sets ---------------------------------------------------------
     data("good.h5", X=X, y=Y, t=T)
@@ -230,6 +241,7 @@ def main():
     t_nan[17, 3] = np.nan
     data("t_nan.h5", X=X, y=Y, t=t_nan)
     data("t_cols3.h5", X=X, y=Y, t=T[:, :3].copy())
+    multilabel_files()
     data("x_empty.h5", X=np.zeros((0, IN), np.float32), y=np.zeros(0, np.int32))
     data("x_no_columns.h5", X=np.zeros((N, 0), np.float32), y=Y)
 

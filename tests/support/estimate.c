@@ -369,6 +369,36 @@ double est_huber_errors(size_t count, const double *pred, const double *target, 
     return LAM * (sqrt((double)count) + 4) * U32 * abs_sum / (double)count;
 }
 
+/* A term l(x, y): dl/dx = (1 - y) - w s(-x), dl/dy = -x + (p - 1) sp with
+ * sp = log(1 + exp(-x)), s the sigmoid; the gradient g = dl/dx / M moves
+ * by w s(x) s(-x) / M per unit of x and (-1 - (p - 1) s(-x)) / M per unit
+ * of y. Each input carries a u32 of itself; the double arithmetic adds a
+ * few u32 of the term (its exp and log1p); the float32 result one more. */
+double est_bce_errors(int rows, int cols, const double *pred, const double *target,
+                      const double *pos_weight, double *edpred)
+{
+    const size_t count = (size_t)rows * (size_t)cols;
+    const double m = (double)count;
+    double err = 0, loss = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double x = pred[i], y = target[i];
+        const double p = pos_weight ? pos_weight[i % (size_t)cols] : 1;
+        const double w = 1 + (p - 1) * y, sneg = 1 / (1 + exp(x)), spos = 1 - sneg;
+        const double sp = log1p(exp(-fabs(x))) + fmax(-x, 0);
+        const double l = (1 - y) * x + w * sp;
+        loss += l;
+        err += fabs(x) * fabs((1 - y) - w * sneg) + fabs(y) * (fabs(x) + fabs(p - 1) * sp) +
+               4 * fabs(l);
+        if (edpred) {
+            const double g = ((1 - y) - w * sneg) / m;
+            edpred[i] = 2 * U32 *
+                        (fabs(x) * w * spos * sneg / m + fabs(y) * (1 + fabs(p - 1) * sneg) / m +
+                         4 * fabs(g));
+        }
+    }
+    return LAM * U32 * err / m + U32 * loss / m;
+}
+
 /* Per row: m = max, s = sum_c exp(l_c - m) (C terms, each exp a few u32),
  * lse = m + log s, loss_n = lse - l_label; the mean over N rows.
  * dlogits = (exp(l - lse) - onehot) / N: exp(l - lse) has relative error

@@ -86,6 +86,11 @@ void est_dense_errors(int batch, int in, int out, int act, const double *weight,
 double est_mse_errors(size_t count, const double *pred, const double *target, double *edpred);
 double est_huber_errors(size_t count, const double *pred, const double *target, double delta,
                         double *edpred);
+/* Binary cross-entropy on logits (ref_bce): pred and target reach the loss
+ * rounded to float32 (a u32 of each, through dl/dx and dl/dy), the terms
+ * are computed and added in double, the result rounded to float32. */
+double est_bce_errors(int rows, int cols, const double *pred, const double *target,
+                      const double *pos_weight, double *edpred);
 /* The weighted and smoothed cross-entropy (ref_cross_entropy_smoothed):
  * the plain one's errors times 2 max(w) rows / W, plus the smoothing
  * term's, each as the plain row's terms. */

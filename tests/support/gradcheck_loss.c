@@ -1,5 +1,7 @@
 /* gradcheck_loss.c — tiers 2 and 3 for the losses, MSE, Huber (delta
- * 1, so both of its pieces are taken) and softmax cross-entropy: value and gradient on a backend against the float64
+ * 1, so both of its pieces are taken), softmax cross-entropy and binary
+ * cross-entropy on logits (with and without pos_weight; targets in [0, 1],
+ * a third of them exactly 0 or 1): value and gradient on a backend against the float64
  * reference, and finite differences of the loss value through the backend
  * along a direction in its input (fd.h). Not layers: no parameters, and L
  * is the loss itself. See gradcheck.h. */
@@ -48,8 +50,8 @@ static int32_t *alloc_labels(int rows)
     return labels;
 }
 
-enum { MSE, HUBER, XENT, XENT_SMOOTH, N_LOSSES };
-static const char *const names[N_LOSSES] = {"mse", "huber", "xent", "xent w+ls"};
+enum { MSE, HUBER, XENT, XENT_SMOOTH, BCE, BCE_POS, N_LOSSES };
+static const char *const names[N_LOSSES] = {"mse", "huber", "xent", "xent w+ls", "bce", "bce pw"};
 static const double HUBER_DELTA = 1.0;
 /* The weighted, smoothed cross-entropy's: w_c = 0.5, 1, 1.5, 2, 0.5, ...
  * and label smoothing 0.1. */
@@ -58,12 +60,23 @@ static double class_weight(int c) { return 0.5 + 0.5 * (c % 4); }
 
 /* One loss's inputs: pred (or logits) and what it is measured against. */
 typedef struct loss_data {
-    int rows, cols, loss;  /* MSE, HUBER, XENT or XENT_SMOOTH */
+    int rows, cols, loss;  /* MSE, HUBER, XENT, XENT_SMOOTH, BCE or BCE_POS */
     const double *target;  /* [rows, cols], MSE and HUBER */
     const int32_t *labels; /* [rows], cross-entropy */
-    const double *w;       /* [cols], XENT_SMOOTH's class weights */
+    const double *w;       /* [cols], XENT_SMOOTH's class weights, BCE_POS's pos_weight */
     const float *wf;       /* the same as float32, as the loss takes them */
+    const double *unit;    /* [rows, cols] in [0, 1], BCE and BCE_POS */
 } loss_data;
+
+/* BCE's targets from the others (U(-scale, scale)): every third exactly 0
+ * or 1 (a hard label), the rest mapped onto [0, 1] (soft). */
+static double *unit_targets(const double *target, size_t n, double scale)
+{
+    double *u = chk_alloc(n);
+    for (size_t i = 0; i < n; i++)
+        u[i] = i % 3 == 0 ? (target[i] > 0) : (target[i] / scale + 1) / 2;
+    return u;
+}
 
 /* The class weights of cols classes, as double and as float. */
 static void make_weights(int cols, double **w, float **wf)
@@ -84,6 +97,8 @@ static fn_status loss_run(fn_context *ctx, const loss_data *d, const double *pre
     case HUBER:
         return run_huber(ctx, d->rows, d->cols, pred, d->target, HUBER_DELTA, loss, grad);
     case XENT: return run_cross_entropy(ctx, d->rows, d->cols, pred, d->labels, loss, grad);
+    case BCE: return run_bce(ctx, d->rows, d->cols, pred, d->unit, NULL, loss, grad, NULL);
+    case BCE_POS: return run_bce(ctx, d->rows, d->cols, pred, d->unit, d->wf, loss, grad, NULL);
     default:
         return run_cross_entropy_smoothed(ctx, d->rows, d->cols, pred, d->labels, d->wf,
                                           SMOOTHING, loss, grad);
@@ -97,6 +112,8 @@ static double loss_reference(const loss_data *d, const double *pred, double *gra
     case MSE: return ref_mse(n, pred, d->target, grad);
     case HUBER: return ref_huber(n, pred, d->target, HUBER_DELTA, grad);
     case XENT: return ref_cross_entropy(d->rows, d->cols, pred, d->labels, grad);
+    case BCE: return ref_bce(d->rows, d->cols, pred, d->unit, NULL, grad);
+    case BCE_POS: return ref_bce(d->rows, d->cols, pred, d->unit, d->w, grad);
     default:
         return ref_cross_entropy_smoothed(d->rows, d->cols, pred, d->labels, d->w, SMOOTHING,
                                           grad);
@@ -110,6 +127,8 @@ static double loss_estimate(const loss_data *d, const double *pred, double *egra
     case MSE: return est_mse_errors(n, pred, d->target, egrad);
     case HUBER: return est_huber_errors(n, pred, d->target, HUBER_DELTA, egrad);
     case XENT: return est_cross_entropy_errors(d->rows, d->cols, pred, d->labels, egrad);
+    case BCE: return est_bce_errors(d->rows, d->cols, pred, d->unit, NULL, egrad);
+    case BCE_POS: return est_bce_errors(d->rows, d->cols, pred, d->unit, d->w, egrad);
     default:
         return est_cross_entropy_smoothed_errors(d->rows, d->cols, pred, d->labels, d->w,
                                                  SMOOTHING, egrad);
@@ -152,12 +171,13 @@ int gc_losses_vs_reference(fn_context *ctx, const gc_loss_case *c)
     double *w;
     float *wf;
     make_weights(c->cols, &w, &wf);
+    double *unit = unit_targets(target, n, c->scale);
     int ok = 1;
     for (int loss = 0; loss < N_LOSSES; loss++) {
-        const loss_data d = {c->rows, c->cols, loss, target, labels, w, wf};
+        const loss_data d = {c->rows, c->cols, loss, target, labels, w, wf, unit};
         ok &= loss_vs_reference(ctx, &d, pred);
     }
-    free(pred), free(target), free(labels), free(w), free(wf);
+    free(pred), free(target), free(labels), free(w), free(wf), free(unit);
     return ok;
 }
 
@@ -223,8 +243,10 @@ int gc_losses_fd(fn_context *ctx, const gc_loss_case *c)
         chk_fill(target, n, -c->scale, c->scale, &rng);
         chk_fill(dir, n, -c->scale, c->scale, &rng);
         random_labels(labels, c->rows, c->cols, &rng);
-        loss_data d = {c->rows, c->cols, loss, target, labels, w, wf};
+        double *unit = unit_targets(target, n, c->scale);
+        loss_data d = {c->rows, c->cols, loss, target, labels, w, wf, unit};
         ok &= loss_fd(ctx, &d, pred, dir);
+        free(unit);
     }
     free(pred), free(target), free(dir), free(labels), free(w), free(wf);
     return ok;

@@ -192,6 +192,21 @@ double ref_huber(size_t count, const double *pred, const double *target, double 
     return s / (double)count;
 }
 
+double ref_bce(int rows, int cols, const double *pred, const double *target,
+               const double *pos_weight, double *dpred)
+{
+    const size_t count = (size_t)rows * (size_t)cols;
+    double s = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double x = pred[i], y = target[i];
+        const double w = pos_weight ? 1 + (pos_weight[i % (size_t)cols] - 1) * y : 1;
+        s += (1 - y) * x + w * (log1p(exp(-fabs(x))) + fmax(-x, 0));
+        if (dpred)
+            dpred[i] = ((1 - y) - w / (1 + exp(x))) / (double)count;
+    }
+    return s / (double)count;
+}
+
 double ref_cross_entropy_smoothed(int rows, int cols, const double *logits,
                                   const int32_t *labels, const double *w, double eps,
                                   double *dlogits)

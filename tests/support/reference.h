@@ -98,6 +98,13 @@ double ref_mse(size_t count, const double *pred, const double *target, double *d
 double ref_huber(size_t count, const double *pred, const double *target, double delta,
                  double *dpred);
 
+/* Binary cross-entropy on logits, as torch.nn.BCEWithLogitsLoss (mean):
+ * x = pred, y = target [rows, cols] in [0, 1], p = pos_weight[col] (NULL:
+ * 1), w = 1 + (p - 1) y; the mean of (1 - y) x + w (log(1 + exp(-|x|)) +
+ * max(-x, 0)); dpred (may be NULL) gets ((1 - y) - w sigmoid(-x)) / count. */
+double ref_bce(int rows, int cols, const double *pred, const double *target,
+               const double *pos_weight, double *dpred);
+
 /* log sum_c exp(l[c]) over one row, shifted by its maximum (stored in *max
  * when max is not NULL) so that it cannot overflow. */
 double ref_log_sum_exp(const double *l, int cols, double *max);

@@ -11,6 +11,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
 #include "nn/cross_entropy_options.h"
+#include "nn/bce.h"
 #include "nn/huber.h"
 
 fn_status run_report(fn_status st, const char *what)
@@ -169,9 +170,27 @@ fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const
     return st;
 }
 
-/* A float-target loss: mse when delta is 0, else huber with that delta. */
+/* A float-target loss's arguments: mse when delta is 0 and bce is 0, huber
+ * with delta > 0, binary cross-entropy with bce (pos_weight, correct). */
+typedef struct values_loss {
+    double delta;
+    int bce;
+    const float *pos_weight;
+    int *correct;
+} values_loss;
+
+static fn_status values_loss_on(fn_context *ctx, const values_loss *v, const fn_tensor *tp,
+                                const fn_tensor *tt, fn_tensor *tl, fn_tensor *d)
+{
+    if (v->bce)
+        return fn_bce_loss(ctx, tp, tt, v->pos_weight, tl, d, v->correct);
+    return v->delta > 0 ? fn_huber_loss(ctx, tp, tt, (float)v->delta, tl, d)
+                        : fn_mse_loss(ctx, tp, tt, tl, d);
+}
+
 static fn_status run_values_loss(fn_context *ctx, int rows, int cols, const double *pred,
-                                 const double *target, double delta, double *loss, double *dpred)
+                                 const double *target, const values_loss *v, double *loss,
+                                 double *dpred)
 {
     fn_device dev = fn_context_device(ctx);
     fn_tensor tp = {0}, tt = {0}, tl = {0}, td = {0};
@@ -184,8 +203,7 @@ static fn_status run_values_loss(fn_context *ctx, int rows, int cols, const doub
         st = upload_new(&td, rows, cols, dev, NULL);
     fn_tensor *d = dpred ? &td : NULL;
     if (st == FN_OK)
-        st = delta > 0 ? fn_huber_loss(ctx, &tp, &tt, (float)delta, &tl, d)
-                       : fn_mse_loss(ctx, &tp, &tt, &tl, d);
+        st = values_loss_on(ctx, v, &tp, &tt, &tl, d);
     if (st == FN_OK)
         st = download(&tl, loss);
     if (st == FN_OK && dpred)
@@ -200,13 +218,22 @@ static fn_status run_values_loss(fn_context *ctx, int rows, int cols, const doub
 fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
                   const double *target, double *loss, double *dpred)
 {
-    return run_values_loss(ctx, rows, cols, pred, target, 0, loss, dpred);
+    const values_loss v = {0};
+    return run_values_loss(ctx, rows, cols, pred, target, &v, loss, dpred);
 }
 
 fn_status run_huber(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
                     double delta, double *loss, double *dpred)
 {
-    return run_values_loss(ctx, rows, cols, pred, target, delta, loss, dpred);
+    const values_loss v = {.delta = delta};
+    return run_values_loss(ctx, rows, cols, pred, target, &v, loss, dpred);
+}
+
+fn_status run_bce(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
+                  const float *pos_weight, double *loss, double *dpred, int *correct)
+{
+    const values_loss v = {.bce = 1, .pos_weight = pos_weight, .correct = correct};
+    return run_values_loss(ctx, rows, cols, pred, target, &v, loss, dpred);
 }
 
 /* The labels where the loss wants them: on the logits' device. */
