@@ -87,6 +87,9 @@ void fn_target_form_describe(const fn_data *d, char *text, size_t cap);
 
 /* Rows [row0, row0 + rows) of a dataset, cols columns (0: a rank-1
  * dataset), converted to mem_type into buf. */
+/* Host bytes of one row: inputs and targets (data.c). */
+size_t fn_data_row_bytes(const fn_data *d);
+
 fn_status fn_data_read_rows(const fn_data *d, hid_t set, const char *name, hid_t mem_type,
                             void *buf, int64_t row0, int64_t rows, int cols);
 

@@ -160,3 +160,9 @@ fn_status fn_target_form_load(fn_data *d, int64_t row0, int64_t rows)
     }
     return fn_fail(FN_ERR_INVALID, "%s: unknown target form", d->path);
 }
+
+void fn_data_reading(const fn_data *d, char *text, size_t cap)
+{
+    if (cap)
+        fn_target_form_describe(d, text, cap);
+}
