@@ -118,10 +118,7 @@ static void write_spread_set(const fixture *f, double *x)
         for (int j = 0; j < IN; j++)
             x[i * IN + j] = j == 2 ? 7.5 : (double)uniform(&s, -1, 1) * (j + 1) * 1000.0 + j;
     }
-    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
-    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
-    H5Fclose(file);
+    h5_write_xy(f->path, x, N, IN, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
 }
 
 static fn_data *open_set(const fixture *f, int batch)

@@ -105,10 +105,7 @@ static void write_spread_set(const char *path)
         /* Four classes from features 0, 1 and 4; feature 3 has scale 1e6. */
         y[i] = (r[0] + (r[1] - 1) > 0) + 2 * (r[4] - 4 > 0);
     }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
-    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
-    H5Fclose(file);
+    h5_write_xy(path, x, N, IN, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
 }
 
 /* Every batch of epoch 2, as host values, through a loader on ctx. */
