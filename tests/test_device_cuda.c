@@ -16,6 +16,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
 #include "fusenet/tensor.h"
+#include "test_main.h"
 
 static void expect_message(const char *needle)
 {
@@ -111,14 +112,7 @@ static void test_net_larger_than_the_gpu_is_refused(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_missing_gpu_is_nodev),
-        cmocka_unit_test(test_no_gpu_is_nodev),
-        cmocka_unit_test(test_negative_gpu_is_nodev),
-        cmocka_unit_test(test_out_of_device_memory_is_nomem),
-        cmocka_unit_test(test_net_larger_than_the_gpu_is_refused),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_missing_gpu_is_nodev),
+              cmocka_unit_test(test_no_gpu_is_nodev), cmocka_unit_test(test_negative_gpu_is_nodev),
+              cmocka_unit_test(test_out_of_device_memory_is_nomem),
+              cmocka_unit_test(test_net_larger_than_the_gpu_is_refused))

@@ -46,6 +46,7 @@
 #include "fusenet/device.h"
 #include "gradcheck.h"
 #include "runner.h"
+#include "test_main.h"
 
 enum { N_MODES = 3 };
 
@@ -180,11 +181,5 @@ static void test_block_deterministic(void **state)
     assert_true(ok);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiers),
-        cmocka_unit_test(test_block_deterministic),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, setup, teardown));
-}
+GPU_TEST_MAIN(setup, teardown, cmocka_unit_test(test_tiers),
+              cmocka_unit_test(test_block_deterministic))

@@ -44,6 +44,7 @@
 #include "sets.h"
 #include "trainer_run.h"
 #include "trainer/trainer_impl.h"
+#include "test_main.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
 
@@ -291,17 +292,11 @@ static void test_graph_nonfinite_stop(void **state)
     fn_config_destroy(ce);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_tensor_sgd),
-        cmocka_unit_test(test_multi_tensor_adam),
-        cmocka_unit_test_setup_teardown(test_graph_sgd, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_mse, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_dropout, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_resume, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, deferred_run_teardown),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+/* A test of a deferred run: a fresh fixture before, the run's release after. */
+#define GRAPH_TEST(test) cmocka_unit_test_setup_teardown(test, setup, deferred_run_teardown)
+
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_multi_tensor_sgd),
+              cmocka_unit_test(test_multi_tensor_adam), GRAPH_TEST(test_graph_sgd),
+              GRAPH_TEST(test_graph_adamw_clip), GRAPH_TEST(test_graph_mse),
+              GRAPH_TEST(test_graph_dropout), GRAPH_TEST(test_graph_resume),
+              GRAPH_TEST(test_graph_nonfinite_stop))
