@@ -108,6 +108,17 @@ static void write_spread_set(const char *path)
     h5_write_xy(path, x, N, IN, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
 }
 
+/* A new directory made from the template dir, holding the spread set at
+ * path (room for cap bytes), "<dir>/set.h5"; HDF5's own error printing
+ * off. */
+static void spread_set_in(char *dir, char *path, size_t cap)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, cap, "%s/set.h5", dir);
+    write_spread_set(path);
+}
+
 /* Every batch of epoch 2, as host values, through a loader on ctx. */
 static void epoch_batches(fn_context *ctx, const char *path, fn_loader_mode mode, float *out)
 {
@@ -142,11 +153,8 @@ static void test_background_loader(void **state)
 {
     (void)state;
     skip_without_gpu();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char dir[] = "/tmp/fn_norm_cuda_XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_spread_set(path);
+    spread_set_in(dir, path, sizeof path);
     fn_context *cpu = NULL, *gpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     assert_int_equal(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32), FN_OK);
@@ -204,11 +212,8 @@ static void test_trainer_standardizes(void **state)
 {
     (void)state;
     skip_without_gpu();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char dir[] = "/tmp/fn_norm_train_XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_spread_set(path);
+    spread_set_in(dir, path, sizeof path);
     fn_context *cpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     fn_input_norm *a = NULL, *b = NULL;
