@@ -237,8 +237,7 @@ static void expect_three_same(const fixture *f, const char *name, const char *se
     }
     free(m0);
     for (int i = 0; i < 3; i++) {
-        fn_trainer_destroy(t[i]);
-        fn_config_destroy(cfg[i]);
+        trainer_release(t[i], cfg[i]);
     }
 }
 
@@ -275,8 +274,7 @@ static void test_graph_resume(void **state)
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, NULL, 10, &cfg); /* mid epoch 2 */
     assert_true(fn_trainer_graph_count(t) > 0);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 static void test_graph_nonfinite_stop(void **state)
@@ -288,8 +286,7 @@ static void test_graph_nonfinite_stop(void **state)
     fn_config *ce = NULL;
     fn_trainer *e = trainer_run_diverging(f->dir, f->ini, "nan_eager", "0", &ce, eager_msg, MSG_CAP);
     expect_same_stop(f->dir, f->ini, e, eager_msg, "nan_eager", "nan_graph", NULL);
-    fn_trainer_destroy(e);
-    fn_config_destroy(ce);
+    trainer_release(e, ce);
 }
 
 /* A test of a deferred run: a fresh fixture before, the run's release after. */

@@ -71,6 +71,9 @@ void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
                       const char *eager_msg, const char *eager_out, const char *out,
                       const char *defer_lag);
 
+/* The end of a run: the trainer destroyed, then its config. */
+void trainer_release(fn_trainer *t, fn_config *cfg);
+
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
 
