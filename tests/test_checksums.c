@@ -27,6 +27,7 @@
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
 #include "test_main.h"
+#include "trainer_run.h"
 
 enum { FLIPS = 120 };
 
@@ -41,17 +42,6 @@ static fn_net *small_net(fn_context *ctx)
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, 8, &hp, 4, 5));
     return net;
-}
-
-/* 1 when every parameter of a equals b's, bit for bit. */
-static int same_values(const fn_net *a, const fn_net *b)
-{
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *x = &fn_net_param(a, i)->value, *y = &fn_net_param(b, i)->value;
-        if (memcmp(x->data, y->data, fn_tensor_count(x) * sizeof(float)) != 0)
-            return 0;
-    }
-    return 1;
 }
 
 typedef fn_status (*load_fn)(fn_net *net, const char *path, void *arg);
@@ -77,7 +67,7 @@ static void flip_and_load(fn_context *ctx, const fn_net *original, const char *p
         fn_net *net = small_net(ctx);
         if (load(net, copy, arg) != FN_OK)
             refused++;
-        else if (same_values(original, net))
+        else if (same_weights(original, net))
             same++;
         else
             fail_msg("bit %zu of %s flipped: loaded with changed values", bit, path);

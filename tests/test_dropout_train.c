@@ -52,16 +52,6 @@ static fn_trainer *run(const fixture *f, const char *out, const char *lag, const
     return t;
 }
 
-static int same_weights(const fn_net *a, const fn_net *b)
-{
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *x = &fn_net_param(a, i)->value, *y = &fn_net_param(b, i)->value;
-        if (memcmp(x->data, y->data, fn_tensor_count(x) * sizeof(float)) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 static void test_runs_repeat_and_masks_act(void **state)
 {
     const fixture *f = *state;

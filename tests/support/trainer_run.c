@@ -88,6 +88,22 @@ void expect_same_weights(const fn_net *a, const fn_net *b)
     }
 }
 
+int same_weights(const fn_net *a, const fn_net *b)
+{
+    int same = fn_net_n_params(a) == fn_net_n_params(b);
+    for (int i = 0; same && i < fn_net_n_params(a); i++) {
+        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
+        const size_t n = fn_tensor_count(p);
+        if (n != fn_tensor_count(q))
+            return 0;
+        float *x = tensor_to_host(p), *y = tensor_to_host(q);
+        same = memcmp(x, y, n * sizeof *x) == 0;
+        free(x);
+        free(y);
+    }
+    return same;
+}
+
 char *metrics_without_times(const char *dir, const char *out)
 {
     char path[PATH_CAP];

@@ -76,6 +76,8 @@ void trainer_release(fn_trainer *t, fn_config *cfg);
 
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
+/* 1 when the two nets' parameters hold the same bits, else 0. */
+int same_weights(const fn_net *a, const fn_net *b);
 
 /* <dir>/<out>/metrics.csv without the columns of times (seconds,
  * samples_per_s: the 6th and 7th); free it. */
