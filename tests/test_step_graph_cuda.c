@@ -90,18 +90,6 @@ static void free_params(gpu_params *ps)
     }
 }
 
-static void expect_same_tensor(const fn_tensor *a, const fn_tensor *b, const char *what)
-{
-    const size_t n = fn_tensor_count(a);
-    float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
-    must(fn_tensor_download(a, x, n));
-    must(fn_tensor_download(b, y, n));
-    if (memcmp(x, y, n * sizeof *x) != 0)
-        fail_msg("%s differs", what);
-    free(x);
-    free(y);
-}
-
 static void test_multi_tensor_sgd(void **state)
 {
     (void)state;
@@ -125,15 +113,15 @@ static void test_multi_tensor_sgd(void **state)
             must(fn_sgd_update(ctx, &a.p[i].value, &a.p[i].grad, &bufs[i], &cfg, s == 0));
         must(fn_sgd_step(opt));
         for (int i = 0; i < N_PARAMS; i++) {
-            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an SGD value");
-            expect_same_tensor(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
+            expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an SGD value");
+            expect_tensors_equal(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
         }
     }
     /* The one-launch zeroing. */
     must(fn_optimizer_zero_grad(fn_sgd_optimizer(opt)));
     for (int i = 0; i < N_PARAMS; i++) {
         must(fn_tensor_zero(&a.p[i].grad));
-        expect_same_tensor(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
+        expect_tensors_equal(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
     }
     for (int i = 0; i < N_PARAMS; i++)
         fn_tensor_free(&bufs[i]);
@@ -165,9 +153,9 @@ static void test_multi_tensor_adam(void **state)
             must(fn_adam_update(ctx, &a.p[i].value, &a.p[i].grad, &m[i], &v[i], &cfg, s));
         must(fn_optimizer_step(opt));
         for (int i = 0; i < N_PARAMS; i++) {
-            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an Adam value");
-            expect_same_tensor(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
-            expect_same_tensor(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
+            expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an Adam value");
+            expect_tensors_equal(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
+            expect_tensors_equal(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
         }
     }
     for (int i = 0; i < N_PARAMS; i++) {

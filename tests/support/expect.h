@@ -69,6 +69,10 @@ fn_context *context_or_skip(fn_device device);
 /* A new host array (free it) holding t's values, on whichever device t is. */
 float *tensor_to_host(const fn_tensor *t);
 
+/* Fails the test, "<what> differs", unless a and b hold the same count of
+ * values with the same bits, on whichever devices they are. */
+void expect_tensors_equal(const fn_tensor *a, const fn_tensor *b, const char *what);
+
 /* cmocka group fixtures: *state is an fp32 CPU context, and its release. */
 int setup_cpu_context(void **state);
 int teardown_context(void **state);
