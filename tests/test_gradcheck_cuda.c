@@ -136,10 +136,8 @@ static int two_runs_same(fn_context *gpu, const gc_kind *kind, const gc_case *c)
     char layer[40], shape[64], at[48];
     snprintf(layer, sizeof layer, "%s %s", kind->name, gc_backend_name(gpu));
     gc_problem p;
-    if (run_report(gc_problem_init(&p, kind, c, gpu), layer) != FN_OK) {
-        gc_problem_free(&p);
+    if (!gc_problem_open(&p, kind, c, gpu, layer))
         return 0;
-    }
     gc_out a, b;
     gc_out_alloc(&a, &p), gc_out_alloc(&b, &p);
     int ran = run_report(gc_problem_run(gpu, &p, p.dy, 0, &a), "first run") == FN_OK;
