@@ -26,6 +26,7 @@
 #include "fusenet/loader.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "norm_loader.h"
 #include "sets.h"
 #include "test_main.h"
 
@@ -248,20 +249,12 @@ static void test_damaged_group(void **state)
 static void check_loader(const fixture *f, const double *x, fn_loader_mode mode)
 {
     fn_data *d = open_set(f, 7);
-    fn_input_norm *norm = NULL;
-    assert_int_equal(fn_input_norm_from_data(&norm, f->ctx, d, NULL, NULL, 0), FN_OK);
-    fn_loader *l = NULL;
-    const fn_loader_options opt = {.mode = mode, .threads = 2};
-    assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_OK);
-    assert_int_equal(fn_loader_set_norm(l, norm), FN_OK);
-    assert_int_equal(fn_loader_start(l, 1, 0), FN_OK);
-    const float *m = fn_input_norm_mean(norm), *s = fn_input_norm_std(norm);
+    norm_loader nl;
+    norm_loader_start(&nl, f->ctx, d, mode, 1);
+    const float *m = fn_input_norm_mean(nl.norm), *s = fn_input_norm_std(nl.norm);
     int seen = 0;
-    for (;;) {
-        fn_batch b;
-        assert_int_equal(fn_loader_next(l, &b), FN_OK);
-        if (!b.rows)
-            break;
+    fn_batch b;
+    while (norm_loader_next(&nl, &b)) {
         for (int i = 0; i < b.rows; i++)
             for (int j = 0; j < IN; j++) {
                 float want = reference((float)x[b.index[i] * IN + j], m[j], s[j]);
@@ -270,8 +263,7 @@ static void check_loader(const fixture *f, const double *x, fn_loader_mode mode)
         seen += b.rows;
     }
     assert_int_equal(seen, N);
-    fn_loader_destroy(l);
-    fn_input_norm_destroy(norm);
+    norm_loader_free(&nl);
     fn_data_close(d);
 }
 

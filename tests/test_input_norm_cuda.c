@@ -25,6 +25,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/trainer.h"
+#include "norm_loader.h"
 #include "test_main.h"
 
 static void skip_without_gpu(void)
@@ -127,25 +128,16 @@ static void epoch_batches(fn_context *ctx, const char *path, fn_loader_mode mode
                            .memory_budget = 64 * IN * 8, .shuffle = 1, .seed = 3};
     fn_data *d = NULL;
     assert_int_equal(fn_data_open(&d, path, &opt), FN_OK);
-    fn_input_norm *norm = NULL;
-    assert_int_equal(fn_input_norm_from_data(&norm, ctx, d, NULL, NULL, 0), FN_OK);
-    fn_loader *l = NULL;
-    const fn_loader_options lo = {.mode = mode, .threads = 2};
-    assert_int_equal(fn_loader_create(&l, ctx, d, &lo), FN_OK);
-    assert_int_equal(fn_loader_set_norm(l, norm), FN_OK);
-    assert_int_equal(fn_loader_start(l, 2, 0), FN_OK);
+    norm_loader nl;
+    norm_loader_start(&nl, ctx, d, mode, 2);
     size_t at = 0;
-    for (;;) {
-        fn_batch b;
-        assert_int_equal(fn_loader_next(l, &b), FN_OK);
-        if (!b.rows)
-            break;
+    fn_batch b;
+    while (norm_loader_next(&nl, &b)) {
         assert_int_equal(fn_tensor_download(&b.x, out + at, (size_t)b.rows * IN), FN_OK);
         at += (size_t)b.rows * IN;
     }
     assert_int_equal(at, (size_t)N * IN);
-    fn_loader_destroy(l);
-    fn_input_norm_destroy(norm);
+    norm_loader_free(&nl);
     fn_data_close(d);
 }
 
