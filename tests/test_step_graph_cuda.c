@@ -59,12 +59,12 @@ typedef struct gpu_params {
     fn_param *list[N_PARAMS];
 } gpu_params;
 
-static void make_params(gpu_params *ps, uint64_t seed)
+/* Two parameter sets a and b holding the same values and gradients, drawn
+ * from seed: one for the per-tensor updates, one for the optimiser. */
+static void make_params(gpu_params *a, gpu_params *b, uint64_t seed)
 {
     chk_rng rng = chk_rng_seed(seed);
     for (int i = 0; i < N_PARAMS; i++) {
-        fn_param *p = &ps->p[i];
-        p->name = "p";
         const int r = shapes[i][0], c = shapes[i][1];
         const size_t n = (size_t)r * (size_t)c;
         float *v = chk_alloc_float(n), *g = chk_alloc_float(n);
@@ -72,22 +72,29 @@ static void make_params(gpu_params *ps, uint64_t seed)
             v[k] = (float)chk_uniform(&rng, -1, 1);
             g[k] = (float)chk_uniform(&rng, -1, 1);
         }
-        must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
-        must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
-        must(fn_tensor_upload(&p->value, v, n));
-        must(fn_tensor_upload(&p->grad, g, n));
+        gpu_params *both[2] = {a, b};
+        for (int j = 0; j < 2; j++) {
+            fn_param *p = &both[j]->p[i];
+            p->name = "p";
+            must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
+            must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
+            must(fn_tensor_upload(&p->value, v, n));
+            must(fn_tensor_upload(&p->grad, g, n));
+            both[j]->list[i] = p;
+        }
         free(v);
         free(g);
-        ps->list[i] = p;
     }
 }
 
-static void free_params(gpu_params *ps)
+static void free_params(gpu_params *a, gpu_params *b)
 {
-    for (int i = 0; i < N_PARAMS; i++) {
-        fn_tensor_free(&ps->p[i].value);
-        fn_tensor_free(&ps->p[i].grad);
-    }
+    gpu_params *both[2] = {a, b};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < N_PARAMS; i++) {
+            fn_tensor_free(&both[j]->p[i].value);
+            fn_tensor_free(&both[j]->p[i].grad);
+        }
 }
 
 static void test_multi_tensor_sgd(void **state)
@@ -95,8 +102,7 @@ static void test_multi_tensor_sgd(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, 3);
-    make_params(&b, 3);
+    make_params(&a, &b, 3);
     fn_sgd_config cfg = fn_sgd_config_default(0.05f);
     cfg.momentum = 0.9f;
     cfg.weight_decay = 1e-3f;
@@ -126,8 +132,7 @@ static void test_multi_tensor_sgd(void **state)
     for (int i = 0; i < N_PARAMS; i++)
         fn_tensor_free(&bufs[i]);
     fn_sgd_destroy(opt);
-    free_params(&a);
-    free_params(&b);
+    free_params(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -136,8 +141,7 @@ static void test_multi_tensor_adam(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, 4);
-    make_params(&b, 4);
+    make_params(&a, &b, 4);
     fn_adam_config cfg = fn_adam_config_default(0.01f, 1);
     fn_optimizer *opt = NULL;
     must(fn_adam_create(&opt, ctx, b.list, N_PARAMS, &cfg));
@@ -163,8 +167,7 @@ static void test_multi_tensor_adam(void **state)
         fn_tensor_free(&v[i]);
     }
     fn_optimizer_destroy(opt);
-    free_params(&a);
-    free_params(&b);
+    free_params(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -194,9 +197,11 @@ static fn_trainer *run(const fixture *f, const char *out, int eager, const char 
                        st, msg, MSG_CAP);
 }
 
-/* The graph run, the run without graphs and the eager run of `sets`. */
+/* The graph run, the run without graphs and the eager run of `sets` (the
+ * test skipped without a GPU). */
 static void expect_three_same(const fixture *f, const char *name, const char *sets)
 {
+    skip_without_gpu();
     char msg[MSG_CAP], out[3][64], graph[600], plain[600], eager[600];
     const char *more = sets ? sets : "", *sep = sets ? ";" : "";
     snprintf(graph, sizeof graph, "%s%srun.data_on_device=true", more, sep);
@@ -231,26 +236,22 @@ static void expect_three_same(const fixture *f, const char *name, const char *se
 
 static void test_graph_sgd(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "sgd", NULL);
 }
 
 static void test_graph_adamw_clip(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "adamw",
                       "train.optimizer=adamw;train.momentum=0;train.clip_grad_norm=0.5");
 }
 
 static void test_graph_mse(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "mse", "data.targets=t;train.loss=mse");
 }
 
 static void test_graph_dropout(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "dropout",
                       "model.layers=block 32, dropout 0.5, block 32, dropout 0.25, linear 3");
 }
