@@ -114,7 +114,8 @@ static void check_math(fn_math math, int other_stream)
     EXPECT_OK(fn_context_sync(ctx));
     expect_tensors_equal(&d.y, &ref.y, "y on the caller's arrays");
     expect_tensors_equal(&d.dx, &ref.dx, "dx on the caller's arrays");
-    expect_tensors_equal(&d.dw, &fn_layer_param(layer, "weight")->grad, "dW on the caller's arrays");
+    expect_tensors_equal(&d.dw, &fn_layer_param(layer, "weight")->grad,
+                         "dW on the caller's arrays");
     expect_tensors_equal(&d.db, &fn_layer_param(layer, "bias")->grad, "db on the caller's arrays");
     expect_tensors_equal(&d.dgamma, &fn_layer_param(layer, "gamma")->grad,
                          "dgamma on the caller's arrays");

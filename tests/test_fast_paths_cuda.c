@@ -141,7 +141,8 @@ static void check_fused_step(fn_math math, const shape *s, int with_dx)
         free(b);
     }
     for (int i = FN_BLOCK_BIAS; i < FN_BLOCK_N_PARAMS; i++) {
-        float *a = tensor_to_host(&l[0]->params[i].value), *b = tensor_to_host(&l[1]->params[i].value);
+        float *a = tensor_to_host(&l[0]->params[i].value);
+        float *b = tensor_to_host(&l[1]->params[i].value);
         if (memcmp(a, b, (size_t)s->out * sizeof(float)) != 0)
             fail_msg("%s: %s differs between the fused and the unfused step", mode,
                      l[0]->params[i].name);
