@@ -38,6 +38,7 @@
 #include "core/gemm_cuda.h"
 #include "estimate.h"
 #include "expect.h"
+#include "test_main.h"
 
 /* ---- host bfloat16 ---- */
 
@@ -423,14 +424,7 @@ static void test_workspace_floats(void **state)
     assert_true(fn_cuda_gemm_workspace_floats(FN_MATH_TF32X3, 1024, 8192, 8192) == 4 * bf16);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_workspace_floats),
-        cmocka_unit_test(test_rounding_matches_host),
-        cmocka_unit_test(test_products_vs_float64),
-        cmocka_unit_test(test_bf16_result_vs_float64),
-        cmocka_unit_test(test_misuse_refused),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_workspace_floats),
+              cmocka_unit_test(test_rounding_matches_host),
+              cmocka_unit_test(test_products_vs_float64),
+              cmocka_unit_test(test_bf16_result_vs_float64), cmocka_unit_test(test_misuse_refused))

@@ -71,20 +71,6 @@ static void fill(fn_tensor *t, float lo, float hi, uint64_t *s)
     free(v);
 }
 
-/* a and b hold the same bits. */
-static void expect_same(const fn_tensor *a, const fn_tensor *b, const char *what)
-{
-    size_t n = fn_tensor_count(a);
-    assert_int_equal(n, fn_tensor_count(b));
-    float *ha = malloc(n * sizeof *ha), *hb = malloc(n * sizeof *hb);
-    EXPECT_OK(fn_tensor_download(a, ha, n));
-    EXPECT_OK(fn_tensor_download(b, hb, n));
-    if (memcmp(ha, hb, n * sizeof *ha) != 0)
-        fail_msg("%s differs from the layer's", what);
-    free(ha);
-    free(hb);
-}
-
 /* The layer's forward and backward from zeroed gradients, then the same
  * on the caller's arrays; other_stream: the caller's calls on the legacy
  * default stream. */
@@ -126,12 +112,15 @@ static void check_math(fn_math math, int other_stream)
     if (other_stream)
         EXPECT_OK(fn_context_own_stream(ctx));
     EXPECT_OK(fn_context_sync(ctx));
-    expect_same(&d.y, &ref.y, "y");
-    expect_same(&d.dx, &ref.dx, "dx");
-    expect_same(&d.dw, &fn_layer_param(layer, "weight")->grad, "dW");
-    expect_same(&d.db, &fn_layer_param(layer, "bias")->grad, "db");
-    expect_same(&d.dgamma, &fn_layer_param(layer, "gamma")->grad, "dgamma");
-    expect_same(&d.dbeta, &fn_layer_param(layer, "beta")->grad, "dbeta");
+    expect_tensors_equal(&d.y, &ref.y, "y on the caller's arrays");
+    expect_tensors_equal(&d.dx, &ref.dx, "dx on the caller's arrays");
+    expect_tensors_equal(&d.dw, &fn_layer_param(layer, "weight")->grad,
+                         "dW on the caller's arrays");
+    expect_tensors_equal(&d.db, &fn_layer_param(layer, "bias")->grad, "db on the caller's arrays");
+    expect_tensors_equal(&d.dgamma, &fn_layer_param(layer, "gamma")->grad,
+                         "dgamma on the caller's arrays");
+    expect_tensors_equal(&d.dbeta, &fn_layer_param(layer, "beta")->grad,
+                         "dbeta on the caller's arrays");
 
     fn_block_memory no_scratch = m;
     no_scratch.scratch = NULL;

@@ -27,6 +27,7 @@
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
 #include "test_main.h"
+#include "trainer_run.h"
 
 enum { FLIPS = 120 };
 
@@ -41,17 +42,6 @@ static fn_net *small_net(fn_context *ctx)
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, 8, &hp, 4, 5));
     return net;
-}
-
-/* 1 when every parameter of a equals b's, bit for bit. */
-static int same_values(const fn_net *a, const fn_net *b)
-{
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *x = &fn_net_param(a, i)->value, *y = &fn_net_param(b, i)->value;
-        if (memcmp(x->data, y->data, fn_tensor_count(x) * sizeof(float)) != 0)
-            return 0;
-    }
-    return 1;
 }
 
 typedef fn_status (*load_fn)(fn_net *net, const char *path, void *arg);
@@ -77,7 +67,7 @@ static void flip_and_load(fn_context *ctx, const fn_net *original, const char *p
         fn_net *net = small_net(ctx);
         if (load(net, copy, arg) != FN_OK)
             refused++;
-        else if (same_values(original, net))
+        else if (same_weights(original, net))
             same++;
         else
             fail_msg("bit %zu of %s flipped: loaded with changed values", bit, path);
@@ -108,17 +98,6 @@ static void test_weights_bit_flips(void **state)
     fn_net_destroy(net);
 }
 
-static fn_status load_checkpoint(fn_net *net, const char *path, void *arg)
-{
-    const fn_sgd_config *cfg = arg;
-    fn_sgd *sgd = NULL;
-    FN_TRY(fn_sgd_create(&sgd, fn_net_context(net), fn_net_params(net), fn_net_n_params(net), cfg));
-    fn_train_state s = {0};
-    fn_status st = fn_checkpoint_load(path, net, fn_sgd_optimizer(sgd), &s);
-    fn_sgd_destroy(sgd);
-    return st;
-}
-
 /* The optimiser of the checkpoint tests: SGD with momentum (a state to
  * store). */
 static fn_sgd_config momentum_sgd(void)
@@ -128,12 +107,29 @@ static fn_sgd_config momentum_sgd(void)
     return cfg;
 }
 
-/* A checkpoint of net with cfg's SGD, in a new temporary file whose name
- * goes to path (room for "/tmp/fn_ckpt_XXXXXX"). */
-static void save_checkpoint(fn_context *ctx, fn_net *net, const fn_sgd_config *cfg, char *path)
+/* Loads the checkpoint at path into net with the momentum SGD (arg unused:
+ * the load_fn of flip_and_load). */
+static fn_status load_checkpoint(fn_net *net, const char *path, void *arg)
 {
+    (void)arg;
+    const fn_sgd_config cfg = momentum_sgd();
     fn_sgd *sgd = NULL;
-    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), cfg));
+    FN_TRY(fn_sgd_create(&sgd, fn_net_context(net), fn_net_params(net), fn_net_n_params(net),
+                         &cfg));
+    fn_train_state s = {0};
+    fn_status st = fn_checkpoint_load(path, net, fn_sgd_optimizer(sgd), &s);
+    fn_sgd_destroy(sgd);
+    return st;
+}
+
+/* A small net on ctx and its checkpoint with the momentum SGD, in a new
+ * temporary file whose name goes to path (room for "/tmp/fn_ckpt_XXXXXX"). */
+static fn_net *checkpointed_net(fn_context *ctx, char *path)
+{
+    fn_net *net = small_net(ctx);
+    const fn_sgd_config cfg = momentum_sgd();
+    fn_sgd *sgd = NULL;
+    EXPECT_OK(fn_sgd_create(&sgd, ctx, fn_net_params(net), fn_net_n_params(net), &cfg));
     const fn_train_state s = {.epoch = 1, .seed = 5, .batch_size = 4, .rows = 40, .slab_rows = 40};
     strcpy(path, "/tmp/fn_ckpt_XXXXXX");
     int fd = mkstemp(path);
@@ -141,16 +137,15 @@ static void save_checkpoint(fn_context *ctx, fn_net *net, const fn_sgd_config *c
     close(fd);
     EXPECT_OK(fn_checkpoint_save(path, net, fn_sgd_optimizer(sgd), &s, NULL));
     fn_sgd_destroy(sgd);
+    return net;
 }
 
 static void test_checkpoint_bit_flips(void **state)
 {
     fn_context *ctx = *state;
-    fn_net *net = small_net(ctx);
-    fn_sgd_config cfg = momentum_sgd();
     char path[32];
-    save_checkpoint(ctx, net, &cfg, path);
-    flip_and_load(ctx, net, path, load_checkpoint, &cfg);
+    fn_net *net = checkpointed_net(ctx, path);
+    flip_and_load(ctx, net, path, load_checkpoint, NULL);
     unlink(path);
     fn_net_destroy(net);
 }
@@ -194,14 +189,11 @@ static void drop_chunk(const char *path, const char *name, hsize_t skip)
 static void test_checkpoint_missing_chunk(void **state)
 {
     fn_context *ctx = *state;
-    fn_net *net = small_net(ctx);
-    fn_sgd_config cfg = momentum_sgd();
     char path[32];
-    save_checkpoint(ctx, net, &cfg, path);
-    fn_net *other = small_net(ctx);
-    EXPECT_OK(load_checkpoint(other, path, &cfg));
+    fn_net *net = checkpointed_net(ctx, path), *other = small_net(ctx);
+    EXPECT_OK(load_checkpoint(other, path, NULL));
     drop_chunk(path, "momentum/layer0.weight", 3);
-    EXPECT_FAIL(load_checkpoint(other, path, &cfg), FN_ERR_FORMAT,
+    EXPECT_FAIL(load_checkpoint(other, path, NULL), FN_ERR_FORMAT,
                 "group 'momentum': dataset 'layer0.weight' declares [16, 8] in 16 chunks but "
                 "stores only 15 of them");
     unlink(path);

@@ -26,6 +26,7 @@
 #include "fusenet/comm.h"
 #include "fusenet/trainer.h"
 #include "program.h"
+#include "test_main.h"
 
 enum { ROWS = 5, COLS = 7 };
 
@@ -208,13 +209,5 @@ static void training_equals_plain(void **state)
     rmdir(dir);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(single_backend_cpu),
-        cmocka_unit_test(scale_matches_cpu),
-        cmocka_unit_test(one_rank_sums),
-        cmocka_unit_test(training_equals_plain),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(single_backend_cpu), cmocka_unit_test(scale_matches_cpu),
+              cmocka_unit_test(one_rank_sums), cmocka_unit_test(training_equals_plain))

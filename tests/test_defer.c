@@ -318,14 +318,10 @@ static void test_deferred_run_is_eager_run(void **state)
     fn_trainer *b = run(f, "adam_deferred", 8, adam, 0, -1, &cb, &st, msg);
     EXPECT_OK(st);
     expect_same_weights(fn_trainer_net(a), fn_trainer_net(b));
-    fn_trainer_destroy(e);
-    fn_trainer_destroy(d);
-    fn_trainer_destroy(a);
-    fn_trainer_destroy(b);
-    fn_config_destroy(ce);
-    fn_config_destroy(cd);
-    fn_config_destroy(ca);
-    fn_config_destroy(cb);
+    trainer_release(e, ce);
+    trainer_release(d, cd);
+    trainer_release(a, ca);
+    trainer_release(b, cb);
 }
 
 /* lr 30 with momentum: the run diverges after an epoch or two, past a
@@ -349,8 +345,7 @@ static void test_deferred_nonfinite_stop(void **state)
         snprintf(out, sizeof out, "nan_lag%s", lags[i]);
         expect_same_stop(f->dir, f->ini, e, eager_msg, "nan_eager", out, lags[i]);
     }
-    fn_trainer_destroy(e);
-    fn_config_destroy(ce);
+    trainer_release(e, ce);
 }
 
 static void test_deferred_resume(void **state)
@@ -360,8 +355,7 @@ static void test_deferred_resume(void **state)
     const fixture *f = *state;
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, "3", 10, &cfg); /* mid epoch 2 */
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_tally_counts),

@@ -29,6 +29,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "core/gemm_cuda.h"
+#include "test_main.h"
 
 static fn_context *gpu_context(fn_math math)
 {
@@ -416,19 +417,11 @@ static void test_two_runs_bit_identical_bf16(void **state)
     check_two_runs(FN_MATH_BF16);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_math_modes_accepted),
-        cmocka_unit_test(test_init_uniform_matches_cpu),
-        cmocka_unit_test(test_dropout_matches_cpu),
-        cmocka_unit_test(test_products_fp32),
-        cmocka_unit_test(test_products_tf32),
-        cmocka_unit_test(test_products_tf32x3),
-        cmocka_unit_test(test_products_bf16),
-        cmocka_unit_test(test_two_runs_bit_identical_fp32),
-        cmocka_unit_test(test_two_runs_bit_identical_tf32x3),
-        cmocka_unit_test(test_two_runs_bit_identical_bf16),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_math_modes_accepted),
+              cmocka_unit_test(test_init_uniform_matches_cpu),
+              cmocka_unit_test(test_dropout_matches_cpu), cmocka_unit_test(test_products_fp32),
+              cmocka_unit_test(test_products_tf32), cmocka_unit_test(test_products_tf32x3),
+              cmocka_unit_test(test_products_bf16),
+              cmocka_unit_test(test_two_runs_bit_identical_fp32),
+              cmocka_unit_test(test_two_runs_bit_identical_tf32x3),
+              cmocka_unit_test(test_two_runs_bit_identical_bf16))

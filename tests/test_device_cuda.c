@@ -16,6 +16,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
 #include "fusenet/tensor.h"
+#include "test_main.h"
 
 static void expect_message(const char *needle)
 {
@@ -66,10 +67,7 @@ static void test_negative_gpu_is_nodev(void **state)
 static void test_out_of_device_memory_is_nomem(void **state)
 {
     (void)state;
-    skip_without_gpu();
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32) != FN_OK)
-        fail_msg("context: %s", fn_last_error());
+    fn_context *ctx = context_or_skip(FN_CUDA);
     fn_tensor huge = {0};
     /* 2^20 x 2^20 floats: 4 TiB, far beyond any GPU. */
     assert_int_equal(fn_tensor_alloc(&huge, 1 << 20, 1 << 20, FN_CUDA), FN_ERR_NOMEM);
@@ -89,10 +87,7 @@ static void test_out_of_device_memory_is_nomem(void **state)
 static void test_net_larger_than_the_gpu_is_refused(void **state)
 {
     (void)state;
-    skip_without_gpu();
-    fn_context *ctx = NULL;
-    if (fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32) != FN_OK)
-        fail_msg("context: %s", fn_last_error());
+    fn_context *ctx = context_or_skip(FN_CUDA);
     double free_bytes = 0;
     const char *source = NULL;
     assert_int_equal(fn_context_memory_available(ctx, &free_bytes, &source), FN_OK);
@@ -111,14 +106,7 @@ static void test_net_larger_than_the_gpu_is_refused(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_missing_gpu_is_nodev),
-        cmocka_unit_test(test_no_gpu_is_nodev),
-        cmocka_unit_test(test_negative_gpu_is_nodev),
-        cmocka_unit_test(test_out_of_device_memory_is_nomem),
-        cmocka_unit_test(test_net_larger_than_the_gpu_is_refused),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_missing_gpu_is_nodev),
+              cmocka_unit_test(test_no_gpu_is_nodev), cmocka_unit_test(test_negative_gpu_is_nodev),
+              cmocka_unit_test(test_out_of_device_memory_is_nomem),
+              cmocka_unit_test(test_net_larger_than_the_gpu_is_refused))

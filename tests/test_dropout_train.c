@@ -52,16 +52,6 @@ static fn_trainer *run(const fixture *f, const char *out, const char *lag, const
     return t;
 }
 
-static int same_weights(const fn_net *a, const fn_net *b)
-{
-    for (int i = 0; i < fn_net_n_params(a); i++) {
-        const fn_tensor *x = &fn_net_param(a, i)->value, *y = &fn_net_param(b, i)->value;
-        if (memcmp(x->data, y->data, fn_tensor_count(x) * sizeof(float)) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 static void test_runs_repeat_and_masks_act(void **state)
 {
     const fixture *f = *state;
@@ -88,8 +78,7 @@ static void test_resumed_as_whole(void **state)
     const fixture *f = *state;
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, NULL, 10, &cfg); /* mid epoch 2 */
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 static void test_deferred_is_eager(void **state)
@@ -101,14 +90,11 @@ static void test_deferred_is_eager(void **state)
     fn_trainer *e = run(f, "eager", NULL, NULL, &ce);
     fn_trainer *d = run(f, "deferred", "3", NULL, &cd);
     expect_same_weights(fn_trainer_net(e), fn_trainer_net(d));
-    fn_trainer_destroy(e);
-    fn_trainer_destroy(d);
-    fn_config_destroy(ce);
-    fn_config_destroy(cd);
+    trainer_release(e, ce);
+    trainer_release(d, cd);
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, "3", 10, &cfg);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 TEST_MAIN(setup, deferred_run_teardown, cmocka_unit_test(test_runs_repeat_and_masks_act),

@@ -24,6 +24,7 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
+#include "test_main.h"
 
 typedef struct shape {
     int batch, in, out, groups;
@@ -34,15 +35,6 @@ static const shape shapes[] = {
     {7, 33, 48, 3},    /* odd batch and input width; K = 16, float4 team path */
     {130, 64, 256, 1}, /* one wide group */
 };
-
-static float *download(const fn_tensor *t)
-{
-    const size_t n = fn_tensor_count(t);
-    float *h = malloc(n * sizeof *h);
-    assert_non_null(h);
-    EXPECT_OK(fn_tensor_download(t, h, n));
-    return h;
-}
 
 /* A block on ctx with seed 7, and x, dy from seed 8, gamma and beta moved
  * off their defaults so that every gradient term is exercised. */
@@ -73,10 +65,10 @@ static void run_block(fn_math math, const shape *s, float *out[6])
     EXPECT_OK(fn_tensor_alloc(&dx, s->batch, s->in, FN_CUDA));
     EXPECT_OK(fn_layer_forward(l, &x, &y));
     EXPECT_OK(fn_layer_backward(l, &dy, &dx));
-    out[0] = download(&y);
-    out[1] = download(&dx);
+    out[0] = tensor_to_host(&y);
+    out[1] = tensor_to_host(&dx);
     for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
-        out[2 + i] = download(&l->params[i].grad);
+        out[2 + i] = tensor_to_host(&l->params[i].grad);
     fn_layer_destroy(l);
     fn_tensor_free(&x);
     fn_tensor_free(&dy);
@@ -124,7 +116,7 @@ static void check_fused_step(fn_math math, const shape *s, int with_dx)
         EXPECT_OK(fn_tensor_alloc(&dx[k], s->batch, s->in, FN_CUDA));
     }
     EXPECT_OK(fn_tensor_alloc(&y, s->batch, s->out, FN_CUDA));
-    float *w0 = download(&l[0]->params[FN_BLOCK_WEIGHT].value);
+    float *w0 = tensor_to_host(&l[0]->params[FN_BLOCK_WEIGHT].value);
 
     fn_param *params[FN_BLOCK_N_PARAMS];
     for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
@@ -136,24 +128,25 @@ static void check_fused_step(fn_math math, const shape *s, int with_dx)
     EXPECT_OK(fn_layer_forward(l[0], &x[0], &y));
     EXPECT_OK(fn_layer_backward(l[0], &dy[0], with_dx ? &dx[0] : NULL));
     EXPECT_OK(fn_sgd_step(opt));
-    float *g = download(&l[0]->params[FN_BLOCK_WEIGHT].grad);
+    float *g = tensor_to_host(&l[0]->params[FN_BLOCK_WEIGHT].grad);
 
     EXPECT_OK(fn_layer_forward(l[1], &x[1], &y));
     EXPECT_OK(fn_block_backward_sgd(l[1], &dy[1], with_dx ? &dx[1] : NULL, lr));
 
     const char *mode = fn_math_name(math);
     if (with_dx) {
-        float *a = download(&dx[0]), *b = download(&dx[1]);
+        float *a = tensor_to_host(&dx[0]), *b = tensor_to_host(&dx[1]);
         assert_memory_equal(a, b, (size_t)s->batch * s->in * sizeof(float));
         free(a);
         free(b);
     }
     for (int i = FN_BLOCK_BIAS; i < FN_BLOCK_N_PARAMS; i++) {
-        float *a = download(&l[0]->params[i].value), *b = download(&l[1]->params[i].value);
+        float *a = tensor_to_host(&l[0]->params[i].value);
+        float *b = tensor_to_host(&l[1]->params[i].value);
         if (memcmp(a, b, (size_t)s->out * sizeof(float)) != 0)
             fail_msg("%s: %s differs between the fused and the unfused step", mode,
                      l[0]->params[i].name);
-        float *gr = download(&l[1]->params[i].grad);
+        float *gr = tensor_to_host(&l[1]->params[i].grad);
         for (int c = 0; c < s->out; c++)
             if (gr[c] != 0.0f)
                 fail_msg("%s: the fused step wrote %s's gradient", mode, l[1]->params[i].name);
@@ -161,9 +154,9 @@ static void check_fused_step(fn_math math, const shape *s, int with_dx)
         free(b);
         free(gr);
     }
-    float *a = download(&l[0]->params[FN_BLOCK_WEIGHT].value);
-    float *b = download(&l[1]->params[FN_BLOCK_WEIGHT].value);
-    float *gw = download(&l[1]->params[FN_BLOCK_WEIGHT].grad);
+    float *a = tensor_to_host(&l[0]->params[FN_BLOCK_WEIGHT].value);
+    float *b = tensor_to_host(&l[1]->params[FN_BLOCK_WEIGHT].value);
+    float *gw = tensor_to_host(&l[1]->params[FN_BLOCK_WEIGHT].grad);
     double worst = 0.0, moved = 0.0;
     for (size_t i = 0; i < (size_t)s->out * s->in; i++) {
         const double tol = 8.0 * FLT_EPSILON * (fabs((double)w0[i]) + lr * fabs((double)g[i]));
@@ -229,12 +222,6 @@ static void test_fused_step_rejects_misuse(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tf32x3_block_matches_fp32),
-        cmocka_unit_test(test_fused_step_matches_unfused),
-        cmocka_unit_test(test_fused_step_rejects_misuse),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_tf32x3_block_matches_fp32),
+              cmocka_unit_test(test_fused_step_matches_unfused),
+              cmocka_unit_test(test_fused_step_rejects_misuse))

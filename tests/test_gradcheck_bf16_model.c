@@ -60,6 +60,15 @@ static double bf16(double v)
 
 static double f32(double v) { return (double)(float)v; }
 
+/* sum_i a[i * sa] b[i * sb] over i = 0 .. n-1, in that order, in float64. */
+static double strided_dot(const double *a, size_t sa, const double *b, size_t sb, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[(size_t)i * sa] * b[(size_t)i * sb];
+    return s;
+}
+
 typedef struct emu {
     const ref_block_dims *d;
     const double *x, *w, *b, *g, *bt, *dy;
@@ -137,19 +146,11 @@ static void emulate(const emu *e, double *y, double *dx, double *dw, double *db,
         db[c] = f32(sb), dg[c] = f32(sg), dbt[c] = f32(sbt);
     }
     for (int n = 0; n < N; n++)
-        for (int k = 0; k < in; k++) {
-            double s = 0;
-            for (int c = 0; c < C; c++)
-                s += dz[(size_t)n * C + c] * wh[(size_t)c * in + k];
-            dx[(size_t)n * in + k] = f32(s);
-        }
+        for (int k = 0; k < in; k++)
+            dx[(size_t)n * in + k] = f32(strided_dot(dz + (size_t)n * C, 1, wh + k, in, C));
     for (int c = 0; c < C; c++)
-        for (int k = 0; k < in; k++) {
-            double s = 0;
-            for (int n = 0; n < N; n++)
-                s += dz[(size_t)n * C + c] * xh[(size_t)n * in + k];
-            dw[(size_t)c * in + k] = f32(s);
-        }
+        for (int k = 0; k < in; k++)
+            dw[(size_t)c * in + k] = f32(strided_dot(dz + c, C, xh + k, in, N));
     free(xh), free(wh), free(z), free(zh), free(dz), free(u), free(mu), free(rs);
 }
 

@@ -46,6 +46,7 @@
 #include "fusenet/device.h"
 #include "gradcheck.h"
 #include "runner.h"
+#include "test_main.h"
 
 enum { N_MODES = 3 };
 
@@ -135,10 +136,8 @@ static int two_runs_same(fn_context *gpu, const gc_kind *kind, const gc_case *c)
     char layer[40], shape[64], at[48];
     snprintf(layer, sizeof layer, "%s %s", kind->name, gc_backend_name(gpu));
     gc_problem p;
-    if (run_report(gc_problem_init(&p, kind, c, gpu), layer) != FN_OK) {
-        gc_problem_free(&p);
+    if (!gc_problem_open(&p, kind, c, gpu, layer))
         return 0;
-    }
     gc_out a, b;
     gc_out_alloc(&a, &p), gc_out_alloc(&b, &p);
     int ran = run_report(gc_problem_run(gpu, &p, p.dy, 0, &a), "first run") == FN_OK;
@@ -180,11 +179,5 @@ static void test_block_deterministic(void **state)
     assert_true(ok);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiers),
-        cmocka_unit_test(test_block_deterministic),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, setup, teardown));
-}
+GPU_TEST_MAIN(setup, teardown, cmocka_unit_test(test_tiers),
+              cmocka_unit_test(test_block_deterministic))

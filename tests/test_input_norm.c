@@ -26,6 +26,7 @@
 #include "fusenet/loader.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "norm_loader.h"
 #include "sets.h"
 #include "test_main.h"
 
@@ -118,10 +119,7 @@ static void write_spread_set(const fixture *f, double *x)
         for (int j = 0; j < IN; j++)
             x[i * IN + j] = j == 2 ? 7.5 : (double)uniform(&s, -1, 1) * (j + 1) * 1000.0 + j;
     }
-    hid_t file = H5Fcreate(f->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
-    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
-    H5Fclose(file);
+    h5_write_xy(f->path, x, N, IN, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
 }
 
 static fn_data *open_set(const fixture *f, int batch)
@@ -251,20 +249,12 @@ static void test_damaged_group(void **state)
 static void check_loader(const fixture *f, const double *x, fn_loader_mode mode)
 {
     fn_data *d = open_set(f, 7);
-    fn_input_norm *norm = NULL;
-    assert_int_equal(fn_input_norm_from_data(&norm, f->ctx, d, NULL, NULL, 0), FN_OK);
-    fn_loader *l = NULL;
-    const fn_loader_options opt = {.mode = mode, .threads = 2};
-    assert_int_equal(fn_loader_create(&l, f->ctx, d, &opt), FN_OK);
-    assert_int_equal(fn_loader_set_norm(l, norm), FN_OK);
-    assert_int_equal(fn_loader_start(l, 1, 0), FN_OK);
-    const float *m = fn_input_norm_mean(norm), *s = fn_input_norm_std(norm);
+    norm_loader nl;
+    norm_loader_start(&nl, f->ctx, d, mode, 1);
+    const float *m = fn_input_norm_mean(nl.norm), *s = fn_input_norm_std(nl.norm);
     int seen = 0;
-    for (;;) {
-        fn_batch b;
-        assert_int_equal(fn_loader_next(l, &b), FN_OK);
-        if (!b.rows)
-            break;
+    fn_batch b;
+    while (norm_loader_next(&nl, &b)) {
         for (int i = 0; i < b.rows; i++)
             for (int j = 0; j < IN; j++) {
                 float want = reference((float)x[b.index[i] * IN + j], m[j], s[j]);
@@ -273,8 +263,7 @@ static void check_loader(const fixture *f, const double *x, fn_loader_mode mode)
         seen += b.rows;
     }
     assert_int_equal(seen, N);
-    fn_loader_destroy(l);
-    fn_input_norm_destroy(norm);
+    norm_loader_free(&nl);
     fn_data_close(d);
 }
 

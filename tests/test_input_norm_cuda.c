@@ -25,6 +25,7 @@
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
 #include "fusenet/trainer.h"
+#include "norm_loader.h"
 #include "test_main.h"
 
 static void skip_without_gpu(void)
@@ -105,10 +106,18 @@ static void write_spread_set(const char *path)
         /* Four classes from features 0, 1 and 4; feature 3 has scale 1e6. */
         y[i] = (r[0] + (r[1] - 1) > 0) + 2 * (r[4] - 4 > 0);
     }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, N, IN, x);
-    h5_put(file, "y", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, N, 0, y);
-    H5Fclose(file);
+    h5_write_xy(path, x, N, IN, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
+}
+
+/* A new directory made from the template dir, holding the spread set at
+ * path (room for cap bytes), "<dir>/set.h5"; HDF5's own error printing
+ * off. */
+static void spread_set_in(char *dir, char *path, size_t cap)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, cap, "%s/set.h5", dir);
+    write_spread_set(path);
 }
 
 /* Every batch of epoch 2, as host values, through a loader on ctx. */
@@ -119,25 +128,16 @@ static void epoch_batches(fn_context *ctx, const char *path, fn_loader_mode mode
                            .memory_budget = 64 * IN * 8, .shuffle = 1, .seed = 3};
     fn_data *d = NULL;
     assert_int_equal(fn_data_open(&d, path, &opt), FN_OK);
-    fn_input_norm *norm = NULL;
-    assert_int_equal(fn_input_norm_from_data(&norm, ctx, d, NULL, NULL, 0), FN_OK);
-    fn_loader *l = NULL;
-    const fn_loader_options lo = {.mode = mode, .threads = 2};
-    assert_int_equal(fn_loader_create(&l, ctx, d, &lo), FN_OK);
-    assert_int_equal(fn_loader_set_norm(l, norm), FN_OK);
-    assert_int_equal(fn_loader_start(l, 2, 0), FN_OK);
+    norm_loader nl;
+    norm_loader_start(&nl, ctx, d, mode, 2);
     size_t at = 0;
-    for (;;) {
-        fn_batch b;
-        assert_int_equal(fn_loader_next(l, &b), FN_OK);
-        if (!b.rows)
-            break;
+    fn_batch b;
+    while (norm_loader_next(&nl, &b)) {
         assert_int_equal(fn_tensor_download(&b.x, out + at, (size_t)b.rows * IN), FN_OK);
         at += (size_t)b.rows * IN;
     }
     assert_int_equal(at, (size_t)N * IN);
-    fn_loader_destroy(l);
-    fn_input_norm_destroy(norm);
+    norm_loader_free(&nl);
     fn_data_close(d);
 }
 
@@ -145,11 +145,8 @@ static void test_background_loader(void **state)
 {
     (void)state;
     skip_without_gpu();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char dir[] = "/tmp/fn_norm_cuda_XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_spread_set(path);
+    spread_set_in(dir, path, sizeof path);
     fn_context *cpu = NULL, *gpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     assert_int_equal(fn_context_create(&gpu, FN_CUDA, 0, FN_MATH_FP32), FN_OK);
@@ -207,11 +204,8 @@ static void test_trainer_standardizes(void **state)
 {
     (void)state;
     skip_without_gpu();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char dir[] = "/tmp/fn_norm_train_XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/set.h5", dir);
-    write_spread_set(path);
+    spread_set_in(dir, path, sizeof path);
     fn_context *cpu = NULL;
     assert_int_equal(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     fn_input_norm *a = NULL, *b = NULL;

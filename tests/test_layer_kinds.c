@@ -49,19 +49,18 @@ static void test_lookup(void **state)
 {
     (void)state;
     assert_int_equal(fn_layer_kind_count(), 6);
+    static const struct {
+        const char *name;
+        const fn_layer_kind *kind;
+    } named[] = {{"block", &fn_block_kind},       {"linear", &fn_linear_kind},
+                 {"relu", &fn_relu_kind},         {"gelu", &fn_gelu_kind},
+                 {"residual", &fn_residual_kind}, {"dropout", &fn_dropout_kind}};
     const fn_layer_kind *k = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &k));
-    assert_ptr_equal(k, &fn_block_kind);
-    EXPECT_OK(fn_layer_kind_find("linear", &k));
-    assert_ptr_equal(k, &fn_linear_kind);
-    EXPECT_OK(fn_layer_kind_find("relu", &k));
-    assert_ptr_equal(k, &fn_relu_kind);
-    EXPECT_OK(fn_layer_kind_find("gelu", &k));
-    assert_ptr_equal(k, &fn_gelu_kind);
-    EXPECT_OK(fn_layer_kind_find("residual", &k));
-    assert_ptr_equal(k, &fn_residual_kind);
-    EXPECT_OK(fn_layer_kind_find("dropout", &k));
-    assert_ptr_equal(k, &fn_dropout_kind);
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        EXPECT_OK(fn_layer_kind_find(named[i].name, &k));
+        if (k != named[i].kind)
+            fail_msg("fn_layer_kind_find(\"%s\") found kind '%s'", named[i].name, k->name);
+    }
     /* Every kind of the table is found by its name, and names are unique. */
     for (int i = 0; i < fn_layer_kind_count(); i++) {
         const fn_layer_kind *at = fn_layer_kind_at(i);

@@ -180,10 +180,8 @@ static void expect_same_run(const fixture *f, int mse, const char *extra)
     assert_string_equal(ma, mb);
     free(ma);
     free(mb);
-    fn_trainer_destroy(a);
-    fn_trainer_destroy(b);
-    fn_config_destroy(from_file);
-    fn_config_destroy(from_memory);
+    trainer_release(a, from_file);
+    trainer_release(b, from_memory);
     fn_memory_set_destroy(train);
     fn_memory_set_destroy(valid);
 }
@@ -227,10 +225,8 @@ static void set_is_a_copy(void **state)
     EXPECT_OK(fn_config_use_memory_set(ref, "train", same));
     fn_trainer *b = run(ref, f, "reference");
     expect_same_weights(fn_trainer_net(a), fn_trainer_net(b));
-    fn_trainer_destroy(a);
-    fn_trainer_destroy(b);
-    fn_config_destroy(cfg);
-    fn_config_destroy(ref);
+    trainer_release(a, cfg);
+    trainer_release(b, ref);
     fn_memory_set_destroy(m);
     fn_memory_set_destroy(same);
     free_arrays(&copy);
@@ -284,8 +280,7 @@ static void infer_is_the_forward_pass(void **state)
     free(got);
     free(want);
     fn_memory_set_destroy(test);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
     fn_memory_set_destroy(train);
 }
 

@@ -32,6 +32,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
+#include "test_main.h"
 
 enum { BATCH = 24, IN = 40, H1 = 64, H2 = 32, OUT = 10, GROUPS = 4, STEPS = 4 };
 static const float lr = 0.1f;
@@ -94,15 +95,6 @@ static void step(model *m, int fused)
     }
 }
 
-static float *host_copy(const fn_tensor *t)
-{
-    const size_t n = fn_tensor_count(t);
-    float *h = malloc(n * sizeof *h);
-    assert_non_null(h);
-    EXPECT_OK(fn_tensor_download(t, h, n));
-    return h;
-}
-
 /* Host copies of every parameter's values (or gradients) of the net. */
 static float **snapshot(const model *m, int grads)
 {
@@ -110,7 +102,7 @@ static float **snapshot(const model *m, int grads)
     assert_non_null(s);
     for (int i = 0; i < fn_net_n_params(m->net); i++) {
         const fn_param *p = fn_net_param(m->net, i);
-        s[i] = host_copy(grads ? &p->grad : &p->value);
+        s[i] = tensor_to_host(grads ? &p->grad : &p->value);
     }
     return s;
 }
@@ -307,12 +299,5 @@ static void test_count_step(void **state)
     fn_context_destroy(ctx);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count_step),
-        cmocka_unit_test(test_net_step_cpu),
-        cmocka_unit_test(test_fused_net_step_cuda),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_count_step), cmocka_unit_test(test_net_step_cpu),
+              cmocka_unit_test(test_fused_net_step_cuda))

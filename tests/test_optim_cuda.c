@@ -75,6 +75,19 @@ static fn_trainer *run(const fixture *f, const char *out, int resume, long long 
     return run_with(f, out, NULL, resume, stop_after, cfg);
 }
 
+/* run.ini with sets into <dir>/parts, stopped after STOP_AFTER steps, then
+ * resumed to the end: the resumed trainer, its config in *cfg. */
+static fn_trainer *run_in_two_parts(const fixture *f, const char *sets, fn_config **cfg)
+{
+    fn_config *stopped_cfg = NULL;
+    fn_trainer *t = run_with(f, "parts", sets, 0, STOP_AFTER, &stopped_cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
+    trainer_release(t, stopped_cfg);
+    t = run_with(f, "parts", sets, 1, -1, cfg);
+    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    return t;
+}
+
 static void test_two_runs_bit_identical(void **state)
 {
     skip_without_gpu();
@@ -84,10 +97,8 @@ static void test_two_runs_bit_identical(void **state)
     assert_int_equal(fn_trainer_outcome(a), FN_TRAIN_DONE);
     assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(a)), "adamw");
     expect_same_weights(fn_trainer_net(a), fn_trainer_net(b));
-    fn_trainer_destroy(a);
-    fn_trainer_destroy(b);
-    fn_config_destroy(ca);
-    fn_config_destroy(cb);
+    trainer_release(a, ca);
+    trainer_release(b, cb);
 }
 
 static void test_stop_and_resume(void **state)
@@ -96,19 +107,12 @@ static void test_stop_and_resume(void **state)
     fixture *f = *state;
     fn_config *cw = NULL, *cr = NULL;
     fn_trainer *whole = run(f, "whole", 0, -1, &cw);
-    fn_trainer *t = run(f, "parts", 0, STOP_AFTER, &cr);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    t = run(f, "parts", 1, -1, &cr);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    fn_trainer *t = run_in_two_parts(f, NULL, &cr);
     assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(t)),
                      fn_optimizer_steps(fn_trainer_optimizer(whole)));
     expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    fn_trainer_destroy(whole);
-    fn_config_destroy(cw);
+    trainer_release(t, cr);
+    trainer_release(whole, cw);
 }
 
 /* RMSprop with all three kinds of state, in the multi-tensor launch of a
@@ -130,19 +134,11 @@ static void test_rmsprop_runs(void **state)
     assert_string_equal(fn_optimizer_name(fn_trainer_optimizer(whole)), "rmsprop");
     fn_trainer *again = run_with(f, "again", sets, 0, -1, &c2);
     expect_same_weights(fn_trainer_net(again), fn_trainer_net(whole));
-    fn_trainer_destroy(again);
-    fn_config_destroy(c2);
-    fn_trainer *t = run_with(f, "parts", sets, 0, STOP_AFTER, &cr);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    t = run_with(f, "parts", sets, 1, -1, &cr);
-    assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
+    trainer_release(again, c2);
+    fn_trainer *t = run_in_two_parts(f, sets, &cr);
     expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
-    fn_trainer_destroy(whole);
-    fn_config_destroy(cw);
+    trainer_release(t, cr);
+    trainer_release(whole, cw);
 }
 
 TEST_MAIN(NULL, NULL,

@@ -55,19 +55,9 @@ static void write_values(const fixture *f, int width)
     for (int i = 0; i < ROWS * width; i++)
         t[i] = (float)(i % 7);
     hid_t file = H5Fcreate(f->values, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hsize_t dims[2] = {ROWS, 64};
-    hid_t space = H5Screate_simple(2, dims, NULL);
-    hid_t set = H5Dcreate2(file, "X", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT);
-    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
-    H5Dclose(set);
-    H5Sclose(space);
-    dims[1] = (hsize_t)width;
-    space = H5Screate_simple(2, dims, NULL);
-    set = H5Dcreate2(file, "t", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t);
-    H5Dclose(set);
-    H5Sclose(space);
+    assert_true(file >= 0);
+    h5_put(file, "X", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ROWS, 64, x);
+    h5_put(file, "t", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, 2, ROWS, (hsize_t)width, t);
     H5Fclose(file);
 }
 

@@ -64,22 +64,29 @@ static uint64_t word_hash(uint64_t h, const unsigned char *p, size_t n)
 
 #define HASH_START 0xcbf29ce484222325ULL
 
-/* A set's checksum: the hash of the pair (hash of every input as float32,
- * hash of every label as int32), each over the whole file in file order. */
-static uint64_t expected_checksum(const char *path, int rows)
+/* The whole set at path: its inputs as float32 into x, its labels as int32
+ * into y. */
+static void read_xy(const char *path, float *x, int32_t *y)
 {
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(file >= 0);
-    float *x = malloc((size_t)rows * IN * sizeof(float));
-    int32_t *y = malloc((size_t)rows * sizeof(int32_t));
-    assert_non_null(x);
-    assert_non_null(y);
     hid_t sx = H5Dopen2(file, "X", H5P_DEFAULT), sy = H5Dopen2(file, "y", H5P_DEFAULT);
     assert_true(H5Dread(sx, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
     assert_true(H5Dread(sy, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
     H5Dclose(sx);
     H5Dclose(sy);
     H5Fclose(file);
+}
+
+/* A set's checksum: the hash of the pair (hash of every input as float32,
+ * hash of every label as int32), each over the whole file in file order. */
+static uint64_t expected_checksum(const char *path, int rows)
+{
+    float *x = malloc((size_t)rows * IN * sizeof(float));
+    int32_t *y = malloc((size_t)rows * sizeof(int32_t));
+    assert_non_null(x);
+    assert_non_null(y);
+    read_xy(path, x, y);
     uint64_t pair[2] = {word_hash(HASH_START, (const unsigned char *)x, (size_t)rows * IN * 4),
                         word_hash(HASH_START, (const unsigned char *)y, (size_t)rows * 4)};
     unsigned char bytes[16];
@@ -105,11 +112,7 @@ static void write_set(const char *path, int rows, int salt)
         for (int j = 0; j < IN; j++)
             x[i * IN + j] = 0.1 * ((i * 13 + j * 5 + salt) % 17) - 0.8 + 0.3 * (double)y[i];
     }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(file >= 0);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, (hsize_t)rows, IN, x);
-    h5_put(file, "y", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, (hsize_t)rows, 0, y);
-    H5Fclose(file);
+    h5_write_xy(path, x, (hsize_t)rows, IN, H5T_STD_I64LE, H5T_NATIVE_INT64, y);
     free(x);
     free(y);
 }
@@ -349,13 +352,7 @@ static void test_checksum_of_what_was_read(void **state)
     fn_h5_probe_set_testing(NULL);
     float x[ROWS * IN];
     int32_t y[ROWS];
-    hid_t file = H5Fopen(f->train, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t sx = H5Dopen2(file, "X", H5P_DEFAULT), sy = H5Dopen2(file, "y", H5P_DEFAULT);
-    assert_true(H5Dread(sx, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0);
-    assert_true(H5Dread(sy, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
-    H5Dclose(sx);
-    H5Dclose(sy);
-    H5Fclose(file);
+    read_xy(f->train, x, y);
     fn_memory_set *m = NULL;
     EXPECT_OK(fn_memory_set_labels(&m, "same", x, ROWS, IN, y));
     fn_data *d = NULL;

@@ -36,6 +36,14 @@ static void expect_lr(const fn_schedule *s, long long t, double want)
                  want);
 }
 
+/* s is valid, and its rate at each step t[i] is want[i]. */
+static void expect_lrs(const fn_schedule *s, int n, const long long *t, const double *want)
+{
+    assert_int_equal(fn_schedule_check(s), FN_OK);
+    for (int i = 0; i < n; i++)
+        expect_lr(s, t[i], want[i]);
+}
+
 static void test_constant_and_warmup(void **state)
 {
     (void)state;
@@ -45,12 +53,8 @@ static void test_constant_and_warmup(void **state)
     expect_lr(&s, 1000000, 0.1);
     /* W = 4: 0.8 * (t + 1) / 4 = 0.2, 0.4, 0.6, 0.8, then 0.8. */
     s = (fn_schedule){.kind = kind("constant"), .lr = 0.8, .warmup_steps = 4};
-    assert_int_equal(fn_schedule_check(&s), FN_OK);
-    expect_lr(&s, 0, 0.2);
-    expect_lr(&s, 1, 0.4);
-    expect_lr(&s, 2, 0.6);
-    expect_lr(&s, 3, 0.8);
-    expect_lr(&s, 4, 0.8);
+    expect_lrs(&s, 5, (const long long[]){0, 1, 2, 3, 4},
+               (const double[]){0.2, 0.4, 0.6, 0.8, 0.8});
 }
 
 static void test_step(void **state)
@@ -59,12 +63,8 @@ static void test_step(void **state)
     /* lr 1 * 0.5^floor(t / 3). */
     const fn_step_schedule_options o = {.step_size = 3, .gamma = 0.5f};
     fn_schedule s = {.kind = kind("step"), .lr = 1, .options = &o};
-    assert_int_equal(fn_schedule_check(&s), FN_OK);
-    expect_lr(&s, 0, 1);
-    expect_lr(&s, 2, 1);
-    expect_lr(&s, 3, 0.5);
-    expect_lr(&s, 8, 0.25);
-    expect_lr(&s, 9, 0.125);
+    expect_lrs(&s, 5, (const long long[]){0, 2, 3, 8, 9},
+               (const double[]){1, 1, 0.5, 0.25, 0.125});
     /* With W = 2 the warm-up factor multiplies the step rate: 0.5, 1. */
     s.warmup_steps = 2;
     expect_lr(&s, 0, 0.5);

@@ -144,6 +144,18 @@ static void check_rounding(fn_device device)
 
 TESTS_ON_EACH_DEVICE(rounding, check_rounding)
 
+/* The wd+momentum case's fn_sgd over the two contract parameters, at
+ * theta with gradients g1. */
+static fn_sgd *wd_momentum_sgd(fn_context *ctx, fn_param params[2], fn_param *list[2],
+                               fn_device device)
+{
+    const sgd_case *c = &cases[4];
+    contract_params(params, list, N, c->theta, c->g1, device);
+    fn_sgd *sgd = NULL;
+    must(fn_sgd_create(&sgd, ctx, list, 2, &c->cfg));
+    return sgd;
+}
+
 /* fn_sgd over two parameters, the wd+momentum case: "weight" holds the
  * case's three values, "bias" the first one only (its numbers are the first
  * column of the case). Two steps, then the step count and the buffers. */
@@ -151,11 +163,8 @@ static void check_optimizer(fn_device device)
 {
     fn_context *ctx = context_or_skip(device);
     const sgd_case *c = &cases[4];
-    fn_param params[2];
-    contract_params(params, N, c->theta, c->g1, device);
-    fn_param *list[2] = {&params[0], &params[1]};
-    fn_sgd *opt = NULL;
-    must(fn_sgd_create(&opt, ctx, list, 2, &c->cfg));
+    fn_param params[2], *list[2];
+    fn_sgd *opt = wd_momentum_sgd(ctx, params, list, device);
     must(fn_sgd_step(opt));
     contract_grads(params, N, c->g2);
     must(fn_sgd_step(opt));
@@ -187,11 +196,8 @@ static void check_interface(fn_device device)
 {
     fn_context *ctx = context_or_skip(device);
     const sgd_case *c = &cases[4];
-    fn_param params[2];
-    contract_params(params, N, c->theta, c->g1, device);
-    fn_param *list[2] = {&params[0], &params[1]};
-    fn_sgd *sgd = NULL;
-    must(fn_sgd_create(&sgd, ctx, list, 2, &c->cfg));
+    fn_param params[2], *list[2];
+    fn_sgd *sgd = wd_momentum_sgd(ctx, params, list, device);
     fn_optimizer *opt = fn_sgd_optimizer(sgd);
     assert_ptr_equal(fn_optimizer_state(opt, 0, 1), fn_sgd_momentum_buffer(sgd, 1));
     assert_null(opt->ops->backward_step);

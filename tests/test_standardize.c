@@ -57,10 +57,7 @@ static void write_scaled_set(const char *path, int rows, uint64_t seed, double s
         r[3] = 5 * scale + scale * r[3];
         r[5] = 7;
     }
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, (hsize_t)rows, IN, x);
-    h5_put(file, "y", H5T_STD_I64LE, H5T_NATIVE_INT32, 1, (hsize_t)rows, 0, y);
-    H5Fclose(file);
+    h5_write_xy(path, x, (hsize_t)rows, IN, H5T_STD_I64LE, H5T_NATIVE_INT32, y);
     free(x);
     free(y);
 }

@@ -70,7 +70,10 @@ static void on_epoch(void *user, const fn_train_epoch *e) { *(double *)user = e-
 
 static const fn_trainer_callbacks callbacks = {.on_epoch = on_epoch};
 
-static fn_config *config(const program_files *f, const char *name, int standardize_targets)
+/* The run `name` into <f>/<name> on the memory set s->train (and
+ * s->valid when `with_valid`), finished. */
+static fn_config *config(const program_files *f, const sets *s, const char *name,
+                         int standardize_targets, int with_valid)
 {
     char text[1024];
     snprintf(text, sizeof text,
@@ -80,6 +83,10 @@ static fn_config *config(const program_files *f, const char *name, int standardi
              standardize_targets ? "true" : "false", f->dir, name);
     fn_config *cfg = NULL;
     EXPECT_OK(fn_config_parse(&cfg, name, text));
+    EXPECT_OK(fn_config_use_memory_set(cfg, "train", s->train));
+    if (with_valid)
+        EXPECT_OK(fn_config_use_memory_set(cfg, "valid", s->valid));
+    EXPECT_OK(fn_config_finish(cfg));
     return cfg;
 }
 
@@ -88,10 +95,7 @@ static void test_trains_and_maps_back(void **state)
     (void)state;
     program_files *f = program_files_new("fn_std_targets_");
     sets *s = make_sets();
-    fn_config *cfg = config(f, "std", 1);
-    EXPECT_OK(fn_config_use_memory_set(cfg, "train", s->train));
-    EXPECT_OK(fn_config_use_memory_set(cfg, "valid", s->valid));
-    EXPECT_OK(fn_config_finish(cfg));
+    fn_config *cfg = config(f, s, "std", 1, 1);
     double valid_loss = NAN;
     fn_trainer_options opt = {.callbacks = &callbacks, .user = &valid_loss};
     fn_trainer *t = NULL;
@@ -159,9 +163,7 @@ static void test_raw_targets_diverge(void **state)
     (void)state;
     program_files *f = program_files_new("fn_raw_targets_");
     sets *s = make_sets();
-    fn_config *cfg = config(f, "raw", 0);
-    EXPECT_OK(fn_config_use_memory_set(cfg, "train", s->train));
-    EXPECT_OK(fn_config_finish(cfg));
+    fn_config *cfg = config(f, s, "raw", 0, 0);
     fn_trainer *t = NULL;
     EXPECT_OK(fn_trainer_create(&t, cfg, NULL));
     const fn_status st = fn_trainer_run(t);

@@ -44,6 +44,7 @@
 #include "sets.h"
 #include "trainer_run.h"
 #include "trainer/trainer_impl.h"
+#include "test_main.h"
 
 enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
 
@@ -58,12 +59,12 @@ typedef struct gpu_params {
     fn_param *list[N_PARAMS];
 } gpu_params;
 
-static void make_params(gpu_params *ps, uint64_t seed)
+/* Two parameter sets a and b holding the same values and gradients, drawn
+ * from seed: one for the per-tensor updates, one for the optimiser. */
+static void make_params(gpu_params *a, gpu_params *b, uint64_t seed)
 {
     chk_rng rng = chk_rng_seed(seed);
     for (int i = 0; i < N_PARAMS; i++) {
-        fn_param *p = &ps->p[i];
-        p->name = "p";
         const int r = shapes[i][0], c = shapes[i][1];
         const size_t n = (size_t)r * (size_t)c;
         float *v = chk_alloc_float(n), *g = chk_alloc_float(n);
@@ -71,34 +72,29 @@ static void make_params(gpu_params *ps, uint64_t seed)
             v[k] = (float)chk_uniform(&rng, -1, 1);
             g[k] = (float)chk_uniform(&rng, -1, 1);
         }
-        must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
-        must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
-        must(fn_tensor_upload(&p->value, v, n));
-        must(fn_tensor_upload(&p->grad, g, n));
+        gpu_params *both[2] = {a, b};
+        for (int j = 0; j < 2; j++) {
+            fn_param *p = &both[j]->p[i];
+            p->name = "p";
+            must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
+            must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
+            must(fn_tensor_upload(&p->value, v, n));
+            must(fn_tensor_upload(&p->grad, g, n));
+            both[j]->list[i] = p;
+        }
         free(v);
         free(g);
-        ps->list[i] = p;
     }
 }
 
-static void free_params(gpu_params *ps)
+static void free_params(gpu_params *a, gpu_params *b)
 {
-    for (int i = 0; i < N_PARAMS; i++) {
-        fn_tensor_free(&ps->p[i].value);
-        fn_tensor_free(&ps->p[i].grad);
-    }
-}
-
-static void expect_same_tensor(const fn_tensor *a, const fn_tensor *b, const char *what)
-{
-    const size_t n = fn_tensor_count(a);
-    float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
-    must(fn_tensor_download(a, x, n));
-    must(fn_tensor_download(b, y, n));
-    if (memcmp(x, y, n * sizeof *x) != 0)
-        fail_msg("%s differs", what);
-    free(x);
-    free(y);
+    gpu_params *both[2] = {a, b};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < N_PARAMS; i++) {
+            fn_tensor_free(&both[j]->p[i].value);
+            fn_tensor_free(&both[j]->p[i].grad);
+        }
 }
 
 static void test_multi_tensor_sgd(void **state)
@@ -106,8 +102,7 @@ static void test_multi_tensor_sgd(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, 3);
-    make_params(&b, 3);
+    make_params(&a, &b, 3);
     fn_sgd_config cfg = fn_sgd_config_default(0.05f);
     cfg.momentum = 0.9f;
     cfg.weight_decay = 1e-3f;
@@ -124,21 +119,20 @@ static void test_multi_tensor_sgd(void **state)
             must(fn_sgd_update(ctx, &a.p[i].value, &a.p[i].grad, &bufs[i], &cfg, s == 0));
         must(fn_sgd_step(opt));
         for (int i = 0; i < N_PARAMS; i++) {
-            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an SGD value");
-            expect_same_tensor(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
+            expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an SGD value");
+            expect_tensors_equal(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
         }
     }
     /* The one-launch zeroing. */
     must(fn_optimizer_zero_grad(fn_sgd_optimizer(opt)));
     for (int i = 0; i < N_PARAMS; i++) {
         must(fn_tensor_zero(&a.p[i].grad));
-        expect_same_tensor(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
+        expect_tensors_equal(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
     }
     for (int i = 0; i < N_PARAMS; i++)
         fn_tensor_free(&bufs[i]);
     fn_sgd_destroy(opt);
-    free_params(&a);
-    free_params(&b);
+    free_params(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -147,8 +141,7 @@ static void test_multi_tensor_adam(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, 4);
-    make_params(&b, 4);
+    make_params(&a, &b, 4);
     fn_adam_config cfg = fn_adam_config_default(0.01f, 1);
     fn_optimizer *opt = NULL;
     must(fn_adam_create(&opt, ctx, b.list, N_PARAMS, &cfg));
@@ -164,9 +157,9 @@ static void test_multi_tensor_adam(void **state)
             must(fn_adam_update(ctx, &a.p[i].value, &a.p[i].grad, &m[i], &v[i], &cfg, s));
         must(fn_optimizer_step(opt));
         for (int i = 0; i < N_PARAMS; i++) {
-            expect_same_tensor(&a.p[i].value, &b.p[i].value, "an Adam value");
-            expect_same_tensor(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
-            expect_same_tensor(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
+            expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an Adam value");
+            expect_tensors_equal(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
+            expect_tensors_equal(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
         }
     }
     for (int i = 0; i < N_PARAMS; i++) {
@@ -174,8 +167,7 @@ static void test_multi_tensor_adam(void **state)
         fn_tensor_free(&v[i]);
     }
     fn_optimizer_destroy(opt);
-    free_params(&a);
-    free_params(&b);
+    free_params(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -205,9 +197,11 @@ static fn_trainer *run(const fixture *f, const char *out, int eager, const char 
                        st, msg, MSG_CAP);
 }
 
-/* The graph run, the run without graphs and the eager run of `sets`. */
+/* The graph run, the run without graphs and the eager run of `sets` (the
+ * test skipped without a GPU). */
 static void expect_three_same(const fixture *f, const char *name, const char *sets)
 {
+    skip_without_gpu();
     char msg[MSG_CAP], out[3][64], graph[600], plain[600], eager[600];
     const char *more = sets ? sets : "", *sep = sets ? ";" : "";
     snprintf(graph, sizeof graph, "%s%srun.data_on_device=true", more, sep);
@@ -236,27 +230,23 @@ static void expect_three_same(const fixture *f, const char *name, const char *se
     }
     free(m0);
     for (int i = 0; i < 3; i++) {
-        fn_trainer_destroy(t[i]);
-        fn_config_destroy(cfg[i]);
+        trainer_release(t[i], cfg[i]);
     }
 }
 
 static void test_graph_sgd(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "sgd", NULL);
 }
 
 static void test_graph_adamw_clip(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "adamw",
                       "train.optimizer=adamw;train.momentum=0;train.clip_grad_norm=0.5");
 }
 
 static void test_graph_mse(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "mse", "data.targets=t;train.loss=mse");
 }
 
@@ -270,7 +260,6 @@ static void test_graph_bce(void **state)
 
 static void test_graph_dropout(void **state)
 {
-    skip_without_gpu();
     expect_three_same(*state, "dropout",
                       "model.layers=block 32, dropout 0.5, block 32, dropout 0.25, linear 3");
 }
@@ -282,8 +271,7 @@ static void test_graph_resume(void **state)
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, NULL, 10, &cfg); /* mid epoch 2 */
     assert_true(fn_trainer_graph_count(t) > 0);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 static void test_graph_nonfinite_stop(void **state)
@@ -295,22 +283,14 @@ static void test_graph_nonfinite_stop(void **state)
     fn_config *ce = NULL;
     fn_trainer *e = trainer_run_diverging(f->dir, f->ini, "nan_eager", "0", &ce, eager_msg, MSG_CAP);
     expect_same_stop(f->dir, f->ini, e, eager_msg, "nan_eager", "nan_graph", NULL);
-    fn_trainer_destroy(e);
-    fn_config_destroy(ce);
+    trainer_release(e, ce);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multi_tensor_sgd),
-        cmocka_unit_test(test_multi_tensor_adam),
-        cmocka_unit_test_setup_teardown(test_graph_sgd, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_adamw_clip, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_mse, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_bce, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_dropout, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_resume, setup, deferred_run_teardown),
-        cmocka_unit_test_setup_teardown(test_graph_nonfinite_stop, setup, deferred_run_teardown),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, NULL, NULL));
-}
+/* A test of a deferred run: a fresh fixture before, the run's release after. */
+#define GRAPH_TEST(test) cmocka_unit_test_setup_teardown(test, setup, deferred_run_teardown)
+
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_multi_tensor_sgd),
+              cmocka_unit_test(test_multi_tensor_adam), GRAPH_TEST(test_graph_sgd),
+              GRAPH_TEST(test_graph_adamw_clip), GRAPH_TEST(test_graph_mse),
+              GRAPH_TEST(test_graph_bce), GRAPH_TEST(test_graph_dropout), GRAPH_TEST(test_graph_resume),
+              GRAPH_TEST(test_graph_nonfinite_stop))

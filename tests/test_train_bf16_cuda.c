@@ -21,6 +21,7 @@
 #include "fusenet/config.h"
 #include "fusenet/trainer.h"
 #include "program.h"
+#include "test_main.h"
 
 typedef struct outcome {
     double valid_acc; /* after the last epoch */
@@ -116,11 +117,5 @@ static int teardown(void **state)
     return 0;
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_bf16_momentum),
-        cmocka_unit_test(test_example_bf16_fused_sgd),
-    };
-    return gpu_program_status(cmocka_run_group_tests(tests, setup, teardown));
-}
+GPU_TEST_MAIN(setup, teardown, cmocka_unit_test(test_example_bf16_momentum),
+              cmocka_unit_test(test_example_bf16_fused_sgd))

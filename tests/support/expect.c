@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -82,4 +83,24 @@ int teardown_context(void **state)
 {
     fn_context_destroy(*state);
     return 0;
+}
+
+float *tensor_to_host(const fn_tensor *t)
+{
+    const size_t n = fn_tensor_count(t);
+    float *h = malloc(n * sizeof *h);
+    assert_non_null(h);
+    EXPECT_OK(fn_tensor_download(t, h, n));
+    return h;
+}
+
+void expect_tensors_equal(const fn_tensor *a, const fn_tensor *b, const char *what)
+{
+    const size_t n = fn_tensor_count(a);
+    assert_int_equal(n, fn_tensor_count(b));
+    float *x = tensor_to_host(a), *y = tensor_to_host(b);
+    if (memcmp(x, y, n * sizeof *x) != 0)
+        fail_msg("%s differs", what);
+    free(x);
+    free(y);
 }

@@ -7,6 +7,7 @@
 
 #include "fusenet/device.h"
 #include "fusenet/status.h"
+#include "fusenet/tensor.h"
 
 /* Fails the test unless `call` returns FN_OK, with file:line, the call's
  * text and fn_last_error(). */
@@ -64,6 +65,13 @@ int gpu_program_status(int failed);
 /* An fp32 context on device (GPU 0 for CUDA); skips the test for CUDA
  * without a GPU, fails it when the context cannot be made. */
 fn_context *context_or_skip(fn_device device);
+
+/* A new host array (free it) holding t's values, on whichever device t is. */
+float *tensor_to_host(const fn_tensor *t);
+
+/* Fails the test, "<what> differs", unless a and b hold the same count of
+ * values with the same bits, on whichever devices they are. */
+void expect_tensors_equal(const fn_tensor *a, const fn_tensor *b, const char *what);
 
 /* cmocka group fixtures: *state is an fp32 CPU context, and its release. */
 int setup_cpu_context(void **state);

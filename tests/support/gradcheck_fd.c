@@ -103,10 +103,8 @@ int gc_fd(fn_context *ctx, const gc_kind *k, const gc_case *c)
     char layer[40], shape[64], what[32];
     snprintf(layer, sizeof layer, "%s %s fd", k->name, gc_backend_name(ctx));
     gc_problem p;
-    if (run_report(gc_problem_init(&p, k, c, ctx), layer) != FN_OK) {
-        gc_problem_free(&p);
+    if (!gc_problem_open(&p, k, c, ctx, layer))
         return 0;
-    }
     gc_shape(shape, sizeof shape, &p);
     chk_rng rng = chk_rng_seed(c->seed ^ 0xfdULL);
     int ok = 1;

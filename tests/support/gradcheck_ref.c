@@ -117,10 +117,8 @@ int gc_reference_fd(fn_context *ctx, const gc_kind *k, const gc_case *c)
     char layer[40], shape[64], tensor[20];
     snprintf(layer, sizeof layer, "%s (ref)", k->name);
     gc_problem p;
-    if (run_report(gc_problem_init(&p, k, c, ctx), layer) != FN_OK) {
-        gc_problem_free(&p);
+    if (!gc_problem_open(&p, k, c, ctx, layer))
         return 0;
-    }
     ref_objective o = {.p = &p, .w = p.dy, .y = chk_alloc(p.ny), .u = chk_alloc(p.ny)};
     double *u0 = NULL;
     if (k->kink_input) {

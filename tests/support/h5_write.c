@@ -21,3 +21,13 @@ void h5_put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int r
     H5Dclose(set);
     H5Sclose(space);
 }
+
+void h5_write_xy(const char *path, const double *x, hsize_t rows, hsize_t in, hid_t y_file_type,
+                 hid_t y_mem_type, const void *y)
+{
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, rows, in, x);
+    h5_put(file, "y", y_file_type, y_mem_type, 1, rows, 0, y);
+    assert_true(H5Fclose(file) >= 0);
+}

@@ -11,4 +11,9 @@
 void h5_put(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank, hsize_t d0,
             hsize_t d1, const void *data);
 
+/* A new file at path (replaced if there) holding the set "X" [rows, in],
+ * float64 from x, and "y" [rows] of y_file_type from y in y_mem_type. */
+void h5_write_xy(const char *path, const double *x, hsize_t rows, hsize_t in, hid_t y_file_type,
+                 hid_t y_mem_type, const void *y);
+
 #endif

@@ -1,5 +1,5 @@
 /* kind.h — what the generic gradient-check drivers know of a layer kind:
- * one static const descriptor per kind (kind_block.c, kind_linear.c), in
+ * one static const descriptor per kind (kind_block.c, kind_linear.c, ...), in
  * the style of the library's ops tables. It says how to create the layer,
  * how to draw its parameters, how to call its float64 reference and its
  * float32 error model, where its activation has a kink, and at which shapes
@@ -18,6 +18,14 @@
 #include "problem.h"
 
 #define GC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* The hooks a kind names <prefix>_fill, <prefix>_forward, <prefix>_backward,
+ * <prefix>_estimate and <prefix>_shape; create and kink_input stay explicit. */
+#define GC_HOOKS(prefix)                                                                   \
+    .fill = prefix##_fill, .forward = prefix##_forward, .backward = prefix##_backward,     \
+    .estimate = prefix##_estimate, .shape = prefix##_shape
+/* One case table in a descriptor: `GC_TABLE(cases, rows)` sets .cases and
+ * .n_cases from the static array rows. */
+#define GC_TABLE(field, rows) .field = rows, .n_##field = GC_COUNT(rows)
 
 struct gc_kind {
     const char *name; /* "block": the table's layer column */
@@ -50,6 +58,13 @@ struct gc_kind {
     const gc_case *fd_cases; /* tier 3: each costs (tensors + 1) x 5 forwards */
     size_t n_fd_cases;
 };
+
+/* The affine parameters every kind with a weight shares (kind_fill.c):
+ * weight ~ U(-b, b) and bias ~ U(boffset - b, boffset + b), b = wscale /
+ * sqrt(in). Returns 1 when `param` is one of them (and fills a), else 0. */
+int gc_fill_affine(const gc_case *c, const char *param, double *a, size_t n, chk_rng *rng);
+/* Aborts naming the kind and a parameter it has no distribution for. */
+_Noreturn void gc_no_distribution(const char *kind, const char *param);
 
 extern const gc_kind gc_block_kind;
 extern const gc_kind gc_linear_kind;

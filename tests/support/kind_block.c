@@ -1,6 +1,9 @@
-/* kind_block.c — the fused block's gradient-check descriptor (kind.h): its
- * float64 reference and error model behind the generic hooks, and the
- * shapes each tier checks it at. */
+/* kind_block.c — the fused block's gradient-check descriptors (kind.h),
+ * plain and residual: their float64 references and error models behind one
+ * set of hooks, and the shapes each tier checks them at. The residual one
+ * (ref_residual_*, est_residual_errors) adds the identity skip in forward
+ * and copies dy into dx in backward, at shapes with in = out that reach each
+ * CUDA kernel variant of the block (kernels/block_cuda.cu). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 #include "estimate.h"
 #include "kind.h"
 #include "reference.h"
+#include "fusenet/block.h"
 #include "runner.h"
 
 static ref_block_dims dims_of(const gc_case *c)
@@ -24,6 +28,25 @@ static ref_block_params params_at(const gc_problem *p, double *const *t)
                               gc_named(p, t, "gamma"), gc_named(p, t, "beta")};
 }
 
+/* The float64 reference and the error model of one variant. */
+typedef struct {
+    void (*forward)(const ref_block_dims *d, const ref_block_params *p, const double *x, double *y,
+                    const ref_block_cache *cache);
+    void (*backward)(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                     const double *dy, const ref_block_grads *g);
+    void (*errors)(const ref_block_dims *d, const ref_block_params *p, const double *x,
+                   const double *dy, double u_op, const est_block *e);
+} block_math;
+
+static const block_math plain_math = {ref_block_forward, ref_block_backward, est_block_errors};
+static const block_math residual_math = {ref_residual_forward, ref_residual_backward,
+                                         est_residual_errors};
+
+static const block_math *math_of(const gc_problem *p)
+{
+    return p->kind == &gc_residual_kind ? &residual_math : &plain_math;
+}
+
 static fn_status block_create(fn_layer **l, fn_context *ctx, const gc_case *c)
 {
     ref_block_dims d = dims_of(c);
@@ -32,28 +55,33 @@ static fn_status block_create(fn_layer **l, fn_context *ctx, const gc_case *c)
 
 /* gamma ~ U(0.5, 1.5) keeps every channel's scale away from 0; beta ~
  * U(-0.5, 0.5) moves u off the kink by varying amounts. */
+static fn_status residual_create(fn_layer **l, fn_context *ctx, const gc_case *c)
+{
+    fn_block_config cfg = fn_block_config_default(c->in, c->out, c->groups);
+    cfg.eps = c->eps;
+    cfg.negative_slope = c->slope;
+    cfg.residual = 1;
+    fn_rng rng = {.seed = 1, .offset = 0};
+    return fn_block_create(l, ctx, &cfg, c->batch, &rng);
+}
+
 static void block_fill(const gc_case *c, const char *param, double *a, size_t n, chk_rng *rng)
 {
-    double bound = c->wscale / sqrt(c->in);
-    if (strcmp(param, "weight") == 0)
-        chk_fill(a, n, -bound, bound, rng);
-    else if (strcmp(param, "bias") == 0)
-        chk_fill(a, n, c->boffset - bound, c->boffset + bound, rng);
-    else if (strcmp(param, "gamma") == 0)
+    if (gc_fill_affine(c, param, a, n, rng))
+        return;
+    if (strcmp(param, "gamma") == 0)
         chk_fill(a, n, 0.5, 1.5, rng);
     else if (strcmp(param, "beta") == 0)
         chk_fill(a, n, -0.5, 0.5, rng);
-    else {
-        fprintf(stderr, "gradcheck: block: no distribution for parameter '%s'\n", param);
-        abort();
-    }
+    else
+        gc_no_distribution("block", param);
 }
 
 static void block_forward(const gc_problem *p, double *const *t, double *y)
 {
     ref_block_dims d = dims_of(p->c);
     ref_block_params q = params_at(p, t);
-    ref_block_forward(&d, &q, t[0], y, NULL);
+    math_of(p)->forward(&d, &q, t[0], y, NULL);
 }
 
 static void block_backward(const gc_problem *p, double *const *t, const double *dy,
@@ -61,7 +89,7 @@ static void block_backward(const gc_problem *p, double *const *t, const double *
 {
     ref_block_dims d = dims_of(p->c);
     ref_block_params q = params_at(p, t);
-    ref_block_backward(&d, &q, t[0], dy,
+    math_of(p)->backward(&d, &q, t[0], dy,
                        &(ref_block_grads){.dx = g[0], .dweight = gc_named(p, g, "weight"),
                                           .dbias = gc_named(p, g, "bias"),
                                           .dgamma = gc_named(p, g, "gamma"),
@@ -73,11 +101,11 @@ static void block_estimate(const gc_problem *p, double *const *t, const double *
 {
     ref_block_dims d = dims_of(p->c);
     ref_block_params q = params_at(p, t);
-    est_block_errors(&d, &q, t[0], dy, u_op,
-                     &(est_block){.y = ey, .dx = eg[0], .dweight = gc_named(p, eg, "weight"),
-                                  .dbias = gc_named(p, eg, "bias"),
-                                  .dgamma = gc_named(p, eg, "gamma"),
-                                  .dbeta = gc_named(p, eg, "beta")});
+    math_of(p)->errors(&d, &q, t[0], dy, u_op,
+                       &(est_block){.y = ey, .dx = eg[0], .dweight = gc_named(p, eg, "weight"),
+                                    .dbias = gc_named(p, eg, "bias"),
+                                    .dgamma = gc_named(p, eg, "gamma"),
+                                    .dbeta = gc_named(p, eg, "beta")});
 }
 
 /* u = gamma zhat + beta, the leaky_relu input. */
@@ -170,18 +198,64 @@ static const gc_case fd_cases[] = {
 const gc_kind gc_block_kind = {
     .name = "block",
     .create = block_create,
-    .fill = block_fill,
-    .forward = block_forward,
-    .backward = block_backward,
-    .estimate = block_estimate,
+    GC_HOOKS(block),
     .kink_input = block_kink_input,
-    .shape = block_shape,
-    .ref_cases = ref_cases,
-    .n_ref_cases = GC_COUNT(ref_cases),
-    .cases = cases,
-    .n_cases = GC_COUNT(cases),
-    .unaligned_cases = unaligned_cases,
-    .n_unaligned_cases = GC_COUNT(unaligned_cases),
-    .fd_cases = fd_cases,
-    .n_fd_cases = GC_COUNT(fd_cases),
+    GC_TABLE(ref_cases, ref_cases),
+    GC_TABLE(cases, cases),
+    GC_TABLE(unaligned_cases, unaligned_cases),
+    GC_TABLE(fd_cases, fd_cases),
+};
+
+/* The residual variant: tier 1.
+ * batch, in, out, groups, slope, eps, xscale, wscale, boffset, seed, why */
+static const gc_case residual_ref_cases[] = {
+    {3, 6, 6, 2, 0.01, 1e-5, 1, 1, 0, 300, "typical"},
+    {1, 9, 9, 3, 0.2, 1e-5, 1, 1, 0, 301, "batch 1, slope 0.2"},
+    {2, 5, 5, 5, 0.01, 1e-5, 1, 1, 0, 302, "K = 1"},
+    {2, 8, 8, 1, 0.01, 0.5, 1, 1, 0, 303, "G = 1, eps 0.5"},
+};
+
+/* Tier 2: one row per CUDA kernel variant, as the block's table. */
+static const gc_case residual_cases[] = {
+    {1, 12, 12, 3, 0.01, 1e-5, 1, 1, 0, 311, "batch 1"},
+    {5, 15, 15, 5, 0.01, 1e-5, 1, 1, 0, 312, "odd width, K = 3, scalar team <1,1>"},
+    {6, 10, 10, 10, 0.01, 1e-5, 1, 1, 0, 313, "G = out: K = 1"},
+    {3, 64, 64, 4, 0.01, 1e-5, 1, 1, 0, 314, "16 channels a group, float4 team <4,1>"},
+    {4, 16, 16, 4, 0.2, 1e-5, 1000, 1, 0, 315, "large inputs: the skip dominates y"},
+    {64, 128, 128, 8, 0.01, 1e-5, 1, 1, 0, 316, "larger: BLAS blocking"},
+    {40, 150, 150, 3, 0.01, 1e-5, 1, 1, 0, 317, "K = 50, scalar team <1,2>; 2 row chunks"},
+    {4, 132, 132, 2, 0.01, 1e-5, 1, 1, 0, 318, "K = 66, scalar team <1,4>"},
+    {7, 400, 400, 2, 0.01, 1e-5, 1, 1, 0, 319, "K = 200, float4 team <4,2>"},
+    {5, 800, 800, 2, 0.01, 1e-5, 1, 1, 0, 320, "K = 400, float4 team <4,4>"},
+    {9, 260, 260, 2, 0.01, 1e-5, 1, 1, 0, 321, "K = 130, scalar group path <1>"},
+    {2, 2048, 2048, 2, 0.01, 1e-5, 1, 1, 0, 322, "K = 1024, float4 group path <4>"},
+};
+
+/* y, dy one float past 16-byte alignment: the scalar kernels. */
+static const gc_case residual_unaligned_cases[] = {
+    {9, 96, 96, 6, 0.01, 1e-5, 1, 1, 0, 331, "unaligned, K = 16: scalar team <1,1>"},
+    {3, 1024, 1024, 2, 0.01, 1e-5, 1, 1, 0, 332, "unaligned, K = 512: scalar group <1>"},
+};
+
+/* Tier 3 of the residual variant. */
+static const gc_case residual_fd_cases[] = {
+    {4, 12, 12, 3, 0.01, 1e-5, 1, 1, 0, 341, "typical"},
+    {1, 16, 16, 1, 0.2, 1e-5, 1, 1, 0, 342, "batch 1, G = 1, K = 16"},
+    /* One group, so the input (= the output) is as narrow as the paths allow:
+     * bf16's error of a product grows with its width, and at 150 or 260
+     * inputs most units lie within it of the kink, which leaves the check
+     * too few to test. */
+    {3, 50, 50, 1, 0.01, 1e-5, 1, 1, 0, 343, "K = 50, scalar team <1,2>"},
+    {2, 130, 130, 1, 0.01, 1e-5, 1, 1, 0, 344, "K = 130, scalar group path <1>"},
+};
+
+const gc_kind gc_residual_kind = {
+    .name = "residual",
+    .create = residual_create,
+    GC_HOOKS(block),
+    .kink_input = block_kink_input,
+    GC_TABLE(ref_cases, residual_ref_cases),
+    GC_TABLE(cases, residual_cases),
+    GC_TABLE(unaligned_cases, residual_unaligned_cases),
+    GC_TABLE(fd_cases, residual_fd_cases),
 };

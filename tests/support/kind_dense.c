@@ -31,15 +31,8 @@ static fn_status gelu_create(fn_layer **l, fn_context *ctx, const gc_case *c)
 
 static void dense_fill(const gc_case *c, const char *param, double *a, size_t n, chk_rng *rng)
 {
-    double bound = c->wscale / sqrt(c->in);
-    if (strcmp(param, "weight") == 0)
-        chk_fill(a, n, -bound, bound, rng);
-    else if (strcmp(param, "bias") == 0)
-        chk_fill(a, n, c->boffset - bound, c->boffset + bound, rng);
-    else {
-        fprintf(stderr, "gradcheck: dense: no distribution for parameter '%s'\n", param);
-        abort();
-    }
+    if (!gc_fill_affine(c, param, a, n, rng))
+        gc_no_distribution("dense", param);
 }
 
 static int act_of(const gc_problem *p) { return strcmp(p->kind->name, "relu") == 0 ? REF_RELU : REF_GELU; }
@@ -117,12 +110,9 @@ static const gc_case fd_cases[] = {
         .estimate = dense_estimate,                  \
         .kink_input = kink,                          \
         .shape = dense_shape,                        \
-        .ref_cases = ref_cases,                      \
-        .n_ref_cases = GC_COUNT(ref_cases),          \
-        .cases = cases,                              \
-        .n_cases = GC_COUNT(cases),                  \
-        .fd_cases = fd_cases,                        \
-        .n_fd_cases = GC_COUNT(fd_cases),            \
+        GC_TABLE(ref_cases, ref_cases),              \
+        GC_TABLE(cases, cases),                      \
+        GC_TABLE(fd_cases, fd_cases),                \
     }
 
 const gc_kind gc_relu_kind = DENSE_KIND("relu", relu_create, relu_kink_input);

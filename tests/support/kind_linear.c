@@ -18,15 +18,8 @@ static fn_status linear_create(fn_layer **l, fn_context *ctx, const gc_case *c)
 
 static void linear_fill(const gc_case *c, const char *param, double *a, size_t n, chk_rng *rng)
 {
-    double bound = c->wscale / sqrt(c->in);
-    if (strcmp(param, "weight") == 0)
-        chk_fill(a, n, -bound, bound, rng);
-    else if (strcmp(param, "bias") == 0)
-        chk_fill(a, n, c->boffset - bound, c->boffset + bound, rng);
-    else {
-        fprintf(stderr, "gradcheck: linear: no distribution for parameter '%s'\n", param);
-        abort();
-    }
+    if (!gc_fill_affine(c, param, a, n, rng))
+        gc_no_distribution("linear", param);
 }
 
 static void linear_forward(const gc_problem *p, double *const *t, double *y)
@@ -84,15 +77,8 @@ static const gc_case fd_cases[] = {
 const gc_kind gc_linear_kind = {
     .name = "linear",
     .create = linear_create,
-    .fill = linear_fill,
-    .forward = linear_forward,
-    .backward = linear_backward,
-    .estimate = linear_estimate,
-    .shape = linear_shape,
-    .ref_cases = ref_cases,
-    .n_ref_cases = GC_COUNT(ref_cases),
-    .cases = cases,
-    .n_cases = GC_COUNT(cases),
-    .fd_cases = fd_cases,
-    .n_fd_cases = GC_COUNT(fd_cases),
+    GC_HOOKS(linear),
+    GC_TABLE(ref_cases, ref_cases),
+    GC_TABLE(cases, cases),
+    GC_TABLE(fd_cases, fd_cases),
 };

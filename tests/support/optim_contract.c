@@ -58,18 +58,45 @@ void expect_optimizer_contract(fn_optimizer *opt, const char *name,
     assert_int_equal(fn_optimizer_steps(opt), steps);
 }
 
-void contract_params(fn_param params[2], int n, const float *theta, const float *g,
-                     fn_device device)
+void contract_params(fn_param params[2], fn_param *list[2], int n, const float *theta,
+                     const float *g, fn_device device)
 {
     const int cols[2] = {n, 1};
     params[0] = (fn_param){.name = "weight"};
     params[1] = (fn_param){.name = "bias"};
     for (int i = 0; i < 2; i++) {
+        list[i] = &params[i];
         must(fn_tensor_alloc(&params[i].value, 1, cols[i], device));
         must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
-        must(fn_tensor_upload(&params[i].value, theta, (size_t)cols[i]));
-        must(fn_tensor_upload(&params[i].grad, g, (size_t)cols[i]));
     }
+    contract_restart(params, n, theta, g);
+}
+
+void contract_restart(fn_param params[2], int n, const float *theta, const float *g)
+{
+    must(fn_tensor_upload(&params[0].value, theta, (size_t)n));
+    must(fn_tensor_upload(&params[1].value, theta, 1));
+    contract_grads(params, n, g);
+}
+
+void expect_after2(const fn_param params[2], int n, const float *want)
+{
+    assert_true(same_bits("weight after 2 steps", "fn_optimizer", &params[0].value, want, n));
+    float bias;
+    must(fn_tensor_download(&params[1].value, &bias, 1));
+    assert_memory_equal(&bias, &want[0], sizeof bias);
+}
+
+int near_torch(const char *run, const fn_tensor *value, const double *want, int n, double tol)
+{
+    float got[64];
+    assert_true(n <= 64);
+    must(fn_tensor_download(value, got, (size_t)n));
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fabs((double)got[i] - want[i]));
+    printf("    %-14s largest difference from torch %.3g (allowed %.3g)\n", run, worst, tol);
+    return worst <= tol;
 }
 
 void contract_grads(fn_param params[2], int n, const float *g)

@@ -18,11 +18,22 @@ void run_cases(fn_device device, int n, int (*run)(fn_context *ctx, int i));
 
 /* The two parameters an optimiser's tests step, on device: "weight"
  * [1, n] and "bias" [1, 1], with values theta and gradients g (the bias:
- * their first column). */
-void contract_params(fn_param params[2], int n, const float *theta, const float *g,
-                     fn_device device);
+ * their first column); list points at them, as the optimisers take them. */
+void contract_params(fn_param params[2], fn_param *list[2], int n, const float *theta,
+                     const float *g, fn_device device);
 /* New gradients g for both (the bias: g[0]). */
 void contract_grads(fn_param params[2], int n, const float *g);
+/* Both parameters back at values theta and gradients g, as contract_params
+ * made them. */
+void contract_restart(fn_param params[2], int n, const float *theta, const float *g);
+/* Asserts that the weight holds want's bits after two steps of
+ * "fn_optimizer" and the bias want[0]'s. */
+void expect_after2(const fn_param params[2], int n, const float *want);
+
+/* Whether the n values of `value` lie within tol of torch's (want),
+ * printing the largest difference as "    <run> largest difference from
+ * torch ...". */
+int near_torch(const char *run, const fn_tensor *value, const double *want, int n, double tol);
 void contract_params_free(fn_param params[2]);
 
 /* optimizer.h's contract on opt, made over two parameters with state to

@@ -54,6 +54,15 @@ fn_status gc_problem_init(gc_problem *p, const gc_kind *k, const gc_case *c, fn_
     return FN_OK;
 }
 
+int gc_problem_open(gc_problem *p, const gc_kind *k, const gc_case *c, fn_context *ctx,
+                    const char *layer)
+{
+    if (run_report(gc_problem_init(p, k, c, ctx), layer) == FN_OK)
+        return 1;
+    gc_problem_free(p);
+    return 0;
+}
+
 void gc_problem_free(gc_problem *p)
 {
     for (int i = 0; i < p->n; i++)

@@ -58,6 +58,10 @@ typedef struct gc_out {
  * c->seed. c must outlive p. */
 fn_status gc_problem_init(gc_problem *p, const gc_kind *k, const gc_case *c, fn_context *ctx);
 void gc_problem_free(gc_problem *p);
+/* gc_problem_init for a check reported as `layer`: 1 when p is ready, else
+ * 0 with the failure printed (run_report) and p freed. */
+int gc_problem_open(gc_problem *p, const gc_kind *k, const gc_case *c, fn_context *ctx,
+                    const char *layer);
 
 /* The index of the tensor called `name`; aborts when there is none (a
  * descriptor asking for a parameter its layer lacks is a test bug). */

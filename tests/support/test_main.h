@@ -12,6 +12,16 @@
         return cmocka_run_group_tests(tests_, setup, teardown);  \
     }
 
+/* TEST_MAIN for a GPU test program: its status as gpu_program_status
+ * (expect.h) makes it, so a machine without a GPU reports the tests as
+ * skipped. */
+#define GPU_TEST_MAIN(setup, teardown, ...)                                         \
+    int main(void)                                                                  \
+    {                                                                               \
+        const struct CMUnitTest tests_[] = {__VA_ARGS__};                           \
+        return gpu_program_status(cmocka_run_group_tests(tests_, setup, teardown)); \
+    }
+
 /* A test file's main whose tests each run between the same per-test setup
  * and teardown (a fresh fixture for each), named once:
  * TEST_MAIN_EACH(setup, teardown, cmocka_unit_test(a), cmocka_unit_test(b)). */

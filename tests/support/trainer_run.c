@@ -88,6 +88,22 @@ void expect_same_weights(const fn_net *a, const fn_net *b)
     }
 }
 
+int same_weights(const fn_net *a, const fn_net *b)
+{
+    int same = fn_net_n_params(a) == fn_net_n_params(b);
+    for (int i = 0; same && i < fn_net_n_params(a); i++) {
+        const fn_tensor *p = &fn_net_param(a, i)->value, *q = &fn_net_param(b, i)->value;
+        const size_t n = fn_tensor_count(p);
+        if (n != fn_tensor_count(q))
+            return 0;
+        float *x = tensor_to_host(p), *y = tensor_to_host(q);
+        same = memcmp(x, y, n * sizeof *x) == 0;
+        free(x);
+        free(y);
+    }
+    return same;
+}
+
 char *metrics_without_times(const char *dir, const char *out)
 {
     char path[PATH_CAP];
@@ -134,6 +150,12 @@ int deferred_run_teardown(void **state)
     return 0;
 }
 
+void trainer_release(fn_trainer *t, fn_config *cfg)
+{
+    fn_trainer_destroy(t);
+    fn_config_destroy(cfg);
+}
+
 /* A run that must succeed. */
 static fn_trainer *must_run(const char *dir, const char *ini, const char *out,
                             const char *lag, int resume, long long stop_after, fn_config **cfg)
@@ -155,8 +177,7 @@ fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char
     fn_trainer *t = must_run(dir, ini, "parts", lag, 0, stop_after, &cr);
     assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_STOPPED);
     assert_int_equal(fn_trainer_state(t)->global_step, stop_after);
-    fn_trainer_destroy(t);
-    fn_config_destroy(cr);
+    trainer_release(t, cr);
     t = must_run(dir, ini, "parts", lag, 1, -1, cfg);
     assert_int_equal(fn_trainer_outcome(t), FN_TRAIN_DONE);
     expect_same_weights(fn_trainer_net(t), fn_trainer_net(whole));
@@ -164,8 +185,7 @@ fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char
     assert_string_equal(mw, mp);
     free(mw);
     free(mp);
-    fn_trainer_destroy(whole);
-    fn_config_destroy(cw);
+    trainer_release(whole, cw);
     return t;
 }
 
@@ -204,8 +224,7 @@ void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
     assert_int_equal(fn_trainer_state(t)->global_step, fn_trainer_state(eager)->global_step);
     assert_int_equal(fn_optimizer_steps(fn_trainer_optimizer(t)),
                      fn_optimizer_steps(fn_trainer_optimizer(eager)));
-    fn_trainer_destroy(t);
-    fn_config_destroy(cfg);
+    trainer_release(t, cfg);
 }
 
 fn_trainer *trainer_run_diverging(const char *dir, const char *ini, const char *out,

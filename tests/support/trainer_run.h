@@ -71,8 +71,13 @@ void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
                       const char *eager_msg, const char *eager_out, const char *out,
                       const char *defer_lag);
 
+/* The end of a run: the trainer destroyed, then its config. */
+void trainer_release(fn_trainer *t, fn_config *cfg);
+
 /* Fails the test unless the two nets' parameters hold the same bits. */
 void expect_same_weights(const fn_net *a, const fn_net *b);
+/* 1 when the two nets' parameters hold the same bits, else 0. */
+int same_weights(const fn_net *a, const fn_net *b);
 
 /* <dir>/<out>/metrics.csv without the columns of times (seconds,
  * samples_per_s: the 6th and 7th); free it. */
