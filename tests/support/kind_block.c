@@ -237,16 +237,17 @@ static const gc_case residual_unaligned_cases[] = {
     {3, 1024, 1024, 2, 0.01, 1e-5, 1, 1, 0, 332, "unaligned, K = 512: scalar group <1>"},
 };
 
-/* Tier 3 of the residual variant. */
+/* Tier 3 of the residual variant: narrow cases only. A residual layer's
+ * input is as wide as its output, and at the wide kernel paths (K = 50 or
+ * 130: 50 inputs and more) bf16's error of the product puts most units
+ * within reach of the kink, which leaves finite differences too few to test
+ * (measured: 11 to 61 of 150 or 260). Those paths are proven for the
+ * residual by tier 2 in every math mode (residual_cases, against the
+ * float64 reference that tier 1 checks by finite differences) and for the
+ * block by its own tier 3. */
 static const gc_case residual_fd_cases[] = {
     {4, 12, 12, 3, 0.01, 1e-5, 1, 1, 0, 341, "typical"},
     {1, 16, 16, 1, 0.2, 1e-5, 1, 1, 0, 342, "batch 1, G = 1, K = 16"},
-    /* One group, so the input (= the output) is as narrow as the paths allow:
-     * bf16's error of a product grows with its width, and at 150 or 260
-     * inputs most units lie within it of the kink, which leaves the check
-     * too few to test. */
-    {3, 50, 50, 1, 0.01, 1e-5, 1, 1, 0, 343, "K = 50, scalar team <1,2>"},
-    {2, 130, 130, 1, 0.01, 1e-5, 1, 1, 0, 344, "K = 130, scalar group path <1>"},
 };
 
 const gc_kind gc_residual_kind = {
