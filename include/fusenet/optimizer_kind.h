@@ -18,7 +18,6 @@
 
 #include "fusenet/option.h"
 #include "fusenet/optimizer.h"
-#include "fusenet/option.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -40,6 +40,10 @@ typedef struct fn_option {
     const char *fallback;
 } fn_option;
 
+/* The option called `name` of options[0..n), or NULL (NULL options or
+ * name: NULL): how each registry finds a kind's key. */
+const fn_option *fn_option_find(const fn_option *options, int n, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,10 +31,7 @@ const fn_loss_kind *fn_loss_kind_at(int i) { return i >= 0 && i < N_KINDS ? kind
 
 const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name)
 {
-    for (int o = 0; kind && o < kind->n_options; o++)
-        if (strcmp(kind->options[o].name, name) == 0)
-            return &kind->options[o];
-    return NULL;
+    return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;
 }
 
 const char *fn_loss_kind_list(char *buf, size_t cap)

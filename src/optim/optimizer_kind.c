@@ -36,8 +36,5 @@ fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kin
 
 const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *name)
 {
-    for (int i = 0; kind && name && i < kind->n_options; i++)
-        if (strcmp(kind->options[i].name, name) == 0)
-            return &kind->options[i];
-    return NULL;
+    return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;
 }

@@ -41,8 +41,5 @@ fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind)
 
 const fn_option *fn_schedule_option(const fn_schedule_kind *kind, const char *name)
 {
-    for (int i = 0; kind && name && i < kind->n_options; i++)
-        if (strcmp(kind->options[i].name, name) == 0)
-            return &kind->options[i];
-    return NULL;
+    return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;
 }

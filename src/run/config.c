@@ -269,10 +269,7 @@ static const family families[N_FAMILIES] = {
 static const fn_option *kind_option(int f, int k, const char *name)
 {
     const kind_view v = families[f].at(k);
-    for (int o = 0; o < v.n_options; o++)
-        if (strcmp(v.options[o].name, name) == 0)
-            return &v.options[o];
-    return NULL;
+    return fn_option_find(v.options, v.n_options, name);
 }
 
 /* The first kind of family f that takes option `name`; -1 for none. */
