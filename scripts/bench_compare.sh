@@ -2,11 +2,14 @@
 # bench_compare.sh — did a change move bench's figures? On a GPU machine, in
 # one run: builds `bench` of another source tree (BASE, e.g. an older
 # revision unpacked with `git archive REV | tar -x -C build/base_src`) into
-# build/bench_base, then runs that bench and this tree's ($BENCH, default
-# build/gpu/bench) in turn, ROUNDS times (default 3) for each math mode,
-# and prints, per figure, both medians over the rounds and new/base.
+# build/bench_base (with its `train`, for BUILD=build/bench_base
+# scripts/bench_small.sh), then runs that bench and this tree's ($BENCH,
+# default build/gpu/bench) in turn, ROUNDS times (default 3) for each math
+# mode in MATHS (default "fp32 tf32"), and prints, per figure, both medians
+# over the rounds and new/base.
 #
 #   BASE=build/base_src BENCH=build/gpu/bench scripts/bench_compare.sh [bench flags]
+#   BASE=build/base_src MATHS="tf32 bf16" scripts/bench_compare.sh --momentum 0.9
 #
 # Alternating the two programs spreads clock and thermal drift over both.
 set -euo pipefail
@@ -15,14 +18,16 @@ cd "$(dirname "$0")/.."
 base_src=${BASE:?set BASE to the source tree to compare against}
 bench=${BENCH:-build/gpu/bench}
 rounds=${ROUNDS:-3}
+maths=${MATHS:-fp32 tf32}
 raw=${OUT:-/tmp}/bench_compare_raw.txt
 : >"$raw"
 
-cmake -S "$base_src" -B build/bench_base -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/bench_base --target bench -j"$(nproc)" >/dev/null
+cmake -S "$base_src" -B build/bench_base -DCMAKE_BUILD_TYPE=Release -DFN_TESTS=OFF \
+    ${ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$ARCHS"} >/dev/null
+cmake --build build/bench_base --target bench train -j"$(nproc)" >/dev/null
 
 for round in $(seq "$rounds"); do
-    for math in fp32 tf32; do
+    for math in $maths; do
         for who in base new; do
             exe=$bench
             [ "$who" = base ] && exe=build/bench_base/bench
