@@ -2,6 +2,8 @@
  * changes when kernels start, never what they compute:
  *  - FUSENET_PDL=0 when a context is created turns PDL off for it; unset,
  *    the context uses it (on a GPU of sm_90 or later);
+ *  - a launch fn_launch cannot make (an empty grid) still fails with the
+ *    kernel's name, read by FN_CUDA_CHECK_LAUNCH;
  *  - a small network's training with PDL on and with it off, each replayed
  *    as CUDA graphs (the first step of each loader slot uncaptured, the
  *    later ones replays with programmatic edges) and run without graphs,
@@ -22,6 +24,7 @@
 
 #include "core/cuda_runtime.h"
 #include "expect.h"
+#include "fusenet/status.h"
 #include "fusenet/trainer.h"
 #include "program.h"
 #include "sets.h"
@@ -57,6 +60,19 @@ static void test_switch(void **state)
         skip();
     }
     assert_int_equal(pdl_with("1"), 1);
+}
+
+static void test_launch_error(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    void *p = NULL;
+    must(fn_cuda_alloc(&p, sizeof(float)));
+    assert_int_equal(fn_cuda_fill(p, 0, 1.0f), FN_ERR_CUDA);
+    if (!strstr(fn_last_error(), "launch of fill_kernel"))
+        fail_msg("the message does not name the launch: %s", fn_last_error());
+    fn_cuda_free(p);
+    fn_context_destroy(ctx);
 }
 
 /* Eight inputs; labels: three classes by two signs; t: three float
@@ -134,5 +150,5 @@ static void test_pdl_mse(void **state)
 
 #define PDL_TEST(test) cmocka_unit_test_setup_teardown(test, setup, deferred_run_teardown)
 
-GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_switch), PDL_TEST(test_pdl_sgd),
-              PDL_TEST(test_pdl_adamw_clip_dropout), PDL_TEST(test_pdl_mse))
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_switch), cmocka_unit_test(test_launch_error),
+              PDL_TEST(test_pdl_sgd), PDL_TEST(test_pdl_adamw_clip_dropout), PDL_TEST(test_pdl_mse))

@@ -16,13 +16,19 @@
  * before FN_GRID_WAIT() (griddepcontrol.wait) returns, which waits until
  * every grid it depends on has completed and its writes are visible. The
  * rule that keeps this from being forgotten: EVERY __global__ function in
- * kernels/ and src/ opens its body with FN_GRID_WAIT(); as its first
- * statement, before any early return, and no `<<<` launch is left; the CPU
- * test check_launches (scripts/check_launches.py) fails the build's tests
- * on a kernel without it, on a `<<<`, on a launch that is not followed by
- * its error check, and on the PDL attribute used outside this file. A
- * kernel that waits when launched without the attribute loses nothing: the
- * wait returns at once.
+ * kernels/, src/ and scripts/ opens its body with FN_GRID_WAIT(); as its
+ * first statement, before any declaration or early return, and no `<<<`
+ * launch is left. The CPU test check_launches (scripts/check_launches.py)
+ * fails on a kernel without it, on a `<<<`, on an fn_launch not followed by
+ * its error check, and on the PDL attribute, cudaLaunchKernelEx or the
+ * device-side wait used outside this file; so a new kernel cannot be
+ * launched early without waiting. The rule is on every kernel, launched
+ * through fn_launch or not, so the check need not follow launches to their
+ * kernels. A kernel that waits when launched without the attribute loses
+ * nothing: the wait returns at once. Since every kernel waits before it
+ * can finish, a kernel completes only after its predecessors: ordering
+ * stays transitive for the ordinary launches (cuBLAS's products, copies,
+ * events) that follow.
  *
  * FN_GRID_WAIT() also triggers the launch of the kernel's own dependents
  * (griddepcontrol.launch_dependents) right after the wait. That moves only
@@ -33,13 +39,15 @@
  *
  * The switch: FUSENET_PDL=0 in the environment when a context is created
  * turns PDL off for it (every launch then is an ordinary one, ordered as
- * `<<<` orders it); a GPU older than sm_90 never uses it. For side-by-side
- * timings and as a safety valve (docs/performance.md). Launches without a
- * context (ctx == NULL: the initialisers on the legacy default stream) are
- * ordinary ones.
+ * `<<<` orders it); a GPU older than sm_90, or code compiled for one and
+ * JIT-compiled (without the wait), never uses it (device_cuda.cu). It is
+ * there for side-by-side timings and as a safety valve
+ * (docs/performance.md). Launches without a context (ctx == NULL: the
+ * initialisers on the legacy default stream) are ordinary ones.
  *
  * Dynamic shared memory: `smem` is passed through as the launch's dynamic
- * shared memory, as `<<<`'s third argument was. */
+ * shared memory, as `<<<`'s third argument was (every kernel today uses
+ * static shared memory only and passes 0). */
 #ifndef FUSENET_KERNELS_KERNEL_LAUNCH_CUDA_CUH
 #define FUSENET_KERNELS_KERNEL_LAUNCH_CUDA_CUH
 
