@@ -35,10 +35,13 @@ struct fn_cuda_state {
      * result, so a loss never allocates. */
     void *reduce;
     int sm_count; /* multiprocessors of the context's GPU */
-    /* Kernels launch with programmatic dependent launch
+    /* Kernels may launch with programmatic dependent launch
      * (kernel_launch_cuda.cuh): sm_90 or later, and FUSENET_PDL is not "0"
      * when the context is created. */
     int pdl;
+    /* The context's stream is being captured into a graph (graph_cuda.cu):
+     * the only time launches use PDL. */
+    int capturing;
 };
 
 /* The stream work is queued on now: the main one, or the side one between

@@ -3,7 +3,8 @@
  *
  * fn_launch(ctx, kernel, grid, block, smem, stream, args...) replaces
  * `kernel<<<grid, block, smem, stream>>>(args...)`. When the context allows
- * PDL (fn_ctx_pdl) it launches with cudaLaunchKernelEx and the attribute
+ * PDL (fn_ctx_pdl) and its stream is being captured into a CUDA graph
+ * (fn_launch_pdl) it launches with cudaLaunchKernelEx and the attribute
  * cudaLaunchAttributeProgrammaticStreamSerialization = 1: the kernel may be
  * scheduled while its predecessor on the stream is still running, which
  * hides the launch gap between the short kernels of a small network's step
@@ -77,6 +78,14 @@ static inline int fn_ctx_pdl(const fn_context *ctx)
     return ctx != NULL && ctx->cuda != NULL && ctx->cuda->pdl;
 }
 
+/* 1 when this launch uses it: only into a graph being captured. Launched
+ * one by one, kernels with the attribute made a small network's step
+ * slower, where in a graph they made it faster (docs/performance.md). */
+static inline int fn_launch_pdl(const fn_context *ctx)
+{
+    return fn_ctx_pdl(ctx) && ctx->cuda->capturing;
+}
+
 /* The arguments convert to the kernel's parameter types as in a call
  * (NULL to a pointer), as `<<<` converts them. */
 template <typename... Params>
@@ -93,7 +102,7 @@ static inline void fn_launch(const fn_context *ctx, void (*kernel)(Params...), d
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = fn_ctx_pdl(ctx) ? 1u : 0u;
+    cfg.numAttrs = fn_launch_pdl(ctx) ? 1u : 0u;
     /* The error stays the runtime's last error, for FN_CUDA_CHECK_LAUNCH. */
     (void)cudaLaunchKernelEx(&cfg, kernel, args...);
 }
