@@ -9,6 +9,7 @@
 #include "optim/adam_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "optim/multi_tensor_cuda.cuh"
 
@@ -42,6 +43,7 @@ __global__ void __launch_bounds__(kThreads)
 adam_kernel(float *value /* [n] */, float *exp_avg /* [n] */, float *exp_avg_sq /* [n] */,
             const float *grad /* [n] */, fn_adam_step s, size_t n)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const float neg_step = -s.step_size;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -58,6 +60,7 @@ __global__ void __launch_bounds__(kMtThreads)
 adam_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long long chunks,
                 const fn_adam_step *scalars, const int *skip /* or NULL */)
 {
+    FN_GRID_WAIT();
     if (skip && *skip)
         return;
     const fn_adam_step s = *scalars;
@@ -94,17 +97,17 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
 {
     const size_t n = fn_tensor_count(value);
     const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
-    adam_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        value->data, exp_avg->data, exp_avg_sq->data, grad->data, *s, n);
+    fn_launch(ctx, adam_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), value->data,
+              exp_avg->data, exp_avg_sq->data, grad->data, *s, n);
     FN_CUDA_CHECK_LAUNCH(adam_kernel);
     return FN_OK;
 }
 
 static fn_status cuda_update_all(const fn_multi_tensor *mt, const int *skip)
 {
-    adam_all_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
-        (const fn_mt_entry *)mt->table, mt->n, mt->chunks, (const fn_adam_step *)mt->scalars,
-        skip);
+    fn_launch(mt->ctx, adam_all_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
+              (const fn_mt_entry *)mt->table, mt->n, mt->chunks, (const fn_adam_step *)mt->scalars,
+              skip);
     FN_CUDA_CHECK_LAUNCH(adam_all_kernel);
     return FN_OK;
 }

@@ -13,6 +13,7 @@
 #include "nn/loss_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -37,6 +38,7 @@ bce_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [gridDim.x
                    const float *target /* [count] */, size_t count, size_t cols,
                    size_t per_block, double scale, pos_weights pw)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     const size_t i0 = (size_t)blockIdx.x * per_block;
     const size_t i1 = min(count, i0 + per_block);
@@ -79,9 +81,9 @@ extern "C" fn_status fn_cuda_bce_partials(fn_context *ctx, const fn_tensor *pred
     pw.has = pos_weight != NULL;
     for (size_t c = 0; pos_weight && c < cols; c++)
         pw.w[c] = pos_weight[c];
-    bce_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, counts, dpred ? dpred->data : NULL, pred->data, target->data, count, cols,
-        per_block, scale, pw);
+    fn_launch(ctx, bce_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), partials,
+              counts, dpred ? dpred->data : NULL, pred->data, target->data, count, cols, per_block,
+              scale, pw);
     FN_CUDA_CHECK_LAUNCH(bce_partial_kernel);
     *p = fn_loss_partials{partials, counts, (int)blocks, scale};
     return FN_OK;

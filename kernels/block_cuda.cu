@@ -40,6 +40,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
@@ -151,6 +152,7 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
                           const float *beta /* [C] */, int N, int C, int G, int team, float eps,
                           float slope)
 {
+    FN_GRID_WAIT();
     const int K = C / G;
     const int t = threadIdx.x % team;
     const size_t pair = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / team;
@@ -222,6 +224,7 @@ block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, floa
                            const float *gamma /* [C] */, const float *beta /* [C] */, int C, int G,
                            float eps, float slope)
 {
+    FN_GRID_WAIT();
     __shared__ float smem[kWarpSize];
     const int K = C / G;
     const size_t pair = blockIdx.x;
@@ -314,6 +317,7 @@ block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C]
                            const float *beta /* [C] */, int N, int C, int G, int team,
                            int rows_per_chunk, float slope)
 {
+    FN_GRID_WAIT();
     __shared__ float smem[kBackwardWarps][kWarpSize * R * V];
     const int K = C / G;
     const int warp = threadIdx.x / kWarpSize;
@@ -441,6 +445,7 @@ block_backward_group_kernel(Z *dz /* [N, C] */, float *dskip /* [N, C] gets dy, 
                             const float *gamma /* [C] */, const float *beta /* [C] */, int C,
                             int G, float slope)
 {
+    FN_GRID_WAIT();
     __shared__ float smem[kWarpSize];
     const int K = C / G;
     const size_t pair = blockIdx.x;
@@ -600,11 +605,13 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            block_forward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps, slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, 4>, (unsigned)pairs, kGroupThreads,
+                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
+                      slope);
         else
-            block_forward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps, slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, 1>, (unsigned)pairs, kGroupThreads,
+                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
+                      slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
@@ -614,8 +621,9 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
         return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
-        block_forward_team_kernel<Z, S::vec, S::reps><<<(unsigned)blocks, kForwardThreads, 0, s>>>(
-            y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, N, C, G, p.team, eps, slope);
+        fn_launch(b->base.ctx, block_forward_team_kernel<Z, S::vec, S::reps>, (unsigned)blocks,
+                  kForwardThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta,
+                  N, C, G, p.team, eps, slope);
     });
     FN_CUDA_CHECK_LAUNCH(block_forward_team_kernel);
     return FN_OK;
@@ -651,25 +659,27 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block backward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            block_backward_group_kernel<Z, 4><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                dz, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
+            fn_launch(b->base.ctx, block_backward_group_kernel<Z, 4>, (unsigned)pairs,
+                      kGroupThreads, 0, s, dz, dskip, b->mean.data, b->rstd.data, z, dy, bias,
+                      gamma, beta, C, G, slope);
         else
-            block_backward_group_kernel<Z, 1><<<(unsigned)pairs, kGroupThreads, 0, s>>>(
-                dz, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, C, G, slope);
+            fn_launch(b->base.ctx, block_backward_group_kernel<Z, 1>, (unsigned)pairs,
+                      kGroupThreads, 0, s, dz, dskip, b->mean.data, b->rstd.data, z, dy, bias,
+                      gamma, beta, C, G, slope);
         FN_CUDA_CHECK_LAUNCH(block_backward_group_kernel);
         const norm_column_op<Z> op = {b->mean.data, b->rstd.data, z, dz, dy,
                                       bias, gamma, beta, C, G, slope};
-        FN_TRY(fn_column_partials<3>(s, partials, op, N, C, chunks));
+        FN_TRY(fn_column_partials<3>(b->base.ctx, partials, op, N, C, chunks));
     } else {
         const int groups_per_warp = kWarpSize / p.team;
         const dim3 grid((unsigned)((G + groups_per_warp - 1) / groups_per_warp), (unsigned)chunks);
         const int rows_per_chunk = fn_chunk_rows(N, chunks);
         with_team_shape(p, [&](auto shape) {
             using S = decltype(shape);
-            block_backward_team_kernel<Z, S::vec, S::reps>
-                <<<grid, kBackwardWarps * kWarpSize, 0, s>>>(
-                    dz, partials, dskip, b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G,
-                    p.team, rows_per_chunk, slope);
+            fn_launch(b->base.ctx, block_backward_team_kernel<Z, S::vec, S::reps>, grid,
+                      kBackwardWarps * kWarpSize, 0, s, dz, partials, dskip, b->mean.data,
+                      b->rstd.data, z, dy, bias, gamma, beta, N, C, G, p.team, rows_per_chunk,
+                      slope);
         });
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
     }
@@ -679,7 +689,7 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
         return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
     };
     const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
-    return fn_column_finish<3>(s, out, partials, lr, chunks, C);
+    return fn_column_finish<3>(b->base.ctx, out, partials, lr, chunks, C);
 }
 
 /* dx: the residual block's, which starts as dy (NULL otherwise). */

@@ -12,6 +12,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_runtime.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -28,6 +29,7 @@ typedef struct clip_result {
 __global__ void __launch_bounds__(kThreads)
 sum_squares_kernel(double *partials /* [gridDim.x] */, const float *grad /* [n] */, size_t n)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     double acc = 0;
@@ -44,6 +46,7 @@ __global__ void __launch_bounds__(kThreads)
 clip_finish_kernel(clip_result *result, const double *partials /* [count] */, int count,
                    double max_norm)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     double acc = 0;
     for (int i = threadIdx.x; i < count; i += blockDim.x)
@@ -60,6 +63,7 @@ clip_finish_kernel(clip_result *result, const double *partials /* [count] */, in
 __global__ void __launch_bounds__(kThreads)
 scale_kernel(float *grad /* [n] */, const clip_result *result, size_t n)
 {
+    FN_GRID_WAIT();
     const double coef = result->coef;
     if (!(coef < 1.0))
         return;
@@ -108,19 +112,20 @@ static fn_status cuda_apply(fn_clip *clip)
     int offset = 0;
     for (int i = 0; i < clip->n_params; i++) {
         const fn_tensor *g = &clip->params[i]->grad;
-        sum_squares_kernel<<<(unsigned)clip->blocks[i], kThreads, 0, s>>>(
-            partials + offset, g->data, fn_tensor_count(g));
+        fn_launch(clip->ctx, sum_squares_kernel, (unsigned)clip->blocks[i], kThreads, 0, s,
+                  partials + offset, g->data, fn_tensor_count(g));
         FN_CUDA_CHECK_LAUNCH(sum_squares_kernel);
         offset += clip->blocks[i];
     }
     clip_result *result = result_of(clip, offset);
-    clip_finish_kernel<<<1, kThreads, 0, s>>>(result, partials, offset, clip->max_norm);
+    fn_launch(clip->ctx, clip_finish_kernel, 1, kThreads, 0, s, result, partials, offset,
+              clip->max_norm);
     FN_CUDA_CHECK_LAUNCH(clip_finish_kernel);
     for (int i = 0; i < clip->n_params; i++) {
         fn_tensor *g = &clip->params[i]->grad;
         const size_t n = fn_tensor_count(g);
-        scale_kernel<<<(unsigned)fn_stride_blocks(clip->ctx, n, kThreads), kThreads, 0, s>>>(
-            g->data, result, n);
+        fn_launch(clip->ctx, scale_kernel, (unsigned)fn_stride_blocks(clip->ctx, n, kThreads),
+                  kThreads, 0, s, g->data, result, n);
         FN_CUDA_CHECK_LAUNCH(scale_kernel);
     }
     return FN_OK;

@@ -17,6 +17,7 @@
 #include "dist/comm_impl.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 
 #ifdef FN_HAVE_NCCL
@@ -27,6 +28,7 @@ static constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) scale_kernel(float *x, size_t n, float factor)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         x[i] *= factor;
@@ -37,8 +39,8 @@ extern "C" fn_status fn_comm_scale_cuda(fn_context *ctx, fn_tensor *t, float fac
     const size_t n = (size_t)t->rows * (size_t)t->cols;
     if (n == 0)
         return FN_OK;
-    scale_kernel<<<(unsigned)fn_stride_blocks(ctx, n, kThreads), kThreads, 0,
-                   fn_ctx_stream(ctx)>>>(t->data, n, factor);
+    fn_launch(ctx, scale_kernel, (unsigned)fn_stride_blocks(ctx, n, kThreads), kThreads, 0,
+              fn_ctx_stream(ctx), t->data, n, factor);
     FN_CUDA_CHECK_LAUNCH(scale_kernel);
     return FN_OK;
 }

@@ -16,6 +16,7 @@
 #include "nn/loss_rows_cuda.cuh"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -44,6 +45,7 @@ __global__ void __launch_bounds__(kThreads)
 label_weight_sum_kernel(double *inv_w /* [1] */, const int32_t *labels /* [N] */, int N,
                         class_weights cw)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     double s = 0.0;
     for (int n = threadIdx.x; n < N; n += blockDim.x)
@@ -62,6 +64,7 @@ smoothed_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [grid
                         const float *logits /* [N, C] */, const int32_t *labels /* [N] */, int N,
                         int C, int rows_per_block, class_weights cw, double eps)
 {
+    FN_GRID_WAIT();
     __shared__ double warp_loss[kWarps];
     __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -138,14 +141,14 @@ extern "C" fn_status fn_cuda_cross_entropy_smoothed_partials(fn_context *ctx,
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kSlots);
     double *inv_w = partials + kWeightSumSlot;
-    label_weight_sum_kernel<<<1, kThreads, 0, stream>>>(inv_w, labels, N, cw);
+    fn_launch(ctx, label_weight_sum_kernel, 1, kThreads, 0, stream, inv_w, labels, N, cw);
     FN_CUDA_CHECK_LAUNCH(label_weight_sum_kernel);
     int blocks = (N + kWarps - 1) / kWarps;
     blocks = blocks > kSlots ? kSlots : blocks < 1 ? 1 : blocks;
     const int rows_per_block = (N + blocks - 1) / blocks;
-    smoothed_partial_kernel<<<(unsigned)blocks, kThreads, 0, stream>>>(
-        partials, counts, dlogits ? dlogits->data : NULL, inv_w, logits->data, labels, N, C,
-        rows_per_block, cw, (double)s->eps);
+    fn_launch(ctx, smoothed_partial_kernel, (unsigned)blocks, kThreads, 0, stream, partials, counts,
+              dlogits ? dlogits->data : NULL, inv_w, logits->data, labels, N, C, rows_per_block, cw,
+              (double)s->eps);
     FN_CUDA_CHECK_LAUNCH(smoothed_partial_kernel);
     *p = fn_loss_partials{partials, counts, blocks, 1.0};
     return FN_OK;

@@ -5,6 +5,7 @@
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "nn/dense_impl.h"
 
@@ -17,6 +18,7 @@ static constexpr float kInvSqrt2Pi = 0.39894228040143268f; /* 1/sqrt(2 pi) */
 __global__ void dense_activate_kernel(float *y /* [n] */, const float *z /* [n] */, size_t n,
                                       int gelu)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = z[i];
@@ -27,6 +29,7 @@ __global__ void dense_activate_kernel(float *y /* [n] */, const float *z /* [n] 
 __global__ void dense_derive_kernel(float *dz /* [n] */, const float *dy /* [n] */,
                                     const float *z /* [n] */, size_t n, int gelu)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = z[i];
@@ -50,8 +53,8 @@ static unsigned blocks_for(size_t n)
 
 static fn_status activate(fn_context *ctx, fn_activation act, float *y, const float *z, size_t n)
 {
-    dense_activate_kernel<<<blocks_for(n), kThreads, 0, fn_ctx_stream(ctx)>>>(
-        y, z, n, act == FN_ACTIVATION_GELU);
+    fn_launch(ctx, dense_activate_kernel, blocks_for(n), kThreads, 0, fn_ctx_stream(ctx), y, z, n,
+              act == FN_ACTIVATION_GELU);
     FN_CUDA_CHECK_LAUNCH(dense_activate_kernel);
     return FN_OK;
 }
@@ -59,8 +62,8 @@ static fn_status activate(fn_context *ctx, fn_activation act, float *y, const fl
 static fn_status derive(fn_context *ctx, fn_activation act, float *dz, const float *dy,
                         const float *z, size_t n)
 {
-    dense_derive_kernel<<<blocks_for(n), kThreads, 0, fn_ctx_stream(ctx)>>>(
-        dz, dy, z, n, act == FN_ACTIVATION_GELU);
+    fn_launch(ctx, dense_derive_kernel, blocks_for(n), kThreads, 0, fn_ctx_stream(ctx), dz, dy, z,
+              n, act == FN_ACTIVATION_GELU);
     FN_CUDA_CHECK_LAUNCH(dense_derive_kernel);
     return FN_OK;
 }

@@ -2,16 +2,19 @@
  * error when there is no GPU, one stream, one cuBLAS handle on that stream in
  * deterministic mode, a cuBLASLt handle and the table of its chosen
  * algorithms, a side stream with the events that fork work onto it and join
- * it back, each stream's cuBLAS workspace, and the device's multiprocessor
- * count. Before any of that, the check that this build has code for the GPU
- * and that the GPU has what the math mode needs. */
+ * it back, each stream's cuBLAS workspace, the device's multiprocessor
+ * count and whether kernels launch with PDL (FUSENET_PDL). Before any of
+ * that, the check that this build has code for the GPU and that the GPU has
+ * what the math mode needs. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/gemm_lt_cuda.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "fusenet/version.h"
 
 /* cuBLAS's recommended workspace for Hopper; set explicitly so cuBLAS never
@@ -41,7 +44,7 @@ extern "C" void fn_cuda_device_label(int gpu, char *buf, size_t cap)
 
 /* Never launched: cudaFuncGetAttributes on it says whether the binary
  * holds machine code the GPU runs or PTX its driver can compile. */
-__global__ void arch_probe_kernel(int *out) { *out = 0; }
+__global__ void arch_probe_kernel(int *out) { FN_GRID_WAIT(); *out = 0; }
 
 /* A GPU the build has no code for fails here, at start, naming its compute
  * capability and the option that adds it, never with a kernel failure
@@ -72,9 +75,26 @@ static fn_status check_gpu(int gpu, fn_math math)
     return FN_OK;
 }
 
+/* Programmatic dependent launch (kernel_launch_cuda.cuh) on GPUs of sm_90
+ * and later running code compiled for sm_90 or later (where FN_GRID_WAIT
+ * is compiled in: code JIT-compiled from older PTX has no wait), unless the
+ * environment says FUSENET_PDL=0. The probe stands for every kernel: one
+ * build compiles them all for the same architectures. */
+static fn_status pdl_allowed(int *pdl, int gpu)
+{
+    int major = 0;
+    FN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gpu));
+    cudaFuncAttributes attrs;
+    FN_CUDA_CHECK(cudaFuncGetAttributes(&attrs, arch_probe_kernel));
+    const char *env = getenv("FUSENET_PDL");
+    *pdl = major >= 9 && attrs.ptxVersion >= 90 && !(env && strcmp(env, "0") == 0);
+    return FN_OK;
+}
+
 static fn_status create_state(fn_cuda_state *s, int gpu)
 {
     FN_CUDA_CHECK(cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, gpu));
+    FN_TRY(pdl_allowed(&s->pdl, gpu));
     /* A blocking stream, so the synchronous copies of memory_cuda.cu (legacy
      * default stream) are ordered after the kernels queued here. */
     FN_CUDA_CHECK(cudaStreamCreate(&s->own_stream));
@@ -97,6 +117,8 @@ static fn_status create_state(fn_cuda_state *s, int gpu)
     FN_CUDA_CHECK(cudaMalloc(&s->reduce, (FN_CUDA_REDUCE_SLOTS + 1) * sizeof(double)));
     return FN_OK;
 }
+
+extern "C" int fn_cuda_context_pdl(const fn_context *ctx) { return fn_ctx_pdl(ctx); }
 
 extern "C" fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
 {

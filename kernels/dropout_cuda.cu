@@ -10,6 +10,7 @@
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "nn/dropout_impl.h"
 
@@ -22,6 +23,7 @@ __global__ void dropout_mask_kernel(float *out /* [n] */, const float *in /* [n]
                                     int width, uint64_t seed, uint64_t key, uint32_t threshold,
                                     float scale)
 {
+    FN_GRID_WAIT();
     const uint64_t step = pass[0];
     const uint64_t e0 = pass[1] * (uint64_t)width;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -39,10 +41,10 @@ static fn_status apply(fn_dropout *d, float *out, const float *in, size_t n)
         return FN_OK;
     }
     const size_t blocks = (n + kThreads - 1) / kThreads;
-    dropout_mask_kernel<<<(unsigned)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535),
-                          kThreads, 0, s>>>(
-        out, in, reinterpret_cast<const uint64_t *>(d->pass_dev.data), n, d->base.in_features,
-        d->seed, d->key, d->threshold, d->scale);
+    fn_launch(d->base.ctx, dropout_mask_kernel,
+              (unsigned)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), kThreads, 0, s, out,
+              in, reinterpret_cast<const uint64_t *>(d->pass_dev.data), n, d->base.in_features,
+              d->seed, d->key, d->threshold, d->scale);
     FN_CUDA_CHECK_LAUNCH(dropout_mask_kernel);
     return FN_OK;
 }

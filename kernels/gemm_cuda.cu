@@ -22,6 +22,7 @@
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
 #include "core/gemm_lt_cuda.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 
 static constexpr int kTile = 32;     /* transpose: tile side */
@@ -51,6 +52,7 @@ __global__ void split_tf32_kernel(float *a_big /* [na] */, float *a_small /* [na
                                   const float *a /* [na] */, const float *b /* [nb] */, size_t na,
                                   size_t nb)
 {
+    FN_GRID_WAIT();
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na + nb; i += stride) {
         const bool in_a = i < na;
@@ -74,6 +76,7 @@ __global__ void to_bf16_kernel(__nv_bfloat16 *a_h /* [na] */, __nv_bfloat16 *b_h
                                const float *a /* [na] */, const float *b /* [nb] */, size_t na,
                                size_t nb)
 {
+    FN_GRID_WAIT();
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na + nb; i += stride) {
         if (i < na)
@@ -92,6 +95,7 @@ __global__ void to_bf16_quad_kernel(__nv_bfloat16 *a_h /* [4 qa] */, __nv_bfloat
                                     const float *a /* [4 qa] */, const float *b /* [4 qb] */,
                                     size_t qa, size_t qb)
 {
+    FN_GRID_WAIT();
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < qa + qb; i += stride) {
         const bool in_a = i < qa;
@@ -113,6 +117,7 @@ __global__ void __launch_bounds__(kTile * kTileRows)
 transpose_kernel(float *out /* [cols, rows] */, float *out_small /* [cols, rows] or NULL */,
                  const float *src /* [rows, cols] */, int rows, int cols)
 {
+    FN_GRID_WAIT();
     __shared__ float tile[kTile][kTile + 1];
     const int c = blockIdx.x * kTile + threadIdx.x;
     const int r0 = blockIdx.y * kTile;
@@ -198,18 +203,18 @@ extern "C" fn_status fn_cuda_to_bf16(fn_context *ctx, fn_bf16 *a_h, const float 
         const size_t blocks = fn_stride_blocks(ctx, (na + nb) / 4, kSplitThreads);
         if (blocks == 0)
             return FN_OK;
-        to_bf16_quad_kernel<<<(unsigned)blocks, kSplitThreads, 0, s>>>(
-            reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a, b,
-            na / 4, nb / 4);
+        fn_launch(ctx, to_bf16_quad_kernel, (unsigned)blocks, kSplitThreads, 0, s,
+                  reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a,
+                  b, na / 4, nb / 4);
         FN_CUDA_CHECK_LAUNCH(to_bf16_quad_kernel);
         return FN_OK;
     }
     const size_t blocks = fn_stride_blocks(ctx, na + nb, kSplitThreads);
     if (blocks == 0)
         return FN_OK;
-    to_bf16_kernel<<<(unsigned)blocks, kSplitThreads, 0, s>>>(
-        reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a, b, na,
-        nb);
+    fn_launch(ctx, to_bf16_kernel, (unsigned)blocks, kSplitThreads, 0, s,
+              reinterpret_cast<__nv_bfloat16 *>(a_h), reinterpret_cast<__nv_bfloat16 *>(b_h), a, b,
+              na, nb);
     FN_CUDA_CHECK_LAUNCH(to_bf16_kernel);
     return FN_OK;
 }
@@ -235,8 +240,8 @@ extern "C" fn_status fn_cuda_split_tf32(fn_context *ctx, float *a_big, float *a_
     const size_t blocks = fn_stride_blocks(ctx, na + nb, kSplitThreads);
     if (blocks == 0)
         return FN_OK;
-    split_tf32_kernel<<<(unsigned)blocks, kSplitThreads, 0, fn_ctx_stream(ctx)>>>(
-        a_big, a_small, b_big, b_small, a, b, na, nb);
+    fn_launch(ctx, split_tf32_kernel, (unsigned)blocks, kSplitThreads, 0, fn_ctx_stream(ctx), a_big,
+              a_small, b_big, b_small, a, b, na, nb);
     FN_CUDA_CHECK_LAUNCH(split_tf32_kernel);
     return FN_OK;
 }
@@ -247,8 +252,8 @@ extern "C" fn_status fn_cuda_transpose(fn_context *ctx, float *out, float *out_s
     const dim3 grid((unsigned)((cols + kTile - 1) / kTile), (unsigned)((rows + kTile - 1) / kTile));
     if (grid.y > 65535u)
         return fn_fail(FN_ERR_INVALID, "transpose: %d rows is too many", rows);
-    transpose_kernel<<<grid, dim3(kTile, kTileRows), 0, fn_ctx_stream(ctx)>>>(out, out_small, src,
-                                                                             rows, cols);
+    fn_launch(ctx, transpose_kernel, grid, dim3(kTile, kTileRows), 0, fn_ctx_stream(ctx), out,
+              out_small, src, rows, cols);
     FN_CUDA_CHECK_LAUNCH(transpose_kernel);
     return FN_OK;
 }

@@ -13,6 +13,7 @@ struct fn_cuda_graph {
 extern "C" fn_status fn_cuda_graph_begin(fn_context *ctx)
 {
     FN_CUDA_CHECK(cudaStreamBeginCapture(fn_ctx_stream(ctx), cudaStreamCaptureModeThreadLocal));
+    ctx->cuda->capturing = 1;
     return FN_OK;
 }
 
@@ -20,6 +21,7 @@ extern "C" fn_status fn_cuda_graph_end(fn_context *ctx, fn_cuda_graph **out)
 {
     *out = NULL;
     cudaGraph_t graph = NULL;
+    ctx->cuda->capturing = 0;
     FN_CUDA_CHECK(cudaStreamEndCapture(fn_ctx_stream(ctx), &graph));
     fn_cuda_graph *g = (fn_cuda_graph *)calloc(1, sizeof *g);
     if (!g) {
@@ -39,6 +41,7 @@ extern "C" fn_status fn_cuda_graph_end(fn_context *ctx, fn_cuda_graph **out)
 extern "C" void fn_cuda_graph_abort(fn_context *ctx)
 {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    ctx->cuda->capturing = 0;
     if (cudaStreamIsCapturing(fn_ctx_stream(ctx), &status) == cudaSuccess &&
         status != cudaStreamCaptureStatusNone) {
         cudaGraph_t graph = NULL;

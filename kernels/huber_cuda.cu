@@ -10,6 +10,7 @@
 #include "nn/loss_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -24,6 +25,7 @@ huber_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count]
                      const float *pred /* [count] */, const float *target /* [count] */,
                      size_t count, size_t per_block, double delta, double scale)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     const size_t i0 = (size_t)blockIdx.x * per_block;
     const size_t i1 = min(count, i0 + per_block);
@@ -53,9 +55,9 @@ extern "C" fn_status fn_cuda_huber_partials(fn_context *ctx, const fn_tensor *pr
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
     const double scale = 1.0 / (double)count;
-    huber_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        (double)delta, scale);
+    fn_launch(ctx, huber_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx),
+              partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
+              (double)delta, scale);
     FN_CUDA_CHECK_LAUNCH(huber_partial_kernel);
     *p = fn_loss_partials{partials, NULL, (int)blocks, scale};
     return FN_OK;

@@ -6,6 +6,7 @@
  * then add, never fused). */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
+#include "core/kernel_launch_cuda.cuh"
 
 extern "C" const char *fn_curand_error_string(curandStatus_t status)
 {
@@ -31,6 +32,7 @@ extern "C" const char *fn_curand_error_string(curandStatus_t status)
 
 __global__ void scale_uniform_kernel(float *out /* [n] */, size_t n, float lo, float hi)
 {
+    FN_GRID_WAIT();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         out[i] = __fadd_rn(lo, __fmul_rn(__fsub_rn(hi, lo), out[i]));
@@ -38,6 +40,7 @@ __global__ void scale_uniform_kernel(float *out /* [n] */, size_t n, float lo, f
 
 __global__ void fill_kernel(float *out /* [n] */, size_t n, float value)
 {
+    FN_GRID_WAIT();
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         out[i] = value;
@@ -66,7 +69,8 @@ extern "C" fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float 
     curandDestroyGenerator(gen);
     FN_TRY(st);
     const int threads = 256;
-    scale_uniform_kernel<<<(unsigned)((n + threads - 1) / threads), threads>>>(out, n, lo, hi);
+    fn_launch(nullptr, scale_uniform_kernel, (unsigned)((n + threads - 1) / threads), threads, 0, 0,
+              out, n, lo, hi);
     FN_CUDA_CHECK_LAUNCH(scale_uniform_kernel);
     return FN_OK;
 }
@@ -74,7 +78,8 @@ extern "C" fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float 
 extern "C" fn_status fn_cuda_fill(float *out, size_t n, float value)
 {
     const int threads = 256;
-    fill_kernel<<<(unsigned)((n + threads - 1) / threads), threads>>>(out, n, value);
+    fn_launch(nullptr, fill_kernel, (unsigned)((n + threads - 1) / threads), threads, 0, 0, out, n,
+              value);
     FN_CUDA_CHECK_LAUNCH(fill_kernel);
     return FN_OK;
 }

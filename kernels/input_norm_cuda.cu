@@ -5,6 +5,7 @@
  * data/input_norm.c and PyTorch compute them, so all three give the same
  * bits. */
 #include "core/cuda_check.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "data/input_norm_impl.h"
 
@@ -14,6 +15,7 @@ __global__ void __launch_bounds__(kThreads)
 input_norm_kernel(float *x /* [rows, cols] */, const float *mean /* [cols] */,
                   const float *std /* [cols] */, size_t n, int cols)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const int j = (int)(i % (size_t)cols);
@@ -28,8 +30,8 @@ extern "C" fn_status fn_input_norm_apply_cuda(fn_context *ctx, float *x, const f
     if (n == 0)
         return FN_OK;
     const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
-    input_norm_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(x, mean, std, n,
-                                                                             cols);
+    fn_launch(ctx, input_norm_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), x, mean,
+              std, n, cols);
     FN_CUDA_CHECK_LAUNCH(input_norm_kernel);
     return FN_OK;
 }

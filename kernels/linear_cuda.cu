@@ -7,6 +7,7 @@
 #include "core/gemm_cuda.h"
 #include "core/launch_cuda.cuh"
 #include "nn/linear_impl.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -16,6 +17,7 @@ static constexpr int kThreads = 256;
 __global__ void add_bias_kernel(float *y /* [N, C] */, const float *bias /* [C] */, size_t count,
                                 int C)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
         y[i] += bias[i % C];
@@ -59,9 +61,9 @@ static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_ten
                                 l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,
                                 ws, ws_floats));
     const size_t count = (size_t)N * C;
-    add_bias_kernel<<<(unsigned)fn_stride_blocks(layer->ctx, count, kThreads), kThreads, 0,
-                      fn_ctx_stream(layer->ctx)>>>(y->data,
-                                                   l->params[FN_LINEAR_BIAS].value.data, count, C);
+    fn_launch(layer->ctx, add_bias_kernel, (unsigned)fn_stride_blocks(layer->ctx, count, kThreads),
+              kThreads, 0, fn_ctx_stream(layer->ctx), y->data, l->params[FN_LINEAR_BIAS].value.data,
+              count, C);
     FN_CUDA_CHECK_LAUNCH(add_bias_kernel);
     l->x = *x;
     return FN_OK;
@@ -74,11 +76,10 @@ static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, b
 {
     fn_layer *layer = &l->base;
     const int N = layer->batch, C = layer->out_features;
-    cudaStream_t s = fn_ctx_stream(layer->ctx);
     float *partials = l->scratch.data;
     const int chunks = fn_row_chunks(N);
-    FN_TRY(fn_column_partials<1>(s, partials, dy_column_op{dy->data, C}, N, C, chunks));
-    FN_TRY(fn_column_finish<1>(s, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
+    FN_TRY(fn_column_partials<1>(layer->ctx, partials, dy_column_op{dy->data, C}, N, C, chunks));
+    FN_TRY(fn_column_finish<1>(layer->ctx, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
                                partials, 0.0f, chunks, C));
     if (!with_dweight)
         return FN_OK;

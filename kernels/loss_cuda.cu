@@ -22,6 +22,7 @@
 #include "fusenet/loss_kind.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 #include "nn/loss_rows_cuda.cuh"
 
@@ -49,6 +50,7 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
                    const float *pred /* [count] */, const float *target /* [count] */,
                    size_t count, size_t per_block, double scale)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     const size_t i0 = (size_t)blockIdx.x * per_block;
     const size_t i1 = min(count, i0 + per_block);
@@ -74,6 +76,7 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
                              const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
                              double scale)
 {
+    FN_GRID_WAIT();
     __shared__ double warp_loss[kWarps];
     __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -130,6 +133,7 @@ loss_finish_kernel(float *loss /* [1] */, loss_result *result /* or NULL */,
                    const double *partials /* [count] */, const int *counts /* [count] or NULL */,
                    int count, double scale)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
     for (int i = threadIdx.x; i < count; i += blockDim.x) {
@@ -154,6 +158,7 @@ __global__ void __launch_bounds__(kThreads)
 count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logits /* [N, C] */,
                              const int32_t *labels /* [N] */, int N, int C, int rows_per_block)
 {
+    FN_GRID_WAIT();
     __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int row0 = blockIdx.x * rows_per_block;
@@ -179,6 +184,7 @@ count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logit
 __global__ void count_finish_kernel(int *total /* [1] */, const int *partials /* [count] */,
                                     int count)
 {
+    FN_GRID_WAIT();
     int s = 0;
     for (int i = 0; i < count; i++)
         s += partials[i];
@@ -202,8 +208,8 @@ static int row_blocks(int rows, int most, int *rows_per_block)
 static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *partials, int count,
                              double scale)
 {
-    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, partials, NULL,
-                                                               count, scale);
+    fn_launch(ctx, loss_finish_kernel, 1, kThreads, 0, fn_ctx_stream(ctx), loss->data, NULL,
+              partials, NULL, count, scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     return FN_OK;
 }
@@ -211,8 +217,8 @@ static fn_status finish_loss(fn_context *ctx, fn_tensor *loss, const double *par
 extern "C" fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss,
                                          const fn_loss_partials *p)
 {
-    loss_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(ctx)>>>(loss->data, NULL, p->sums, NULL,
-                                                               p->count, p->scale);
+    fn_launch(ctx, loss_finish_kernel, 1, kThreads, 0, fn_ctx_stream(ctx), loss->data, NULL,
+              p->sums, NULL, p->count, p->scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     return FN_OK;
 }
@@ -226,9 +232,9 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
         blocks = FN_CUDA_REDUCE_SLOTS;
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
-    mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count);
+    fn_launch(ctx, mse_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), partials,
+              dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
+              1.0 / (double)count);
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
 }
@@ -245,9 +251,9 @@ static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits
     *blocks = row_blocks(N, kCrossEntropySlots, &rows_per_block);
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = with_counts ? (int *)(partials + kCrossEntropySlots) : NULL;
-    cross_entropy_partial_kernel<<<(unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-        rows_per_block, 1.0 / (double)N);
+    fn_launch(ctx, cross_entropy_partial_kernel, (unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx),
+              partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
+              rows_per_block, 1.0 / (double)N);
     FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     return FN_OK;
 }
@@ -273,7 +279,8 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_t
     int *counts = (int *)(partials + kCrossEntropySlots);
     loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
     const double scale = 1.0 / (double)logits->rows;
-    loss_finish_kernel<<<1, kThreads, 0, s>>>(loss->data, result, partials, counts, blocks, scale);
+    fn_launch(ctx, loss_finish_kernel, 1, kThreads, 0, s, loss->data, result, partials, counts,
+              blocks, scale);
     FN_CUDA_CHECK_LAUNCH(loss_finish_kernel);
     loss_result host;
     FN_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof host, cudaMemcpyDeviceToHost, s));
@@ -292,10 +299,10 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
     const int blocks = row_blocks(N, FN_CUDA_REDUCE_SLOTS, &rows_per_block);
     int *partials = (int *)ctx->cuda->reduce;
     int *total = partials + FN_CUDA_REDUCE_SLOTS;
-    count_correct_partial_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(partials, logits->data,
-                                                                       labels, N, C, rows_per_block);
+    fn_launch(ctx, count_correct_partial_kernel, (unsigned)blocks, kThreads, 0, s, partials,
+              logits->data, labels, N, C, rows_per_block);
     FN_CUDA_CHECK_LAUNCH(count_correct_partial_kernel);
-    count_finish_kernel<<<1, 1, 0, s>>>(total, partials, blocks);
+    fn_launch(ctx, count_finish_kernel, 1, 1, 0, s, total, partials, blocks);
     FN_CUDA_CHECK_LAUNCH(count_finish_kernel);
     FN_CUDA_CHECK(cudaMemcpyAsync(correct, total, sizeof *total, cudaMemcpyDeviceToHost, s));
     FN_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -312,9 +319,9 @@ extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred
         blocks = FN_CUDA_REDUCE_SLOTS;
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
-    mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count);
+    fn_launch(ctx, mse_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), partials,
+              dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
+              1.0 / (double)count);
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count};
     return FN_OK;

@@ -11,6 +11,7 @@
 #include "nn/loss_tally_cuda.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kThreads = 256;
@@ -37,6 +38,7 @@ tally_finish_kernel(float *loss /* [1] */, fn_loss_tally_value *tally,
                     const double *partials /* [count] */, const int *counts /* [count] or NULL */,
                     int count, double scale, int rows)
 {
+    FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
     double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
     for (int i = threadIdx.x; i < count; i += blockDim.x) {
@@ -112,8 +114,8 @@ extern "C" fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t) { return t-
 extern "C" fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss,
                                           const fn_loss_partials *p, int rows)
 {
-    tally_finish_kernel<<<1, kThreads, 0, fn_ctx_stream(t->ctx)>>>(
-        loss->data, t->sums, p->sums, p->counts, p->count, p->scale, rows);
+    fn_launch(t->ctx, tally_finish_kernel, 1, kThreads, 0, fn_ctx_stream(t->ctx), loss->data,
+              t->sums, p->sums, p->counts, p->count, p->scale, rows);
     FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);
     return FN_OK;
 }

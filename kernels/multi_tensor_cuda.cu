@@ -8,12 +8,14 @@
 
 #include "optim/multi_tensor_cuda.cuh"
 #include "core/cuda_check.h"
+#include "core/kernel_launch_cuda.cuh"
 
 /* ---- kernels ---- */
 
 __global__ void __launch_bounds__(kMtThreads)
 mt_zero_grad_kernel(const fn_mt_entry *table /* [n] */, int n, long long chunks)
 {
+    FN_GRID_WAIT();
     mt_for_each_piece(table, n, chunks, [](const fn_mt_entry &e, size_t first, size_t end) {
 #pragma unroll
         for (int k = 0; k < kMtPerThread; k++) {
@@ -92,8 +94,8 @@ extern "C" fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void
 
 extern "C" fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt)
 {
-    mt_zero_grad_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
-        (const fn_mt_entry *)mt->table, mt->n, mt->chunks);
+    fn_launch(mt->ctx, mt_zero_grad_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
+              (const fn_mt_entry *)mt->table, mt->n, mt->chunks);
     FN_CUDA_CHECK_LAUNCH(mt_zero_grad_kernel);
     return FN_OK;
 }

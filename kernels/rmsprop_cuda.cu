@@ -11,6 +11,7 @@
 #include "optim/rmsprop_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "optim/multi_tensor_cuda.cuh"
 
@@ -54,6 +55,7 @@ rmsprop_kernel(float *value /* [n] */, float *square_avg /* [n] */,
                float *momentum_buffer /* [n] or NULL */, float *grad_avg /* [n] or NULL */,
                const float *grad /* [n] */, fn_rmsprop_step s, size_t n)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float v = square_avg[i];
@@ -76,6 +78,7 @@ rmsprop_all_kernel(const fn_mt_entry *table /* [n_tensors] */,
                    const fn_mt_entry *averages /* [n_tensors] or NULL */, int n_tensors,
                    long long chunks, const fn_rmsprop_step *scalars, const int *skip /* or NULL */)
 {
+    FN_GRID_WAIT();
     if (skip && *skip)
         return;
     const fn_rmsprop_step s = *scalars;
@@ -120,9 +123,9 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
 {
     const size_t n = fn_tensor_count(value);
     const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
-    rmsprop_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        value->data, square_avg->data, s->has_momentum ? momentum_buffer->data : nullptr,
-        s->centered ? grad_avg->data : nullptr, grad->data, *s, n);
+    fn_launch(ctx, rmsprop_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), value->data,
+              square_avg->data, s->has_momentum ? momentum_buffer->data : nullptr,
+              s->centered ? grad_avg->data : nullptr, grad->data, *s, n);
     FN_CUDA_CHECK_LAUNCH(rmsprop_kernel);
     return FN_OK;
 }
@@ -130,10 +133,10 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
 static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_multi_tensor *averages,
                                  const int *skip)
 {
-    rmsprop_all_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
-        (const fn_mt_entry *)mt->table,
-        averages ? (const fn_mt_entry *)averages->table : nullptr, mt->n, mt->chunks,
-        (const fn_rmsprop_step *)mt->scalars, skip);
+    fn_launch(mt->ctx, rmsprop_all_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
+              (const fn_mt_entry *)mt->table,
+              averages ? (const fn_mt_entry *)averages->table : nullptr, mt->n, mt->chunks,
+              (const fn_rmsprop_step *)mt->scalars, skip);
     FN_CUDA_CHECK_LAUNCH(rmsprop_all_kernel);
     return FN_OK;
 }

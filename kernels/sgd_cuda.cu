@@ -8,6 +8,7 @@
 #include "optim/sgd_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "optim/multi_tensor_cuda.cuh"
 
@@ -38,6 +39,7 @@ sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when mome
            const float *grad /* [n] */, float lr, float momentum, float one_minus_dampening,
            float weight_decay, int nesterov, int first_step, size_t n)
 {
+    FN_GRID_WAIT();
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const int reads_buf = momentum != 0.0f && !first_step;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -56,6 +58,7 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
                const fn_sgd_scalars *scalars, const int *skip /* or NULL */, float momentum,
                float one_minus_dampening, float weight_decay, int nesterov)
 {
+    FN_GRID_WAIT();
     if (skip && *skip)
         return;
     const float lr = scalars->lr;
@@ -96,9 +99,9 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
                        (double)cfg->momentum);
     const size_t n = fn_tensor_count(value);
     const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
-    sgd_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        value->data, cfg->momentum != 0.0f ? momentum_buf->data : NULL, grad->data, cfg->lr,
-        cfg->momentum, 1.0f - cfg->dampening, cfg->weight_decay, cfg->nesterov, first_step, n);
+    fn_launch(ctx, sgd_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), value->data,
+              cfg->momentum != 0.0f ? momentum_buf->data : NULL, grad->data, cfg->lr, cfg->momentum,
+              1.0f - cfg->dampening, cfg->weight_decay, cfg->nesterov, first_step, n);
     FN_CUDA_CHECK_LAUNCH(sgd_kernel);
     return FN_OK;
 }
@@ -106,9 +109,10 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
 static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_sgd_config *cfg,
                                  const int *skip)
 {
-    sgd_all_kernel<<<fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx)>>>(
-        (const fn_mt_entry *)mt->table, mt->n, mt->chunks, (const fn_sgd_scalars *)mt->scalars,
-        skip, cfg->momentum, 1.0f - cfg->dampening, cfg->weight_decay, cfg->nesterov);
+    fn_launch(mt->ctx, sgd_all_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
+              (const fn_mt_entry *)mt->table, mt->n, mt->chunks,
+              (const fn_sgd_scalars *)mt->scalars, skip, cfg->momentum, 1.0f - cfg->dampening,
+              cfg->weight_decay, cfg->nesterov);
     FN_CUDA_CHECK_LAUNCH(sgd_all_kernel);
     return FN_OK;
 }

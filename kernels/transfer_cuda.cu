@@ -10,6 +10,7 @@
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 
 struct fn_cuda_transfer {
@@ -115,6 +116,7 @@ __global__ void gather_rows_kernel(float *__restrict__ out,        /* [n, cols] 
                                    const int32_t *__restrict__ rows, /* [n] */
                                    int n, int cols)
 {
+    FN_GRID_WAIT();
     const size_t total = (size_t)n * (size_t)cols;
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < total;
          k += (size_t)gridDim.x * blockDim.x) {
@@ -133,8 +135,8 @@ extern "C" fn_status fn_cuda_transfer_send_gather(fn_cuda_transfer *t, int slot,
     for (int i = 0; i < g && count > 0; i++) {
         const size_t blocks = fn_stride_blocks(t->ctx, (size_t)count * (size_t)gathers[i].cols,
                                                threads);
-        gather_rows_kernel<<<(unsigned)blocks, threads, 0, t->stream>>>(
-            gathers[i].dst, gathers[i].set, rows, count, gathers[i].cols);
+        fn_launch(t->ctx, gather_rows_kernel, (unsigned)blocks, threads, 0, t->stream,
+                  gathers[i].dst, gathers[i].set, rows, count, gathers[i].cols);
         FN_CUDA_CHECK(cudaGetLastError());
     }
     FN_CUDA_CHECK(cudaEventRecord(t->sent[slot], t->stream));

@@ -28,6 +28,12 @@ fn_status fn_cuda_context_init(fn_context *ctx, int gpu)
 
 void fn_cuda_context_release(fn_context *ctx) { (void)ctx; }
 
+int fn_cuda_context_pdl(const fn_context *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 fn_status fn_cuda_context_sync(fn_context *ctx)
 {
     (void)ctx;

@@ -20,6 +20,9 @@ void fn_cuda_device_label(int gpu, char *buf, size_t cap);
 fn_status fn_cuda_context_init(fn_context *ctx, int gpu);
 void fn_cuda_context_release(fn_context *ctx);
 fn_status fn_cuda_context_sync(fn_context *ctx);
+/* 1 when the context's kernels launch with programmatic dependent launch
+ * (kernel_launch_cuda.cuh; FUSENET_PDL=0 at its creation turns it off). */
+int fn_cuda_context_pdl(const fn_context *ctx);
 /* fn_context_use_stream (stream) or, when own, fn_context_own_stream. */
 fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, int own);
 /* The context's side stream, for work independent of what the main stream

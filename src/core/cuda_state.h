@@ -2,7 +2,8 @@
  * product of a network runs on, a side stream beside it, the cuBLAS and
  * cuBLASLt handles and their workspaces, the products' chosen algorithms
  * (gemm_lt_cuda.h), a small buffer for the losses' reductions and the
- * device's multiprocessor count (grid sizes, launch_cuda.cuh). Allocated
+ * device's multiprocessor count (grid sizes, launch_cuda.cuh) and whether
+ * its kernels launch with PDL (kernel_launch_cuda.cuh). Allocated
  * once when the context is created. */
 #ifndef FUSENET_KERNELS_CUDA_STATE_H
 #define FUSENET_KERNELS_CUDA_STATE_H
@@ -34,6 +35,13 @@ struct fn_cuda_state {
      * result, so a loss never allocates. */
     void *reduce;
     int sm_count; /* multiprocessors of the context's GPU */
+    /* Kernels may launch with programmatic dependent launch
+     * (kernel_launch_cuda.cuh): sm_90 or later, and FUSENET_PDL is not "0"
+     * when the context is created. */
+    int pdl;
+    /* The context's stream is being captured into a graph (graph_cuda.cu):
+     * the only time launches use PDL. */
+    int capturing;
 };
 
 /* The stream work is queued on now: the main one, or the side one between

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 
 inline constexpr int kWarpSize = 32;
@@ -69,6 +70,7 @@ __global__ void __launch_bounds__(kColumnTile * kColumnRows)
 column_partials_kernel(float *partials /* [chunks, Q, C] */, Op op, int N, int C,
                        int rows_per_chunk)
 {
+    FN_GRID_WAIT();
     __shared__ float smem[Q][kColumnRows][kColumnTile];
     const int c = blockIdx.x * kColumnTile + threadIdx.x;
     const bool active = c < C;
@@ -112,6 +114,7 @@ __global__ void column_finish_kernel(column_outputs<Q> out,
                                      const float *partials /* [chunks, Q, C] */, float lr,
                                      int chunks, int C)
 {
+    FN_GRID_WAIT();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
         return;
@@ -133,24 +136,24 @@ __global__ void column_finish_kernel(column_outputs<Q> out,
 
 /* The two launches, for N rows in `chunks` chunks (fn_row_chunks(N)). */
 template <int Q, typename Op>
-static fn_status fn_column_partials(cudaStream_t s, float *partials /* [chunks, Q, C] */,
+static fn_status fn_column_partials(const fn_context *ctx, float *partials /* [chunks, Q, C] */,
                                     const Op &op, int N, int C, int chunks)
 {
     const dim3 grid((unsigned)((C + kColumnTile - 1) / kColumnTile), (unsigned)chunks);
-    column_partials_kernel<Q, Op><<<grid, dim3(kColumnTile, kColumnRows), 0, s>>>(
-        partials, op, N, C, fn_chunk_rows(N, chunks));
+    fn_launch(ctx, column_partials_kernel<Q, Op>, grid, dim3(kColumnTile, kColumnRows), 0,
+              fn_ctx_stream(ctx), partials, op, N, C, fn_chunk_rows(N, chunks));
     FN_CUDA_CHECK_LAUNCH(column_partials_kernel);
     return FN_OK;
 }
 
 template <int Q>
-static fn_status fn_column_finish(cudaStream_t s, column_outputs<Q> out,
+static fn_status fn_column_finish(const fn_context *ctx, column_outputs<Q> out,
                                   const float *partials /* [chunks, Q, C] */, float lr, int chunks,
                                   int C)
 {
-    column_finish_kernel<Q>
-        <<<(unsigned)((C + kColumnFinishThreads - 1) / kColumnFinishThreads),
-           kColumnFinishThreads, 0, s>>>(out, partials, lr, chunks, C);
+    fn_launch(ctx, column_finish_kernel<Q>,
+              (unsigned)((C + kColumnFinishThreads - 1) / kColumnFinishThreads),
+              kColumnFinishThreads, 0, fn_ctx_stream(ctx), out, partials, lr, chunks, C);
     FN_CUDA_CHECK_LAUNCH(column_finish_kernel);
     return FN_OK;
 }
