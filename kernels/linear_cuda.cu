@@ -1,6 +1,7 @@
 /* linear_cuda.cu — the affine output layer y = x W^T + b on the GPU: the
  * products through gemm_cuda.h, a bias-add kernel, and db as a deterministic
- * column sum of dy (reduce_cuda.cuh), beside dx on the side stream. */
+ * column sum of dy in one launch (reduce_cuda.cuh), beside dx on the side
+ * stream. */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
@@ -35,16 +36,27 @@ struct dy_column_op {
 
 /* ---- launchers ---- */
 
-/* Scratch layout: db partials [fn_row_chunks(max_batch), out], then the
- * products' workspace. */
+/* Scratch layout: db partials [fn_row_chunks(max_batch), out], the
+ * column tiles' tickets [fn_column_tiles(out)] (ints, zero as allocated),
+ * then the products' workspace. */
 static size_t partial_floats(const fn_linear *l)
 {
     return fn_pad_floats((size_t)fn_row_chunks(l->base.max_batch) * (size_t)l->base.out_features);
 }
 
+static size_t column_floats(const fn_linear *l)
+{
+    return partial_floats(l) + fn_pad_floats((size_t)fn_column_tiles(l->base.out_features));
+}
+
+static int *column_tickets(fn_linear *l)
+{
+    return reinterpret_cast<int *>(l->scratch.data + partial_floats(l));
+}
+
 static float *gemm_workspace(fn_linear *l, size_t *floats)
 {
-    const size_t skip = partial_floats(l);
+    const size_t skip = column_floats(l);
     *floats = fn_tensor_count(&l->scratch) - skip;
     return l->scratch.data + skip;
 }
@@ -75,11 +87,9 @@ static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, b
     fn_layer *layer = &l->base;
     const int N = layer->batch, C = layer->out_features;
     cudaStream_t s = fn_ctx_stream(layer->ctx);
-    float *partials = l->scratch.data;
-    const int chunks = fn_row_chunks(N);
-    FN_TRY(fn_column_partials<1>(s, partials, dy_column_op{dy->data, C}, N, C, chunks));
-    FN_TRY(fn_column_finish<1>(s, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
-                               partials, 0.0f, chunks, C));
+    FN_TRY(fn_column_sums<1>(s, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
+                             l->scratch.data, column_tickets(l), dy_column_op{dy->data, C}, N, C,
+                             fn_row_chunks(N), 0.0f));
     if (!with_dweight)
         return FN_OK;
     return fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
@@ -134,7 +144,7 @@ extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)
 {
     const fn_layer *b = &l->base;
     const size_t floats =
-        partial_floats(l) + fn_cuda_gemm_workspace_floats(fn_context_math(b->ctx), b->max_batch,
+        column_floats(l) + fn_cuda_gemm_workspace_floats(fn_context_math(b->ctx), b->max_batch,
                                                           b->in_features, b->out_features);
     return fn_cuda_workspace_alloc(&l->scratch, floats);
 }

@@ -11,10 +11,11 @@
  * counts in the reduce buffer's second half, so the cross-entropy uses at
  * most half its slots) and its finish kernel puts the value and the count
  * side by side in the buffer's last slot: one 8-byte copy reads both.
- * The _partials variants stop before the finish and describe the partial
- * sums (and counts) they left (loss_kind.h), for a loss tally's finish
- * kernel (loss_tally_cuda.cu) to add to the device's running sums:
- * nothing leaves the device. */
+ * The _partials variants describe the partial sums (and counts) they left
+ * (loss_kind.h) and, given a tally's `into`, finish them into the
+ * device's running sums in their last block to arrive
+ * (loss_tally_finish_cuda.cuh): the whole loss, its gradient and its
+ * count in one launch; nothing leaves the device. */
 #include <math.h>
 #include <stdint.h>
 
@@ -24,8 +25,9 @@
 #include "core/cuda_state.h"
 #include "core/reduce_cuda.cuh"
 #include "nn/loss_rows_cuda.cuh"
+#include "nn/loss_tally_finish_cuda.cuh"
 
-static constexpr int kThreads = 256;
+static constexpr int kThreads = kTallyFinishThreads; /* a block may finish a tally's sums */
 static constexpr int kWarps = kThreads / kWarpSize;
 static constexpr size_t kMinPerBlock = 4 * kThreads; /* MSE: elements a block at least */
 /* Cross-entropy blocks at most: its double partials fill the reduce
@@ -43,11 +45,12 @@ static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 /* ---- kernels ---- */
 
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
- * dpred = 2 (pred - target) / count. */
+ * dpred = 2 (pred - target) / count; with into.sums, the last block
+ * finishes the partials into a tally. */
 __global__ void __launch_bounds__(kThreads)
 mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] or NULL */,
                    const float *pred /* [count] */, const float *target /* [count] */,
-                   size_t count, size_t per_block, double scale)
+                   size_t count, size_t per_block, double scale, fn_loss_tally_into into)
 {
     __shared__ double smem[kWarpSize];
     const size_t i0 = (size_t)blockIdx.x * per_block;
@@ -62,17 +65,19 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
     s = block_sum(s, smem);
     if (threadIdx.x == 0)
         partials[blockIdx.x] = s;
+    tally_finish_last(into, partials, NULL, scale);
 }
 
 /* One warp a row: loss_n = logsumexp(row) - row[label], gradient
  * (softmax(row) - onehot(label)) * scale; partials[block] = the sum of the
  * block's row losses, rows in order; counts[block], when given, the block's
- * rows whose first largest logit is at the label. */
+ * rows whose first largest logit is at the label; with into.sums, the
+ * last block finishes the partials into a tally. */
 __global__ void __launch_bounds__(kThreads)
 cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [gridDim.x] or NULL */,
                              float *dlogits /* [N, C] or NULL */, const float *logits /* [N, C] */,
                              const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
-                             double scale)
+                             double scale, fn_loss_tally_into into)
 {
     __shared__ double warp_loss[kWarps];
     __shared__ int warp_count[kWarps];
@@ -121,6 +126,7 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
         if (counts)
             counts[blockIdx.x] = total_correct;
     }
+    tally_finish_last(into, partials, counts, scale);
 }
 
 /* loss[0] = (sum of the partials, in order of their blocks' slices) * scale;
@@ -228,7 +234,7 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
     double *partials = (double *)ctx->cuda->reduce;
     mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
         partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count);
+        1.0 / (double)count, fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
 }
@@ -238,7 +244,7 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
  * blocks, for the kernel that finishes the sums. */
 static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
                                         const int32_t *labels, fn_tensor *dlogits, int with_counts,
-                                        int *blocks)
+                                        const fn_loss_tally_into *into, int *blocks)
 {
     const int N = logits->rows, C = logits->cols;
     int rows_per_block;
@@ -247,7 +253,7 @@ static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits
     int *counts = with_counts ? (int *)(partials + kCrossEntropySlots) : NULL;
     cross_entropy_partial_kernel<<<(unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
         partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-        rows_per_block, 1.0 / (double)N);
+        rows_per_block, 1.0 / (double)N, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     return FN_OK;
 }
@@ -257,7 +263,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor
                                                 fn_tensor *dlogits)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 0, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 0, NULL, &blocks));
     return finish_loss(ctx, loss, (double *)ctx->cuda->reduce, blocks, 1.0 / (double)logits->rows);
 }
 
@@ -268,7 +274,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_t
 {
     cudaStream_t s = fn_ctx_stream(ctx);
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, NULL, &blocks));
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kCrossEntropySlots);
     loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
@@ -304,7 +310,7 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
 
 extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred,
                                           const fn_tensor *target, fn_tensor *dpred,
-                                          fn_loss_partials *p)
+                                          const fn_loss_tally_into *into, fn_loss_partials *p)
 {
     const size_t count = fn_tensor_count(pred);
     size_t blocks = (count + kMinPerBlock - 1) / kMinPerBlock;
@@ -314,20 +320,21 @@ extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred
     double *partials = (double *)ctx->cuda->reduce;
     mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
         partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count);
+        1.0 / (double)count, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
-    *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count};
+    *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count, into != NULL};
     return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
                                                     const int32_t *labels, fn_tensor *dlogits,
+                                                    const fn_loss_tally_into *into,
                                                     fn_loss_partials *p)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, into, &blocks));
     const double *partials = (const double *)ctx->cuda->reduce;
     *p = fn_loss_partials{partials, (const int *)(partials + kCrossEntropySlots), blocks,
-                          1.0 / (double)logits->rows};
+                          1.0 / (double)logits->rows, into != NULL};
     return FN_OK;
 }

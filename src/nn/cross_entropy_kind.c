@@ -56,13 +56,15 @@ static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *
 }
 
 static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
-                             const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
+                             const fn_loss_targets *t, fn_tensor *dpred,
+                             const fn_loss_tally_into *into, fn_loss_partials *p)
 {
     fn_ce_smoothing s;
     if (!t->labels)
         return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
     if (!smoothing_of(options, &s))
-        return fn_cuda_cross_entropy_partials(ctx, pred, t->labels, dpred, p);
+        return fn_cuda_cross_entropy_partials(ctx, pred, t->labels, dpred, into, p);
+    /* The weighted or smoothed loss leaves its sums to the tally. */
     return fn_cuda_cross_entropy_smoothed_partials(ctx, pred, t->labels, &s, dpred, p);
 }
 

@@ -1,8 +1,9 @@
 /* loss_tally.c — a loss tally (loss_tally.h): the checked entry points, the
  * CPU's sums in host memory, and the ring of late copies both devices
  * share. A step's loss comes from its kind's descriptor (loss_kind.h): on
- * the CPU its read, on the GPU its partial sums, which
- * kernels/loss_tally_cuda.cu finishes into the device's sums and copies. */
+ * the CPU its read, on the GPU its partial sums, which the loss's own
+ * kernel finishes into the device's sums where it can (in its last
+ * block), else kernels/loss_tally_cuda.cu's finish kernel. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -116,9 +117,11 @@ fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const v
     FN_TRY(fn_tensor_check_on(loss, "loss", FN_CUDA, 1, 1));
     if (dpred)
         FN_TRY(fn_tensor_check_on(dpred, dname, FN_CUDA, pred->rows, pred->cols));
-    fn_loss_partials p;
-    FN_TRY(kind->partials(t->ctx, options, pred, targets, dpred, &p));
-    return fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
+    fn_loss_tally_into into;
+    fn_cuda_tally_into(t->cuda, loss, pred->rows, &into);
+    fn_loss_partials p = {0};
+    FN_TRY(kind->partials(t->ctx, options, pred, targets, dpred, &into, &p));
+    return p.finished ? FN_OK : fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
 }
 
 const int *fn_loss_tally_bad_flag(const fn_loss_tally *t)

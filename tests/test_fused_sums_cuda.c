@@ -1,0 +1,409 @@
+/* test_fused_sums_cuda.c — the sums the GPU finishes in the launch that
+ * makes their parts (reduce_cuda.cuh, block_arrived_last: the last block
+ * to arrive adds the partial results in a fixed order), at many shapes:
+ *  (a) the column sums over the batch: the linear layer's bias gradient
+ *      and the block's dgamma, dbeta, dbias (team and group paths) against
+ *      float64 sums of the same terms on the host, within the error bound
+ *      of a float sum of their count; a second backward adds exactly the
+ *      same sums again (the arrival counter set itself back to 0) and a
+ *      third after zeroing gives the first bits;
+ *  (b) a loss tally's step (loss_tally.h) with cross_entropy and mse,
+ *      whose kernel finishes the loss into the tally itself: the value and
+ *      gradient the same bits as the loss's own call (loss.h), and the
+ *      tally's sums after several steps those the host adds (loss_sum +=
+ *      value * rows, the correct count, rows and steps); a non-finite loss
+ *      raises the bad flag at its step and stops the counting.
+ * Shapes: batch 1, odd widths, batches below, at and above the 32 rows of
+ * a column chunk and above the 32 chunks' cap, losses over one block and
+ * over the reduce buffer's cap of blocks. Skips without a GPU. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "expect.h"
+#include "fusenet/init.h"
+#include "fusenet/linear.h"
+#include "fusenet/loss.h"
+#include "fusenet/loss_kind.h"
+#include "fusenet/loss_tally.h"
+#include "nn/block_impl.h"
+#include "test_main.h"
+
+/* A float sum of n terms in any order is within (n - 1) u sum |terms| of
+ * the exact sum (u = 2^-24); the terms themselves carry a few roundings of
+ * magnitudes the callers add up in abs_sum. */
+static double sum_bound(int n, double abs_sum) { return (n + 8) * 0x1p-24 * abs_sum + 1e-30; }
+
+static fn_tensor device_uniform(int rows, int cols, float lo, float hi, fn_rng *rng)
+{
+    fn_tensor t;
+    EXPECT_OK(fn_tensor_alloc(&t, rows, cols, FN_CUDA));
+    EXPECT_OK(fn_init_uniform(&t, lo, hi, rng));
+    return t;
+}
+
+/* Fails unless got[c] is within sum_bound of want[c] for every column. */
+static void expect_sums(const char *what, const float *got, const double *want,
+                        const double *abs_sum, int n, int C)
+{
+    for (int c = 0; c < C; c++) {
+        const double err = fabs((double)got[c] - want[c]);
+        if (!(err <= sum_bound(n, abs_sum[c])))
+            fail_msg("%s, column %d of %d, %d rows: %.9g, float64 sum %.9g (bound %.3g)", what, c,
+                     C, n, (double)got[c], want[c], sum_bound(n, abs_sum[c]));
+    }
+}
+
+/* Fails unless twice[c] == once[c] + once[c] bit for bit (the second
+ * backward accumulated the same sums). */
+static void expect_doubled(const char *what, const float *once, const float *twice, int C)
+{
+    for (int c = 0; c < C; c++)
+        if (memcmp(&twice[c], &(float){once[c] + once[c]}, sizeof(float)) != 0)
+            fail_msg("%s, column %d: %.9g after two backward passes, %.9g after one", what, c,
+                     (double)twice[c], (double)once[c]);
+}
+
+/* --- (a) column sums --------------------------------------------------------- */
+
+typedef struct linear_shape {
+    int batch, in, out;
+} linear_shape;
+
+static const linear_shape linear_shapes[] = {
+    {1, 3, 1},    {1, 5, 10},   {7, 4, 33},    {31, 6, 10},   {32, 3, 64},   {33, 5, 100},
+    {100, 7, 65}, {1024, 3, 10}, {1025, 4, 33}, {3000, 2, 70}, {5000, 3, 10},
+};
+
+/* db after one backward, after a second one (accumulated), after zeroing. */
+static void check_linear(fn_context *ctx, const linear_shape *s)
+{
+    fn_layer *l = NULL;
+    fn_rng rng = {.seed = 21, .offset = 0};
+    EXPECT_OK(fn_linear_create(&l, ctx, s->in, s->out, s->batch, &rng));
+    fn_tensor x = device_uniform(s->batch, s->in, -1, 1, &rng);
+    fn_tensor dy = device_uniform(s->batch, s->out, -1, 1, &rng);
+    fn_tensor y, dx;
+    EXPECT_OK(fn_tensor_alloc(&y, s->batch, s->out, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&dx, s->batch, s->in, FN_CUDA));
+    fn_tensor *db = &l->params[1].grad;
+    assert_string_equal(l->params[1].name, "bias");
+    const int C = s->out;
+    float *once = malloc(C * sizeof *once), *twice = malloc(C * sizeof *twice),
+          *again = malloc(C * sizeof *again);
+    EXPECT_OK(fn_layer_forward(l, &x, &y));
+    EXPECT_OK(fn_layer_zero_grad(l));
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    EXPECT_OK(fn_tensor_download(db, once, C));
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    EXPECT_OK(fn_tensor_download(db, twice, C));
+    EXPECT_OK(fn_layer_zero_grad(l));
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    EXPECT_OK(fn_tensor_download(db, again, C));
+
+    float *h = tensor_to_host(&dy);
+    double *want = calloc(C, sizeof *want), *abs_sum = calloc(C, sizeof *abs_sum);
+    for (int n = 0; n < s->batch; n++)
+        for (int c = 0; c < C; c++) {
+            want[c] += h[(size_t)n * C + c];
+            abs_sum[c] += fabs(h[(size_t)n * C + c]);
+        }
+    char what[96];
+    snprintf(what, sizeof what, "linear db [%d rows, %d out]", s->batch, C);
+    expect_sums(what, once, want, abs_sum, s->batch, C);
+    expect_doubled(what, once, twice, C);
+    assert_memory_equal(once, again, C * sizeof *once);
+    free(h), free(want), free(abs_sum), free(once), free(twice), free(again);
+    fn_tensor_free(&x), fn_tensor_free(&dy), fn_tensor_free(&y), fn_tensor_free(&dx);
+    fn_layer_destroy(l);
+}
+
+static void test_linear_bias_sums(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    for (size_t i = 0; i < sizeof linear_shapes / sizeof linear_shapes[0]; i++)
+        check_linear(ctx, &linear_shapes[i]);
+    fn_context_destroy(ctx);
+}
+
+typedef struct block_shape {
+    int batch, in, out, groups;
+    const char *why;
+} block_shape;
+
+static const block_shape block_shapes[] = {
+    {1, 5, 16, 4, "batch 1, team path"},
+    {31, 3, 48, 3, "one chunk, K = 16"},
+    {33, 7, 48, 3, "two chunks, K = 16"},
+    {1100, 5, 48, 3, "32 chunks of 35 rows (the cap)"},
+    {70, 9, 30, 10, "K = 3, scalar team path, odd width"},
+    {45, 4, 260, 2, "K = 130, scalar group path"},
+    {40, 3, 1024, 1, "K = 1024, float4 group path"},
+    {2000, 3, 132, 2, "K = 66, many rows"},
+};
+
+/* The float64 column sums of the block's backward from what its forward
+ * and backward left (z, mean, rstd, dz; fp32 caches): dgamma = sum du zhat,
+ * dbeta = sum du, dbias = sum dz, and in abs_sum the magnitudes the float
+ * terms' roundings scale with (zhat's from z + b - mean, before the
+ * cancellation), plus the whole term where u is too close to 0 for its
+ * sign to be sure in float (the slope's side may differ). */
+static void block_reference(const fn_block *b, const float *dy, int N, double *want[3],
+                            double *abs_sum[3])
+{
+    const int C = b->base.out_features, G = b->cfg.groups, K = C / G;
+    float *z = tensor_to_host(&b->z), *mean = tensor_to_host(&b->mean),
+          *rstd = tensor_to_host(&b->rstd), *dz = tensor_to_host(&b->dz),
+          *bias = tensor_to_host(&b->params[FN_BLOCK_BIAS].value),
+          *gamma = tensor_to_host(&b->params[FN_BLOCK_GAMMA].value),
+          *beta = tensor_to_host(&b->params[FN_BLOCK_BETA].value);
+    const double slope = b->cfg.negative_slope;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) {
+            const size_t i = (size_t)n * C + c, s = (size_t)n * G + c / K;
+            const double zh = ((double)z[i] + bias[c] - mean[s]) * rstd[s];
+            const double u = gamma[c] * zh + beta[c];
+            const double du = 2.0 * dy[i] * (u > 0 ? 1.0 : slope);
+            const double terms[3] = {du * zh, du, dz[i]};
+            const double scale = fabs(gamma[c] * zh) + fabs(beta[c]);
+            /* Either side of the slope, scaled so that sum_bound covers it. */
+            const double unsure = fabs(u) <= 1e-5 * scale ? 0x1p24 * 2.0 * fabs(dy[i]) : 0.0;
+            const double mags[3] = {
+                fabs(du) * (fabs(zh) + rstd[s] * (fabs(z[i]) + fabs(bias[c]) + fabs(mean[s]))) +
+                    unsure * fabs(zh),
+                fabs(du) + unsure, fabs(dz[i])};
+            for (int q = 0; q < 3; q++) {
+                want[q][c] += terms[q];
+                abs_sum[q][c] += mags[q];
+            }
+        }
+    free(z), free(mean), free(rstd), free(dz), free(bias), free(gamma), free(beta);
+}
+
+static void download_sums(fn_layer *l, float *out[3])
+{
+    const int which[3] = {FN_BLOCK_GAMMA, FN_BLOCK_BETA, FN_BLOCK_BIAS};
+    for (int q = 0; q < 3; q++)
+        EXPECT_OK(fn_tensor_download(&l->params[which[q]].grad, out[q], l->out_features));
+}
+
+static void check_block(fn_context *ctx, const block_shape *s)
+{
+    fn_layer *l = NULL;
+    fn_rng rng = {.seed = 5, .offset = 0};
+    const fn_block_config cfg = fn_block_config_default(s->in, s->out, s->groups);
+    EXPECT_OK(fn_block_create(&l, ctx, &cfg, s->batch, &rng));
+    EXPECT_OK(fn_init_uniform(&l->params[FN_BLOCK_GAMMA].value, 0.5f, 1.5f, &rng));
+    EXPECT_OK(fn_init_uniform(&l->params[FN_BLOCK_BETA].value, -0.5f, 0.5f, &rng));
+    fn_tensor x = device_uniform(s->batch, s->in, -1, 1, &rng);
+    fn_tensor dy = device_uniform(s->batch, s->out, -1, 1, &rng);
+    fn_tensor y, dx;
+    EXPECT_OK(fn_tensor_alloc(&y, s->batch, s->out, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&dx, s->batch, s->in, FN_CUDA));
+    const int C = s->out;
+    float *once[3], *twice[3], *again[3];
+    double *want[3], *abs_sum[3];
+    for (int q = 0; q < 3; q++) {
+        once[q] = malloc(C * sizeof(float));
+        twice[q] = malloc(C * sizeof(float));
+        again[q] = malloc(C * sizeof(float));
+        want[q] = calloc(C, sizeof(double));
+        abs_sum[q] = calloc(C, sizeof(double));
+    }
+    EXPECT_OK(fn_layer_forward(l, &x, &y));
+    EXPECT_OK(fn_layer_zero_grad(l));
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    download_sums(l, once);
+    float *h = tensor_to_host(&dy);
+    block_reference((const fn_block *)l, h, s->batch, want, abs_sum);
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    download_sums(l, twice);
+    EXPECT_OK(fn_layer_zero_grad(l));
+    EXPECT_OK(fn_layer_backward(l, &dy, &dx));
+    download_sums(l, again);
+
+    static const char *names[3] = {"dgamma", "dbeta", "dbias"};
+    for (int q = 0; q < 3; q++) {
+        char what[160];
+        snprintf(what, sizeof what, "block %s [%d rows, out %d, groups %d: %s]", names[q],
+                 s->batch, C, s->groups, s->why);
+        expect_sums(what, once[q], want[q], abs_sum[q], s->batch, C);
+        expect_doubled(what, once[q], twice[q], C);
+        assert_memory_equal(once[q], again[q], C * sizeof(float));
+        free(once[q]), free(twice[q]), free(again[q]), free(want[q]), free(abs_sum[q]);
+    }
+    free(h);
+    fn_tensor_free(&x), fn_tensor_free(&dy), fn_tensor_free(&y), fn_tensor_free(&dx);
+    fn_layer_destroy(l);
+}
+
+static void test_block_column_sums(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    for (size_t i = 0; i < sizeof block_shapes / sizeof block_shapes[0]; i++)
+        check_block(ctx, &block_shapes[i]);
+    fn_context_destroy(ctx);
+}
+
+/* --- (b) a loss finished into a tally by its own kernel ------------------------ */
+
+enum { STEPS = 3 };
+
+static const int loss_rows[] = {1, 7, 8, 9, 33, 256, 1000, 4097, 20000};
+static const int loss_cols[] = {1, 3, 10, 37};
+
+typedef struct loss_case {
+    const fn_loss_kind *kind;
+    int rows, cols;
+    fn_tensor pred, target, loss, d, d_tally;
+    fn_tensor label_bits; /* [1, rows]: int32 labels in a float tensor's memory */
+    const int32_t *labels; /* its data, device [rows] (cross_entropy) */
+} loss_case;
+
+static void make_case(loss_case *lc, const fn_loss_kind *kind, int rows, int cols)
+{
+    memset(lc, 0, sizeof *lc);
+    lc->kind = kind;
+    lc->rows = rows;
+    lc->cols = cols;
+    fn_rng rng = {.seed = 9, .offset = (uint64_t)rows * 131 + (uint64_t)cols};
+    lc->pred = device_uniform(rows, cols, -3, 3, &rng);
+    lc->target = device_uniform(rows, cols, -1, 1, &rng);
+    EXPECT_OK(fn_tensor_alloc(&lc->loss, 1, 1, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&lc->d, rows, cols, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&lc->d_tally, rows, cols, FN_CUDA));
+    int32_t *host = malloc(rows * sizeof *host);
+    for (int n = 0; n < rows; n++)
+        host[n] = (int32_t)((n * 7 + 3) % cols);
+    EXPECT_OK(fn_tensor_alloc(&lc->label_bits, 1, rows, FN_CUDA));
+    EXPECT_OK(fn_tensor_upload(&lc->label_bits, (const float *)host, rows));
+    lc->labels = (const int32_t *)lc->label_bits.data;
+    free(host);
+}
+
+static void free_case(loss_case *lc)
+{
+    fn_tensor_free(&lc->label_bits);
+    fn_tensor_free(&lc->pred), fn_tensor_free(&lc->target), fn_tensor_free(&lc->loss);
+    fn_tensor_free(&lc->d), fn_tensor_free(&lc->d_tally);
+}
+
+/* The loss's own call: its value and correct count. */
+static void loss_alone(fn_context *ctx, loss_case *lc, float *value, int *correct)
+{
+    *correct = 0;
+    if (lc->kind->targets == FN_DATA_LABELS) {
+        EXPECT_OK(fn_cross_entropy_loss_read(ctx, &lc->pred, lc->labels, &lc->loss, &lc->d, value,
+                                             correct));
+        return;
+    }
+    EXPECT_OK(fn_mse_loss(ctx, &lc->pred, &lc->target, &lc->loss, &lc->d));
+    EXPECT_OK(fn_tensor_download(&lc->loss, value, 1));
+}
+
+static void check_tally(fn_context *ctx, const fn_loss_kind *kind, int rows, int cols)
+{
+    loss_case lc;
+    make_case(&lc, kind, rows, cols);
+    float value = 0;
+    int correct = 0;
+    loss_alone(ctx, &lc, &value, &correct);
+
+    fn_loss_tally *t = NULL;
+    EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
+    EXPECT_OK(fn_loss_tally_set(t, 0.25, 2, 3, 40));
+    const fn_loss_targets targets = {.labels = lc.labels, .values = &lc.target};
+    fn_tensor tally_loss;
+    EXPECT_OK(fn_tensor_alloc(&tally_loss, 1, 1, FN_CUDA));
+    double loss_sum = 0.25;
+    for (int k = 0; k < STEPS; k++) {
+        EXPECT_OK(fn_loss_tally_step(t, kind, NULL, &lc.pred, &targets, &tally_loss, &lc.d_tally));
+        loss_sum += (double)value * rows;
+    }
+    fn_loss_tally_value v;
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    float got = 0;
+    EXPECT_OK(fn_tensor_download(&tally_loss, &got, 1));
+    char what[96];
+    snprintf(what, sizeof what, "%s [%d, %d]", kind->name, rows, cols);
+    if (memcmp(&got, &value, sizeof got) != 0)
+        fail_msg("%s: the tally's value %.9g, the loss's own %.9g", what, (double)got,
+                 (double)value);
+    expect_tensors_equal(&lc.d, &lc.d_tally, what);
+    if (v.bad || v.steps != STEPS || v.seen != 3 + (long long)STEPS * rows ||
+        v.correct != 2 + (long long)STEPS * correct || v.loss_sum != loss_sum ||
+        memcmp(&v.last_loss, &value, sizeof value) != 0)
+        fail_msg("%s: tally bad %d steps %lld seen %lld correct %lld loss_sum %.17g last %.9g; "
+                 "expected 0, %d, %lld, %lld, %.17g, %.9g",
+                 what, v.bad, v.steps, v.seen, v.correct, v.loss_sum, (double)v.last_loss, STEPS,
+                 3 + (long long)STEPS * rows, 2 + (long long)STEPS * correct, loss_sum,
+                 (double)value);
+    fn_tensor_free(&tally_loss);
+    fn_loss_tally_destroy(t);
+    free_case(&lc);
+}
+
+static void test_tally_cross_entropy(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    for (size_t r = 0; r < sizeof loss_rows / sizeof loss_rows[0]; r++)
+        for (size_t c = 0; c < sizeof loss_cols / sizeof loss_cols[0]; c++)
+            check_tally(ctx, &fn_cross_entropy_kind, loss_rows[r], loss_cols[c]);
+    fn_context_destroy(ctx);
+}
+
+static void test_tally_mse(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    for (size_t r = 0; r < sizeof loss_rows / sizeof loss_rows[0]; r++)
+        for (size_t c = 0; c < sizeof loss_cols / sizeof loss_cols[0]; c++)
+            check_tally(ctx, &fn_mse_kind, loss_rows[r], loss_cols[c]);
+    fn_context_destroy(ctx);
+}
+
+/* A non-finite logit: the step is recorded as the first bad one, and the
+ * finite step after it is not counted. */
+static void test_tally_nonfinite(void **state)
+{
+    (void)state;
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    loss_case lc;
+    make_case(&lc, &fn_cross_entropy_kind, 300, 10);
+    fn_loss_tally *t = NULL;
+    EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
+    EXPECT_OK(fn_loss_tally_set(t, 0, 0, 0, 7));
+    const fn_loss_targets targets = {.labels = lc.labels};
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    const float inf = INFINITY;
+    fn_tensor at = fn_tensor_view(lc.pred.data + 123, 1, 1, FN_CUDA);
+    EXPECT_OK(fn_tensor_upload(&at, &inf, 1));
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    const float one = 1.0f;
+    EXPECT_OK(fn_tensor_upload(&at, &one, 1));
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    fn_loss_tally_value v;
+    EXPECT_OK(fn_loss_tally_read(t, &v));
+    assert_int_equal(v.bad, 1);
+    assert_int_equal(v.bad_step, 8);
+    assert_int_equal(v.steps, 1);
+    assert_int_equal(v.seen, 300);
+    assert_false(isfinite(v.bad_loss));
+    fn_loss_tally_destroy(t);
+    free_case(&lc);
+    fn_context_destroy(ctx);
+}
+
+GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_linear_bias_sums),
+              cmocka_unit_test(test_block_column_sums), cmocka_unit_test(test_tally_cross_entropy),
+              cmocka_unit_test(test_tally_mse), cmocka_unit_test(test_tally_nonfinite))
