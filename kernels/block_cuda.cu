@@ -748,6 +748,7 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
+    .forward_unbiased = nullptr,
 };
 
 extern "C" const fn_layer_ops fn_residual_cuda_ops = {
@@ -757,6 +758,7 @@ extern "C" const fn_layer_ops fn_residual_cuda_ops = {
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
+    .forward_unbiased = nullptr,
 };
 
 extern "C" fn_status fn_block_cuda_clear_tickets(fn_block *b)

@@ -14,6 +14,8 @@ static constexpr int kThreads = 256;
 
 /* ---- kernels ---- */
 
+/* y += bias, one float addition an element: the bits a loss's kernel that
+ * takes the bias (forward_unbiased) gives too. */
 __global__ void add_bias_kernel(float *y /* [N, C] */, const float *bias /* [C] */, size_t count,
                                 int C)
 {
@@ -61,21 +63,31 @@ static float *gemm_workspace(fn_linear *l, size_t *floats)
     return l->scratch.data + skip;
 }
 
-static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
+/* The ops' forward_unbiased (layer.h): y = x W^T, the bias left to the
+ * caller's kernel (a loss's, which adds it as add_bias_kernel does). */
+static fn_status linear_cuda_forward_unbiased(fn_layer *layer, const fn_tensor *x, fn_tensor *y,
+                                              const float **bias)
 {
     fn_linear *l = (fn_linear *)layer;
-    const int N = x->rows, C = layer->out_features;
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
     FN_TRY(fn_cuda_gemm_forward(layer->ctx, y->data, x->data,
-                                l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,
-                                ws, ws_floats));
-    const size_t count = (size_t)N * C;
-    add_bias_kernel<<<(unsigned)fn_stride_blocks(layer->ctx, count, kThreads), kThreads, 0,
-                      fn_ctx_stream(layer->ctx)>>>(y->data,
-                                                   l->params[FN_LINEAR_BIAS].value.data, count, C);
-    FN_CUDA_CHECK_LAUNCH(add_bias_kernel);
+                                l->params[FN_LINEAR_WEIGHT].value.data, x->rows,
+                                layer->in_features, layer->out_features, ws, ws_floats));
     l->x = *x;
+    *bias = l->params[FN_LINEAR_BIAS].value.data;
+    return FN_OK;
+}
+
+static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
+{
+    const float *bias;
+    FN_TRY(linear_cuda_forward_unbiased(layer, x, y, &bias));
+    const int C = layer->out_features;
+    const size_t count = (size_t)x->rows * C;
+    add_bias_kernel<<<(unsigned)fn_stride_blocks(layer->ctx, count, kThreads), kThreads, 0,
+                      fn_ctx_stream(layer->ctx)>>>(y->data, bias, count, C);
+    FN_CUDA_CHECK_LAUNCH(add_bias_kernel);
     return FN_OK;
 }
 
@@ -138,6 +150,7 @@ extern "C" const fn_layer_ops fn_linear_cuda_ops = {
     .destroy = linear_cuda_destroy,
     .backward_sgd = NULL, /* the net's fallback: backward, then fn_sgd_update */
     .set_pass = NULL,
+    .forward_unbiased = linear_cuda_forward_unbiased,
 };
 
 extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)

@@ -1,5 +1,9 @@
 /* loss_cuda.cu — the losses on the GPU: mean squared error, softmax
  * cross-entropy (stable log-sum-exp, one warp a row) and the correct-count.
+ * A tally's step may hand them the bias the predictions still lack (the
+ * last layer's, loss_kind.h takes_bias): they add it as they first read
+ * each row, and write it back, so the head's bias, the loss, its gradient
+ * and its count are one launch.
  *
  * Each loss runs in two kernels: blocks own fixed slices of the data and
  * write one partial sum each (in double) into the context's reduce buffer,
@@ -44,20 +48,36 @@ static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 
 /* ---- kernels ---- */
 
+/* y += bias, in place, as the layer's own forward adds it. */
+__global__ void add_pred_bias_kernel(float *y /* [N, C] */, const float *bias /* [C] */,
+                                     size_t count, int C)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        y[i] += bias[i % C];
+}
+
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
- * dpred = 2 (pred - target) / count; with into.sums, the last block
- * finishes the partials into a tally. */
+ * dpred = 2 (pred - target) / count; with bias, pred += bias first (pred
+ * [count / C, C]); with into.sums, the last block finishes the partials
+ * into a tally. */
 __global__ void __launch_bounds__(kThreads)
 mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] or NULL */,
-                   const float *pred /* [count] */, const float *target /* [count] */,
-                   size_t count, size_t per_block, double scale, fn_loss_tally_into into)
+                   float *pred /* [count] */, const float *bias /* [C] or NULL */,
+                   const float *target /* [count] */, size_t count, int C, size_t per_block,
+                   double scale, fn_loss_tally_into into)
 {
     __shared__ double smem[kWarpSize];
     const size_t i0 = (size_t)blockIdx.x * per_block;
     const size_t i1 = min(count, i0 + per_block);
     double s = 0.0;
     for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
-        const double d = (double)pred[i] - (double)target[i];
+        float p = pred[i];
+        if (bias) {
+            p += bias[i % C];
+            pred[i] = p;
+        }
+        const double d = (double)p - (double)target[i];
         s += d * d;
         if (dpred)
             dpred[i] = (float)(2.0 * d * scale);
@@ -71,13 +91,16 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
 /* One warp a row: loss_n = logsumexp(row) - row[label], gradient
  * (softmax(row) - onehot(label)) * scale; partials[block] = the sum of the
  * block's row losses, rows in order; counts[block], when given, the block's
- * rows whose first largest logit is at the label; with into.sums, the
- * last block finishes the partials into a tally. */
+ * rows whose first largest logit is at the label. With bias, a warp
+ * first adds it to its row of logits (written back) and reads the sums
+ * after; with into.sums, the last block finishes the partials into a
+ * tally. */
 __global__ void __launch_bounds__(kThreads)
 cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [gridDim.x] or NULL */,
-                             float *dlogits /* [N, C] or NULL */, const float *logits /* [N, C] */,
-                             const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
-                             double scale, fn_loss_tally_into into)
+                             float *dlogits /* [N, C] or NULL */, float *logits /* [N, C] */,
+                             const float *bias /* [C] or NULL */, const int32_t *labels /* [N] */,
+                             int N, int C, int rows_per_block, double scale,
+                             fn_loss_tally_into into)
 {
     __shared__ double warp_loss[kWarps];
     __shared__ int warp_count[kWarps];
@@ -87,7 +110,12 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
     double acc = 0.0;
     int correct = 0;
     for (int n = row0 + warp; n < row1; n += kWarps) {
-        const float *row = logits + (size_t)n * C;
+        float *row = logits + (size_t)n * C;
+        if (bias) {
+            for (int c = lane; c < C; c += kWarpSize)
+                row[c] += bias[c];
+            __syncwarp(); /* every lane reads the whole row below */
+        }
         float m = -INFINITY;
         for (int c = lane; c < C; c += kWarpSize)
             m = fmaxf(m, row[c]);
@@ -233,8 +261,8 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
     mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count, fn_loss_tally_into{});
+        partials, dpred ? dpred->data : NULL, pred->data, NULL, target->data, count, pred->cols,
+        per_block, 1.0 / (double)count, fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
 }
@@ -243,7 +271,8 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
  * correct rows) of the context's reduce buffer, and dlogits; the number of
  * blocks, for the kernel that finishes the sums. */
 static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
-                                        const int32_t *labels, fn_tensor *dlogits, int with_counts,
+                                        const float *bias, const int32_t *labels,
+                                        fn_tensor *dlogits, int with_counts,
                                         const fn_loss_tally_into *into, int *blocks)
 {
     const int N = logits->rows, C = logits->cols;
@@ -252,7 +281,7 @@ static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = with_counts ? (int *)(partials + kCrossEntropySlots) : NULL;
     cross_entropy_partial_kernel<<<(unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
+        partials, counts, dlogits ? dlogits->data : NULL, logits->data, bias, labels, N, C,
         rows_per_block, 1.0 / (double)N, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     return FN_OK;
@@ -263,7 +292,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor
                                                 fn_tensor *dlogits)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 0, NULL, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, NULL, labels, dlogits, 0, NULL, &blocks));
     return finish_loss(ctx, loss, (double *)ctx->cuda->reduce, blocks, 1.0 / (double)logits->rows);
 }
 
@@ -274,7 +303,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_t
 {
     cudaStream_t s = fn_ctx_stream(ctx);
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, NULL, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, NULL, labels, dlogits, 1, NULL, &blocks));
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kCrossEntropySlots);
     loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
@@ -309,8 +338,9 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
 }
 
 extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred,
-                                          const fn_tensor *target, fn_tensor *dpred,
-                                          const fn_loss_tally_into *into, fn_loss_partials *p)
+                                          const float *pred_bias, const fn_tensor *target,
+                                          fn_tensor *dpred, const fn_loss_tally_into *into,
+                                          fn_loss_partials *p)
 {
     const size_t count = fn_tensor_count(pred);
     size_t blocks = (count + kMinPerBlock - 1) / kMinPerBlock;
@@ -319,22 +349,33 @@ extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
     mse_partial_kernel<<<(unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx)>>>(
-        partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-        1.0 / (double)count, into ? *into : fn_loss_tally_into{});
+        partials, dpred ? dpred->data : NULL, pred->data, pred_bias, target->data, count,
+        pred->cols, per_block, 1.0 / (double)count, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count, into != NULL};
     return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                                    const float *logits_bias,
                                                     const int32_t *labels, fn_tensor *dlogits,
                                                     const fn_loss_tally_into *into,
                                                     fn_loss_partials *p)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, into, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, logits_bias, labels, dlogits, 1, into, &blocks));
     const double *partials = (const double *)ctx->cuda->reduce;
     *p = fn_loss_partials{partials, (const int *)(partials + kCrossEntropySlots), blocks,
                           1.0 / (double)logits->rows, into != NULL};
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_add_pred_bias(fn_context *ctx, const fn_tensor *pred,
+                                           const float *bias)
+{
+    const size_t count = fn_tensor_count(pred);
+    add_pred_bias_kernel<<<(unsigned)fn_stride_blocks(ctx, count, kThreads), kThreads, 0,
+                           fn_ctx_stream(ctx)>>>(pred->data, bias, count, pred->cols);
+    FN_CUDA_CHECK_LAUNCH(add_pred_bias_kernel);
     return FN_OK;
 }

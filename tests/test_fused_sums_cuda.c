@@ -8,8 +8,11 @@
  *      same sums again (the arrival counter set itself back to 0) and a
  *      third after zeroing gives the first bits;
  *  (b) a loss tally's step (loss_tally.h) with cross_entropy and mse,
- *      whose kernel finishes the loss into the tally itself: the value and
- *      gradient the same bits as the loss's own call (loss.h), and the
+ *      whose kernel finishes the loss into the tally itself, without and
+ *      with the head's bias left to it (fn_loss_tally_step_biased), and
+ *      huber, which takes neither (the tally adds the bias and finishes):
+ *      the value, the gradient and the biased predictions the same bits
+ *      as the loss's own read of predictions biased on the host, and the
  *      tally's sums after several steps those the host adds (loss_sum +=
  *      value * rows, the correct count, rows and steps); a non-finite loss
  *      raises the bad flag at its step and stops the counting.
@@ -34,6 +37,7 @@
 #include "fusenet/loss_kind.h"
 #include "fusenet/loss_tally.h"
 #include "nn/block_impl.h"
+#include "nn/huber.h"
 #include "test_main.h"
 
 /* A float sum of n terms in any order is within (n - 1) u sum |terms| of
@@ -261,84 +265,101 @@ enum { STEPS = 3 };
 static const int loss_rows[] = {1, 7, 8, 9, 33, 256, 1000, 4097, 20000};
 static const int loss_cols[] = {1, 3, 10, 37};
 
+/* One loss's inputs: pred (the head's output without its bias when the
+ * case has one), the targets, and the bias. */
 typedef struct loss_case {
     const fn_loss_kind *kind;
+    const void *options;
     int rows, cols;
-    fn_tensor pred, target, loss, d, d_tally;
-    fn_tensor label_bits; /* [1, rows]: int32 labels in a float tensor's memory */
-    const int32_t *labels; /* its data, device [rows] (cross_entropy) */
+    fn_tensor pred, target, bias, labels_mem;
+    const int32_t *labels; /* labels_mem's data: int32 labels, device [rows] */
 } loss_case;
 
-static void make_case(loss_case *lc, const fn_loss_kind *kind, int rows, int cols)
+static void make_case(loss_case *lc, const fn_loss_kind *kind, const void *options, int rows,
+                      int cols)
 {
     memset(lc, 0, sizeof *lc);
     lc->kind = kind;
+    lc->options = options;
     lc->rows = rows;
     lc->cols = cols;
     fn_rng rng = {.seed = 9, .offset = (uint64_t)rows * 131 + (uint64_t)cols};
     lc->pred = device_uniform(rows, cols, -3, 3, &rng);
     lc->target = device_uniform(rows, cols, -1, 1, &rng);
-    EXPECT_OK(fn_tensor_alloc(&lc->loss, 1, 1, FN_CUDA));
-    EXPECT_OK(fn_tensor_alloc(&lc->d, rows, cols, FN_CUDA));
-    EXPECT_OK(fn_tensor_alloc(&lc->d_tally, rows, cols, FN_CUDA));
+    lc->bias = device_uniform(1, cols, -2, 2, &rng);
     int32_t *host = malloc(rows * sizeof *host);
     for (int n = 0; n < rows; n++)
         host[n] = (int32_t)((n * 7 + 3) % cols);
-    EXPECT_OK(fn_tensor_alloc(&lc->label_bits, 1, rows, FN_CUDA));
-    EXPECT_OK(fn_tensor_upload(&lc->label_bits, (const float *)host, rows));
-    lc->labels = (const int32_t *)lc->label_bits.data;
+    EXPECT_OK(fn_tensor_alloc(&lc->labels_mem, 1, rows, FN_CUDA));
+    EXPECT_OK(fn_tensor_upload(&lc->labels_mem, (const float *)host, rows));
+    lc->labels = (const int32_t *)lc->labels_mem.data;
     free(host);
 }
 
 static void free_case(loss_case *lc)
 {
-    fn_tensor_free(&lc->label_bits);
-    fn_tensor_free(&lc->pred), fn_tensor_free(&lc->target), fn_tensor_free(&lc->loss);
-    fn_tensor_free(&lc->d), fn_tensor_free(&lc->d_tally);
+    fn_tensor_free(&lc->pred), fn_tensor_free(&lc->target), fn_tensor_free(&lc->bias);
+    fn_tensor_free(&lc->labels_mem);
 }
 
-/* The loss's own call: its value and correct count. */
-static void loss_alone(fn_context *ctx, loss_case *lc, float *value, int *correct)
+/* pred + bias, added on the host (one float addition, as the layer does). */
+static void add_bias_on_host(fn_tensor *out, const loss_case *lc)
 {
-    *correct = 0;
-    if (lc->kind->targets == FN_DATA_LABELS) {
-        EXPECT_OK(fn_cross_entropy_loss_read(ctx, &lc->pred, lc->labels, &lc->loss, &lc->d, value,
-                                             correct));
-        return;
-    }
-    EXPECT_OK(fn_mse_loss(ctx, &lc->pred, &lc->target, &lc->loss, &lc->d));
-    EXPECT_OK(fn_tensor_download(&lc->loss, value, 1));
+    float *p = tensor_to_host(&lc->pred), *b = tensor_to_host(&lc->bias);
+    for (int n = 0; n < lc->rows; n++)
+        for (int c = 0; c < lc->cols; c++)
+            p[(size_t)n * lc->cols + c] += b[c];
+    EXPECT_OK(fn_tensor_upload(out, p, fn_tensor_count(out)));
+    free(p), free(b);
 }
 
-static void check_tally(fn_context *ctx, const fn_loss_kind *kind, int rows, int cols)
+/* The tally's steps (STEPS of them, each on a fresh copy of pred; with
+ * the bias left to the loss when `biased`) against the loss's own read of
+ * the biased predictions: the value, the gradient and the biased
+ * predictions the same bits, and the sums the host's. */
+static void check_tally(fn_context *ctx, const fn_loss_kind *kind, const void *options, int rows,
+                        int cols, int biased)
 {
     loss_case lc;
-    make_case(&lc, kind, rows, cols);
+    make_case(&lc, kind, options, rows, cols);
+    fn_tensor want_pred, pred, loss, d, tally_loss, d_tally;
+    EXPECT_OK(fn_tensor_alloc(&want_pred, rows, cols, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&pred, rows, cols, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&tally_loss, 1, 1, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&d, rows, cols, FN_CUDA));
+    EXPECT_OK(fn_tensor_alloc(&d_tally, rows, cols, FN_CUDA));
+    if (biased)
+        add_bias_on_host(&want_pred, &lc);
+    else
+        EXPECT_OK(fn_tensor_copy(&want_pred, &lc.pred));
+    const fn_loss_targets targets = {.labels = lc.labels, .values = &lc.target};
     float value = 0;
     int correct = 0;
-    loss_alone(ctx, &lc, &value, &correct);
+    EXPECT_OK(kind->read(ctx, options, &want_pred, &targets, &loss, &d, &value, &correct));
 
     fn_loss_tally *t = NULL;
     EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
     EXPECT_OK(fn_loss_tally_set(t, 0.25, 2, 3, 40));
-    const fn_loss_targets targets = {.labels = lc.labels, .values = &lc.target};
-    fn_tensor tally_loss;
-    EXPECT_OK(fn_tensor_alloc(&tally_loss, 1, 1, FN_CUDA));
     double loss_sum = 0.25;
     for (int k = 0; k < STEPS; k++) {
-        EXPECT_OK(fn_loss_tally_step(t, kind, NULL, &lc.pred, &targets, &tally_loss, &lc.d_tally));
+        EXPECT_OK(fn_tensor_copy(&pred, &lc.pred));
+        EXPECT_OK(fn_loss_tally_step_biased(t, kind, options, &pred, biased ? lc.bias.data : NULL,
+                                            &targets, &tally_loss, &d_tally));
         loss_sum += (double)value * rows;
     }
     fn_loss_tally_value v;
     EXPECT_OK(fn_loss_tally_read(t, &v));
     float got = 0;
     EXPECT_OK(fn_tensor_download(&tally_loss, &got, 1));
-    char what[96];
-    snprintf(what, sizeof what, "%s [%d, %d]", kind->name, rows, cols);
+    char what[128];
+    snprintf(what, sizeof what, "%s [%d, %d]%s", kind->name, rows, cols,
+             biased ? " with the bias" : "");
     if (memcmp(&got, &value, sizeof got) != 0)
         fail_msg("%s: the tally's value %.9g, the loss's own %.9g", what, (double)got,
                  (double)value);
-    expect_tensors_equal(&lc.d, &lc.d_tally, what);
+    expect_tensors_equal(&want_pred, &pred, what);
+    expect_tensors_equal(&d, &d_tally, what);
     if (v.bad || v.steps != STEPS || v.seen != 3 + (long long)STEPS * rows ||
         v.correct != 2 + (long long)STEPS * correct || v.loss_sum != loss_sum ||
         memcmp(&v.last_loss, &value, sizeof value) != 0)
@@ -347,29 +368,43 @@ static void check_tally(fn_context *ctx, const fn_loss_kind *kind, int rows, int
                  what, v.bad, v.steps, v.seen, v.correct, v.loss_sum, (double)v.last_loss, STEPS,
                  3 + (long long)STEPS * rows, 2 + (long long)STEPS * correct, loss_sum,
                  (double)value);
-    fn_tensor_free(&tally_loss);
+    fn_tensor *all[] = {&want_pred, &pred, &loss, &d, &tally_loss, &d_tally};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        fn_tensor_free(all[i]);
     fn_loss_tally_destroy(t);
     free_case(&lc);
+}
+
+/* Every shape, without and with the bias. */
+static void check_tally_shapes(const fn_loss_kind *kind, const void *options)
+{
+    fn_context *ctx = context_or_skip(FN_CUDA);
+    for (size_t r = 0; r < sizeof loss_rows / sizeof loss_rows[0]; r++)
+        for (size_t c = 0; c < sizeof loss_cols / sizeof loss_cols[0]; c++)
+            for (int biased = 0; biased < 2; biased++)
+                check_tally(ctx, kind, options, loss_rows[r], loss_cols[c], biased);
+    fn_context_destroy(ctx);
 }
 
 static void test_tally_cross_entropy(void **state)
 {
     (void)state;
-    fn_context *ctx = context_or_skip(FN_CUDA);
-    for (size_t r = 0; r < sizeof loss_rows / sizeof loss_rows[0]; r++)
-        for (size_t c = 0; c < sizeof loss_cols / sizeof loss_cols[0]; c++)
-            check_tally(ctx, &fn_cross_entropy_kind, loss_rows[r], loss_cols[c]);
-    fn_context_destroy(ctx);
+    check_tally_shapes(&fn_cross_entropy_kind, NULL);
 }
 
 static void test_tally_mse(void **state)
 {
     (void)state;
-    fn_context *ctx = context_or_skip(FN_CUDA);
-    for (size_t r = 0; r < sizeof loss_rows / sizeof loss_rows[0]; r++)
-        for (size_t c = 0; c < sizeof loss_cols / sizeof loss_cols[0]; c++)
-            check_tally(ctx, &fn_mse_kind, loss_rows[r], loss_cols[c]);
-    fn_context_destroy(ctx);
+    check_tally_shapes(&fn_mse_kind, NULL);
+}
+
+/* A loss that takes no bias (huber) gets it added by the tally first, and
+ * its sums finished by the tally's kernel: the same results. */
+static void test_tally_huber(void **state)
+{
+    (void)state;
+    const fn_huber_options options = {.delta = 0.5f};
+    check_tally_shapes(&fn_huber_kind, &options);
 }
 
 /* A non-finite logit: the step is recorded as the first bad one, and the
@@ -379,19 +414,21 @@ static void test_tally_nonfinite(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     loss_case lc;
-    make_case(&lc, &fn_cross_entropy_kind, 300, 10);
+    make_case(&lc, &fn_cross_entropy_kind, NULL, 300, 10);
+    fn_tensor loss;
+    EXPECT_OK(fn_tensor_alloc(&loss, 1, 1, FN_CUDA));
     fn_loss_tally *t = NULL;
     EXPECT_OK(fn_loss_tally_create(&t, ctx, 1));
     EXPECT_OK(fn_loss_tally_set(t, 0, 0, 0, 7));
     const fn_loss_targets targets = {.labels = lc.labels};
-    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &loss, NULL));
     const float inf = INFINITY;
     fn_tensor at = fn_tensor_view(lc.pred.data + 123, 1, 1, FN_CUDA);
     EXPECT_OK(fn_tensor_upload(&at, &inf, 1));
-    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &loss, NULL));
     const float one = 1.0f;
     EXPECT_OK(fn_tensor_upload(&at, &one, 1));
-    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &lc.loss, NULL));
+    EXPECT_OK(fn_loss_tally_step(t, lc.kind, NULL, &lc.pred, &targets, &loss, NULL));
     fn_loss_tally_value v;
     EXPECT_OK(fn_loss_tally_read(t, &v));
     assert_int_equal(v.bad, 1);
@@ -400,10 +437,12 @@ static void test_tally_nonfinite(void **state)
     assert_int_equal(v.seen, 300);
     assert_false(isfinite(v.bad_loss));
     fn_loss_tally_destroy(t);
+    fn_tensor_free(&loss);
     free_case(&lc);
     fn_context_destroy(ctx);
 }
 
 GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_linear_bias_sums),
               cmocka_unit_test(test_block_column_sums), cmocka_unit_test(test_tally_cross_entropy),
-              cmocka_unit_test(test_tally_mse), cmocka_unit_test(test_tally_nonfinite))
+              cmocka_unit_test(test_tally_mse), cmocka_unit_test(test_tally_huber),
+              cmocka_unit_test(test_tally_nonfinite))

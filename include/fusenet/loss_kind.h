@@ -85,13 +85,21 @@ typedef struct fn_loss_kind {
     /* The GPU only: the same value's partial sums and correct counts left
      * on the device and described in *p, the gradient assigned to dpred
      * (NULL: none); launches only (no copy, no synchronisation: a CUDA
-     * graph may capture it). With `into` (NULL: none), a kind may finish
-     * the sums there in the same launch (fn_loss_tally_into) and set
-     * p->finished; else the tally finishes them. pred, dpred are checked
-     * by the caller, the targets by the kind. */
+     * graph may capture it); pred_bias: NULL, or as takes_bias says.
+     * With `into` (NULL: none), a kind may finish the sums there in the
+     * same launch (fn_loss_tally_into) and set p->finished; else the tally
+     * finishes them. pred, dpred are checked by the caller, the targets by
+     * the kind. */
     fn_status (*partials)(fn_context *ctx, const void *options, const fn_tensor *pred,
-                          const fn_loss_targets *t, fn_tensor *dpred,
+                          const float *pred_bias, const fn_loss_targets *t, fn_tensor *dpred,
                           const fn_loss_tally_into *into, fn_loss_partials *p);
+    /* Optional: whether partials, with these options, takes pred_bias:
+     * the bias [cols] the predictions still lack (the last layer's,
+     * fn_net_forward_unbiased), added in its own kernel to each row before
+     * anything reads it and written back (pred += bias, one float addition
+     * an element, the bits the layer's forward gives). NULL or 0: the
+     * tally adds it first and partials gets NULL. */
+    int (*takes_bias)(const void *options);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;

@@ -78,6 +78,14 @@ fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
                              const void *options, const fn_tensor *pred,
                              const fn_loss_targets *targets,
                              fn_tensor *loss, fn_tensor *dpred);
+/* fn_loss_tally_step of predictions that still lack a bias [pred->cols]
+ * on their device (NULL: none; fn_net_forward_unbiased leaves it): pred +=
+ * bias first, with the bits the layer's forward would give, by the loss's
+ * own kernel where the kind takes it (loss_kind.h, takes_bias). */
+fn_status fn_loss_tally_step_biased(fn_loss_tally *tally, const fn_loss_kind *kind,
+                                    const void *options, const fn_tensor *pred,
+                                    const float *pred_bias, const fn_loss_targets *targets,
+                                    fn_tensor *loss, fn_tensor *dpred);
 
 /* The bad flag, where the optimiser's kernels read it (device memory on
  * the GPU, host memory on the CPU): non-zero once a loss was not finite. */

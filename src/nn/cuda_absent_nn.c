@@ -129,19 +129,26 @@ fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss, const fn_loss_pa
     return fn_cuda_absent("the loss on the GPU");
 }
 
-fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                               fn_tensor *dpred, const fn_loss_tally_into *into,
-                               fn_loss_partials *p)
+fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const float *pred_bias,
+                               const fn_tensor *target, fn_tensor *dpred,
+                               const fn_loss_tally_into *into, fn_loss_partials *p)
 {
-    (void)ctx, (void)pred, (void)target, (void)dpred, (void)into, (void)p;
+    (void)ctx, (void)pred, (void)pred_bias, (void)target, (void)dpred, (void)into, (void)p;
     return fn_cuda_absent("the loss on the GPU");
 }
 
 fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
-                                         const int32_t *labels, fn_tensor *dlogits,
-                                         const fn_loss_tally_into *into, fn_loss_partials *p)
+                                         const float *logits_bias, const int32_t *labels,
+                                         fn_tensor *dlogits, const fn_loss_tally_into *into,
+                                         fn_loss_partials *p)
 {
-    (void)ctx, (void)logits, (void)labels, (void)dlogits, (void)into, (void)p;
+    (void)ctx, (void)logits, (void)logits_bias, (void)labels, (void)dlogits, (void)into, (void)p;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_add_pred_bias(fn_context *ctx, const fn_tensor *pred, const float *bias)
+{
+    (void)ctx, (void)pred, (void)bias;
     return fn_cuda_absent("the loss on the GPU");
 }
 
