@@ -16,6 +16,8 @@
  *      tally's sums after several steps those the host adds (loss_sum +=
  *      value * rows, the correct count, rows and steps); a non-finite loss
  *      raises the bad flag at its step and stops the counting.
+ *  (c) fn_net_forward_unbiased: the head's output less its bias on the
+ *      GPU (plus the bias: forward's bits), forward's on the CPU.
  * Shapes: batch 1, odd widths, batches below, at and above the 32 rows of
  * a column chunk and above the 32 chunks' cap, losses over one block and
  * over the reduce buffer's cap of blocks. Skips without a GPU. */
@@ -36,6 +38,7 @@
 #include "fusenet/loss.h"
 #include "fusenet/loss_kind.h"
 #include "fusenet/loss_tally.h"
+#include "fusenet/net.h"
 #include "nn/block_impl.h"
 #include "nn/huber.h"
 #include "test_main.h"
@@ -442,7 +445,62 @@ static void test_tally_nonfinite(void **state)
     fn_context_destroy(ctx);
 }
 
+/* --- (c) the head's bias left to the loss --------------------------------------- */
+
+/* fn_net_forward_unbiased on a block and a linear head: on the GPU the
+ * head's output without its bias, and the bias, whose float addition
+ * gives fn_net_forward's bits; on the CPU (no forward_unbiased) forward's
+ * output and no bias. A layer without the hook forwards as usual. */
+static void check_forward_unbiased(fn_device device)
+{
+    fn_context *ctx = context_or_skip(device);
+    enum { ROWS = 9, IN = 5, HIDDEN = 16, OUT = 3 };
+    fn_net *net = NULL;
+    EXPECT_OK(fn_net_create(&net, ctx, ROWS));
+    fn_rng rng = {.seed = 3, .offset = 0};
+    fn_layer *block = NULL, *head = NULL;
+    const fn_block_config cfg = fn_block_config_default(IN, HIDDEN, 4);
+    EXPECT_OK(fn_block_create(&block, ctx, &cfg, ROWS, &rng));
+    EXPECT_OK(fn_net_add(net, block));
+    EXPECT_OK(fn_linear_create(&head, ctx, HIDDEN, OUT, ROWS, &rng));
+    EXPECT_OK(fn_net_add(net, head));
+    fn_tensor x;
+    EXPECT_OK(fn_tensor_alloc(&x, ROWS, IN, device));
+    EXPECT_OK(fn_init_uniform(&x, -1, 1, &rng));
+
+    fn_tensor y;
+    EXPECT_OK(fn_net_forward(net, &x, &y));
+    float *want = tensor_to_host(&y);
+    const float *bias = (const float *)&rng; /* anything but NULL */
+    EXPECT_OK(fn_net_forward_unbiased(net, &x, &y, &bias));
+    float *got = tensor_to_host(&y);
+    if (device == FN_CUDA) {
+        assert_ptr_equal(bias, head->params[1].value.data);
+        float *b = tensor_to_host(&head->params[1].value);
+        for (int i = 0; i < ROWS * OUT; i++)
+            got[i] += b[i % OUT];
+        free(b);
+    } else {
+        assert_null(bias);
+    }
+    assert_memory_equal(got, want, ROWS * OUT * sizeof(float));
+    EXPECT_FAIL(fn_net_forward_unbiased(net, &x, &y, NULL), FN_ERR_INVALID, "bias is NULL");
+
+    fn_tensor h;
+    EXPECT_OK(fn_tensor_alloc(&h, ROWS, HIDDEN, device));
+    bias = (const float *)&rng;
+    EXPECT_OK(fn_layer_forward_unbiased(block, &x, &h, &bias));
+    assert_null(bias);
+    free(want), free(got);
+    fn_tensor_free(&x), fn_tensor_free(&h);
+    fn_net_destroy(net);
+    fn_context_destroy(ctx);
+}
+
+TESTS_ON_EACH_DEVICE(forward_unbiased, check_forward_unbiased)
+
 GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_linear_bias_sums),
               cmocka_unit_test(test_block_column_sums), cmocka_unit_test(test_tally_cross_entropy),
               cmocka_unit_test(test_tally_mse), cmocka_unit_test(test_tally_huber),
-              cmocka_unit_test(test_tally_nonfinite))
+              cmocka_unit_test(test_tally_nonfinite), cmocka_unit_test(test_forward_unbiased_cpu),
+              cmocka_unit_test(test_forward_unbiased_cuda))
