@@ -85,7 +85,7 @@ extern "C" fn_status fn_cuda_bce_partials(fn_context *ctx, const fn_tensor *pred
               counts, dpred ? dpred->data : NULL, pred->data, target->data, count, cols, per_block,
               scale, pw);
     FN_CUDA_CHECK_LAUNCH(bce_partial_kernel);
-    *p = fn_loss_partials{partials, counts, (int)blocks, scale};
+    *p = fn_loss_partials{partials, counts, (int)blocks, scale, 0};
     return FN_OK;
 }
 

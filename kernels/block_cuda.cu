@@ -13,10 +13,11 @@
  *  - group path, larger K (up to the whole width in one group): one block per
  *    (sample, group), block-wide reductions, values re-read from L1/L2.
  * Backward column sums: each block writes partial sums of its chunk of rows
- * into scratch [chunks, 3, out]; a second kernel adds the chunks in order to
- * the gradients (reduce_cuda.cuh). No float atomics, so two runs give
- * identical bits. The backward_sgd hook is backward with plain SGD
- * folded in: the finish kernel applies the update to bias, gamma, beta, and
+ * into scratch [chunks, 3, out]; the last block of a column tile to arrive
+ * adds the chunks in order into the gradients (reduce_cuda.cuh), in the
+ * same launch. No float atomics, so two runs give identical bits. The
+ * backward_sgd hook is backward with plain SGD folded in: the column sums
+ * are applied as the update to bias, gamma, beta (column_store), and
  * the dW product accumulates -lr dz^T x into the weight itself (cuBLAS
  * beta = 1) after the dx product has read it.
  *
@@ -306,16 +307,18 @@ __device__ __forceinline__ void stage_column_partials(
 /* Backward, team path. Block (tile, chunk): every warp covers the same tile
  * of 32/team whole groups, for rows chunk*rows_per_chunk + warp, + 8, ...;
  * it writes dz and accumulates dgamma, dbeta, dbias per column in registers,
- * then the block sums its warps into partials[chunk]. */
+ * then the block sums its warps into partials[chunk]; the tile's last
+ * block adds the chunks into out (dgamma, dbeta, dbias; column_store). */
 template <typename Z, int V, int R>
 __global__ void __launch_bounds__(kBackwardWarps * kWarpSize)
-block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C] */,
+block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
+                           float *partials /* [chunks, 3, C] */, int *tickets /* [tiles], 0 */,
                            float *dskip /* [N, C] gets dy, or NULL */,
                            const float *mean /* [N, G] */, const float *rstd /* [N, G] */,
                            const Z *z /* [N, C] */, const float *dy /* [N, C] */,
                            const float *bias /* [C] */, const float *gamma /* [C] */,
                            const float *beta /* [C] */, int N, int C, int G, int team,
-                           int rows_per_chunk, float slope)
+                           int rows_per_chunk, float slope, float lr)
 {
     FN_GRID_WAIT();
     __shared__ float smem[kBackwardWarps][kWarpSize * R * V];
@@ -403,6 +406,12 @@ block_backward_team_kernel(Z *dz /* [N, C] */, float *partials /* [chunks, 3, C]
                                 tile_cols);
     stage_column_partials<V, R>(partials, smem, acc_dbias, 2, active, member, t, team, K, C, tile0,
                                 tile_cols);
+    if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
+        return;
+    for (int c = threadIdx.x; c < tile_cols; c += blockDim.x)
+        for (int q = 0; q < 3; q++)
+            column_store(out.out[q] + tile0 + c,
+                         column_chunks_sum<3>(partials, q, tile0 + c, gridDim.y, C), lr);
 }
 
 /* What the group path's backward reads of V channels of a group: z, dy and
@@ -636,7 +645,8 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
 
 /* dz into the dz cache; dgamma, dbeta, dbias added to the gradients (lr ==
  * 0) or applied to gamma, beta, bias by plain SGD (lr > 0); dskip (the
- * residual block's dx, or NULL) gets dy. */
+ * residual block's dx, or NULL) gets dy. Two launches on the group path
+ * (dz, then the column sums), one on the team path. */
 template <typename Z>
 static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dskip /* [N, C] */,
                                     const Z *z /* [N, C] */, const float *dy /* [N, C] */, int N,
@@ -651,6 +661,12 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
     fn_block_ws_layout(b, b->scratch.data, &ws);
     float *partials = ws.partials;
     const int chunks = fn_row_chunks(N);
+    /* In the partials' order: dgamma, dbeta, dbias; to the values when the
+     * step is folded in, else to the gradients. */
+    auto to = [&](int which) {
+        return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
+    };
+    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
     const bool aligned = aligned16(dy) && aligned_vec(z) && aligned_vec(dz) && aligned16(bias) &&
                          aligned16(gamma) && aligned16(beta) && aligned16(dskip);
     const block_plan p = make_plan(C, G, aligned);
@@ -669,27 +685,20 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
         FN_CUDA_CHECK_LAUNCH(block_backward_group_kernel);
         const norm_column_op<Z> op = {b->mean.data, b->rstd.data, z, dz, dy,
                                       bias, gamma, beta, C, G, slope};
-        FN_TRY(fn_column_partials<3>(b->base.ctx, partials, op, N, C, chunks));
-    } else {
-        const int groups_per_warp = kWarpSize / p.team;
-        const dim3 grid((unsigned)((G + groups_per_warp - 1) / groups_per_warp), (unsigned)chunks);
-        const int rows_per_chunk = fn_chunk_rows(N, chunks);
-        with_team_shape(p, [&](auto shape) {
-            using S = decltype(shape);
-            fn_launch(b->base.ctx, block_backward_team_kernel<Z, S::vec, S::reps>, grid,
-                      kBackwardWarps * kWarpSize, 0, s, dz, partials, dskip, b->mean.data,
-                      b->rstd.data, z, dy, bias, gamma, beta, N, C, G, p.team, rows_per_chunk,
-                      slope);
-        });
-        FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
+        return fn_column_sums<3>(b->base.ctx, out, partials, ws.tickets, op, N, C, chunks, lr);
     }
-    /* In the partials' order: dgamma, dbeta, dbias; to the values when the
-     * step is folded in, else to the gradients. */
-    auto to = [&](int which) {
-        return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
-    };
-    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
-    return fn_column_finish<3>(b->base.ctx, out, partials, lr, chunks, C);
+    const int groups_per_warp = kWarpSize / p.team;
+    const dim3 grid((unsigned)((G + groups_per_warp - 1) / groups_per_warp), (unsigned)chunks);
+    const int rows_per_chunk = fn_chunk_rows(N, chunks);
+    with_team_shape(p, [&](auto shape) {
+        using S = decltype(shape);
+        fn_launch(b->base.ctx, block_backward_team_kernel<Z, S::vec, S::reps>, grid,
+                  kBackwardWarps * kWarpSize, 0, s, dz, out, partials, ws.tickets, dskip,
+                  b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G, p.team,
+                  rows_per_chunk, slope, lr);
+    });
+    FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
+    return FN_OK;
 }
 
 /* dx: the residual block's, which starts as dy (NULL otherwise). */
@@ -749,6 +758,7 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
+    .forward_unbiased = nullptr,
 };
 
 extern "C" const fn_layer_ops fn_residual_cuda_ops = {
@@ -758,7 +768,17 @@ extern "C" const fn_layer_ops fn_residual_cuda_ops = {
     .destroy = block_cuda_destroy,
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
+    .forward_unbiased = nullptr,
 };
+
+extern "C" fn_status fn_block_cuda_clear_tickets(fn_block *b)
+{
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    FN_CUDA_CHECK(cudaMemsetAsync(ws.tickets, 0, (size_t)b->base.out_features * sizeof(int),
+                                  fn_ctx_stream(b->base.ctx)));
+    return FN_OK;
+}
 
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)
 {

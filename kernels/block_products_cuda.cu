@@ -27,6 +27,8 @@ extern "C" size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws
     *ws = fn_block_ws{};
     ws->partials =
         carve(base, &at, (size_t)fn_row_chunks(l->max_batch) * 3 * (size_t)l->out_features);
+    /* A tile holds at least one column on either path of the backward. */
+    ws->tickets = reinterpret_cast<int *>(carve(base, &at, (size_t)l->out_features));
     if (!p->bf16_operands && !p->transposed_dweight)
         return at;
     if (p->bf16_operands) {

@@ -150,7 +150,7 @@ extern "C" fn_status fn_cuda_cross_entropy_smoothed_partials(fn_context *ctx,
               dlogits ? dlogits->data : NULL, inv_w, logits->data, labels, N, C, rows_per_block, cw,
               (double)s->eps);
     FN_CUDA_CHECK_LAUNCH(smoothed_partial_kernel);
-    *p = fn_loss_partials{partials, counts, blocks, 1.0};
+    *p = fn_loss_partials{partials, counts, blocks, 1.0, 0};
     return FN_OK;
 }
 

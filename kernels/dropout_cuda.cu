@@ -87,4 +87,5 @@ extern "C" const fn_layer_ops fn_dropout_cuda_ops = {
     .destroy = dropout_cuda_destroy,
     .backward_sgd = nullptr,
     .set_pass = dropout_cuda_set_pass,
+    .forward_unbiased = nullptr,
 };

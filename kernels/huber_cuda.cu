@@ -59,7 +59,7 @@ extern "C" fn_status fn_cuda_huber_partials(fn_context *ctx, const fn_tensor *pr
               partials, dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
               (double)delta, scale);
     FN_CUDA_CHECK_LAUNCH(huber_partial_kernel);
-    *p = fn_loss_partials{partials, NULL, (int)blocks, scale};
+    *p = fn_loss_partials{partials, NULL, (int)blocks, scale, 0};
     return FN_OK;
 }
 

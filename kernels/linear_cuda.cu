@@ -1,6 +1,7 @@
 /* linear_cuda.cu — the affine output layer y = x W^T + b on the GPU: the
  * products through gemm_cuda.h, a bias-add kernel, and db as a deterministic
- * column sum of dy (reduce_cuda.cuh), beside dx on the side stream. */
+ * column sum of dy in one launch (reduce_cuda.cuh), beside dx on the side
+ * stream. */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
@@ -14,6 +15,8 @@ static constexpr int kThreads = 256;
 
 /* ---- kernels ---- */
 
+/* y += bias, one float addition an element: the bits a loss's kernel that
+ * takes the bias (forward_unbiased) gives too. */
 __global__ void add_bias_kernel(float *y /* [N, C] */, const float *bias /* [C] */, size_t count,
                                 int C)
 {
@@ -37,35 +40,56 @@ struct dy_column_op {
 
 /* ---- launchers ---- */
 
-/* Scratch layout: db partials [fn_row_chunks(max_batch), out], then the
- * products' workspace. */
+/* Scratch layout: db partials [fn_row_chunks(max_batch), out], the
+ * column tiles' tickets [fn_column_tiles(out)] (ints, zero as allocated),
+ * then the products' workspace. */
 static size_t partial_floats(const fn_linear *l)
 {
     return fn_pad_floats((size_t)fn_row_chunks(l->base.max_batch) * (size_t)l->base.out_features);
 }
 
+static size_t column_floats(const fn_linear *l)
+{
+    return partial_floats(l) + fn_pad_floats((size_t)fn_column_tiles(l->base.out_features));
+}
+
+static int *column_tickets(fn_linear *l)
+{
+    return reinterpret_cast<int *>(l->scratch.data + partial_floats(l));
+}
+
 static float *gemm_workspace(fn_linear *l, size_t *floats)
 {
-    const size_t skip = partial_floats(l);
+    const size_t skip = column_floats(l);
     *floats = fn_tensor_count(&l->scratch) - skip;
     return l->scratch.data + skip;
 }
 
-static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
+/* The ops' forward_unbiased (layer.h): y = x W^T, the bias left to the
+ * caller's kernel (a loss's, which adds it as add_bias_kernel does). */
+static fn_status linear_cuda_forward_unbiased(fn_layer *layer, const fn_tensor *x, fn_tensor *y,
+                                              const float **bias)
 {
     fn_linear *l = (fn_linear *)layer;
-    const int N = x->rows, C = layer->out_features;
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
     FN_TRY(fn_cuda_gemm_forward(layer->ctx, y->data, x->data,
-                                l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,
-                                ws, ws_floats));
-    const size_t count = (size_t)N * C;
-    fn_launch(layer->ctx, add_bias_kernel, (unsigned)fn_stride_blocks(layer->ctx, count, kThreads),
-              kThreads, 0, fn_ctx_stream(layer->ctx), y->data, l->params[FN_LINEAR_BIAS].value.data,
-              count, C);
-    FN_CUDA_CHECK_LAUNCH(add_bias_kernel);
+                                l->params[FN_LINEAR_WEIGHT].value.data, x->rows,
+                                layer->in_features, layer->out_features, ws, ws_floats));
     l->x = *x;
+    *bias = l->params[FN_LINEAR_BIAS].value.data;
+    return FN_OK;
+}
+
+static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
+{
+    const float *bias;
+    FN_TRY(linear_cuda_forward_unbiased(layer, x, y, &bias));
+    const int C = layer->out_features;
+    const size_t count = (size_t)x->rows * C;
+    fn_launch(layer->ctx, add_bias_kernel, (unsigned)fn_stride_blocks(layer->ctx, count, kThreads),
+              kThreads, 0, fn_ctx_stream(layer->ctx), y->data, bias, count, C);
+    FN_CUDA_CHECK_LAUNCH(add_bias_kernel);
     return FN_OK;
 }
 
@@ -76,11 +100,9 @@ static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, b
 {
     fn_layer *layer = &l->base;
     const int N = layer->batch, C = layer->out_features;
-    float *partials = l->scratch.data;
-    const int chunks = fn_row_chunks(N);
-    FN_TRY(fn_column_partials<1>(layer->ctx, partials, dy_column_op{dy->data, C}, N, C, chunks));
-    FN_TRY(fn_column_finish<1>(layer->ctx, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
-                               partials, 0.0f, chunks, C));
+    FN_TRY(fn_column_sums<1>(layer->ctx, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
+                             l->scratch.data, column_tickets(l), dy_column_op{dy->data, C}, N, C,
+                             fn_row_chunks(N), 0.0f));
     if (!with_dweight)
         return FN_OK;
     return fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
@@ -129,13 +151,14 @@ extern "C" const fn_layer_ops fn_linear_cuda_ops = {
     .destroy = linear_cuda_destroy,
     .backward_sgd = NULL, /* the net's fallback: backward, then fn_sgd_update */
     .set_pass = NULL,
+    .forward_unbiased = linear_cuda_forward_unbiased,
 };
 
 extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)
 {
     const fn_layer *b = &l->base;
     const size_t floats =
-        partial_floats(l) + fn_cuda_gemm_workspace_floats(fn_context_math(b->ctx), b->max_batch,
+        column_floats(l) + fn_cuda_gemm_workspace_floats(fn_context_math(b->ctx), b->max_batch,
                                                           b->in_features, b->out_features);
     return fn_cuda_workspace_alloc(&l->scratch, floats);
 }

@@ -1,5 +1,9 @@
 /* loss_cuda.cu — the losses on the GPU: mean squared error, softmax
  * cross-entropy (stable log-sum-exp, one warp a row) and the correct-count.
+ * A tally's step may hand them the bias the predictions still lack (the
+ * last layer's, loss_kind.h takes_bias): they add it as they first read
+ * each row, and write it back, so the head's bias, the loss, its gradient
+ * and its count are one launch.
  *
  * Each loss runs in two kernels: blocks own fixed slices of the data and
  * write one partial sum each (in double) into the context's reduce buffer,
@@ -11,10 +15,11 @@
  * counts in the reduce buffer's second half, so the cross-entropy uses at
  * most half its slots) and its finish kernel puts the value and the count
  * side by side in the buffer's last slot: one 8-byte copy reads both.
- * The _partials variants stop before the finish and describe the partial
- * sums (and counts) they left (loss_kind.h), for a loss tally's finish
- * kernel (loss_tally_cuda.cu) to add to the device's running sums:
- * nothing leaves the device. */
+ * The _partials variants describe the partial sums (and counts) they left
+ * (loss_kind.h) and, given a tally's `into`, finish them into the
+ * device's running sums in their last block to arrive
+ * (loss_tally_finish_cuda.cuh): the whole loss, its gradient and its
+ * count in one launch; nothing leaves the device. */
 #include <math.h>
 #include <stdint.h>
 
@@ -25,8 +30,9 @@
 #include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
 #include "nn/loss_rows_cuda.cuh"
+#include "nn/loss_tally_finish_cuda.cuh"
 
-static constexpr int kThreads = 256;
+static constexpr int kThreads = kTallyFinishThreads; /* a block may finish a tally's sums */
 static constexpr int kWarps = kThreads / kWarpSize;
 static constexpr size_t kMinPerBlock = 4 * kThreads; /* MSE: elements a block at least */
 /* Cross-entropy blocks at most: its double partials fill the reduce
@@ -43,12 +49,25 @@ static_assert(sizeof(loss_result) == sizeof(double), "one reduce slot");
 
 /* ---- kernels ---- */
 
+/* y += bias, in place, as the layer's own forward adds it. */
+__global__ void add_pred_bias_kernel(float *y /* [N, C] */, const float *bias /* [C] */,
+                                     size_t count, int C)
+{
+    FN_GRID_WAIT();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        y[i] += bias[i % C];
+}
+
 /* partials[block] = sum of (pred - target)^2 over the block's slice;
- * dpred = 2 (pred - target) / count. */
+ * dpred = 2 (pred - target) / count; with bias, pred += bias first (pred
+ * [count / C, C]); with into.sums, the last block finishes the partials
+ * into a tally. */
 __global__ void __launch_bounds__(kThreads)
 mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] or NULL */,
-                   const float *pred /* [count] */, const float *target /* [count] */,
-                   size_t count, size_t per_block, double scale)
+                   float *pred /* [count] */, const float *bias /* [C] or NULL */,
+                   const float *target /* [count] */, size_t count, int C, size_t per_block,
+                   double scale, fn_loss_tally_into into)
 {
     FN_GRID_WAIT();
     __shared__ double smem[kWarpSize];
@@ -56,7 +75,12 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
     const size_t i1 = min(count, i0 + per_block);
     double s = 0.0;
     for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
-        const double d = (double)pred[i] - (double)target[i];
+        float p = pred[i];
+        if (bias) {
+            p += bias[i % C];
+            pred[i] = p;
+        }
+        const double d = (double)p - (double)target[i];
         s += d * d;
         if (dpred)
             dpred[i] = (float)(2.0 * d * scale);
@@ -64,17 +88,22 @@ mse_partial_kernel(double *partials /* [gridDim.x] */, float *dpred /* [count] o
     s = block_sum(s, smem);
     if (threadIdx.x == 0)
         partials[blockIdx.x] = s;
+    tally_finish_last(into, partials, NULL, scale);
 }
 
 /* One warp a row: loss_n = logsumexp(row) - row[label], gradient
  * (softmax(row) - onehot(label)) * scale; partials[block] = the sum of the
  * block's row losses, rows in order; counts[block], when given, the block's
- * rows whose first largest logit is at the label. */
+ * rows whose first largest logit is at the label. With bias, a warp
+ * first adds it to its row of logits (written back) and reads the sums
+ * after; with into.sums, the last block finishes the partials into a
+ * tally. */
 __global__ void __launch_bounds__(kThreads)
 cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [gridDim.x] or NULL */,
-                             float *dlogits /* [N, C] or NULL */, const float *logits /* [N, C] */,
-                             const int32_t *labels /* [N] */, int N, int C, int rows_per_block,
-                             double scale)
+                             float *dlogits /* [N, C] or NULL */, float *logits /* [N, C] */,
+                             const float *bias /* [C] or NULL */, const int32_t *labels /* [N] */,
+                             int N, int C, int rows_per_block, double scale,
+                             fn_loss_tally_into into)
 {
     FN_GRID_WAIT();
     __shared__ double warp_loss[kWarps];
@@ -85,7 +114,12 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
     double acc = 0.0;
     int correct = 0;
     for (int n = row0 + warp; n < row1; n += kWarps) {
-        const float *row = logits + (size_t)n * C;
+        float *row = logits + (size_t)n * C;
+        if (bias) {
+            for (int c = lane; c < C; c += kWarpSize)
+                row[c] += bias[c];
+            __syncwarp(); /* every lane reads the whole row below */
+        }
         float m = -INFINITY;
         for (int c = lane; c < C; c += kWarpSize)
             m = fmaxf(m, row[c]);
@@ -124,6 +158,7 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
         if (counts)
             counts[blockIdx.x] = total_correct;
     }
+    tally_finish_last(into, partials, counts, scale);
 }
 
 /* loss[0] = (sum of the partials, in order of their blocks' slices) * scale;
@@ -233,8 +268,8 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
     fn_launch(ctx, mse_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), partials,
-              dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-              1.0 / (double)count);
+              dpred ? dpred->data : NULL, pred->data, NULL, target->data, count, pred->cols,
+              per_block, 1.0 / (double)count, fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     return finish_loss(ctx, loss, partials, (int)blocks, 1.0 / (double)count);
 }
@@ -243,8 +278,9 @@ extern "C" fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred,
  * correct rows) of the context's reduce buffer, and dlogits; the number of
  * blocks, for the kernel that finishes the sums. */
 static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
-                                        const int32_t *labels, fn_tensor *dlogits, int with_counts,
-                                        int *blocks)
+                                        const float *bias, const int32_t *labels,
+                                        fn_tensor *dlogits, int with_counts,
+                                        const fn_loss_tally_into *into, int *blocks)
 {
     const int N = logits->rows, C = logits->cols;
     int rows_per_block;
@@ -252,8 +288,8 @@ static fn_status cross_entropy_partials(fn_context *ctx, const fn_tensor *logits
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = with_counts ? (int *)(partials + kCrossEntropySlots) : NULL;
     fn_launch(ctx, cross_entropy_partial_kernel, (unsigned)*blocks, kThreads, 0, fn_ctx_stream(ctx),
-              partials, counts, dlogits ? dlogits->data : NULL, logits->data, labels, N, C,
-              rows_per_block, 1.0 / (double)N);
+              partials, counts, dlogits ? dlogits->data : NULL, logits->data, bias, labels, N, C,
+              rows_per_block, 1.0 / (double)N, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(cross_entropy_partial_kernel);
     return FN_OK;
 }
@@ -263,7 +299,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor
                                                 fn_tensor *dlogits)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 0, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, NULL, labels, dlogits, 0, NULL, &blocks));
     return finish_loss(ctx, loss, (double *)ctx->cuda->reduce, blocks, 1.0 / (double)logits->rows);
 }
 
@@ -274,7 +310,7 @@ extern "C" fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_t
 {
     cudaStream_t s = fn_ctx_stream(ctx);
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, NULL, labels, dlogits, 1, NULL, &blocks));
     double *partials = (double *)ctx->cuda->reduce;
     int *counts = (int *)(partials + kCrossEntropySlots);
     loss_result *result = (loss_result *)(partials + FN_CUDA_REDUCE_SLOTS);
@@ -310,7 +346,8 @@ extern "C" fn_status fn_cuda_count_correct(fn_context *ctx, const fn_tensor *log
 }
 
 extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred,
-                                          const fn_tensor *target, fn_tensor *dpred,
+                                          const float *pred_bias, const fn_tensor *target,
+                                          fn_tensor *dpred, const fn_loss_tally_into *into,
                                           fn_loss_partials *p)
 {
     const size_t count = fn_tensor_count(pred);
@@ -320,21 +357,33 @@ extern "C" fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred
     const size_t per_block = (count + blocks - 1) / blocks;
     double *partials = (double *)ctx->cuda->reduce;
     fn_launch(ctx, mse_partial_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), partials,
-              dpred ? dpred->data : NULL, pred->data, target->data, count, per_block,
-              1.0 / (double)count);
+              dpred ? dpred->data : NULL, pred->data, pred_bias, target->data, count, pred->cols,
+              per_block, 1.0 / (double)count, into ? *into : fn_loss_tally_into{});
     FN_CUDA_CHECK_LAUNCH(mse_partial_kernel);
-    *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count};
+    *p = fn_loss_partials{partials, NULL, (int)blocks, 1.0 / (double)count, into != NULL};
     return FN_OK;
 }
 
 extern "C" fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
+                                                    const float *logits_bias,
                                                     const int32_t *labels, fn_tensor *dlogits,
+                                                    const fn_loss_tally_into *into,
                                                     fn_loss_partials *p)
 {
     int blocks;
-    FN_TRY(cross_entropy_partials(ctx, logits, labels, dlogits, 1, &blocks));
+    FN_TRY(cross_entropy_partials(ctx, logits, logits_bias, labels, dlogits, 1, into, &blocks));
     const double *partials = (const double *)ctx->cuda->reduce;
     *p = fn_loss_partials{partials, (const int *)(partials + kCrossEntropySlots), blocks,
-                          1.0 / (double)logits->rows};
+                          1.0 / (double)logits->rows, into != NULL};
+    return FN_OK;
+}
+
+extern "C" fn_status fn_cuda_add_pred_bias(fn_context *ctx, const fn_tensor *pred,
+                                           const float *bias)
+{
+    const size_t count = fn_tensor_count(pred);
+    fn_launch(ctx, add_pred_bias_kernel, (unsigned)fn_stride_blocks(ctx, count, kThreads), kThreads,
+              0, fn_ctx_stream(ctx), pred->data, bias, count, pred->cols);
+    FN_CUDA_CHECK_LAUNCH(add_pred_bias_kernel);
     return FN_OK;
 }

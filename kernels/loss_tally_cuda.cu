@@ -3,22 +3,21 @@
  * sums goes after each step's kernels into a slot of a ring of pinned host
  * buffers, with an event recorded behind it; the host asks the event
  * (cudaEventQuery: never waits) and takes the copy when it has arrived.
- * A loss's kernels leave its partial sums (loss_kind.h, partials); the
- * tally's finish kernel adds them up and counts the step. */
+ * A loss's kernels leave its partial sums (loss_kind.h, partials), and
+ * finish them into the sums in their last block where the loss can; else
+ * the tally's finish kernel adds them up and counts the step. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "nn/loss_tally_cuda.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
-#include "core/kernel_launch_cuda.cuh"
-#include "core/reduce_cuda.cuh"
-
-static constexpr int kThreads = 256;
+#include "nn/loss_tally_finish_cuda.cuh"
 
 struct fn_cuda_tally {
     fn_context *ctx;                 /* borrowed */
     fn_loss_tally_value *sums;       /* device [1] */
+    int *ticket;                     /* device [1]: the losses' last-block count (loss_kind.h) */
     fn_loss_tally_value *ring;       /* pinned host [FN_LOSS_TALLY_RING] */
     cudaEvent_t done[FN_LOSS_TALLY_RING];
     int recorded[FN_LOSS_TALLY_RING]; /* done[i] was recorded at least once */
@@ -27,45 +26,15 @@ struct fn_cuda_tally {
 
 /* ---- kernels ---- */
 
-/* loss[0] = (sum of the partials, in order) * scale, as the losses' own
- * finish, counted in the tally: a finite loss adds (double)loss * rows to
- * the sum (rounded as the host's loss_sum += loss * rows: no fused
- * multiply-add), the counts and the rows; the first non-finite one is
- * recorded and raises the bad flag; once it is raised, nothing is
- * counted. */
-__global__ void __launch_bounds__(kThreads)
+/* The finish of a loss's partial sums, for the losses that leave them
+ * (loss_tally_finish_cuda.cuh). */
+__global__ void __launch_bounds__(kTallyFinishThreads)
 tally_finish_kernel(float *loss /* [1] */, fn_loss_tally_value *tally,
                     const double *partials /* [count] */, const int *counts /* [count] or NULL */,
                     int count, double scale, int rows)
 {
     FN_GRID_WAIT();
-    __shared__ double smem[kWarpSize];
-    double s = 0.0, c = 0.0; /* c: a sum of ints below 2^31, exact in double */
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        s += partials[i];
-        if (counts)
-            c += (double)counts[i];
-    }
-    s = block_sum(s, smem);
-    if (counts)
-        c = block_sum(c, smem);
-    if (threadIdx.x != 0)
-        return;
-    const float value = (float)(s * scale);
-    loss[0] = value;
-    if (tally->bad)
-        return;
-    if (!isfinite(value)) {
-        tally->bad = 1;
-        tally->bad_step = tally->base_step + tally->steps;
-        tally->bad_loss = value;
-        return;
-    }
-    tally->loss_sum = __dadd_rn(tally->loss_sum, __dmul_rn((double)value, (double)rows));
-    tally->correct += (long long)c;
-    tally->seen += rows;
-    tally->steps++;
-    tally->last_loss = value;
+    tally_finish_block(loss, tally, partials, counts, count, scale, rows);
 }
 
 /* ---- launchers ---- */
@@ -73,6 +42,8 @@ tally_finish_kernel(float *loss /* [1] */, fn_loss_tally_value *tally,
 static fn_status create_parts(fn_cuda_tally *t)
 {
     FN_CUDA_CHECK(cudaMalloc((void **)&t->sums, sizeof *t->sums));
+    FN_CUDA_CHECK(cudaMalloc((void **)&t->ticket, sizeof *t->ticket));
+    FN_CUDA_CHECK(cudaMemset(t->ticket, 0, sizeof *t->ticket));
     FN_CUDA_CHECK(cudaHostAlloc((void **)&t->ring, FN_LOSS_TALLY_RING * sizeof *t->ring,
                                 cudaHostAllocDefault));
     for (; t->n_events < FN_LOSS_TALLY_RING; t->n_events++)
@@ -105,6 +76,7 @@ extern "C" void fn_cuda_tally_destroy(fn_cuda_tally *t)
         cudaEventDestroy(t->done[i]);
     }
     cudaFreeHost(t->ring);
+    cudaFree(t->ticket);
     cudaFree(t->sums);
     free(t);
 }
@@ -114,10 +86,16 @@ extern "C" fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t) { return t-
 extern "C" fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss,
                                           const fn_loss_partials *p, int rows)
 {
-    fn_launch(t->ctx, tally_finish_kernel, 1, kThreads, 0, fn_ctx_stream(t->ctx), loss->data,
-              t->sums, p->sums, p->counts, p->count, p->scale, rows);
+    fn_launch(t->ctx, tally_finish_kernel, 1, kTallyFinishThreads, 0, fn_ctx_stream(t->ctx),
+              loss->data, t->sums, p->sums, p->counts, p->count, p->scale, rows);
     FN_CUDA_CHECK_LAUNCH(tally_finish_kernel);
     return FN_OK;
+}
+
+extern "C" void fn_cuda_tally_into(fn_cuda_tally *t, fn_tensor *loss, int rows,
+                                   fn_loss_tally_into *into)
+{
+    *into = fn_loss_tally_into{loss->data, t->sums, t->ticket, rows};
 }
 
 extern "C" fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v)

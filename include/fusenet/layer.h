@@ -63,6 +63,14 @@ typedef struct fn_layer_ops {
      * the context's stream, so a captured step reads it where it lies.
      * NULL: the layer reads l->pass on the host, or not at all. */
     fn_status (*set_pass)(fn_layer *l);
+    /* Optional: forward less its output's bias, for a consumer that adds
+     * the bias in its own kernel (a loss's, loss_tally.h): y = forward's
+     * output without the bias, *bias the bias [out] on the layer's device,
+     * which the consumer adds as y[n, c] + bias[c] (one float addition, so
+     * the sum has forward's bits). Caches as forward does. NULL: forward
+     * is the only one (fn_layer_forward_unbiased falls back to it). */
+    fn_status (*forward_unbiased)(fn_layer *l, const fn_tensor *x, fn_tensor *y,
+                                  const float **bias);
 } fn_layer_ops;
 
 struct fn_layer {
@@ -81,6 +89,10 @@ struct fn_layer {
 /* Checked entry points: they validate shapes, devices and the call order
  * (backward after a forward of the same batch size), then dispatch. */
 fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
+/* ops->forward_unbiased with forward's checks, or forward with *bias =
+ * NULL where the kind has none. */
+fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *y,
+                                    const float **bias);
 fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
 void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),

@@ -39,7 +39,22 @@ typedef struct fn_loss_partials {
     const int *counts;  /* device [count], or NULL: the loss counts nothing right */
     int count;          /* the partial sums (blocks) */
     double scale;       /* 1 / the mean's divisor */
+    int finished;       /* the loss's kernel finished them into the tally (into) */
 } fn_loss_partials;
+
+struct fn_loss_tally_value; /* loss_tally.h */
+
+/* Where a loss tally (loss_tally.h) wants a step's value finished, all
+ * device memory: a loss whose kernel can finish its own partial sums does
+ * so in the launch's last block (the value into loss, counted in sums as
+ * the tally's own finish counts it, bit for bit) and says so in
+ * fn_loss_partials.finished; one that cannot leaves them to the tally. */
+typedef struct fn_loss_tally_into {
+    float *loss;                      /* [1]: the step's value */
+    struct fn_loss_tally_value *sums; /* [1]: the running sums it is counted in */
+    int *ticket;                      /* [1]: the blocks' arrival count, 0 between launches */
+    int rows;                         /* the step's rows */
+} fn_loss_tally_into;
 
 typedef struct fn_loss_kind {
     const char *name;        /* "cross_entropy": the [train] loss value */
@@ -70,10 +85,21 @@ typedef struct fn_loss_kind {
     /* The GPU only: the same value's partial sums and correct counts left
      * on the device and described in *p, the gradient assigned to dpred
      * (NULL: none); launches only (no copy, no synchronisation: a CUDA
-     * graph may capture it). pred, dpred are checked by the caller, the
-     * targets by the kind. */
+     * graph may capture it); pred_bias: NULL, or as takes_bias says.
+     * With `into` (NULL: none), a kind may finish the sums there in the
+     * same launch (fn_loss_tally_into) and set p->finished; else the tally
+     * finishes them. pred, dpred are checked by the caller, the targets by
+     * the kind. */
     fn_status (*partials)(fn_context *ctx, const void *options, const fn_tensor *pred,
-                          const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p);
+                          const float *pred_bias, const fn_loss_targets *t, fn_tensor *dpred,
+                          const fn_loss_tally_into *into, fn_loss_partials *p);
+    /* Optional: whether partials, with these options, takes pred_bias:
+     * the bias [cols] the predictions still lack (the last layer's,
+     * fn_net_forward_unbiased), added in its own kernel to each row before
+     * anything reads it and written back (pred += bias, one float addition
+     * an element, the bits the layer's forward gives). NULL or 0: the
+     * tally adds it first and partials gets NULL. */
+    int (*takes_bias)(const void *options);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;

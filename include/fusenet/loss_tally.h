@@ -25,7 +25,8 @@
  * tally names none.
  * CPU code: src/nn/loss_tally.c; CUDA: kernels/loss_tally_cuda.cu (the
  * sums, their late copies and the kernel that finishes a loss's partial
- * sums into them). */
+ * sums into them) and nn/loss_tally_finish_cuda.cuh (that finish, which
+ * the losses' kernels share). */
 #ifndef FUSENET_LOSS_TALLY_H
 #define FUSENET_LOSS_TALLY_H
 
@@ -69,13 +70,22 @@ fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long long cor
 
 /* A training step's loss of kind `kind` with its options block (the value into loss [1, 1], the
  * gradient assigned to dpred, which may be NULL), counted in the tally:
- * on the CPU the kind's read, on the GPU its partials finished by the
- * tally's own kernel. Launches only on the GPU (no copy, no
+ * on the CPU the kind's read, on the GPU its partials, finished by the
+ * loss's own last block where the kind can (fn_loss_tally_into), else by
+ * the tally's own kernel. Launches only on the GPU (no copy, no
  * synchronisation: a CUDA graph may capture it). */
 fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
                              const void *options, const fn_tensor *pred,
                              const fn_loss_targets *targets,
                              fn_tensor *loss, fn_tensor *dpred);
+/* fn_loss_tally_step of predictions that still lack a bias [pred->cols]
+ * on their device (NULL: none; fn_net_forward_unbiased leaves it): pred +=
+ * bias first, with the bits the layer's forward would give, by the loss's
+ * own kernel where the kind takes it (loss_kind.h, takes_bias). */
+fn_status fn_loss_tally_step_biased(fn_loss_tally *tally, const fn_loss_kind *kind,
+                                    const void *options, const fn_tensor *pred,
+                                    const float *pred_bias, const fn_loss_targets *targets,
+                                    fn_tensor *loss, fn_tensor *dpred);
 
 /* The bad flag, where the optimiser's kernels read it (device memory on
  * the GPU, host memory on the CPU): non-zero once a loss was not finite. */

@@ -28,6 +28,11 @@ void fn_net_destroy(fn_net *net); /* NULL is fine */
 /* y is set to a view of the last activation ([batch, out]); x must stay valid
  * until backward. */
 fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
+/* forward with the last layer's fn_layer_forward_unbiased: y lacks the
+ * bias *bias [out] (device memory, for a loss that adds it: loss_tally.h)
+ * where that layer leaves one, else y is forward's and *bias NULL. */
+fn_status fn_net_forward_unbiased(fn_net *net, const fn_tensor *x, fn_tensor *y,
+                                  const float **bias);
 /* dy: [batch, out] of the last forward. Parameter gradients accumulate. */
 fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
 fn_status fn_net_zero_grad(fn_net *net);

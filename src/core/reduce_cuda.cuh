@@ -1,8 +1,11 @@
 /* reduce_cuda.cuh — deterministic sums: inside a kernel, a butterfly over a
- * team of lanes and a block-wide sum in a fixed order; across a launch, the
- * column sums over the batch (partial sums of row chunks, then the chunks
- * added in order). No atomics anywhere, so a sum depends only on the launch
- * shape, never on timing.
+ * team of lanes and a block-wide sum in a fixed order; across the blocks
+ * of a launch, partial results added in a fixed order by the block that
+ * arrives last (block_arrived_last), as the column sums over the batch do
+ * (partial sums of row chunks, then the chunks added in order). No float
+ * atomics, so a sum depends only on the launch shape, never on timing: the
+ * integer counter that finds the last block is the one atomic, and it
+ * picks only which block adds, never the order of the additions.
  *
  * The butterfly leaves the same bits in every lane of a team: at each step a
  * lane adds its partner's value to its own, and both partners hold the sum of
@@ -50,25 +53,80 @@ __device__ __forceinline__ T block_sum(T v, T *smem /* [32] */)
 /* ---- column sums over the batch ----
  *
  * Q quantities per element (n, c), summed over the rows n of each column c
- * in two launches: column_partials_kernel writes the sums of each chunk of
- * rows (fn_row_chunks) into partials [chunks, Q, C]; column_finish_kernel
- * adds the chunks in chunk order to the outputs. Op supplies the
- * quantities, trivially copyable (it is a kernel argument):
+ * in one launch: each block sums one chunk of rows (fn_row_chunks) of one
+ * tile of columns into partials [chunks, Q, C]; the last block of a tile
+ * to arrive (block_arrived_last) adds the tile's chunks in chunk order and
+ * writes the sums through column_store. Which block arrives last depends
+ * on timing, the order of the additions does not, so the sums are the
+ * same bits on every run. Op supplies the quantities, trivially copyable
+ * (it is a kernel argument):
  *   typename Op::column k = op.column_at(c);   what a column reads once
  *   op.accumulate(acc, k, n, c);               acc[q] += quantity q of (n, c)
  * A kernel that computes its own partials (block_cuda.cu's team path)
- * writes the same layout and shares the finish. */
+ * writes the same layout and finishes with the same two functions. */
 
-inline constexpr int kColumnTile = 32; /* partials: columns x thread rows a block */
+inline constexpr int kColumnTile = 32; /* columns x thread rows a block */
 inline constexpr int kColumnRows = 8;
-inline constexpr int kColumnFinishThreads = 256;
+
+/* Where the column sums go: out[q] [C]. */
+template <int Q>
+struct column_outputs {
+    float *out[Q];
+};
+
+/* The one place a column sum s is written into its output: added to it
+ * (lr == 0: gradients accumulate, layer.h), or applied by plain SGD (lr >
+ * 0: out -= lr * s, rounded as sgd_cuda.cu rounds, so the bits equal a
+ * backward from zeroed gradients followed by an SGD step). */
+__device__ __forceinline__ void column_store(float *out, float s, float lr)
+{
+    const float v = *out;
+    *out = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s)) : __fadd_rn(v, s);
+}
+
+/* Called by every thread of each of `blocks` blocks that share a ticket,
+ * once the block's partial results are written; true in the block that
+ * arrives last (in all its threads), which then finishes the work of all
+ * of them. ticket: their arrival count, 0 between launches: the last
+ * block sets it back to 0, so a later launch or a graph's replay starts
+ * afresh. The one atomic of the sums: it picks which block adds the
+ * partial results, never the order of the additions. */
+__device__ __forceinline__ bool block_arrived_last(int *ticket, int blocks)
+{
+    __shared__ int last;
+    __threadfence(); /* this block's partials reach memory before its ticket */
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        last = atomicAdd(ticket, 1) == blocks - 1;
+        if (last)
+            atomicExch(ticket, 0); /* every block has arrived */
+    }
+    __syncthreads();
+    if (last)
+        __threadfence(); /* the other blocks' partials are read after their tickets */
+    return last;
+}
+
+/* Sum of quantity q of column c over the chunks, in chunk order (through
+ * L2: the partials were written by other blocks of this launch). */
+template <int Q>
+__device__ __forceinline__ float column_chunks_sum(const float *partials /* [chunks, Q, C] */,
+                                                   int q, int c, int chunks, int C)
+{
+    float s = 0.0f;
+    for (int k = 0; k < chunks; k++)
+        s += __ldcg(partials + ((size_t)k * Q + q) * C + c);
+    return s;
+}
 
 /* A block owns kColumnTile columns (coalesced) of one chunk; its thread rows
- * take every kColumnRows-th row, and thread row 0 adds them in order. */
+ * take every kColumnRows-th row, and thread row 0 adds them in order; the
+ * tile's last block writes the sums. */
 template <int Q, typename Op>
 __global__ void __launch_bounds__(kColumnTile * kColumnRows)
-column_partials_kernel(float *partials /* [chunks, Q, C] */, Op op, int N, int C,
-                       int rows_per_chunk)
+column_sums_kernel(column_outputs<Q> out, float *partials /* [chunks, Q, C] */,
+                   int *tickets /* [column tiles], 0 */, Op op, int N, int C, int rows_per_chunk,
+                   float lr)
 {
     FN_GRID_WAIT();
     __shared__ float smem[Q][kColumnRows][kColumnTile];
@@ -97,64 +155,27 @@ column_partials_kernel(float *partials /* [chunks, Q, C] */, Op op, int N, int C
             partials[((size_t)blockIdx.y * Q + q) * C + c] = s;
         }
     }
-}
-
-/* Where column_finish_kernel puts quantity q: out[q] [C]. */
-template <int Q>
-struct column_outputs {
-    float *out[Q];
-};
-
-/* Adds the chunks' partial sums, in chunk order, to the outputs (lr == 0:
- * out += s), or applies plain SGD with them (lr > 0: out -= lr * s, rounded
- * as sgd_cuda.cu rounds, so the bits equal a backward from zeroed gradients
- * followed by an SGD step). */
-template <int Q>
-__global__ void column_finish_kernel(column_outputs<Q> out,
-                                     const float *partials /* [chunks, Q, C] */, float lr,
-                                     int chunks, int C)
-{
-    FN_GRID_WAIT();
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C)
+    if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
         return;
-    float s[Q];
-#pragma unroll
-    for (int q = 0; q < Q; q++)
-        s[q] = 0.0f;
-    for (int k = 0; k < chunks; k++) {
-#pragma unroll
+    if (threadIdx.y == 0 && active)
         for (int q = 0; q < Q; q++)
-            s[q] += partials[((size_t)k * Q + q) * C + c];
-    }
-#pragma unroll
-    for (int q = 0; q < Q; q++) {
-        const float v = out.out[q][c];
-        out.out[q][c] = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s[q])) : __fadd_rn(v, s[q]);
-    }
+            column_store(out.out[q] + c, column_chunks_sum<Q>(partials, q, c, gridDim.y, C), lr);
 }
 
-/* The two launches, for N rows in `chunks` chunks (fn_row_chunks(N)). */
+/* Column tiles of column_sums_kernel: the tickets it needs. */
+static inline int fn_column_tiles(int C) { return (C + kColumnTile - 1) / kColumnTile; }
+
+/* The one launch, for N rows in `chunks` chunks (fn_row_chunks(N));
+ * tickets: [fn_column_tiles(C)] ints, zero before the first launch. */
 template <int Q, typename Op>
-static fn_status fn_column_partials(const fn_context *ctx, float *partials /* [chunks, Q, C] */,
-                                    const Op &op, int N, int C, int chunks)
+static fn_status fn_column_sums(const fn_context *ctx, column_outputs<Q> out,
+                                float *partials /* [chunks, Q, C] */, int *tickets, const Op &op,
+                                int N, int C, int chunks, float lr)
 {
-    const dim3 grid((unsigned)((C + kColumnTile - 1) / kColumnTile), (unsigned)chunks);
-    fn_launch(ctx, column_partials_kernel<Q, Op>, grid, dim3(kColumnTile, kColumnRows), 0,
-              fn_ctx_stream(ctx), partials, op, N, C, fn_chunk_rows(N, chunks));
-    FN_CUDA_CHECK_LAUNCH(column_partials_kernel);
-    return FN_OK;
-}
-
-template <int Q>
-static fn_status fn_column_finish(const fn_context *ctx, column_outputs<Q> out,
-                                  const float *partials /* [chunks, Q, C] */, float lr, int chunks,
-                                  int C)
-{
-    fn_launch(ctx, column_finish_kernel<Q>,
-              (unsigned)((C + kColumnFinishThreads - 1) / kColumnFinishThreads),
-              kColumnFinishThreads, 0, fn_ctx_stream(ctx), out, partials, lr, chunks, C);
-    FN_CUDA_CHECK_LAUNCH(column_finish_kernel);
+    const dim3 grid((unsigned)fn_column_tiles(C), (unsigned)chunks);
+    fn_launch(ctx, column_sums_kernel<Q, Op>, grid, dim3(kColumnTile, kColumnRows), 0,
+              fn_ctx_stream(ctx), out, partials, tickets, op, N, C, fn_chunk_rows(N, chunks), lr);
+    FN_CUDA_CHECK_LAUNCH(column_sums_kernel);
     return FN_OK;
 }
 

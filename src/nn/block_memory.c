@@ -130,6 +130,8 @@ fn_status fn_block_memory_backward(fn_context *ctx, const fn_block_config *cfg, 
     b.params[FN_BLOCK_BIAS].grad = view(dev, dbias, 1, out);
     b.params[FN_BLOCK_GAMMA].grad = view(dev, dgamma, 1, out);
     b.params[FN_BLOCK_BETA].grad = view(dev, dbeta, 1, out);
+    if (dev == FN_CUDA)
+        FN_TRY(fn_block_cuda_clear_tickets(&b));
     const fn_tensor grad_out = view(dev, dy, rows, out);
     fn_tensor grad_in = view(dev, dx, rows, in);
     return b.base.ops->backward(&b.base, &grad_out, dx ? &grad_in : NULL);

@@ -36,6 +36,8 @@ extern "C" {
  * bytes a value each in fp32, 2 here; x_h adds 2 bytes per input value). */
 typedef struct fn_block_ws {
     float *partials;          /* [chunks, 3, out]: column partial sums (block_cuda.cu) */
+    int *tickets;             /* [out]: the column tiles' arrival counts, 0 between launches
+                               * (reduce_cuda.cuh, block_arrived_last) */
     float *dzt, *dzt_small;   /* [out, max_batch]: dz^T (tf32, tf32x3), its remainder (tf32x3) */
     float *xt, *xt_small;     /* [in, max_batch]: x^T (tf32, tf32x3), its remainder (tf32x3) */
     float *x_big, *x_small;   /* [max_batch, in] (tf32x3) */
@@ -51,6 +53,11 @@ typedef struct fn_block_ws {
 size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws);
 /* The floats of that span holding w_h, padding included (0 but in bf16). */
 size_t fn_block_ws_weight_floats(const fn_block *b);
+
+/* Sets the column tiles' tickets of the workspace to 0, on the context's
+ * stream: a workspace the block did not allocate (block_memory.h) holds
+ * whatever its owner left there. */
+fn_status fn_block_cuda_clear_tickets(fn_block *b);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
  * w into the workspace, in bf16 after rounding them there, backward finds

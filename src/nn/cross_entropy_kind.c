@@ -56,14 +56,24 @@ static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *
 }
 
 static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
-                             const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
+                             const float *pred_bias, const fn_loss_targets *t, fn_tensor *dpred,
+                             const fn_loss_tally_into *into, fn_loss_partials *p)
 {
     fn_ce_smoothing s;
     if (!t->labels)
         return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
     if (!smoothing_of(options, &s))
-        return fn_cuda_cross_entropy_partials(ctx, pred, t->labels, dpred, p);
+        return fn_cuda_cross_entropy_partials(ctx, pred, pred_bias, t->labels, dpred, into, p);
+    /* The weighted or smoothed loss leaves the bias and its sums to the
+     * tally (ce_takes_bias). */
     return fn_cuda_cross_entropy_smoothed_partials(ctx, pred, t->labels, &s, dpred, p);
+}
+
+/* The plain loss adds the bias itself. */
+static int ce_takes_bias(const void *options)
+{
+    fn_ce_smoothing s;
+    return !smoothing_of(options, &s);
 }
 
 const fn_loss_kind fn_cross_entropy_kind = {
@@ -78,4 +88,5 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .takes_logits = 1,
     .read = ce_read,
     .partials = ce_partials,
+    .takes_bias = ce_takes_bias,
 };

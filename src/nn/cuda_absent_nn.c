@@ -53,6 +53,12 @@ size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws)
     return 0;
 }
 
+fn_status fn_block_cuda_clear_tickets(fn_block *b)
+{
+    (void)b;
+    return fn_cuda_absent("a block on the GPU");
+}
+
 fn_status fn_block_cuda_setup(fn_block *b)
 {
     (void)b;
@@ -123,18 +129,26 @@ fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss, const fn_loss_pa
     return fn_cuda_absent("the loss on the GPU");
 }
 
-fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                               fn_tensor *dpred, fn_loss_partials *p)
+fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const float *pred_bias,
+                               const fn_tensor *target, fn_tensor *dpred,
+                               const fn_loss_tally_into *into, fn_loss_partials *p)
 {
-    (void)ctx, (void)pred, (void)target, (void)dpred, (void)p;
+    (void)ctx, (void)pred, (void)pred_bias, (void)target, (void)dpred, (void)into, (void)p;
     return fn_cuda_absent("the loss on the GPU");
 }
 
 fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
-                                         const int32_t *labels, fn_tensor *dlogits,
+                                         const float *logits_bias, const int32_t *labels,
+                                         fn_tensor *dlogits, const fn_loss_tally_into *into,
                                          fn_loss_partials *p)
 {
-    (void)ctx, (void)logits, (void)labels, (void)dlogits, (void)p;
+    (void)ctx, (void)logits, (void)logits_bias, (void)labels, (void)dlogits, (void)into, (void)p;
+    return fn_cuda_absent("the loss on the GPU");
+}
+
+fn_status fn_cuda_add_pred_bias(fn_context *ctx, const fn_tensor *pred, const float *bias)
+{
+    (void)ctx, (void)pred, (void)bias;
     return fn_cuda_absent("the loss on the GPU");
 }
 
@@ -158,6 +172,12 @@ fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss, const fn_loss_
 {
     (void)t, (void)loss, (void)p, (void)rows;
     return fn_cuda_absent("a loss tally on the GPU");
+}
+
+void fn_cuda_tally_into(fn_cuda_tally *t, fn_tensor *loss, int rows, fn_loss_tally_into *into)
+{
+    (void)t, (void)loss, (void)rows;
+    *into = (fn_loss_tally_into){0};
 }
 
 fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v)

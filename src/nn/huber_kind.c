@@ -24,8 +24,11 @@ static fn_status huber_read(fn_context *ctx, const void *options, const fn_tenso
 }
 
 static fn_status huber_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
-                                const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
+                                const float *pred_bias, const fn_loss_targets *t,
+                                fn_tensor *dpred, const fn_loss_tally_into *into,
+                                fn_loss_partials *p)
 {
+    (void)pred_bias, (void)into; /* the tally adds the bias and finishes huber's sums */
     FN_TRY(fn_tensor_check_on(t->values, "target", FN_CUDA, pred->rows, pred->cols));
     return fn_cuda_huber_partials(ctx, pred, t->values, delta_of(options), dpred, p);
 }

@@ -65,6 +65,23 @@ fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
     return FN_OK;
 }
 
+fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *y,
+                                    const float **bias)
+{
+    if (!bias)
+        return fn_fail(FN_ERR_INVALID, "fn_layer_forward_unbiased: bias is NULL");
+    *bias = NULL;
+    FN_TRY(check_layer(l, "fn_layer_forward_unbiased"));
+    if (!l->ops->forward_unbiased)
+        return fn_layer_forward(l, x, y);
+    FN_TRY(check_input(l, x));
+    FN_TRY(check_operand(l, y, "y", x->rows, l->out_features));
+    l->batch = 0;
+    FN_TRY(l->ops->forward_unbiased(l, x, y, bias));
+    l->batch = x->rows;
+    return FN_OK;
+}
+
 /* After a forward: dy [batch, out] and, when given, dx [batch, in]. */
 static fn_status check_backward(const fn_layer *l, const fn_tensor *dy, const fn_tensor *dx)
 {

@@ -36,12 +36,19 @@ fn_status fn_cuda_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logi
  * whose kernels leave partials (loss_kind.h). Launches only. */
 fn_status fn_cuda_loss_finish(fn_context *ctx, fn_tensor *loss, const fn_loss_partials *p);
 
-/* The losses' partial sums for a loss tally (loss_kind.h, partials). */
-fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                               fn_tensor *dpred, fn_loss_partials *p);
+/* The losses' partial sums for a loss tally (loss_kind.h, partials),
+ * finished into `into` by the same launch when it is given. */
+fn_status fn_cuda_mse_partials(fn_context *ctx, const fn_tensor *pred, const float *pred_bias,
+                               const fn_tensor *target, fn_tensor *dpred,
+                               const fn_loss_tally_into *into, fn_loss_partials *p);
 fn_status fn_cuda_cross_entropy_partials(fn_context *ctx, const fn_tensor *logits,
-                                         const int32_t *labels, fn_tensor *dlogits,
+                                         const float *logits_bias, const int32_t *labels,
+                                         fn_tensor *dlogits, const fn_loss_tally_into *into,
                                          fn_loss_partials *p);
+/* pred [rows, cols] += bias [cols] (device), for a loss that does not
+ * take the bias itself (loss_kind.h, takes_bias): the bits the layer's
+ * forward would give. Launches only. */
+fn_status fn_cuda_add_pred_bias(fn_context *ctx, const fn_tensor *pred, const float *bias);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,13 @@
 /* loss_tally.c — a loss tally (loss_tally.h): the checked entry points, the
  * CPU's sums in host memory, and the ring of late copies both devices
  * share. A step's loss comes from its kind's descriptor (loss_kind.h): on
- * the CPU its read, on the GPU its partial sums, which
- * kernels/loss_tally_cuda.cu finishes into the device's sums and copies. */
+ * the CPU its read, on the GPU its partial sums, which the loss's own
+ * kernel finishes into the device's sums where it can (in its last
+ * block), else kernels/loss_tally_cuda.cu's finish kernel. */
 #include <math.h>
 #include <stdlib.h>
 
+#include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
 #include "fusenet/loss_tally.h"
 
@@ -98,10 +100,28 @@ fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const v
                              const fn_tensor *pred, const fn_loss_targets *targets,
                              fn_tensor *loss, fn_tensor *dpred)
 {
-    if (!t || !kind || !targets)
+    return fn_loss_tally_step_biased(t, kind, options, pred, NULL, targets, loss, dpred);
+}
+
+/* pred += bias on the host, row by row, as the layers' CPU forward adds it. */
+static void add_host_bias(const fn_tensor *pred, const float *bias)
+{
+    for (int n = 0; n < pred->rows; n++)
+        for (int c = 0; c < pred->cols; c++)
+            pred->data[(size_t)n * pred->cols + c] += bias[c];
+}
+
+fn_status fn_loss_tally_step_biased(fn_loss_tally *t, const fn_loss_kind *kind,
+                                    const void *options, const fn_tensor *pred,
+                                    const float *pred_bias, const fn_loss_targets *targets,
+                                    fn_tensor *loss, fn_tensor *dpred)
+{
+    if (!t || !kind || !targets || !pred)
         return fn_fail(FN_ERR_INVALID, "fn_loss_tally_step: %s is NULL",
-                       !t ? "tally" : !kind ? "kind" : "targets");
+                       !t ? "tally" : !kind ? "kind" : !targets ? "targets" : "pred");
     if (!t->cuda) {
+        if (pred_bias)
+            add_host_bias(pred, pred_bias);
         float value = 0;
         int correct = 0;
         FN_TRY(kind->read(t->ctx, options, pred, targets, loss, dpred, &value, &correct));
@@ -116,9 +136,15 @@ fn_status fn_loss_tally_step(fn_loss_tally *t, const fn_loss_kind *kind, const v
     FN_TRY(fn_tensor_check_on(loss, "loss", FN_CUDA, 1, 1));
     if (dpred)
         FN_TRY(fn_tensor_check_on(dpred, dname, FN_CUDA, pred->rows, pred->cols));
-    fn_loss_partials p;
-    FN_TRY(kind->partials(t->ctx, options, pred, targets, dpred, &p));
-    return fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
+    if (pred_bias && !(kind->takes_bias && kind->takes_bias(options))) {
+        FN_TRY(fn_cuda_add_pred_bias(t->ctx, pred, pred_bias));
+        pred_bias = NULL;
+    }
+    fn_loss_tally_into into;
+    fn_cuda_tally_into(t->cuda, loss, pred->rows, &into);
+    fn_loss_partials p = {0};
+    FN_TRY(kind->partials(t->ctx, options, pred, pred_bias, targets, dpred, &into, &p));
+    return p.finished ? FN_OK : fn_cuda_tally_finish(t->cuda, loss, &p, pred->rows);
 }
 
 const int *fn_loss_tally_bad_flag(const fn_loss_tally *t)

@@ -22,6 +22,9 @@ fn_loss_tally_value *fn_cuda_tally_sums(fn_cuda_tally *t);
  * rows as the CPU's count_step does, bit for bit. Launches only. */
 fn_status fn_cuda_tally_finish(fn_cuda_tally *t, fn_tensor *loss, const fn_loss_partials *p,
                                int rows);
+/* Where a loss's kernel finishes a step of `rows` rows into this tally
+ * (loss_kind.h): the value into loss [1, 1], counted in the sums. */
+void fn_cuda_tally_into(fn_cuda_tally *t, fn_tensor *loss, int rows, fn_loss_tally_into *into);
 /* Queues v as the sums, on the context's stream (v may be reused at once). */
 fn_status fn_cuda_tally_set(fn_cuda_tally *t, const fn_loss_tally_value *v);
 /* Queues a copy of the sums into ring slot `slot`, after waiting for that

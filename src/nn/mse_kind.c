@@ -16,11 +16,18 @@ static fn_status mse_read(fn_context *ctx, const void *options, const fn_tensor 
 }
 
 static fn_status mse_partials(fn_context *ctx, const void *options, const fn_tensor *pred,
-                              const fn_loss_targets *t, fn_tensor *dpred, fn_loss_partials *p)
+                              const float *pred_bias, const fn_loss_targets *t, fn_tensor *dpred,
+                              const fn_loss_tally_into *into, fn_loss_partials *p)
 {
     (void)options;
     FN_TRY(fn_tensor_check_on(t->values, "target", FN_CUDA, pred->rows, pred->cols));
-    return fn_cuda_mse_partials(ctx, pred, t->values, dpred, p);
+    return fn_cuda_mse_partials(ctx, pred, pred_bias, t->values, dpred, into, p);
+}
+
+static int mse_takes_bias(const void *options)
+{
+    (void)options;
+    return 1;
 }
 
 const fn_loss_kind fn_mse_kind = {
@@ -30,4 +37,5 @@ const fn_loss_kind fn_mse_kind = {
     .watch_loss = 1,
     .read = mse_read,
     .partials = mse_partials,
+    .takes_bias = mse_takes_bias,
 };

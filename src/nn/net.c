@@ -185,23 +185,40 @@ static fn_status check_forward(const fn_net *net, const fn_tensor *x, const fn_t
     return FN_OK;
 }
 
-fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y)
+/* The forward of every layer; with bias, the last one's unbiased. */
+static fn_status forward_layers(fn_net *net, const fn_tensor *x, fn_tensor *y, const float **bias)
 {
     FN_TRY(check_forward(net, x, y));
-    const int batch = x->rows;
+    const int batch = x->rows, last = net->n_layers - 1;
     net->batch = 0;
     for (int i = 0; i < net->n_layers; i++) {
         const fn_tensor in = i == 0 ? *x : fn_tensor_rows(&net->acts[i - 1], 0, batch);
         fn_tensor out = fn_tensor_rows(&net->acts[i], 0, batch);
-        fn_status st = fn_layer_forward(net->layers[i], &in, &out);
+        fn_status st = bias && i == last
+                           ? fn_layer_forward_unbiased(net->layers[i], &in, &out, bias)
+                           : fn_layer_forward(net->layers[i], &in, &out);
         if (st != FN_OK) {
             fn_error_prefix("net layer %d: ", i);
             return st;
         }
     }
-    *y = fn_tensor_rows(&net->acts[net->n_layers - 1], 0, batch);
+    *y = fn_tensor_rows(&net->acts[last], 0, batch);
     net->batch = batch;
     return FN_OK;
+}
+
+fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y)
+{
+    return forward_layers(net, x, y, NULL);
+}
+
+fn_status fn_net_forward_unbiased(fn_net *net, const fn_tensor *x, fn_tensor *y,
+                                  const float **bias)
+{
+    if (!bias)
+        return fn_fail(FN_ERR_INVALID, "fn_net_forward_unbiased: bias is NULL");
+    *bias = NULL;
+    return forward_layers(net, x, y, bias);
 }
 
 fn_status fn_net_backward_each(fn_net *net, const fn_tensor *dy, fn_net_layer_backward backward,

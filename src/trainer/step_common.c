@@ -178,12 +178,15 @@ fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss
 
 fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
 {
+    /* The head's bias is added by the loss's kernel where it can
+     * (fn_loss_tally_step_biased): one launch fewer a step. */
     fn_tensor y;
-    FN_TRY(fn_net_forward(t->net, &b->x, &y));
+    const float *head_bias = NULL;
+    FN_TRY(fn_net_forward_unbiased(t->net, &b->x, &y, &head_bias));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
     const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
-    FN_TRY(fn_loss_tally_step(t->tally, t->cfg->loss, t->cfg->loss_options, &y, &targets, &t->loss,
-                              &dy));
+    FN_TRY(fn_loss_tally_step_biased(t->tally, t->cfg->loss, t->cfg->loss_options, &y, head_bias,
+                                     &targets, &t->loss, &dy));
     FN_TRY(fn_trainer_gradients(t, &dy));
     return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
 }
