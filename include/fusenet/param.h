@@ -17,7 +17,9 @@
  *    the Python FusedBlock, whose tensors come from torch each call).
  * Whoever writes value of a kept parameter outside fusenet's writers calls
  * fn_param_refresh_bf16 after it. Both ways give the same bits: the copy is
- * value rounded to the nearest bfloat16 (ties to even) either way. */
+ * value rounded to the nearest bfloat16 (ties to even) either way.
+ * A parameter made outside a layer starts zeroed (designated initialisers,
+ * calloc): no copy, no keepers. */
 #ifndef FUSENET_PARAM_H
 #define FUSENET_PARAM_H
 
@@ -40,13 +42,15 @@ typedef struct fn_param {
 /* 1 when p has a bfloat16 copy that its writers keep current. */
 int fn_param_bf16_kept(const fn_param *p);
 /* Declares one more owner that keeps p's copy current, and makes it
- * current now (a kernel on ctx's stream). Nothing where p has no copy. */
+ * current now (a kernel on ctx's stream). Nothing where p has no copy or
+ * ctx is not a GPU context in bf16 math (value_bf16 is not read there). */
 fn_status fn_param_keep_bf16(fn_param *p, fn_context *ctx);
 /* The owner's end of keeping it (fn_param_keep_bf16's other half): with no
  * owner left, the forward rounds value again. */
 void fn_param_release_bf16(fn_param *p);
-/* value rounded into the copy on ctx's stream, where it is kept; nothing
- * otherwise. Every writer of a kept parameter's value calls it. */
+/* value rounded into the copy on ctx's stream, where it is kept (and ctx
+ * a GPU context in bf16 math); nothing otherwise. Every writer of a kept
+ * parameter's value calls it. */
 fn_status fn_param_refresh_bf16(fn_param *p, fn_context *ctx);
 
 #ifdef __cplusplus

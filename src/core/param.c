@@ -11,9 +11,18 @@ int fn_param_bf16_kept(const fn_param *p)
     return p && p->value_bf16 && p->bf16_keepers > 0;
 }
 
+/* Only a GPU context in a mode of bfloat16 operands has copies: anywhere
+ * else the field is not looked at (a parameter a program filled in field
+ * by field may hold anything there). */
+static int has_copies(fn_context *ctx)
+{
+    return ctx && fn_context_device(ctx) == FN_CUDA &&
+           fn_math_policy_of(fn_context_math(ctx))->bf16_operands;
+}
+
 fn_status fn_param_keep_bf16(fn_param *p, fn_context *ctx)
 {
-    if (!p || !p->value_bf16 || fn_test_bf16_copy_off())
+    if (!p || !p->value_bf16 || !has_copies(ctx) || fn_test_bf16_copy_off())
         return FN_OK;
     p->bf16_keepers++;
     return fn_param_refresh_bf16(p, ctx);
@@ -27,11 +36,11 @@ void fn_param_release_bf16(fn_param *p)
 
 fn_status fn_param_refresh_bf16(fn_param *p, fn_context *ctx)
 {
-    if (!fn_param_bf16_kept(p))
+    if (!fn_param_bf16_kept(p) || !has_copies(ctx))
         return FN_OK;
-    if (!ctx || fn_context_device(ctx) != FN_CUDA || p->value.device != FN_CUDA)
+    if (p->value.device != FN_CUDA)
         return fn_fail(FN_ERR_INVALID, "parameter %s: its bfloat16 copy is refreshed on the GPU "
-                       "that holds it", p->name ? p->name : "(unnamed)");
+                       "that holds its value", p->name ? p->name : "(unnamed)");
     return fn_cuda_to_bf16(ctx, (fn_bf16 *)p->value_bf16, p->value.data,
                            fn_tensor_count(&p->value), NULL, NULL, 0);
 }
