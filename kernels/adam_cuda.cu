@@ -82,7 +82,7 @@ adam_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long 
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;
             if (i < end) {
-                e.value[i] = adam_math(p[k], g[k], &m[k], &v[k], s, neg_step);
+                mt_store_value(e, i, adam_math(p[k], g[k], &m[k], &v[k], s, neg_step));
                 e.state1[i] = m[k];
                 e.state2[i] = v[k];
             }

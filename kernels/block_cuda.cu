@@ -780,8 +780,13 @@ extern "C" fn_status fn_block_cuda_clear_tickets(fn_block *b)
     return FN_OK;
 }
 
+/* The workspace; in bf16 mode its w_h is the weight's bfloat16 copy
+ * (param.h), which the forward reads as it is while an owner keeps it. */
 extern "C" fn_status fn_block_cuda_setup(fn_block *b)
 {
     fn_block_ws ws;
-    return fn_cuda_workspace_alloc(&b->scratch, fn_block_ws_layout(b, NULL, &ws));
+    FN_TRY(fn_cuda_workspace_alloc(&b->scratch, fn_block_ws_layout(b, NULL, &ws)));
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    b->params[FN_BLOCK_WEIGHT].value_bf16 = ws.w_h;
+    return FN_OK;
 }

@@ -65,11 +65,14 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
 {
     fn_layer *l = &b->base;
     const int N = x->rows, in = l->in_features, C = l->out_features;
-    const float *w = b->params[FN_BLOCK_WEIGHT].value.data;
+    const fn_param *weight = &b->params[FN_BLOCK_WEIGHT];
+    const float *w = weight->value.data;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
     if (ws.x_h) {
-        FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, (size_t)C * in));
+        /* w_h is the weight's copy: kept current by its writers, or made here. */
+        const size_t nw = fn_param_bf16_kept(weight) ? 0 : (size_t)C * in;
+        FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, nw));
         return fn_cuda_gemm_bf16(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_h, in, ws.x_h, in, 0.0f,
                                  ws.z_h, 1, C);
     }

@@ -37,7 +37,10 @@ static fn_status build(fn_multi_tensor *mt, fn_param *const *params, int n,
     long long chunks = 0;
     for (int i = 0; i < n; i++) {
         const size_t count = fn_tensor_count(&params[i]->value);
-        host[i] = fn_mt_entry{params[i]->value.data, params[i]->grad.data,
+        __nv_bfloat16 *copy = fn_param_bf16_kept(params[i])
+                                  ? static_cast<__nv_bfloat16 *>(params[i]->value_bf16)
+                                  : NULL;
+        host[i] = fn_mt_entry{params[i]->value.data, copy, params[i]->grad.data,
                               state1 ? state1[i].data : NULL, state2 ? state2[i].data : NULL,
                               count, chunks};
         chunks += (long long)((count + kMtChunk - 1) / kMtChunk);

@@ -104,7 +104,7 @@ rmsprop_all_kernel(const fn_mt_entry *table /* [n_tensors] */,
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;
             if (i < end) {
-                e.value[i] = rmsprop_math(p[k], g[k], &v[k], &b[k], &a[k], s);
+                mt_store_value(e, i, rmsprop_math(p[k], g[k], &v[k], &b[k], &a[k], s));
                 e.state1[i] = v[k];
                 if (s.has_momentum)
                     e.state2[i] = b[k];

@@ -80,8 +80,9 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;
             if (i < end) {
-                e.value[i] = sgd_math(p[k], g[k], &b[k], lr, momentum, one_minus_dampening,
-                                      weight_decay, nesterov, first_step);
+                mt_store_value(e, i, sgd_math(p[k], g[k], &b[k], lr, momentum,
+                                              one_minus_dampening, weight_decay, nesterov,
+                                              first_step));
                 if (momentum != 0.0f)
                     e.state1[i] = b[k];
             }

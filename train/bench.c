@@ -27,7 +27,12 @@
  * operands with cuBLAS's own down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF,
  * `*_fast16bf`): whether cuBLAS rounds operands inside the product faster
  * than the layer's separate rounding pass plus a bf16 product, and with
- * which error (its rounding is cuBLAS's, not documented as to nearest). */
+ * which error (its rounding is cuBLAS's, not documented as to nearest).
+ * In bf16 the optimiser keeps the weight's bfloat16 copy (param.h), as in
+ * `train`: the forward and step rows round only x a forward, the update
+ * writes the copy; `forward_rounding_w` is the forward of a block whose
+ * copy nobody keeps (it rounds W every time), and `to_bf16_w` that
+ * rounding alone (also what plain SGD's step pays to refresh the copy). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -679,10 +684,27 @@ static product_times report_products(bench *b)
     return t;
 }
 
+/* bf16: the forward as it runs where no owner keeps the weight's bfloat16
+ * copy (param.h: a C API user writing W directly, Python's FusedBlock),
+ * rounding W itself every time; the optimiser's copy released for it and
+ * taken again after. */
+static void report_forward_rounding_w(bench *b, const product_times *t)
+{
+    fn_param *w = &b->layer->params[FN_BLOCK_WEIGHT];
+    if (!fn_param_bf16_kept(w))
+        return;
+    fn_param_release_bf16(w);
+    report(b, "forward_rounding_w", time_op(b, op_forward, INNER_PASS), t->fwd);
+    check(fn_param_keep_bf16(w, b->ctx), "the weight's bfloat16 copy");
+}
+
+/* The forward as `train` runs it: in bf16 the optimiser keeps the
+ * weight's bfloat16 copy, so only x is rounded. */
 static void report_passes(bench *b, const product_times *t)
 {
     check(op_forward(b), "forward");
     report(b, "forward", time_op(b, op_forward, INNER_PASS), t->fwd);
+    report_forward_rounding_w(b, t);
     report(b, "backward_dx", time_op(b, op_backward_dx, INNER_PASS), t->dx + t->dw);
     report(b, "backward_nodx", time_op(b, op_backward_nodx, INNER_PASS), t->dw);
 }

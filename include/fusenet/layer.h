@@ -98,6 +98,10 @@ void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
  * with backward's checks; FN_ERR_INVALID when its ops have none. */
 fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
+/* fn_param_refresh_bf16 for each of l's parameters (param.h): what every
+ * writer of their values calls after writing them; fn_layer_backward_sgd
+ * does, after the updates. */
+fn_status fn_layer_refresh_bf16(fn_layer *l);
 
 /* What the following forward passes are for (fn_pass); a layer made
  * forward only is never training. Not during a CUDA graph's capture. */

@@ -122,10 +122,14 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt);
 
 /* For implementations: checks that every parameter's value and gradient
  * live on ctx's device with one shape (messages start with `who`), then
- * sets opt up with ops and a copy of the list. */
+ * sets opt up with ops and a copy of the list, and keeps the bfloat16 copy
+ * of each parameter that has one (param.h: fn_param_keep_bf16): its
+ * update writes the copy too, in its own pass (the multi-tensor table's
+ * kernels) or after it (fn_param_refresh_bf16). */
 fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_context *ctx,
                             fn_param *const *params, int n_params, const char *who);
-/* Frees what fn_optimizer_init allocated (not opt itself). */
+/* Frees what fn_optimizer_init allocated (not opt itself) and gives back
+ * the bfloat16 copies it kept. */
 void fn_optimizer_release(fn_optimizer *opt);
 /* Zeroes every parameter's gradient one tensor at a time: what
  * fn_optimizer_zero_grad does without a zero_grad hook, and what a hook

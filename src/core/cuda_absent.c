@@ -5,6 +5,7 @@
 
 #include "core/cuda_absent.h"
 #include "core/cuda_runtime.h"
+#include "core/gemm_cuda.h"
 #include "core/graph_cuda.h"
 
 fn_status fn_cuda_absent(const char *what)
@@ -185,3 +186,10 @@ fn_status fn_cuda_graph_launch(fn_context *ctx, fn_cuda_graph *graph)
 }
 
 void fn_cuda_graph_destroy(fn_cuda_graph *graph) { (void)graph; }
+
+fn_status fn_cuda_to_bf16(fn_context *ctx, fn_bf16 *a_h, const float *a, size_t na, fn_bf16 *b_h,
+                          const float *b, size_t nb)
+{
+    (void)ctx, (void)a_h, (void)a, (void)na, (void)b_h, (void)b, (void)nb;
+    return fn_cuda_absent("bfloat16 rounding");
+}

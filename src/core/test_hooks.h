@@ -42,4 +42,10 @@ int fn_test_rank_perturbed(int rank);
  * without the hooks). */
 int fn_test_defer_lag(void);
 
+/* FN_TEST_BF16_COPY_OFF=1: no owner keeps a weight's bfloat16 copy
+ * (fn_param_keep_bf16 keeps nothing), so every bf16 forward rounds W
+ * itself, as where nobody keeps them: a test compares the two runs bit
+ * for bit. Read at each keep (an optimiser's creation). */
+int fn_test_bf16_copy_off(void);
+
 #endif

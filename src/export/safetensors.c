@@ -238,6 +238,7 @@ static fn_status load_values(const in_file *f, fn_net *net)
         FN_TRY(fn_export_kind_of(l, i, &k));
         for (int p = 0; p < l->n_params; p++)
             FN_TRY(load_param(f, k, prefix, &l->params[p]));
+        FN_TRY(fn_layer_refresh_bf16(l));
     }
     return FN_OK;
 }

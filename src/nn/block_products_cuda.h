@@ -21,7 +21,9 @@ extern "C" {
  * and dz as stored do not have for dW (their rows are the batch); with both
  * transposed dW has the forward product's layout (DESIGN.md: the default
  * layout reaches 0.57 ms where the forward shape takes 0.33 ms). */
-/* In bf16 mode forward rounds x and w to bfloat16 once (x_h, w_h) and
+/* In bf16 mode forward rounds x to bfloat16 (x_h) and reads w's bfloat16
+ * copy w_h, the weight's fn_param.value_bf16 (param.h): rounded there by
+ * the weight's writers while an owner keeps it, else by forward itself;
  * backward reuses both (dW reads x_h, dx reads w_h, the weight of the
  * forward as in tf32x3); no transposes: Hopper's bf16 tensor-core
  * instructions read either layout. The block's caches are bfloat16 too, in
@@ -60,8 +62,8 @@ size_t fn_block_ws_weight_floats(const fn_block *b);
 fn_status fn_block_cuda_clear_tickets(fn_block *b);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
- * w into the workspace, in bf16 after rounding them there, backward finds
- * them; in bf16 into z_h instead of b->z). */
+ * w into the workspace, in bf16 after rounding x there and, unless its
+ * copy is kept, w; backward finds them; in bf16 into z_h instead of b->z). */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
 /* The products of backward after the normalisation's, from b->dz (dz_h in

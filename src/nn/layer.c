@@ -121,7 +121,18 @@ fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
         return fn_fail(FN_ERR_INVALID, "%s: lr %g must be positive and finite", kind_of(l),
                        (double)lr);
     FN_TRY(check_backward(l, dy, dx));
-    return l->ops->backward_sgd(l, dy, dx, lr);
+    FN_TRY(l->ops->backward_sgd(l, dy, dx, lr));
+    return fn_layer_refresh_bf16(l);
+}
+
+/* After the updates, which the products made where they can write only
+ * fp32 (cuBLAS adding -lr dW into W): the copies rounded afresh, one pass
+ * over W, the one the next forward would otherwise make. */
+fn_status fn_layer_refresh_bf16(fn_layer *l)
+{
+    for (int i = 0; l && i < l->n_params; i++)
+        FN_TRY(fn_param_refresh_bf16(&l->params[i], l->ctx));
+    return FN_OK;
 }
 
 void fn_layer_destroy(fn_layer *l)

@@ -139,6 +139,8 @@ static fn_status update_each(fn_adam *opt, const fn_adam_step *s, long long t)
         fn_param *p = base->params[i];
         fn_status st = opt->backend->update(base->ctx, &p->value, &p->grad, &opt->exp_avg[i],
                                             &opt->exp_avg_sq[i], s);
+        if (st == FN_OK)
+            st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
             fn_error_prefix("%s step %lld, parameter %d (%s): ", adam_name(&opt->cfg), t, i,
                             p->name ? p->name : "(unnamed)");
@@ -158,6 +160,8 @@ static fn_status adam_step_params(fn_optimizer *base, int from, int count)
         fn_param *p = base->params[i];
         fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad,
                                       &opt->exp_avg[i], &opt->exp_avg_sq[i], &opt->cfg, t);
+        if (st == FN_OK)
+            st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
             fn_error_prefix("%s step %lld, parameter %d (%s): ", adam_name(&opt->cfg), t, i,
                             p->name ? p->name : "(unnamed)");

@@ -29,9 +29,10 @@ typedef struct fn_multi_tensor {
     long long chunks;    /* kMtChunk-element pieces of all the tensors together */
 } fn_multi_tensor;
 
-/* The table of params' values and gradients and, per parameter, up to two
- * state tensors (state1, state2: [n] arrays shaped like the values, or
- * NULL), all on ctx's GPU. */
+/* The table of params' values and gradients, their bfloat16 copies where
+ * kept when it is made (param.h; the update kernels write them beside the
+ * values), and, per parameter, up to two state tensors (state1, state2:
+ * [n] arrays shaped like the values, or NULL), all on ctx's GPU. */
 fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx, fn_param *const *params,
                                  int n, const fn_tensor *state1, const fn_tensor *state2,
                                  size_t scalar_bytes);

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include <cuda_bf16.h>
+
 #include "core/cuda_state.h"
 #include "optim/multi_tensor.h"
 
@@ -22,12 +24,23 @@ inline constexpr int kMtChunk = kMtThreads * kMtPerThread; /* elements a piece *
 
 struct fn_mt_entry {
     float *value;    /* [n] */
+    __nv_bfloat16 *value_bf16; /* [n]: the value's kept bfloat16 copy (param.h), or NULL */
     float *grad;     /* [n] */
     float *state1;   /* [n] or NULL */
     float *state2;   /* [n] or NULL */
     size_t n;
     long long chunk0; /* the first piece of this tensor */
 };
+
+/* A kernel's store of element i's new value v: the value, and its kept
+ * bfloat16 copy rounded as fn_cuda_to_bf16 rounds it (ties to even), so
+ * the forward that reads the copy sees the bits it would have made. */
+__device__ __forceinline__ void mt_store_value(const fn_mt_entry &e, size_t i, float v)
+{
+    e.value[i] = v;
+    if (e.value_bf16)
+        e.value_bf16[i] = __float2bfloat16_rn(v);
+}
 
 /* The entry that holds piece `chunk`: the last whose chunk0 <= chunk
  * (entries in chunk0 order, the first's 0), by bisection. */

@@ -197,11 +197,20 @@ fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_c
         return fn_fail(FN_ERR_NOMEM, "%s: out of host memory for the parameter list", who);
     for (int i = 0; i < n_params; i++)
         opt->params[i] = params[i];
-    return FN_OK;
+    /* Every parameter kept even past a failed refresh, so that release,
+     * which the caller's clean-up runs, gives back exactly what was taken. */
+    fn_status st = FN_OK;
+    for (int i = 0; i < n_params; i++) {
+        const fn_status kept = fn_param_keep_bf16(opt->params[i], ctx);
+        st = st == FN_OK ? kept : st;
+    }
+    return st;
 }
 
 void fn_optimizer_release(fn_optimizer *opt)
 {
+    for (int i = 0; opt->params && i < opt->n_params; i++)
+        fn_param_release_bf16(opt->params[i]);
     free(opt->params);
     opt->params = NULL;
     opt->n_params = 0;

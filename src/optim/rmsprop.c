@@ -138,6 +138,8 @@ static fn_status update_range(fn_rmsprop *opt, const fn_rmsprop_step *s, int fro
         fn_param *p = base->params[i];
         fn_status st = opt->backend->update(base->ctx, &p->value, &p->grad, state_of(opt, 0, i),
                                             state_of(opt, 1, i), state_of(opt, 2, i), s);
+        if (st == FN_OK)
+            st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
             fn_error_prefix("rmsprop step %lld, parameter %d (%s): ", base->steps + 1, i,
                             p->name ? p->name : "(unnamed)");

@@ -106,6 +106,8 @@ static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, 
         fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
         fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf, cfg,
                                       first);
+        if (st == FN_OK) /* the one-tensor update writes no copy: a pass of its own */
+            st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
             fn_error_prefix("sgd step %lld, parameter %d (%s): ", step, i,
                             p->name ? p->name : "(unnamed)");

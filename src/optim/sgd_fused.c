@@ -20,7 +20,7 @@ static fn_status layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor 
             return st;
         }
     }
-    return FN_OK;
+    return fn_layer_refresh_bf16(l);
 }
 
 fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr)

@@ -409,6 +409,7 @@ fn_status fn_weights_upload(fn_net *net, const fn_weights_host *host)
     for (int i = 0; i < host->n_params; i++) {
         fn_param *p = fn_net_param(net, i);
         FN_TRY(fn_tensor_upload(&p->value, host->values[i], fn_tensor_count(&p->value)));
+        FN_TRY(fn_param_refresh_bf16(p, fn_net_context(net)));
     }
     return FN_OK;
 }

@@ -109,6 +109,8 @@ static fn_status perturb(fn_trainer *t)
     memcpy(&host[0], &bits, sizeof bits);
     if (st == FN_OK)
         st = fn_tensor_upload(v, host, n);
+    if (st == FN_OK)
+        st = fn_param_refresh_bf16(fn_net_param(t->net, 0), t->ctx);
     free(host);
     return st;
 }
