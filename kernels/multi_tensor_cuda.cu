@@ -37,9 +37,8 @@ static fn_status build(fn_multi_tensor *mt, fn_param *const *params, int n,
     long long chunks = 0;
     for (int i = 0; i < n; i++) {
         const size_t count = fn_tensor_count(&params[i]->value);
-        __nv_bfloat16 *copy = fn_param_bf16_kept(params[i])
-                                  ? static_cast<__nv_bfloat16 *>(params[i]->value_bf16)
-                                  : NULL;
+        __nv_bfloat16 *copy =
+            static_cast<__nv_bfloat16 *>(fn_param_bf16_written(params[i], mt->ctx));
         host[i] = fn_mt_entry{params[i]->value.data, copy, params[i]->grad.data,
                               state1 ? state1[i].data : NULL, state2 ? state2[i].data : NULL,
                               count, chunks};

@@ -41,6 +41,9 @@ typedef struct fn_param {
 
 /* 1 when p has a bfloat16 copy that its writers keep current. */
 int fn_param_bf16_kept(const fn_param *p);
+/* The copy that a writer of p's value on ctx writes as well: p's copy
+ * where it is kept and ctx is a GPU context in bf16 math, else NULL. */
+void *fn_param_bf16_written(const fn_param *p, fn_context *ctx);
 /* Declares one more owner that keeps p's copy current, and makes it
  * current now (a kernel on ctx's stream). Nothing where p has no copy or
  * ctx is not a GPU context in bf16 math (value_bf16 is not read there). */

@@ -20,6 +20,11 @@ static int has_copies(fn_context *ctx)
            fn_math_policy_of(fn_context_math(ctx))->bf16_operands;
 }
 
+void *fn_param_bf16_written(const fn_param *p, fn_context *ctx)
+{
+    return fn_param_bf16_kept(p) && has_copies(ctx) ? p->value_bf16 : NULL;
+}
+
 fn_status fn_param_keep_bf16(fn_param *p, fn_context *ctx)
 {
     if (!p || !p->value_bf16 || !has_copies(ctx) || fn_test_bf16_copy_off())
@@ -36,7 +41,7 @@ void fn_param_release_bf16(fn_param *p)
 
 fn_status fn_param_refresh_bf16(fn_param *p, fn_context *ctx)
 {
-    if (!fn_param_bf16_kept(p) || !has_copies(ctx))
+    if (!fn_param_bf16_written(p, ctx))
         return FN_OK;
     if (p->value.device != FN_CUDA)
         return fn_fail(FN_ERR_INVALID, "parameter %s: its bfloat16 copy is refreshed on the GPU "
