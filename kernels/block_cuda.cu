@@ -626,8 +626,8 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
     return with_caches(b, [&](auto *z, auto *) { return normalize_forward(b, y, z, N); });
 }
 
-/* dz into the dz cache; dgamma, dbeta, dbias added to the gradients (lr ==
- * 0) or applied to gamma, beta, bias by plain SGD (lr > 0); dskip (the
+/* dz into the dz cache; dgamma, dbeta, dbias into the gradients by their
+ * grad_beta (lr == 0) or applied to gamma, beta, bias by plain SGD (lr > 0); dskip (the
  * residual block's dx, or NULL) gets dy. */
 template <typename Z>
 static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dskip /* [N, C] */,
@@ -674,11 +674,14 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
         FN_CUDA_CHECK_LAUNCH(block_backward_team_kernel);
     }
     /* In the partials' order: dgamma, dbeta, dbias; to the values when the
-     * step is folded in, else to the gradients. */
+     * step is folded in, else to the gradients by their grad_beta. */
     auto to = [&](int which) {
         return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
     };
-    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
+    auto beta_of = [&](int which) { return b->params[which].grad_beta; };
+    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)},
+                                   {beta_of(FN_BLOCK_GAMMA), beta_of(FN_BLOCK_BETA),
+                                    beta_of(FN_BLOCK_BIAS)}};
     return fn_column_finish<3>(s, out, partials, lr, chunks, C);
 }
 
@@ -709,8 +712,9 @@ static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
+    const fn_param *w = &b->params[FN_BLOCK_WEIGHT];
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, 0.0f));
-    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
+    return fn_block_cuda_backward_products(b, dx, w->grad.data, 1.0f, w->grad_beta);
 }
 
 /* The ops' backward_sgd hook (layer.h): the same passes as backward, with
@@ -720,7 +724,8 @@ static fn_status block_cuda_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_te
 {
     fn_block *b = (fn_block *)l;
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, lr));
-    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
+    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr,
+                                           1.0f);
 }
 
 static void block_cuda_destroy(fn_layer *l)

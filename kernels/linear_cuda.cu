@@ -77,13 +77,14 @@ static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, b
     cudaStream_t s = fn_ctx_stream(layer->ctx);
     float *partials = l->scratch.data;
     const int chunks = fn_row_chunks(N);
+    const fn_param *db = &l->params[FN_LINEAR_BIAS], *dw = &l->params[FN_LINEAR_WEIGHT];
     FN_TRY(fn_column_partials<1>(s, partials, dy_column_op{dy->data, C}, N, C, chunks));
-    FN_TRY(fn_column_finish<1>(s, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
-                               partials, 0.0f, chunks, C));
+    FN_TRY(fn_column_finish<1>(s, column_outputs<1>{{db->grad.data}, {db->grad_beta}}, partials,
+                               0.0f, chunks, C));
     if (!with_dweight)
         return FN_OK;
-    return fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                l->x.data, N, layer->in_features, C, NULL, 0);
+    return fn_cuda_gemm_dweight(layer->ctx, dw->grad.data, dw->grad_beta, dy->data, l->x.data, N,
+                                layer->in_features, C, NULL, 0);
 }
 
 /* db (and dW, where it can) on the context's side stream, beside dx on the
@@ -101,8 +102,9 @@ static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_t
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
     if (st == FN_OK && !dweight_beside)
-        st = fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                  l->x.data, N, layer->in_features, C, ws, ws_floats);
+        st = fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data,
+                                  l->params[FN_LINEAR_WEIGHT].grad_beta, dy->data, l->x.data, N,
+                                  layer->in_features, C, ws, ws_floats);
     if (st == FN_OK && dx)
         st = fn_cuda_gemm_dinput(layer->ctx, dx->data, dy->data,
                                  l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,

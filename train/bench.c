@@ -15,7 +15,7 @@
  * scripts/bench_side_by_side.sh merges with scripts/bench_torch.py's lines;
  * lines starting with '#' are for people. With momentum 0 the step is the
  * fused one (fn_block_backward_sgd: plain SGD folded into the dW product);
- * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too.
+ * the unfused step (forward, backward writing the gradients, fn_sgd_step) is timed too.
  * With --optimizer adamw the step is the unfused one with AdamW
  * (torch.optim.AdamW's defaults but the rate: betas 0.9, 0.999, eps 1e-8,
  * weight decay 0.01), named step_*_adamw as bench_torch.py names its fused
@@ -253,11 +253,11 @@ static fn_status op_forward(bench *b) { return fn_layer_forward(b->layer, &b->x,
 static fn_status op_backward_dx(bench *b) { return fn_layer_backward(b->layer, &b->dy, &b->dx); }
 static fn_status op_backward_nodx(bench *b) { return fn_layer_backward(b->layer, &b->dy, NULL); }
 
-/* The step as a loop without fusions runs it: gradients zeroed, forward,
- * backward, the optimiser's update of every parameter. */
+/* The step as a loop without fusions runs it: forward, backward (which
+ * writes the gradients: no zeroing pass, param.h), the optimiser's update
+ * of every parameter. */
 static fn_status step_unfused(bench *b, fn_tensor *dx)
 {
-    FN_TRY(fn_layer_zero_grad(b->layer));
     FN_TRY(fn_layer_forward(b->layer, &b->x, &b->y));
     FN_TRY(fn_layer_backward(b->layer, &b->dy, dx));
     return fn_optimizer_step(b->opt);

@@ -97,15 +97,18 @@ column_partials_kernel(float *partials /* [chunks, Q, C] */, Op op, int N, int C
     }
 }
 
-/* Where column_finish_kernel puts quantity q: out[q] [C]. */
+/* Where column_finish_kernel puts quantity q: out[q] [C], combined with
+ * what it held by beta[q] (a gradient's grad_beta, param.h). */
 template <int Q>
 struct column_outputs {
     float *out[Q];
+    float beta[Q];
 };
 
-/* Adds the chunks' partial sums, in chunk order, to the outputs (lr == 0:
- * out += s), or applies plain SGD with them (lr > 0: out -= lr * s, rounded
- * as sgd_cuda.cu rounds, so the bits equal a backward from zeroed gradients
+/* Sums the chunks' partial sums s, in chunk order, into the outputs (lr ==
+ * 0: out = s when beta is 0, never reading out; out + s when 1; else
+ * beta out + s rounded once), or applies plain SGD with them (lr > 0: out
+ * -= lr * s, rounded as sgd_cuda.cu rounds, so the bits equal a backward
  * followed by an SGD step). */
 template <int Q>
 __global__ void column_finish_kernel(column_outputs<Q> out,
@@ -126,8 +129,12 @@ __global__ void column_finish_kernel(column_outputs<Q> out,
     }
 #pragma unroll
     for (int q = 0; q < Q; q++) {
-        const float v = out.out[q][c];
-        out.out[q][c] = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s[q])) : __fadd_rn(v, s[q]);
+        float *o = &out.out[q][c];
+        const float beta = out.beta[q];
+        if (lr > 0.0f)
+            *o = __fsub_rn(*o, __fmul_rn(lr, s[q]));
+        else
+            *o = beta == 0.0f ? s[q] : beta == 1.0f ? __fadd_rn(*o, s[q]) : __fmaf_rn(beta, *o, s[q]);
     }
 }
 

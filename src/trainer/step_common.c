@@ -122,9 +122,7 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
     if (st == FN_OK && bad)
         return stop_bad_input(t, row, col, value);
     fn_nonfinite nf;
-    if (st == FN_OK)
-        st = fn_net_zero_grad(t->net);
-    if (st == FN_OK)
+    if (st == FN_OK) /* writes the gradients: no zeroing first (param.h) */
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)
         st = fn_net_find_nonfinite(t->net, 1, &nf);
@@ -152,7 +150,7 @@ fn_status fn_trainer_set_pass(fn_trainer *t, const fn_batch *b, int training)
 
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
 {
-    FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
+    /* No zeroing: backward writes each gradient (param.h, grad_beta 0). */
     FN_TRY(fn_net_backward(t->net, dy));
     return t->clip ? fn_clip_apply(t->clip) : FN_OK;
 }
