@@ -122,7 +122,15 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
     if (st == FN_OK && bad)
         return stop_bad_input(t, row, col, value);
     fn_nonfinite nf;
-    if (st == FN_OK) /* writes the gradients: no zeroing first (param.h) */
+    /* Backward writes the gradients (param.h): no zeroing first. Where the
+     * optimiser folded its state into backward (step_choice.c) the .grad
+     * tensors are its buffers, which the deferred steps after this one
+     * may have moved already: grad_beta 0 writes the batch's plain
+     * gradient over them, so the search finds what an unfolded step
+     * would. The run stops here, so that state is never used again. */
+    for (int i = 0; i < fn_net_n_params(t->net); i++)
+        fn_net_param(t->net, i)->grad_beta = 0.0f;
+    if (st == FN_OK)
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)
         st = fn_net_find_nonfinite(t->net, 1, &nf);
