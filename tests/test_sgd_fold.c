@@ -2,7 +2,7 @@
  * (fn_optimizer_fold, sgd.c): which configurations fold, what the fold
  * does to the parameters and gives back, and one step folded against the
  * unfolded step within their error bound, bit-identical when repeated
- * (tests/support/sgd_fold.h). */
+ * one parameter at a time (tests/support/sgd_fold.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

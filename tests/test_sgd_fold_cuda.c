@@ -2,7 +2,8 @@
  * math mode: SGD's momentum folded into backward (the dW product with
  * cuBLAS's beta = mu on the buffer, the column sums' finish fusing
  * mu buf + s, the multi-tensor update reading W and buf only) against the
- * unfolded step within their error bound, bit-identical when repeated.
+ * unfolded step within their error bound, bit-identical when repeated
+ * one parameter at a time (the one-tensor kernel against the table's).
  * Skips without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>

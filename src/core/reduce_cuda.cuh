@@ -134,7 +134,9 @@ __global__ void column_finish_kernel(column_outputs<Q> out,
         if (lr > 0.0f)
             *o = __fsub_rn(*o, __fmul_rn(lr, s[q]));
         else
-            *o = beta == 0.0f ? s[q] : beta == 1.0f ? __fadd_rn(*o, s[q]) : __fmaf_rn(beta, *o, s[q]);
+            *o = beta == 0.0f   ? s[q]
+                 : beta == 1.0f ? __fadd_rn(*o, s[q])
+                                : __fmaf_rn(beta, *o, s[q]);
     }
 }
 

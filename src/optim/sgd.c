@@ -29,7 +29,8 @@ struct fn_sgd {
     fn_sgd_config cfg;
     fn_multi_tensor all;           /* GPU: every parameter in one launch; else zeroed */
     fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
-    fn_tensor *own_grads;          /* [n_params] the parameters' own gradients while folded; else NULL */
+    fn_tensor *own_grads;          /* [n_params] the parameters' own gradients while
+                                    * folded (sgd_fold); else NULL */
 };
 
 static const char *const sgd_state_names[] = {"momentum"};

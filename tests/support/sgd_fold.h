@@ -13,8 +13,10 @@
  * computing mu buf + g into the buffer, the update reading W and buf) and
  * unfolded (backward writing g, torch's update). Every new value and
  * buffer agrees within the error bound of the two (tests/support/
- * sgd_fold.c derives it), and the folded step repeated from the same
- * state gives the same bits. Returns the layers checked. */
+ * sgd_fold.c derives it), and the folded step taken again from the same
+ * state, one parameter at a time (fn_optimizer_step_params: on the GPU
+ * the one-tensor kernel, not the table's launch), gives the same bits.
+ * Returns the layers checked. */
 int fold_check(fn_context *ctx);
 
 #endif
