@@ -36,7 +36,9 @@ __device__ __forceinline__ float sgd_math(float p, float g, float *b, float lr, 
 }
 
 /* The folded update of one element: buffer b (backward's mu b + g) gets
- * wd p added; returns p - lr b. */
+ * wd p added; returns p - lr b. Without weight decay b is unchanged, so
+ * the kernels store it only with weight decay (a pass over the buffer
+ * saved). */
 __device__ __forceinline__ float sgd_folded_math(float p, float *b, float lr, float weight_decay)
 {
     if (weight_decay != 0.0f)
@@ -52,7 +54,8 @@ sgd_folded_kernel(float *value /* [n] */, float *momentum_buf /* [n] */, float l
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float b = momentum_buf[i];
         value[i] = sgd_folded_math(value[i], &b, lr, weight_decay);
-        momentum_buf[i] = b;
+        if (weight_decay != 0.0f)
+            momentum_buf[i] = b;
     }
 }
 
@@ -106,7 +109,7 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
                                     : sgd_math(p[k], g[k], &b[k], lr, momentum,
                                                one_minus_dampening, weight_decay, nesterov,
                                                first_step);
-                if (momentum != 0.0f)
+                if (Folded ? weight_decay != 0.0f : momentum != 0.0f)
                     e.state1[i] = b[k];
             }
         }

@@ -51,13 +51,18 @@ static void update_momentum(float *restrict theta, const float *restrict dtheta,
 }
 
 /* Momentum folded into backward, which left buf = mu buf + g: buf += wd
- * theta, theta -= lr buf. */
+ * theta, theta -= lr buf; buf is written only with weight decay. */
 static void update_folded(float *restrict theta, float *restrict buf, size_t i0, size_t i1,
                           const sgd_job *s)
 {
     const float lr = s->lr, wd = s->wd;
+    if (wd == 0.0f) {
+        for (size_t i = i0; i < i1; i++)
+            theta[i] = theta[i] - lr * buf[i];
+        return;
+    }
     for (size_t i = i0; i < i1; i++) {
-        const float b = wd != 0.0f ? buf[i] + wd * theta[i] : buf[i];
+        const float b = buf[i] + wd * theta[i];
         buf[i] = b;
         theta[i] = theta[i] - lr * b;
     }

@@ -32,7 +32,7 @@
 #include "runner.h"
 #include "sgd_fold.h"
 
-static const float kMu = 0.9f, kWd = 0.01f, kLr = 0.1f;
+static const float kMu = 0.9f, kLr = 0.1f;
 static const double kU = 0x1p-24;
 
 /* A case wide enough for the vector kernels and the threaded CPU passes. */
@@ -80,7 +80,7 @@ typedef struct fold_run {
 } fold_run;
 
 static void run_open(fold_run *r, fn_context *ctx, const gc_problem *p, double *const *buf,
-                     long long steps)
+                     long long steps, float wd)
 {
     memset(r, 0, sizeof *r);
     EXPECT_OK(gc_layer(&r->layer, ctx, p));
@@ -90,7 +90,7 @@ static void run_open(fold_run *r, fn_context *ctx, const gc_problem *p, double *
         params[i] = &r->layer->params[i];
     fn_sgd_config cfg = fn_sgd_config_default(kLr);
     cfg.momentum = kMu;
-    cfg.weight_decay = kWd;
+    cfg.weight_decay = wd;
     EXPECT_OK(fn_sgd_create(&r->sgd, ctx, params, r->layer->n_params, &cfg));
     for (int i = 0; i < r->layer->n_params; i++)
         put(fn_sgd_momentum_buffer(r->sgd, i), buf[i]);
@@ -147,12 +147,12 @@ static void run_close(fold_run *r)
 }
 
 /* Fails at the first element outside the bound of the file's header. */
-static void compare(const char *kind, const char *name, size_t n, const double *p,
+static void compare(const char *kind, const char *name, float wd, size_t n, const double *p,
                     const double *buf0, const double *g, const double *eg, const double *val_u,
                     const double *buf_u, const double *val_f, const double *buf_f)
 {
     for (size_t k = 0; k < n; k++) {
-        const double s = fabs(kMu * buf0[k]) + fabs(g[k]) + fabs(kWd * p[k]);
+        const double s = fabs(kMu * buf0[k]) + fabs(g[k]) + fabs(wd * p[k]);
         const double tol_buf = 2.0 * eg[k] + 6.0 * kU * s;
         const double tol_val = kLr * tol_buf + 4.0 * kU * (fabs(p[k]) + kLr * fabs(buf_u[k]));
         if (!(fabs(buf_f[k] - buf_u[k]) <= tol_buf))
@@ -170,8 +170,10 @@ static void free_all(double **a, int n)
         free(a[i]);
 }
 
-/* One kind from one state (steps 0: a first step, buffers ignored). */
-static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps)
+/* One kind from one state (steps 0: a first step, buffers ignored) with
+ * weight decay wd (0: the folded update leaves the buffer as backward
+ * made it). */
+static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps, float wd)
 {
     gc_problem p;
     EXPECT_OK(gc_problem_init(&p, kind, &fold_case, ctx));
@@ -193,13 +195,13 @@ static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps)
     double *val_f[GC_MAX_TENSORS], *buf_f[GC_MAX_TENSORS];
     double *val_f2[GC_MAX_TENSORS], *buf_f2[GC_MAX_TENSORS];
     fold_run r;
-    run_open(&r, ctx, &p, buf0, steps);
+    run_open(&r, ctx, &p, buf0, steps, wd);
     run_step(&r, UNFOLDED, val_u, buf_u, g);
     run_close(&r);
-    run_open(&r, ctx, &p, buf0, steps);
+    run_open(&r, ctx, &p, buf0, steps, wd);
     run_step(&r, FOLDED, val_f, buf_f, NULL);
     run_close(&r);
-    run_open(&r, ctx, &p, buf0, steps);
+    run_open(&r, ctx, &p, buf0, steps, wd);
     run_step(&r, FOLDED_BY_RANGES, val_f2, buf_f2, NULL);
     run_close(&r);
 
@@ -207,8 +209,8 @@ static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps)
         const char *name = p.names[i + 1];
         const size_t n = p.size[i + 1];
         /* the estimate of the gradient is the kind's; the buffer 0 on a first step */
-        compare(kind->name, name, n, p.t[i + 1], buf0[i], g[i], e.g[i + 1], val_u[i], buf_u[i],
-                val_f[i], buf_f[i]);
+        compare(kind->name, name, wd, n, p.t[i + 1], buf0[i], g[i], e.g[i + 1], val_u[i],
+                buf_u[i], val_f[i], buf_f[i]);
         if (memcmp(val_f[i], val_f2[i], n * sizeof(double)) != 0 ||
             memcmp(buf_f[i], buf_f2[i], n * sizeof(double)) != 0)
             fail_msg("%s %s: the folded step and the same by ranges of parameters, from one "
@@ -230,8 +232,9 @@ int fold_check(fn_context *ctx)
 {
     const gc_kind *kinds[] = {&gc_block_kind, &gc_residual_kind, &gc_linear_kind, &gc_relu_kind};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        check_kind(ctx, kinds[k], 0);
-        check_kind(ctx, kinds[k], 3);
+        check_kind(ctx, kinds[k], 0, 0.01f);
+        check_kind(ctx, kinds[k], 3, 0.01f);
+        check_kind(ctx, kinds[k], 3, 0.0f);
     }
     return (int)(sizeof kinds / sizeof kinds[0]);
 }

@@ -8,8 +8,8 @@
 #include "fusenet/device.h"
 
 /* For a block, a residual block, a linear and a relu layer, one SGD step
- * (momentum 0.9, weight decay 0.01) from the same values, buffers and
- * batch, as the first step of a run and as a later one: folded (backward
+ * (momentum 0.9, weight decay 0.01 and 0) from the same values, buffers
+ * and batch, as the first step of a run and as a later one: folded (backward
  * computing mu buf + g into the buffer, the update reading W and buf) and
  * unfolded (backward writing g, torch's update). Every new value and
  * buffer agrees within the error bound of the two (tests/support/
