@@ -411,7 +411,8 @@ block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
     for (int c = threadIdx.x; c < tile_cols; c += blockDim.x)
         for (int q = 0; q < 3; q++)
             column_store(out.out[q] + tile0 + c,
-                         column_chunks_sum<3>(partials, q, tile0 + c, gridDim.y, C), lr);
+                         column_chunks_sum<3>(partials, q, tile0 + c, gridDim.y, C),
+                         out.beta[q], lr);
 }
 
 /* What the group path's backward reads of V channels of a group: z, dy and
@@ -643,10 +644,10 @@ extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N
     return with_caches(b, [&](auto *z, auto *) { return normalize_forward(b, y, z, N); });
 }
 
-/* dz into the dz cache; dgamma, dbeta, dbias added to the gradients (lr ==
- * 0) or applied to gamma, beta, bias by plain SGD (lr > 0); dskip (the
- * residual block's dx, or NULL) gets dy. Two launches on the group path
- * (dz, then the column sums), one on the team path. */
+/* dz into the dz cache; dgamma, dbeta, dbias into the gradients by their
+ * grad_beta (lr == 0) or applied to gamma, beta, bias by plain SGD (lr >
+ * 0); dskip (the residual block's dx, or NULL) gets dy. Two launches on
+ * the group path (dz, then the column sums), one on the team path. */
 template <typename Z>
 static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dskip /* [N, C] */,
                                     const Z *z /* [N, C] */, const float *dy /* [N, C] */, int N,
@@ -662,11 +663,14 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
     float *partials = ws.partials;
     const int chunks = fn_row_chunks(N);
     /* In the partials' order: dgamma, dbeta, dbias; to the values when the
-     * step is folded in, else to the gradients. */
+     * step is folded in, else to the gradients by their grad_beta. */
     auto to = [&](int which) {
         return lr > 0.0f ? b->params[which].value.data : b->params[which].grad.data;
     };
-    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)}};
+    auto beta_of = [&](int which) { return b->params[which].grad_beta; };
+    const column_outputs<3> out = {{to(FN_BLOCK_GAMMA), to(FN_BLOCK_BETA), to(FN_BLOCK_BIAS)},
+                                   {beta_of(FN_BLOCK_GAMMA), beta_of(FN_BLOCK_BETA),
+                                    beta_of(FN_BLOCK_BIAS)}};
     const bool aligned = aligned16(dy) && aligned_vec(z) && aligned_vec(dz) && aligned16(bias) &&
                          aligned16(gamma) && aligned16(beta) && aligned16(dskip);
     const block_plan p = make_plan(C, G, aligned);
@@ -728,8 +732,9 @@ static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
+    const fn_param *w = &b->params[FN_BLOCK_WEIGHT];
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, 0.0f));
-    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].grad.data, 1.0f);
+    return fn_block_cuda_backward_products(b, dx, w->grad.data, 1.0f, w->grad_beta);
 }
 
 /* The ops' backward_sgd hook (layer.h): the same passes as backward, with
@@ -739,7 +744,8 @@ static fn_status block_cuda_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_te
 {
     fn_block *b = (fn_block *)l;
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, lr));
-    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr);
+    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr,
+                                           1.0f);
 }
 
 static void block_cuda_destroy(fn_layer *l)

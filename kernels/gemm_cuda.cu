@@ -337,14 +337,15 @@ extern "C" fn_status fn_cuda_gemm_forward(fn_context *ctx, float *y, const float
                 (size_t)n * in, 0.0f, y, out, ws, ws_floats);
 }
 
-/* Row-major dw [out, in] += dy^T x is column-major dw^T [in, out] += x^T dy,
- * where x^T [in, n] is x as stored and dy [n, out] is (dy^T as stored)^T. */
-extern "C" fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw, const float *dy,
+/* Row-major dw [out, in] = beta dw + dy^T x is column-major dw^T [in, out]
+ * = beta dw^T + x^T dy, where x^T [in, n] is x as stored and dy [n, out]
+ * is (dy^T as stored)^T. */
+extern "C" fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw, float beta, const float *dy,
                                           const float *x, int n, int in, int out, float *ws,
                                           size_t ws_floats)
 {
     return gemm(ctx, 0, 1, in, out, n, x, in, (size_t)n * in, dy, out,
-                (size_t)n * out, 1.0f, dw, in, ws, ws_floats);
+                (size_t)n * out, beta, dw, in, ws, ws_floats);
 }
 
 /* Row-major dx [n, in] = dy [n, out] w is column-major dx^T [in, n] =

@@ -100,13 +100,14 @@ static fn_status linear_cuda_side_gradients(fn_linear *l, const fn_tensor *dy, b
 {
     fn_layer *layer = &l->base;
     const int N = layer->batch, C = layer->out_features;
-    FN_TRY(fn_column_sums<1>(layer->ctx, column_outputs<1>{{l->params[FN_LINEAR_BIAS].grad.data}},
+    const fn_param *db = &l->params[FN_LINEAR_BIAS], *dw = &l->params[FN_LINEAR_WEIGHT];
+    FN_TRY(fn_column_sums<1>(layer->ctx, column_outputs<1>{{db->grad.data}, {db->grad_beta}},
                              l->scratch.data, column_tickets(l), dy_column_op{dy->data, C}, N, C,
                              fn_row_chunks(N), 0.0f));
     if (!with_dweight)
         return FN_OK;
-    return fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                l->x.data, N, layer->in_features, C, NULL, 0);
+    return fn_cuda_gemm_dweight(layer->ctx, dw->grad.data, dw->grad_beta, dy->data, l->x.data, N,
+                                layer->in_features, C, NULL, 0);
 }
 
 /* db (and dW, where it can) on the context's side stream, beside dx on the
@@ -124,8 +125,9 @@ static fn_status linear_cuda_backward(fn_layer *layer, const fn_tensor *dy, fn_t
     size_t ws_floats;
     float *ws = gemm_workspace(l, &ws_floats);
     if (st == FN_OK && !dweight_beside)
-        st = fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data, dy->data,
-                                  l->x.data, N, layer->in_features, C, ws, ws_floats);
+        st = fn_cuda_gemm_dweight(layer->ctx, l->params[FN_LINEAR_WEIGHT].grad.data,
+                                  l->params[FN_LINEAR_WEIGHT].grad_beta, dy->data, l->x.data, N,
+                                  layer->in_features, C, ws, ws_floats);
     if (st == FN_OK && dx)
         st = fn_cuda_gemm_dinput(layer->ctx, dx->data, dy->data,
                                  l->params[FN_LINEAR_WEIGHT].value.data, N, layer->in_features, C,

@@ -4,7 +4,9 @@
  * multiply and add is rounded on its own (__fmul_rn, __fadd_rn: never fused
  * into an FMA), in the order torch.optim.SGD and optim/sgd_cpu.c write
  * them. sgd_all_kernel does the same arithmetic for every tensor of a
- * multi-tensor table in one launch, its lr read on the device. */
+ * multi-tensor table in one launch, its lr read on the device. With
+ * momentum folded into backward (sgd.c) the buffer already holds
+ * mu buf + g: the update (sgd_folded_math) reads theta and buf only. */
 #include "optim/sgd_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
@@ -34,6 +36,31 @@ __device__ __forceinline__ float sgd_math(float p, float g, float *b, float lr, 
     return __fsub_rn(p, __fmul_rn(lr, g));
 }
 
+/* The folded update of one element: buffer b (backward's mu b + g) gets
+ * wd p added; returns p - lr b. Without weight decay b is unchanged, so
+ * the kernels store it only with weight decay (a pass over the buffer
+ * saved). */
+__device__ __forceinline__ float sgd_folded_math(float p, float *b, float lr, float weight_decay)
+{
+    if (weight_decay != 0.0f)
+        *b = __fadd_rn(*b, __fmul_rn(weight_decay, p));
+    return __fsub_rn(p, __fmul_rn(lr, *b));
+}
+
+__global__ void __launch_bounds__(kThreads)
+sgd_folded_kernel(float *value /* [n] */, float *momentum_buf /* [n] */, float lr,
+                  float weight_decay, size_t n)
+{
+    FN_GRID_WAIT();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float b = momentum_buf[i];
+        value[i] = sgd_folded_math(value[i], &b, lr, weight_decay);
+        if (weight_decay != 0.0f)
+            momentum_buf[i] = b;
+    }
+}
+
 __global__ void __launch_bounds__(kThreads)
 sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when momentum == 0 */,
            const float *grad /* [n] */, float lr, float momentum, float one_minus_dampening,
@@ -51,8 +78,10 @@ sgd_kernel(float *value /* [n] */, float *momentum_buf /* [n], or NULL when mome
     }
 }
 
-/* sgd_kernel over every tensor of the table; lr and first_step from the
- * device, so a replayed launch takes each step's. */
+/* sgd_kernel over every tensor of the table (Folded: sgd_folded_kernel,
+ * the gradients unread); lr and first_step from the device, so a replayed
+ * launch takes each step's. */
+template <bool Folded>
 __global__ void __launch_bounds__(kMtThreads)
 sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long long chunks,
                const fn_sgd_scalars *scalars, const int *skip /* or NULL */, float momentum,
@@ -63,7 +92,7 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
         return;
     const float lr = scalars->lr;
     const int first_step = scalars->first_step;
-    const int reads_buf = momentum != 0.0f && !first_step;
+    const int reads_buf = Folded || (momentum != 0.0f && !first_step);
     mt_for_each_piece(table, n_tensors, chunks, [&](const fn_mt_entry &e, size_t first,
                                                      size_t end) {
         float p[kMtPerThread], g[kMtPerThread], b[kMtPerThread];
@@ -72,7 +101,7 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
             const size_t i = first + (size_t)k * kMtThreads;
             if (i < end) {
                 p[k] = e.value[i];
-                g[k] = e.grad[i];
+                g[k] = Folded ? 0.0f : e.grad[i];
                 b[k] = reads_buf ? e.state1[i] : 0.0f;
             }
         }
@@ -80,10 +109,12 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;
             if (i < end) {
-                mt_store_value(e, i, sgd_math(p[k], g[k], &b[k], lr, momentum,
-                                              one_minus_dampening, weight_decay, nesterov,
-                                              first_step));
-                if (momentum != 0.0f)
+                mt_store_value(e, i,
+                               Folded ? sgd_folded_math(p[k], &b[k], lr, weight_decay)
+                                      : sgd_math(p[k], g[k], &b[k], lr, momentum,
+                                                 one_minus_dampening, weight_decay, nesterov,
+                                                 first_step));
+                if (Folded ? weight_decay != 0.0f : momentum != 0.0f)
                     e.state1[i] = b[k];
             }
         }
@@ -107,10 +138,22 @@ static fn_status cuda_update(fn_context *ctx, fn_tensor *value, const fn_tensor 
     return FN_OK;
 }
 
-static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_sgd_config *cfg,
-                                 const int *skip)
+static fn_status cuda_update_folded(fn_context *ctx, fn_tensor *value, fn_tensor *momentum_buf,
+                                    const fn_sgd_config *cfg)
 {
-    fn_launch(mt->ctx, sgd_all_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
+    const size_t n = fn_tensor_count(value);
+    const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
+    fn_launch(ctx, sgd_folded_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx),
+              value->data, momentum_buf->data, cfg->lr, cfg->weight_decay, n);
+    FN_CUDA_CHECK_LAUNCH(sgd_folded_kernel);
+    return FN_OK;
+}
+
+static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_sgd_config *cfg,
+                                 const int *skip, int folded)
+{
+    auto kernel = folded ? sgd_all_kernel<true> : sgd_all_kernel<false>;
+    fn_launch(mt->ctx, kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
               (const fn_mt_entry *)mt->table, mt->n, mt->chunks,
               (const fn_sgd_scalars *)mt->scalars, skip, cfg->momentum, 1.0f - cfg->dampening,
               cfg->weight_decay, cfg->nesterov);
@@ -122,5 +165,6 @@ extern "C" const fn_sgd_backend fn_sgd_cuda_backend = {
     .device = FN_CUDA,
     .update = cuda_update,
     .backward_plain = fn_sgd_fused_backward,
+    .update_folded = cuda_update_folded,
     .update_all = cuda_update_all,
 };

@@ -107,6 +107,7 @@ rows = [("norm_forward", "fused GroupNorm+LeakyReLU+×2 forward, ms (× copy flo
         ("gemm_dw_tn", "bare product, dW shape (x and dz transposed), ms"),
         ("backward_dx", "backward pass with dx, ms (× its products)"),
         ("step_dx_unfused_m0", "step with dx, momentum 0, unfused SGD, ms (× products)"),
+        ("step_dx_unfolded_m0.9", "step with dx, momentum 0.9 not folded into backward, ms (× products)"),
         ("relerr_forward", "relative error, forward product"),
         ("relerr_dw", "relative error, dW product"),
         ("relerr_dx", "relative error, dx product"),

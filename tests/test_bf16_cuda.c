@@ -266,7 +266,7 @@ static int check_products(const pshape *s)
     const int N = s->n, in = s->in, out = s->out;
     EXPECT_OK(fn_cuda_gemm_forward(ctx, d.ty.data, d.tx.data, d.tw.data, N, in, out, d.ws.data,
                                    d.ws_floats));
-    EXPECT_OK(fn_cuda_gemm_dweight(ctx, d.tdw.data, d.tdy.data, d.tx.data, N, in, out,
+    EXPECT_OK(fn_cuda_gemm_dweight(ctx, d.tdw.data, 1.0f, d.tdy.data, d.tx.data, N, in, out,
                                    d.ws.data, d.ws_floats));
     EXPECT_OK(fn_cuda_gemm_dinput(ctx, d.tdx.data, d.tdy.data, d.tw.data, N, in, out, d.ws.data,
                                   d.ws_floats));

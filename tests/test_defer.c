@@ -15,7 +15,10 @@
  *    (the step where the loss first went non-finite, the first non-finite
  *    value), with the eager run's parameters: the roll-back undoes the
  *    steps queued after the bad one;
- *  - a deferred run stopped mid-epoch and resumed ends as the eager run.
+ *  - a deferred run stopped mid-epoch and resumed ends as the eager run;
+ *  - the trainer folds SGD's momentum into backward (fn_optimizer_fold:
+ *    each gradient's grad_beta is the momentum) in one process without
+ *    clipping, and not with clipping or Nesterov momentum.
  * The same comparisons on the GPU, with CUDA graphs: test_step_graph_cuda.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
@@ -293,6 +296,31 @@ static fn_trainer *run(const fixture *f, const char *out, int lag, const char *s
                        cfg, st, msg, MSG_CAP);
 }
 
+/* Every parameter's grad_beta after an eager run of run.ini with sets. */
+static void expect_grad_beta(const fixture *f, const char *sets, float want)
+{
+    fn_config *cfg = NULL;
+    fn_status st = FN_OK;
+    char msg[MSG_CAP];
+    fn_trainer *t = run(f, "fold", 0, sets, 0, -1, &cfg, &st, msg);
+    if (st != FN_OK)
+        fail_msg("the run with %s failed: %s", sets ? sets : "run.ini", msg);
+    const fn_net *net = fn_trainer_net(t);
+    for (int i = 0; i < fn_net_n_params(net); i++)
+        if (fn_net_param(net, i)->grad_beta != want)
+            fail_msg("%s: parameter %d's grad_beta %g, expected %g", sets ? sets : "run.ini", i,
+                     (double)fn_net_param(net, i)->grad_beta, (double)want);
+    trainer_release(t, cfg);
+}
+
+static void test_momentum_folded_in_one_process(void **state)
+{
+    const fixture *f = *state;
+    expect_grad_beta(f, NULL, 0.9f); /* run.ini: momentum 0.9 */
+    expect_grad_beta(f, "train.clip_grad_norm=0.5", 0.0f);
+    expect_grad_beta(f, "train.nesterov=true", 0.0f);
+}
+
 static void test_deferred_run_is_eager_run(void **state)
 {
     if (!fn_test_hooks_enabled())
@@ -364,4 +392,6 @@ TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_tally_count
           cmocka_unit_test_setup_teardown(test_deferred_run_is_eager_run, setup_runs,
           deferred_run_teardown),
           cmocka_unit_test_setup_teardown(test_deferred_nonfinite_stop, setup_runs, deferred_run_teardown),
-          cmocka_unit_test_setup_teardown(test_deferred_resume, setup_runs, deferred_run_teardown))
+          cmocka_unit_test_setup_teardown(test_deferred_resume, setup_runs, deferred_run_teardown),
+          cmocka_unit_test_setup_teardown(test_momentum_folded_in_one_process, setup_runs,
+                                          deferred_run_teardown))

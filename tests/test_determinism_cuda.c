@@ -186,7 +186,7 @@ static void product_errors(fn_math math, double err[3])
 
     EXPECT_OK(fn_cuda_gemm_forward(ctx, ty.data, tx.data, tw.data, GN, GIN, GOUT, ws.data,
                                    ws_floats));
-    EXPECT_OK(fn_cuda_gemm_dweight(ctx, tdw.data, tdy.data, tx.data, GN, GIN, GOUT, ws.data,
+    EXPECT_OK(fn_cuda_gemm_dweight(ctx, tdw.data, 1.0f, tdy.data, tx.data, GN, GIN, GOUT, ws.data,
                                    ws_floats));
     EXPECT_OK(fn_cuda_gemm_dinput(ctx, tdx.data, tdy.data, tw.data, GN, GIN, GOUT, ws.data,
                                   ws_floats));

@@ -78,6 +78,14 @@ static void expect_doubled(const char *what, const float *once, const float *twi
                      (double)twice[c], (double)once[c]);
 }
 
+/* Backward adds to the gradients from here on (grad_beta 1, param.h), so a
+ * second backward shows whether the arrival counters set themselves back. */
+static void accumulate_grads(fn_layer *l)
+{
+    for (int p = 0; p < l->n_params; p++)
+        l->params[p].grad_beta = 1.0f;
+}
+
 /* --- (a) column sums --------------------------------------------------------- */
 
 typedef struct linear_shape {
@@ -106,6 +114,7 @@ static void check_linear(fn_context *ctx, const linear_shape *s)
     float *once = malloc(C * sizeof *once), *twice = malloc(C * sizeof *twice),
           *again = malloc(C * sizeof *again);
     EXPECT_OK(fn_layer_forward(l, &x, &y));
+    accumulate_grads(l);
     EXPECT_OK(fn_layer_zero_grad(l));
     EXPECT_OK(fn_layer_backward(l, &dy, &dx));
     EXPECT_OK(fn_tensor_download(db, once, C));
@@ -226,6 +235,7 @@ static void check_block(fn_context *ctx, const block_shape *s)
         abs_sum[q] = calloc(C, sizeof(double));
     }
     EXPECT_OK(fn_layer_forward(l, &x, &y));
+    accumulate_grads(l);
     EXPECT_OK(fn_layer_zero_grad(l));
     EXPECT_OK(fn_layer_backward(l, &dy, &dx));
     download_sums(l, once);

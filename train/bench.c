@@ -15,7 +15,11 @@
  * scripts/bench_side_by_side.sh merges with scripts/bench_torch.py's lines;
  * lines starting with '#' are for people. With momentum 0 the step is the
  * fused one (fn_block_backward_sgd: plain SGD folded into the dW product);
- * the unfused step (zero_grad, forward, backward, fn_sgd_step) is timed too.
+ * the unfused step (forward, backward writing the gradients, fn_sgd_step) is timed too.
+ * With momentum > 0 the step is the one train takes, momentum folded into
+ * backward (fn_optimizer_fold: the dW product computes buf = mu buf + dW,
+ * the update reads W and buf only); the step without the fold is timed
+ * first, as step_*_unfolded.
  * With --optimizer adamw the step is the unfused one with AdamW
  * (torch.optim.AdamW's defaults but the rate: betas 0.9, 0.999, eps 1e-8,
  * weight decay 0.01), named step_*_adamw as bench_torch.py names its fused
@@ -258,11 +262,11 @@ static fn_status op_forward(bench *b) { return fn_layer_forward(b->layer, &b->x,
 static fn_status op_backward_dx(bench *b) { return fn_layer_backward(b->layer, &b->dy, &b->dx); }
 static fn_status op_backward_nodx(bench *b) { return fn_layer_backward(b->layer, &b->dy, NULL); }
 
-/* The step as a loop without fusions runs it: gradients zeroed, forward,
- * backward, the optimiser's update of every parameter. */
+/* The step as a loop without fusions runs it: forward, backward (which
+ * writes the gradients: no zeroing pass, param.h; with the momentum
+ * folded, the buffers), the optimiser's update of every parameter. */
 static fn_status step_unfused(bench *b, fn_tensor *dx)
 {
-    FN_TRY(fn_layer_zero_grad(b->layer));
     FN_TRY(fn_layer_forward(b->layer, &b->x, &b->y));
     FN_TRY(fn_layer_backward(b->layer, &b->dy, dx));
     return fn_optimizer_step(b->opt);
@@ -725,6 +729,17 @@ static void report_steps(bench *b, const product_times *t)
 {
     const double floor_dx = t->fwd + t->dx + t->dw, floor_nodx = t->fwd + t->dw;
     const int fused = !b->o.adamw && b->o.momentum == 0.0f;
+    if (!b->o.adamw && b->o.momentum > 0.0f) {
+        /* Unfolded first: only destroying the optimiser undoes the fold. */
+        report_step(b, "step_dx_unfolded", op_step_unfused_dx, floor_dx);
+        report_step(b, "step_nodx_unfolded", op_step_unfused_nodx, floor_nodx);
+        int folded = 0;
+        check(fn_optimizer_fold(b->opt, &folded), "fold");
+        if (!folded) {
+            fprintf(stderr, "bench: SGD with momentum %g did not fold\n", (double)b->o.momentum);
+            exit(1);
+        }
+    }
     report_step(b, "step_dx", fused ? op_step_fused_dx : op_step_unfused_dx, floor_dx);
     report_step(b, "step_nodx", fused ? op_step_fused_nodx : op_step_unfused_nodx, floor_nodx);
     if (fused) {

@@ -48,8 +48,9 @@ fn_status fn_block_memory_forward(fn_context *ctx, const fn_block_config *cfg, i
 /* From dy [rows, out] and what forward left in m (unchanged since):
  * dz [rows, out] (the caller's workspace, overwritten), dx [rows, in]
  * assigned (NULL: not computed), and the parameter gradients dweight
- * [out, in], dbias, dgamma, dbeta [out] ACCUMULATED (+=), as a layer's
- * backward does (layer.h). */
+ * [out, in], dbias, dgamma, dbeta [out] assigned too, as a layer's
+ * backward assigns a gradient whose grad_beta is 0 (param.h): their old
+ * contents are never read, so they need no zeroing. */
 fn_status fn_block_memory_backward(fn_context *ctx, const fn_block_config *cfg, int rows,
                                    const fn_block_memory *m, const float *dy, float *dz, float *dx,
                                    float *dweight, float *dbias, float *dgamma, float *dbeta);

@@ -4,8 +4,11 @@
  * Rules every layer keeps:
  *  - forward(x, y) computes y and caches what backward needs. It keeps a
  *    pointer to x, so x must stay valid and unchanged until backward.
- *  - backward(dy, dx) ASSIGNS the input gradient (dx = ...) and ACCUMULATES
- *    the parameter gradients (grad += ...), so micro-batches can be summed.
+ *  - backward(dy, dx) ASSIGNS the input gradient (dx = ...) and combines
+ *    each parameter gradient by its grad_beta (param.h): grad = grad_beta
+ *    grad + d loss / d param. With grad_beta 0, the default, the gradient
+ *    is written and its old contents never read (no zeroing before a
+ *    step); set grad_beta 1 after fn_layer_zero_grad to sum micro-batches.
  *    dx may be NULL: the input gradient is then not computed (a first layer).
  *  - every buffer a layer allocates it frees in destroy.
  *  - x, y, dy and dx have as many rows as the batch, at most the max_batch
@@ -56,7 +59,7 @@ typedef struct fn_layer_ops {
      * one fused accumulation, which differs in the last bits); deterministic
      * run to run. Called through fn_layer_backward_sgd (arguments checked as
      * backward's, lr positive and finite). NULL: fn_sgd_fused_backward falls
-     * back to zeroed gradients, backward and fn_sgd_update per parameter. */
+     * back to backward and fn_sgd_update per parameter. */
     fn_status (*backward_sgd)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
     /* Optional: l->pass has just changed (fn_layer_set_pass); a GPU layer
      * that reads it inside its kernels copies it to the device here, on
@@ -107,7 +110,9 @@ fn_status fn_layer_refresh_bf16(fn_layer *l);
  * forward only is never training. Not during a CUDA graph's capture. */
 fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass);
 
-/* Sets every parameter gradient to zero. */
+/* Sets every parameter gradient to zero: for summing several backwards
+ * with grad_beta 1; a step whose backward writes the gradients (grad_beta
+ * 0, the default) needs no zeroing. */
 fn_status fn_layer_zero_grad(fn_layer *l);
 /* The parameter called `name`, or NULL. */
 fn_param *fn_layer_param(fn_layer *l, const char *name);

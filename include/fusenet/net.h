@@ -2,7 +2,8 @@
  * buffers between them, sized once for max_batch rows when layers are added.
  *
  * forward feeds x through every layer; backward takes d loss / d output and
- * runs the chain in reverse, accumulating parameter gradients. The first
+ * runs the chain in reverse, writing the parameter gradients (or adding to
+ * them: each parameter's grad_beta, param.h). The first
  * layer's input gradient is never computed (it would be thrown away). */
 #ifndef FUSENET_NET_H
 #define FUSENET_NET_H
@@ -33,8 +34,11 @@ fn_status fn_net_forward(fn_net *net, const fn_tensor *x, fn_tensor *y);
  * where that layer leaves one, else y is forward's and *bias NULL. */
 fn_status fn_net_forward_unbiased(fn_net *net, const fn_tensor *x, fn_tensor *y,
                                   const float **bias);
-/* dy: [batch, out] of the last forward. Parameter gradients accumulate. */
+/* dy: [batch, out] of the last forward. Each parameter gradient becomes
+ * grad_beta grad + its gradient (param.h): written with grad_beta 0, the
+ * default, so a step needs no zeroing first. */
 fn_status fn_net_backward(fn_net *net, const fn_tensor *dy);
+/* Every parameter gradient to zero: for summing backwards with grad_beta 1. */
 fn_status fn_net_zero_grad(fn_net *net);
 /* What the following forward passes of every layer are for (layer.h,
  * fn_pass): the trainer sets a training pass before each step and a pass

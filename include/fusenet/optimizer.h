@@ -70,6 +70,21 @@ typedef struct fn_optimizer_ops {
     /* Optional: zeroes every parameter's gradient (on the GPU in one
      * launch on the context's stream, which a graph can capture). */
     fn_status (*zero_grad)(fn_optimizer *opt);
+    /* Optional: folds the optimiser's running sum of gradients into
+     * backward where its configuration allows (SGD: momentum > 0,
+     * dampening 0, not nesterov): each parameter's .grad is made to alias
+     * that state and its grad_beta (param.h) set to the sum's factor, so
+     * backward itself leaves the new sum there (SGD: buf = mu buf + g, the
+     * dW product with cuBLAS's beta = mu on the buffer) and the step
+     * reads no separate gradient. Until the optimiser is destroyed (which
+     * gives the parameters their own gradients back: destroy it before
+     * the net) the .grad tensors hold the sum, not a plain gradient, so a
+     * caller folds only where nothing else reads the gradients between
+     * backward and the step (no clipping, no sums over processes), and a
+     * backward not followed by its step moves the state all the same.
+     * *folded: 1 when folded (now or before), 0 when this configuration
+     * cannot fold (nothing changed). */
+    fn_status (*fold)(fn_optimizer *opt, int *folded);
 } fn_optimizer_ops;
 
 struct fn_optimizer {
@@ -104,6 +119,8 @@ fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip);
 /* Zeroes the gradients of every parameter, through the zero_grad hook
  * where there is one, else one fn_tensor_zero a parameter. */
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
+/* The fold hook above; *folded 0 without one. */
+fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded);
 void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
 const char *fn_optimizer_name(const fn_optimizer *opt);
 

@@ -1,5 +1,6 @@
-/* param.h — one trainable parameter: its PyTorch name, its value and its
- * gradient. Layers publish an array of these; SGD, zeroing, export and the
+/* param.h — one trainable parameter: its PyTorch name, its value, its
+ * gradient and how backward combines a new gradient with the tensor's old
+ * contents. Layers publish an array of these; SGD, zeroing, export and the
  * gradient checks iterate that one list.
  *
  * A weight that a layer's GPU products read as bfloat16 (bf16 math mode:
@@ -32,7 +33,17 @@ extern "C" {
 typedef struct fn_param {
     const char *name;  /* "weight", "bias", "gamma", "beta" */
     fn_tensor value;   /* weight [out, in]; the others [1, out] */
-    fn_tensor grad;    /* same shape; backward accumulates into it (+=) */
+    fn_tensor grad;    /* same shape; backward: grad = grad_beta * grad + d loss / d value */
+    /* How backward combines: 0 (the default, set where a layer makes its
+     * parameters) WRITES the gradient and never reads the old contents,
+     * so whatever grad held (garbage, NaN) cannot leak in and no zeroing
+     * pass is needed before a step; 1 accumulates (grad += ...), for
+     * summing micro-batches after fn_net_zero_grad; another factor scales
+     * the old contents first (an optimiser that keeps a running sum, such
+     * as SGD's momentum buffer, folds it into backward so). Each
+     * parameter has one writer, its layer's backward, so a layer honours
+     * it in every product and column sum that makes a gradient. */
+    float grad_beta;
     void *value_bf16;  /* device [out * in] bfloat16 copy of value, the layer's memory (bf16
                         * math on the GPU, a weight a product reads), or NULL: none */
     int bf16_keepers;  /* owners keeping value_bf16 current (see above); 0: the forward

@@ -6,10 +6,11 @@
  * A layer whose ops have the backward_sgd hook (layer.h; today the block on
  * the GPU: the weight's update is the dW product itself, W += -lr dz^T x;
  * bias, gamma, beta in its column-sum kernel) fuses the update; any other
- * layer runs its backward from zeroed gradients and fn_sgd_update.
- * Parameter gradients are NOT a result: a fused layer never writes them,
- * other layers are left holding this batch's gradient. The values equal
- * those of fn_net_zero_grad, fn_net_backward and an SGD step bit for bit,
+ * layer runs its backward (which writes the gradients: grad_beta 0,
+ * param.h) and fn_sgd_update. Parameter gradients are NOT a result: a
+ * fused layer never writes them, other layers are left holding this
+ * batch's gradient. The values equal those of fn_net_backward and an SGD
+ * step bit for bit,
  * except where a hook says otherwise (a fused block's weight differs in the
  * last bits: one fused accumulation instead of a product and a
  * subtraction); deterministic run to run. The caller counts the step. */

@@ -133,7 +133,10 @@ class _FusedBlockFunction(torch.autograd.Function):
         dy = _checked(dy, "the output's gradient", x.device)
         rows = x.shape[0]
         dx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
-        grads = [torch.zeros_like(t) for t in (weight, bias, gamma, beta)]
+        # The library assigns the gradients (block_memory.h): no zeroing,
+        # but an empty batch's are zero.
+        grads = [torch.empty_like(t) if rows else torch.zeros_like(t)
+                 for t in (weight, bias, gamma, beta)]
         if rows:
             dz = torch.empty_like(z)
             m = _memory(x, weight, bias, gamma, beta, z, mean, rstd, scratch)

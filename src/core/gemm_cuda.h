@@ -4,7 +4,8 @@
  *
  * A layer maps x [n, in] to y [n, out] with weight w [out, in]:
  *   forward  y  = x w^T
- *   dweight  dw += dy^T x   (parameter gradients accumulate)
+ *   dweight  dw = beta dw + dy^T x   (beta: the gradient's grad_beta,
+ *            param.h; 0 writes dw without reading it, 1 accumulates)
  *   dinput   dx = dy w
  * In tf32x3 mode each operand is split into a TF32-exact part and the
  * remainder, and in bf16 mode rounded to bfloat16, written into `ws` (device
@@ -40,7 +41,7 @@ fn_status fn_cuda_gemm_forward(fn_context *ctx, float *y /* [n, out] */,
                                int n, int in, int out, float *ws /* [ws_floats] */,
                                size_t ws_floats);
 
-fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw /* [out, in], += */,
+fn_status fn_cuda_gemm_dweight(fn_context *ctx, float *dw /* [out, in] */, float beta,
                                const float *dy /* [n, out] */, const float *x /* [n, in] */,
                                int n, int in, int out, float *ws /* [ws_floats] */,
                                size_t ws_floats);

@@ -68,20 +68,27 @@ __device__ __forceinline__ T block_sum(T v, T *smem /* [32] */)
 inline constexpr int kColumnTile = 32; /* columns x thread rows a block */
 inline constexpr int kColumnRows = 8;
 
-/* Where the column sums go: out[q] [C]. */
+/* Where the column sums go: out[q] [C], combined with what it held by
+ * beta[q] (a gradient's grad_beta, param.h). */
 template <int Q>
 struct column_outputs {
     float *out[Q];
+    float beta[Q];
 };
 
-/* The one place a column sum s is written into its output: added to it
- * (lr == 0: gradients accumulate, layer.h), or applied by plain SGD (lr >
- * 0: out -= lr * s, rounded as sgd_cuda.cu rounds, so the bits equal a
- * backward from zeroed gradients followed by an SGD step). */
-__device__ __forceinline__ void column_store(float *out, float s, float lr)
+/* The one place a column sum s is written into its output. lr == 0: into
+ * a gradient by its grad_beta (0: out = s, never reading out; 1: out + s;
+ * else beta out + s rounded once); lr > 0: applied by plain SGD (out -= lr
+ * * s, rounded as sgd_cuda.cu rounds, so the bits equal a backward followed
+ * by an SGD step). */
+__device__ __forceinline__ void column_store(float *out, float s, float beta, float lr)
 {
-    const float v = *out;
-    *out = lr > 0.0f ? __fsub_rn(v, __fmul_rn(lr, s)) : __fadd_rn(v, s);
+    if (lr > 0.0f)
+        *out = __fsub_rn(*out, __fmul_rn(lr, s));
+    else
+        *out = beta == 0.0f   ? s
+               : beta == 1.0f ? __fadd_rn(*out, s)
+                              : __fmaf_rn(beta, *out, s);
 }
 
 /* Called by every thread of each of `blocks` blocks that share a ticket,
@@ -159,7 +166,8 @@ column_sums_kernel(column_outputs<Q> out, float *partials /* [chunks, Q, C] */,
         return;
     if (threadIdx.y == 0 && active)
         for (int q = 0; q < Q; q++)
-            column_store(out.out[q] + c, column_chunks_sum<Q>(partials, q, c, gridDim.y, C), lr);
+            column_store(out.out[q] + c, column_chunks_sum<Q>(partials, q, c, gridDim.y, C),
+                         out.beta[q], lr);
 }
 
 /* Column tiles of column_sums_kernel: the tickets it needs. */

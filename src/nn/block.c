@@ -60,6 +60,7 @@ static fn_status alloc_params(fn_block *b, fn_device dev)
         const int cols = i == FN_BLOCK_WEIGHT ? in : out;
         const int rows = i == FN_BLOCK_WEIGHT ? out : 1;
         p->name = param_names[i];
+        p->grad_beta = 0.0f; /* backward writes the gradients (param.h) */
         FN_TRY(fn_tensor_alloc(&p->value, rows, cols, dev));
         if (!b->cfg.forward_only)
             FN_TRY(fn_tensor_alloc(&p->grad, rows, cols, dev));

@@ -19,6 +19,7 @@
 #include "core/device_impl.h"
 #include "core/workers.h"
 #include "nn/block_impl.h"
+#include "nn/reduce_cpu.h"
 
 /* A part of a pass gets at least this many elements, so a small layer is
  * not spread over threads that cost more to wake than they save. */
@@ -54,9 +55,10 @@ typedef struct block_pass {
     float *mean;        /* [B, G] of z + b */
     float *rstd;        /* [B, G] */
     float *dz;          /* [B, H] backward's output */
-    float *dgamma;      /* [H] += */
-    float *dbeta;       /* [H] += */
-    float *dbias;       /* [H] += */
+    float *dgamma;      /* [H], by grad_beta (param.h) */
+    float *dbeta;       /* [H], by grad_beta */
+    float *dbias;       /* [H], by grad_beta */
+    float beta_dgamma, beta_dbeta, beta_dbias; /* their grad_beta */
     const float *dy;    /* [B, H] */
     const float *z;     /* [B, H], without the bias */
     const float *bias;  /* [H] */
@@ -253,9 +255,10 @@ static void add_column_terms(double *restrict sg, double *restrict sb, double *r
     }
 }
 
-/* Chunks [k0, k1) of CHANNEL_CHUNK channels: dgamma += sum_n du zhat,
- * dbeta += sum_n du, dbias += sum_n dz, each in double over the samples in
- * order (as fn_cpu_add_column_sums sums), rounded to float once. */
+/* Chunks [k0, k1) of CHANNEL_CHUNK channels: dgamma gets sum_n du zhat,
+ * dbeta sum_n du, dbias sum_n dz, each in double over the samples in order
+ * (as fn_cpu_column_sums sums), rounded to float once, then stored by the
+ * parameter's grad_beta (fn_cpu_store_grad). */
 static void backward_columns(void *arg, int k0, int k1)
 {
     const block_pass *p = arg;
@@ -272,21 +275,23 @@ static void backward_columns(void *arg, int k0, int k1)
             }
         }
         for (int c = c0; c < c1; c++) {
-            p->dgamma[c] += (float)sg[c - c0];
-            p->dbeta[c] += (float)sb[c - c0];
-            p->dbias[c] += (float)sdb[c - c0];
+            fn_cpu_store_grad(&p->dgamma[c], p->beta_dgamma, (float)sg[c - c0]);
+            fn_cpu_store_grad(&p->dbeta[c], p->beta_dbeta, (float)sb[c - c0]);
+            fn_cpu_store_grad(&p->dbias[c], p->beta_dbias, (float)sdb[c - c0]);
         }
     }
 }
 
-/* dW += dz^T x; dx = dz W when dx is wanted, or dx += dz W when dx
- * already holds the skip's gradient (add_to_dx). */
+/* dW = beta_dw dW + dz^T x (BLAS's beta 0 never reads dW); dx = dz W when
+ * dx is wanted, or dx += dz W when dx already holds the skip's gradient
+ * (add_to_dx). */
 static void backward_products(float *dx /* [B, in] or NULL */, float *dw /* [H, in] */,
                               const float *dz /* [B, H] */, const float *x /* [B, in] */,
-                              const float *w /* [H, in] */, int B, int in, int H, int add_to_dx)
+                              const float *w /* [H, in] */, int B, int in, int H, int add_to_dx,
+                              float beta_dw)
 {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, in, B, 1.0f, dz, H, x, in, 1.0f, dw,
-                in);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H, in, B, 1.0f, dz, H, x, in, beta_dw,
+                dw, in);
     if (dx)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, H, 1.0f, dz, H, w, in,
                     add_to_dx ? 1.0f : 0.0f, dx, in);
@@ -304,6 +309,9 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
         .dgamma = p[FN_BLOCK_GAMMA].grad.data,
         .dbeta = p[FN_BLOCK_BETA].grad.data,
         .dbias = p[FN_BLOCK_BIAS].grad.data,
+        .beta_dgamma = p[FN_BLOCK_GAMMA].grad_beta,
+        .beta_dbeta = p[FN_BLOCK_BETA].grad_beta,
+        .beta_dbias = p[FN_BLOCK_BIAS].grad_beta,
         .dy = dy->data,
         .z = b->z.data,
         .bias = p[FN_BLOCK_BIAS].value.data,
@@ -322,7 +330,7 @@ static fn_status block_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
         memcpy(dx->data, dy->data, (size_t)pass.B * (size_t)pass.H * sizeof(float));
     backward_products(dx ? dx->data : NULL, p[FN_BLOCK_WEIGHT].grad.data, b->dz.data, b->x.data,
                       p[FN_BLOCK_WEIGHT].value.data, pass.B, c->in_features, pass.H,
-                      c->residual);
+                      c->residual, p[FN_BLOCK_WEIGHT].grad_beta);
     return FN_OK;
 }
 

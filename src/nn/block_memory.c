@@ -126,6 +126,7 @@ fn_status fn_block_memory_backward(fn_context *ctx, const fn_block_config *cfg, 
     const fn_device dev = fn_context_device(ctx);
     if (dev != FN_CUDA || !fn_math_policy_of(fn_context_math(ctx))->bf16_operands)
         b.dz = view(dev, dz, rows, out);
+    /* grad_beta 0 (describe's memset): the gradients are written. */
     b.params[FN_BLOCK_WEIGHT].grad = view(dev, dweight, out, in);
     b.params[FN_BLOCK_BIAS].grad = view(dev, dbias, 1, out);
     b.params[FN_BLOCK_GAMMA].grad = view(dev, dgamma, 1, out);

@@ -67,11 +67,12 @@ fn_status fn_block_cuda_clear_tickets(fn_block *b);
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
 /* The products of backward after the normalisation's, from b->dz (dz_h in
- * bf16) and the last forward's x (x_h): dx = dz W (when dx is given), then dW = dz^T x added
- * with factor alpha to dw_out (the weight's gradient with alpha 1, or the
- * weight itself with alpha = -lr, after dx has read it). */
+ * bf16) and the last forward's x (x_h): dx = dz W (when dx is given), then
+ * dw_out = beta dw_out + alpha dz^T x (the weight's gradient with alpha 1
+ * and its grad_beta, param.h; or the weight itself with alpha = -lr and
+ * beta 1, after dx has read it). beta 0 never reads dw_out. */
 fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx /* [N, in] or NULL */,
-                                          float *dw_out /* [out, in] */, float alpha);
+                                          float *dw_out /* [out, in] */, float alpha, float beta);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@ static fn_status setup(fn_linear *l, fn_rng *rng)
     fn_param *w = &l->params[FN_LINEAR_WEIGHT], *b = &l->params[FN_LINEAR_BIAS];
     w->name = "weight";
     b->name = "bias";
+    w->grad_beta = b->grad_beta = 0.0f; /* backward writes the gradients (param.h) */
     FN_TRY(fn_tensor_alloc(&w->value, out, in, dev));
     FN_TRY(fn_tensor_alloc(&b->value, 1, out, dev));
     if (!l->base.forward_only) {

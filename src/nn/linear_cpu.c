@@ -22,15 +22,17 @@ static fn_status linear_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *
     return FN_OK;
 }
 
-/* dW += dy^T x, db += sum_n dy, dx = dy W when dx is wanted. */
+/* dW = beta dW + dy^T x, db = beta db + sum_n dy (each parameter's
+ * grad_beta, param.h), dx = dy W when dx is wanted. */
 static fn_status linear_backward(fn_layer *layer, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_linear *l = (fn_linear *)layer;
     const int B = layer->batch, in = layer->in_features, out = layer->out_features;
-    fn_param *w = &l->params[FN_LINEAR_WEIGHT];
+    fn_param *w = &l->params[FN_LINEAR_WEIGHT], *b = &l->params[FN_LINEAR_BIAS];
+    /* BLAS's beta 0 stores the product without reading C. */
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, B, 1.0f, dy->data, out,
-                l->x.data, in, 1.0f, w->grad.data, in);
-    fn_cpu_add_column_sums(l->params[FN_LINEAR_BIAS].grad.data, dy->data, B, out);
+                l->x.data, in, w->grad_beta, w->grad.data, in);
+    fn_cpu_column_sums(b->grad.data, b->grad_beta, dy->data, B, out);
     if (dx)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in, out, 1.0f, dy->data, out,
                     w->value.data, in, 0.0f, dx->data, in);

@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-void fn_cpu_add_column_sums(float *out /* [cols] */, const float *a /* [rows, cols] */, int rows,
-                            int cols)
+void fn_cpu_column_sums(float *out /* [cols] */, float beta, const float *a /* [rows, cols] */,
+                        int rows, int cols)
 {
     for (int c0 = 0; c0 < cols; c0 += FN_CPU_COLUMN_CHUNK) {
         const int c1 = c0 + FN_CPU_COLUMN_CHUNK < cols ? c0 + FN_CPU_COLUMN_CHUNK : cols;
@@ -14,6 +14,6 @@ void fn_cpu_add_column_sums(float *out /* [cols] */, const float *a /* [rows, co
             for (int c = c0; c < c1; c++)
                 s[c - c0] += (double)a[(size_t)n * cols + (size_t)c];
         for (int c = c0; c < c1; c++)
-            out[c] += (float)s[c - c0];
+            fn_cpu_store_grad(&out[c], beta, (float)s[c - c0]);
     }
 }

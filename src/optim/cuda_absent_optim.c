@@ -16,6 +16,13 @@ static fn_status sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *
     return fn_cuda_absent("SGD on the GPU");
 }
 
+static fn_status sgd_update_folded(fn_context *ctx, fn_tensor *value, fn_tensor *momentum_buf,
+                                   const fn_sgd_config *cfg)
+{
+    (void)ctx, (void)value, (void)momentum_buf, (void)cfg;
+    return fn_cuda_absent("SGD on the GPU");
+}
+
 static fn_status adam_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                              fn_tensor *exp_avg, fn_tensor *exp_avg_sq, const fn_adam_step *s)
 {
@@ -35,7 +42,8 @@ static fn_status clip_last_norm(fn_clip *clip, double *norm)
     return fn_cuda_absent("clipping on the GPU");
 }
 
-const fn_sgd_backend fn_sgd_cuda_backend = {.device = FN_CUDA, .update = sgd_update};
+const fn_sgd_backend fn_sgd_cuda_backend = {
+    .device = FN_CUDA, .update = sgd_update, .update_folded = sgd_update_folded};
 const fn_adam_backend fn_adam_cuda_backend = {.device = FN_CUDA, .update = adam_update};
 const fn_clip_backend fn_clip_cuda_backend = {
     .device = FN_CUDA, .apply = clip_apply, .last_norm = clip_last_norm,

@@ -105,6 +105,15 @@ fn_status fn_optimizer_zero_grad(fn_optimizer *opt)
     return opt->ops->zero_grad ? opt->ops->zero_grad(opt) : fn_optimizer_zero_each(opt);
 }
 
+fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded)
+{
+    if (!folded)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_fold: folded is NULL");
+    *folded = 0;
+    FN_TRY(check_optimizer(opt, "fn_optimizer_fold"));
+    return opt->ops->fold ? opt->ops->fold(opt, folded) : FN_OK;
+}
+
 fn_status fn_optimizer_zero_each(fn_optimizer *opt)
 {
     for (int i = 0; i < opt->n_params; i++)

@@ -4,7 +4,18 @@
  * picked by the context's device; the optimiser picks it once, with the
  * ops table: the fused one only where the backend fuses the plain step.
  * On the GPU a step is the split step (optimizer.h): its scalars written to
- * the device, then one launch for every parameter (multi_tensor.h). */
+ * the device, then one launch for every parameter (multi_tensor.h).
+ *
+ * Momentum folded into backward (the fold hook, optimizer.h): with
+ * momentum mu > 0, dampening 0 and no nesterov, each parameter's gradient
+ * tensor is its momentum buffer and its grad_beta mu, so backward leaves
+ * torch's buf = mu buf + g there (the first step's buf = mu 0 + g = g,
+ * torch's clone: the buffers are zeroed when the fold is made before the
+ * first step) and the step is buf += wd theta, theta -= lr buf: one pass
+ * over theta and buf, with no gradient tensor written or read. The
+ * rounding differs from the unfolded step's (mu buf + g rounded once in
+ * the product, wd theta added after it); a checkpoint's "momentum" is the
+ * buffer, torch's, either way. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -18,6 +29,8 @@ struct fn_sgd {
     fn_sgd_config cfg;
     fn_multi_tensor all;           /* GPU: every parameter in one launch; else zeroed */
     fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
+    fn_tensor *own_grads;          /* [n_params] the parameters' own gradients while
+                                    * folded (sgd_fold); else NULL */
 };
 
 static const char *const sgd_state_names[] = {"momentum"};
@@ -104,8 +117,10 @@ static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, 
     for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
         fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
-        fn_status st = checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf, cfg,
-                                      first);
+        fn_status st = opt->own_grads
+                           ? opt->backend->update_folded(base->ctx, &p->value, buf, cfg)
+                           : checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
+                                            cfg, first);
         if (st == FN_OK) /* the one-tensor update writes no copy: a pass of its own */
             st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
@@ -144,7 +159,7 @@ static fn_status sgd_apply(fn_optimizer *base, const int *skip)
 {
     fn_sgd *opt = (fn_sgd *)base;
     if (opt->all.table)
-        return opt->backend->update_all(&opt->all, &opt->cfg, skip);
+        return opt->backend->update_all(&opt->all, &opt->cfg, skip, opt->own_grads != NULL);
     if (skip && *skip)
         return FN_OK;
     fn_sgd_config cfg = opt->cfg;
@@ -162,11 +177,56 @@ static fn_status sgd_step(fn_optimizer *base)
     return sgd_step_params(base, 0, base->n_params);
 }
 
-/* One launch on the GPU (the multi-tensor table), else tensor by tensor. */
+/* One launch on the GPU (the multi-tensor table), else tensor by tensor;
+ * folded, the gradients are the buffers (the table holds the parameters'
+ * own), zeroed tensor by tensor: the momentum starts again. */
 static fn_status sgd_zero_grad(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    return opt->all.table ? fn_multi_tensor_zero_grad(&opt->all) : fn_optimizer_zero_each(base);
+    return opt->all.table && !opt->own_grads ? fn_multi_tensor_zero_grad(&opt->all)
+                                             : fn_optimizer_zero_each(base);
+}
+
+static int can_fold(const fn_sgd_config *cfg)
+{
+    return cfg->momentum > 0.0f && cfg->dampening == 0.0f && !cfg->nesterov;
+}
+
+/* The fold hook (optimizer.h; this file's header says what it computes). */
+static fn_status sgd_fold(fn_optimizer *base, int *folded)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    *folded = opt->own_grads != NULL;
+    if (*folded || !can_fold(&opt->cfg))
+        return FN_OK;
+    if (base->steps == 0) /* the first step's buffer is then mu 0 + g = g */
+        for (int i = 0; i < base->n_params; i++)
+            FN_TRY(fn_tensor_zero(&opt->buffers[i]));
+    const int n = base->n_params;
+    opt->own_grads = calloc(n > 0 ? (size_t)n : 1, sizeof *opt->own_grads);
+    if (!opt->own_grads)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for SGD's fold");
+    for (int i = 0; i < base->n_params; i++) {
+        fn_param *p = base->params[i];
+        opt->own_grads[i] = p->grad;
+        p->grad = opt->buffers[i];
+        p->grad_beta = opt->cfg.momentum;
+    }
+    *folded = 1;
+    return FN_OK;
+}
+
+/* The parameters' own gradients back, written by backward again. */
+static void unfold(fn_sgd *opt)
+{
+    if (!opt->own_grads)
+        return;
+    for (int i = 0; i < opt->base.n_params; i++) {
+        opt->base.params[i]->grad = opt->own_grads[i];
+        opt->base.params[i]->grad_beta = 0.0f;
+    }
+    free(opt->own_grads);
+    opt->own_grads = NULL;
 }
 
 /* The fused step updates net's parameters: they must be this optimiser's. */
@@ -199,6 +259,7 @@ static fn_tensor *sgd_state(fn_optimizer *base, int kind, int param)
 static void sgd_destroy(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    unfold(opt);
     if (opt->buffers)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->buffers[i]);
@@ -220,6 +281,7 @@ static const fn_optimizer_ops sgd_ops = {
     .prepare = sgd_prepare,
     .apply = sgd_apply,
     .zero_grad = sgd_zero_grad,
+    .fold = sgd_fold,
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */

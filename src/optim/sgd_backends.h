@@ -28,11 +28,19 @@ typedef struct fn_sgd_backend {
      * folded in, where that saves work: fn_sgd_fused_backward on the GPU.
      * NULL on the CPU, where the separate update costs no more. */
     fn_status (*backward_plain)(fn_net *net, const fn_tensor *dy, float lr);
+    /* One tensor's step with momentum folded into backward (sgd.c), which
+     * left buf = mu buf + g: buf += wd theta (wd > 0), theta -= lr buf;
+     * no gradient read. */
+    fn_status (*update_folded)(fn_context *ctx, fn_tensor *value, fn_tensor *momentum_buf,
+                               const fn_sgd_config *cfg);
     /* Optional: every parameter of the table (value, grad, momentum buffer
      * as state1) in one launch, lr and first_step read from the table's
      * fn_sgd_scalars on the device, nothing done while *skip (device; NULL:
-     * never) is non-zero; each element's arithmetic is update's. The GPU's. */
-    fn_status (*update_all)(const fn_multi_tensor *mt, const fn_sgd_config *cfg, const int *skip);
+     * never) is non-zero; each element's arithmetic is update's, or
+     * update_folded's when folded (the table's gradients then unread). The
+     * GPU's. */
+    fn_status (*update_all)(const fn_multi_tensor *mt, const fn_sgd_config *cfg, const int *skip,
+                            int folded);
 } fn_sgd_backend;
 
 extern const fn_sgd_backend fn_sgd_cpu_backend;  /* optim/sgd_cpu.c */

@@ -18,6 +18,7 @@ enum { UPDATE_PIECE = 4096, MIN_PIECES_PER_PART = 8 };
 typedef struct sgd_job {
     float lr, mu, wd, keep; /* keep = 1 - dampening */
     int nesterov, first_step;
+    int folded;          /* buf is already mu buf + g (update_folded); dtheta unread */
     float *theta;        /* [n] */
     const float *dtheta; /* [n] */
     float *buf;          /* [n], NULL without momentum */
@@ -49,24 +50,56 @@ static void update_momentum(float *restrict theta, const float *restrict dtheta,
     }
 }
 
-/* Pieces [p0, p1) of UPDATE_PIECE elements. */
-static void update_pieces(void *arg, int p0, int p1)
+/* Momentum folded into backward, which left buf = mu buf + g: buf += wd
+ * theta, theta -= lr buf; buf is written only with weight decay. */
+static void update_folded(float *restrict theta, float *restrict buf, size_t i0, size_t i1,
+                          const sgd_job *s)
 {
-    const sgd_job *s = arg;
-    const size_t i0 = (size_t)p0 * UPDATE_PIECE, i1 = (size_t)p1 * UPDATE_PIECE;
-    if (s->buf)
+    const float lr = s->lr, wd = s->wd;
+    if (wd == 0.0f) {
+        for (size_t i = i0; i < i1; i++)
+            theta[i] = theta[i] - lr * buf[i];
+        return;
+    }
+    for (size_t i = i0; i < i1; i++) {
+        const float b = buf[i] + wd * theta[i];
+        buf[i] = b;
+        theta[i] = theta[i] - lr * b;
+    }
+}
+
+/* Elements [i0, i1) by the job's kind of update. */
+static void update_range(const sgd_job *s, size_t i0, size_t i1)
+{
+    if (s->folded)
+        update_folded(s->theta, s->buf, i0, i1, s);
+    else if (s->buf)
         update_momentum(s->theta, s->dtheta, s->buf, i0, i1, s);
     else
         update_plain(s->theta, s->dtheta, i0, i1, s);
 }
 
+/* Pieces [p0, p1) of UPDATE_PIECE elements. */
+static void update_pieces(void *arg, int p0, int p1)
+{
+    const sgd_job *s = arg;
+    update_range(s, (size_t)p0 * UPDATE_PIECE, (size_t)p1 * UPDATE_PIECE);
+}
+
 /* Elementwise, so the pieces run on the context's threads with the same
  * bits on any number of them; the tail past the last whole piece on the
  * caller. */
+static void run_job(fn_context *ctx, const sgd_job *s, size_t n)
+{
+    const size_t pieces = n / UPDATE_PIECE;
+    fn_workers_for(ctx->workers, (int)pieces, MIN_PIECES_PER_PART, update_pieces, (void *)s);
+    update_range(s, pieces * UPDATE_PIECE, n);
+}
+
 static fn_status cpu_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                            fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)
 {
-    sgd_job s = {
+    const sgd_job s = {
         .lr = cfg->lr,
         .mu = cfg->momentum,
         .wd = cfg->weight_decay,
@@ -77,16 +110,26 @@ static fn_status cpu_update(fn_context *ctx, fn_tensor *value, const fn_tensor *
         .dtheta = grad->data,
         .buf = cfg->momentum != 0.0f ? momentum_buf->data : NULL,
     };
-    const size_t n = fn_tensor_count(value), pieces = n / UPDATE_PIECE;
-    fn_workers_for(ctx->workers, (int)pieces, MIN_PIECES_PER_PART, update_pieces, &s);
-    if (s.buf)
-        update_momentum(s.theta, s.dtheta, s.buf, pieces * UPDATE_PIECE, n, &s);
-    else
-        update_plain(s.theta, s.dtheta, pieces * UPDATE_PIECE, n, &s);
+    run_job(ctx, &s, fn_tensor_count(value));
+    return FN_OK;
+}
+
+static fn_status cpu_update_folded(fn_context *ctx, fn_tensor *value, fn_tensor *momentum_buf,
+                                   const fn_sgd_config *cfg)
+{
+    const sgd_job s = {
+        .lr = cfg->lr,
+        .wd = cfg->weight_decay,
+        .folded = 1,
+        .theta = value->data,
+        .buf = momentum_buf->data,
+    };
+    run_job(ctx, &s, fn_tensor_count(value));
     return FN_OK;
 }
 
 const fn_sgd_backend fn_sgd_cpu_backend = {
     .device = FN_CPU,
     .update = cpu_update,
+    .update_folded = cpu_update_folded,
 };

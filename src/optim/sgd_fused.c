@@ -1,6 +1,6 @@
 /* sgd_fused.c — plain SGD folded into a net's backward pass (sgd_fused.h):
  * per layer, its ops' backward_sgd hook where it has one, else backward
- * from zeroed gradients and the one-tensor update. */
+ * (which writes the gradients, param.h) and the one-tensor update. */
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
 
@@ -10,8 +10,7 @@ static fn_status layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor 
     const fn_sgd_config *plain = arg;
     if (l->ops && l->ops->backward_sgd)
         return fn_layer_backward_sgd(l, dy, dx, plain->lr);
-    FN_TRY(fn_layer_zero_grad(l));
-    FN_TRY(fn_layer_backward(l, dy, dx));
+    FN_TRY(fn_layer_backward(l, dy, dx)); /* writes the gradients (param.h) */
     for (int p = 0; p < l->n_params; p++) {
         fn_param *q = &l->params[p];
         fn_status st = fn_sgd_update(l->ctx, &q->value, &q->grad, NULL, plain, 0);

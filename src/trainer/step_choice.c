@@ -13,7 +13,15 @@
  *                  ([run] cuda_graphs, step_graph.c);
  *   deferred       the GPU's otherwise (step_deferred.c).
  * Test builds may keep the GPU eager, or defer on the CPU with copies of
- * the loss that arrive late on purpose (FN_TEST_DEFER_LAG). */
+ * the loss that arrive late on purpose (FN_TEST_DEFER_LAG).
+ *
+ * In one process without clipping nothing but the optimiser reads the
+ * gradients, so the optimiser may fold its state into backward
+ * (fn_optimizer_fold: SGD's momentum buffer as the gradient, backward
+ * computing mu buf + g); every strategy above runs the same calls, only
+ * the beta backward uses and the update kernel change. Not over ranks
+ * (their sums need plain gradients) nor with clipping (it needs their
+ * norm). */
 #include <math.h>
 
 #include "core/test_hooks.h"
@@ -36,6 +44,10 @@ static int defer_lag(const fn_trainer *t)
 fn_status fn_trainer_choose_step(fn_trainer *t)
 {
     t->last_loss = NAN;
+    if (!t->dist && !t->clip) {
+        int folded = 0;
+        FN_TRY(fn_optimizer_fold(t->opt, &folded));
+    }
     if (t->dist) {
         t->step = &fn_step_dist;
         return FN_OK;

@@ -122,8 +122,14 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
     if (st == FN_OK && bad)
         return stop_bad_input(t, row, col, value);
     fn_nonfinite nf;
-    if (st == FN_OK)
-        st = fn_net_zero_grad(t->net);
+    /* Backward writes the gradients (param.h): no zeroing first. Where the
+     * optimiser folded its state into backward (step_choice.c) the .grad
+     * tensors are its buffers, which the deferred steps after this one
+     * may have moved already: grad_beta 0 writes the batch's plain
+     * gradient over them, so the search finds what an unfolded step
+     * would. The run stops here, so that state is never used again. */
+    for (int i = 0; i < fn_net_n_params(t->net); i++)
+        fn_net_param(t->net, i)->grad_beta = 0.0f;
     if (st == FN_OK)
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)
@@ -152,7 +158,7 @@ fn_status fn_trainer_set_pass(fn_trainer *t, const fn_batch *b, int training)
 
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
 {
-    FN_TRY(fn_optimizer_zero_grad(t->opt)); /* the net's parameters: one launch on the GPU */
+    /* No zeroing: backward writes each gradient (param.h, grad_beta 0). */
     FN_TRY(fn_net_backward(t->net, dy));
     return t->clip ? fn_clip_apply(t->clip) : FN_OK;
 }

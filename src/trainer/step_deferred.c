@@ -1,15 +1,20 @@
 /* step_deferred.c — the deferred step, one of the trainer's step
- * strategies (trainer_impl.h; step_graph.c replays it as CUDA graphs):
- * the training step without a host round trip: on the GPU (with an optimiser that has a split step, optimizer.h) a step is
- * queued and never waited for. The loss, the correct count and the epoch's
- * sums stay on the device in a loss tally (loss_tally.h); the optimiser's
- * update reads its learning rate from the device and is skipped there once
- * a loss went non-finite, so the parameters and the optimiser's state stay
- * those of the last good step. The host reads the tally late: a copy after
- * every 4th step, taken when it has arrived (never waiting; at most
- * 4 * FN_LOSS_TALLY_RING steps ahead), and a synchronous read at the end of
- * an epoch's steps, before validation and before any checkpoint or weights
- * are written.
+ * strategies (trainer_impl.h; step_graph.c replays it as CUDA graphs): the
+ * training step without a host round trip: on the GPU (with an optimiser that
+ * has a split step, optimizer.h) a step is queued and never waited for. The
+ * loss, the correct count and the epoch's sums stay on the device in a loss
+ * tally (loss_tally.h); the optimiser's update reads its learning rate from
+ * the device and is skipped there once a loss went non-finite, so the
+ * parameters and the optimiser's state stay those of the last good step,
+ * except a state folded into backward (fn_optimizer_fold: SGD's momentum
+ * buffer), which the backward of every step after the bad one still moves;
+ * the run never goes on from there: a bad step is found at the latest at the
+ * epoch's end, before any checkpoint or weights are written, and stops the
+ * run (stop_late). The host reads the tally late: a copy after every 4th
+ * step, taken when it has arrived (never waiting; at most 4 *
+ * FN_LOSS_TALLY_RING steps ahead), and a synchronous read at the end of an
+ * epoch's steps, before validation and before any checkpoint or weights are
+ * written.
  *
  * A non-finite loss found late rolls the run back to the step where it
  * first went non-finite: the trainer's counts are set back to that step's

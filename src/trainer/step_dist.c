@@ -48,12 +48,11 @@ static fn_status backward_and_sum(fn_layer *l, const fn_tensor *dy, fn_tensor *d
     return sum_layer(arg, l);
 }
 
-/* The gradients of the rank's rows (zero for an empty share), their sums
- * over the ranks started layer by layer: tickets 0..layers-1 in backward
- * order, last layer first. */
+/* The gradients of the rank's rows (backward writes them, param.h; zero
+ * for an empty share), their sums over the ranks started layer by layer:
+ * tickets 0..layers-1 in backward order, last layer first. */
 static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy)
 {
-    FN_TRY(fn_net_zero_grad(t->net));
     const int layers = fn_net_n_layers(t->net);
     if (b->rows > 0) {
         /* rows / batch_rows rounded once; 1 exactly when the rank has the
@@ -62,6 +61,7 @@ static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy
             FN_TRY(fn_comm_scale(t->ctx, dy, (float)((double)b->rows / b->batch_rows)));
         FN_TRY(fn_net_backward_each(t->net, dy, backward_and_sum, t));
     } else {
+        FN_TRY(fn_net_zero_grad(t->net)); /* no backward writes them */
         for (int i = layers - 1; i >= 0; i--)
             FN_TRY(sum_layer(t, fn_net_layer(t->net, i)));
     }

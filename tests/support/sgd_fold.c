@@ -1,0 +1,240 @@
+/* sgd_fold.c — fold_check (sgd_fold.h): one SGD step of a layer folded
+ * and unfolded from one state, compared within their error bound.
+ *
+ * The bound, per element, with u = 2^-24 and g the gradient as the
+ * unfolded backward computed it (within est(g) of the exact one, the kind's
+ * error estimate, estimate.h; the folded backward's product is within
+ * est(g) too, so the two differ by at most 2 est(g)):
+ *   unfolded  buf' = mu buf + (g + wd p)   three roundings
+ *   folded    buf' = (mu buf + g) + wd p   two or three (the product may
+ *                                          fuse mu buf + g into one)
+ * each rounding at most u of a partial sum bounded by s = |mu buf| + |g| +
+ * |wd p|, so |buf'_f - buf'_u| <= 2 est(g) + 6 u s; then p' = p - lr buf'
+ * adds lr times that and two roundings of at most u (|p| + lr |buf'|)
+ * each side. The first step of a run has buf = 0 (torch: buf' = g + wd p;
+ * folded: 0 mu + g + wd p), the same bound. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "estimate.h"
+#include "expect.h"
+#include "fusenet/sgd.h"
+#include "kind.h"
+#include "problem.h"
+#include "runner.h"
+#include "sgd_fold.h"
+
+static const float kMu = 0.9f, kLr = 0.1f;
+static const double kU = 0x1p-24;
+
+/* A case wide enough for the vector kernels and the threaded CPU passes. */
+static const gc_case fold_case = {.batch = 33, .in = 64, .out = 64, .groups = 8,
+                                  .slope = 0.01f, .eps = 1e-5f, .xscale = 1, .wscale = 1,
+                                  .boffset = 0, .seed = 71, .why = "fold"};
+
+static fn_tensor upload(fn_context *ctx, const double *v, int rows, int cols)
+{
+    fn_tensor t;
+    EXPECT_OK(fn_tensor_alloc(&t, rows, cols, fn_context_device(ctx)));
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *f = chk_alloc_float(n);
+    chk_to_float(f, v, n);
+    EXPECT_OK(fn_tensor_upload(&t, f, n));
+    free(f);
+    return t;
+}
+
+static void put(fn_tensor *t, const double *v)
+{
+    const size_t n = fn_tensor_count(t);
+    float *f = chk_alloc_float(n);
+    chk_to_float(f, v, n);
+    EXPECT_OK(fn_tensor_upload(t, f, n));
+    free(f);
+}
+
+static double *get(const fn_tensor *t)
+{
+    const size_t n = fn_tensor_count(t);
+    float *f = tensor_to_host(t);
+    double *d = chk_alloc(n);
+    chk_to_double(d, f, n);
+    free(f);
+    return d;
+}
+
+/* The layer's values, buffers and the optimiser's count as the state:
+ * values p->t[1..], buffers buf[i] (zero for a first step). */
+typedef struct fold_run {
+    fn_layer *layer;
+    fn_sgd *sgd;
+    fn_tensor x, y, dy, dx;
+} fold_run;
+
+static void run_open(fold_run *r, fn_context *ctx, const gc_problem *p, double *const *buf,
+                     long long steps, float wd)
+{
+    memset(r, 0, sizeof *r);
+    EXPECT_OK(gc_layer(&r->layer, ctx, p));
+    EXPECT_OK(run_set_params(r->layer, p->t + 1));
+    fn_param *params[GC_MAX_TENSORS];
+    for (int i = 0; i < r->layer->n_params; i++)
+        params[i] = &r->layer->params[i];
+    fn_sgd_config cfg = fn_sgd_config_default(kLr);
+    cfg.momentum = kMu;
+    cfg.weight_decay = wd;
+    EXPECT_OK(fn_sgd_create(&r->sgd, ctx, params, r->layer->n_params, &cfg));
+    for (int i = 0; i < r->layer->n_params; i++)
+        put(fn_sgd_momentum_buffer(r->sgd, i), buf[i]);
+    fn_sgd_set_steps(r->sgd, steps);
+    const int B = p->c->batch;
+    r->x = upload(ctx, p->t[0], B, p->c->in);
+    r->dy = upload(ctx, p->dy, B, p->c->out);
+    EXPECT_OK(fn_tensor_alloc(&r->y, B, p->c->out, fn_context_device(ctx)));
+    EXPECT_OK(fn_tensor_alloc(&r->dx, B, p->c->in, fn_context_device(ctx)));
+}
+
+/* How run_step folds and steps. */
+enum { UNFOLDED, FOLDED, FOLDED_BY_RANGES };
+
+/* Forward, backward, step (FOLDED_BY_RANGES: the step as one range of
+ * parameters at a time, fn_optimizer_step_params: on the GPU the
+ * one-tensor kernels, not the table's launch); then the new values and
+ * buffers into val, buf (allocated here) and, unfolded, the gradients
+ * into g. */
+static void run_step(fold_run *r, int how, double **val, double **buf, double **g)
+{
+    const int fold = how != UNFOLDED;
+    if (fold) {
+        int folded = 0;
+        EXPECT_OK(fn_optimizer_fold(fn_sgd_optimizer(r->sgd), &folded));
+        assert_int_equal(folded, 1);
+    }
+    EXPECT_OK(fn_layer_forward(r->layer, &r->x, &r->y));
+    EXPECT_OK(fn_layer_backward(r->layer, &r->dy, &r->dx));
+    for (int i = 0; g && i < r->layer->n_params; i++)
+        g[i] = get(&r->layer->params[i].grad);
+    fn_optimizer *opt = fn_sgd_optimizer(r->sgd);
+    if (how == FOLDED_BY_RANGES) {
+        for (int i = 0; i < r->layer->n_params; i++)
+            EXPECT_OK(fn_optimizer_step_params(opt, i, 1));
+        fn_optimizer_step_done(opt);
+    } else {
+        EXPECT_OK(fn_sgd_step(r->sgd));
+    }
+    for (int i = 0; i < r->layer->n_params; i++) {
+        val[i] = get(&r->layer->params[i].value);
+        buf[i] = get(fn_sgd_momentum_buffer(r->sgd, i));
+    }
+}
+
+static void run_close(fold_run *r)
+{
+    fn_sgd_destroy(r->sgd); /* before the layer: it gives the gradients back */
+    fn_layer_destroy(r->layer);
+    fn_tensor_free(&r->x);
+    fn_tensor_free(&r->y);
+    fn_tensor_free(&r->dy);
+    fn_tensor_free(&r->dx);
+}
+
+/* Fails at the first element outside the bound of the file's header. */
+static void compare(const char *kind, const char *name, float wd, size_t n, const double *p,
+                    const double *buf0, const double *g, const double *eg, const double *val_u,
+                    const double *buf_u, const double *val_f, const double *buf_f)
+{
+    for (size_t k = 0; k < n; k++) {
+        const double s = fabs(kMu * buf0[k]) + fabs(g[k]) + fabs(wd * p[k]);
+        const double tol_buf = 2.0 * eg[k] + 6.0 * kU * s;
+        const double tol_val = kLr * tol_buf + 4.0 * kU * (fabs(p[k]) + kLr * fabs(buf_u[k]));
+        if (!(fabs(buf_f[k] - buf_u[k]) <= tol_buf))
+            fail_msg("%s %s [%zu]: folded buffer %.9g, unfolded %.9g, bound %.3g", kind, name, k,
+                     buf_f[k], buf_u[k], tol_buf);
+        if (!(fabs(val_f[k] - val_u[k]) <= tol_val))
+            fail_msg("%s %s [%zu]: folded value %.9g, unfolded %.9g, bound %.3g", kind, name, k,
+                     val_f[k], val_u[k], tol_val);
+    }
+}
+
+static void free_all(double **a, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(a[i]);
+}
+
+/* One kind from one state (steps 0: a first step, buffers ignored) with
+ * weight decay wd (0: the folded update leaves the buffer as backward
+ * made it). */
+static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps, float wd)
+{
+    gc_problem p;
+    EXPECT_OK(gc_problem_init(&p, kind, &fold_case, ctx));
+    const int np = p.n - 1;
+    double *buf0[GC_MAX_TENSORS];
+    chk_rng rng = chk_rng_seed(91);
+    for (int i = 0; i < np; i++) {
+        buf0[i] = chk_alloc(p.size[i + 1]);
+        if (steps > 0)
+            chk_fill(buf0[i], p.size[i + 1], -0.5, 0.5, &rng);
+        for (size_t k = 0; k < p.size[i + 1]; k++) /* float32 numbers */
+            buf0[i][k] = (double)(float)buf0[i][k];
+    }
+    gc_out e;
+    gc_out_alloc(&e, &p);
+    gc_estimates(&p, p.dy, est_operand_roundoff(fn_context_math(ctx)), &e);
+
+    double *g[GC_MAX_TENSORS], *val_u[GC_MAX_TENSORS], *buf_u[GC_MAX_TENSORS];
+    double *val_f[GC_MAX_TENSORS], *buf_f[GC_MAX_TENSORS];
+    double *val_f2[GC_MAX_TENSORS], *buf_f2[GC_MAX_TENSORS];
+    fold_run r;
+    run_open(&r, ctx, &p, buf0, steps, wd);
+    run_step(&r, UNFOLDED, val_u, buf_u, g);
+    run_close(&r);
+    run_open(&r, ctx, &p, buf0, steps, wd);
+    run_step(&r, FOLDED, val_f, buf_f, NULL);
+    run_close(&r);
+    run_open(&r, ctx, &p, buf0, steps, wd);
+    run_step(&r, FOLDED_BY_RANGES, val_f2, buf_f2, NULL);
+    run_close(&r);
+
+    for (int i = 0; i < np; i++) {
+        const char *name = p.names[i + 1];
+        const size_t n = p.size[i + 1];
+        /* the estimate of the gradient is the kind's; the buffer 0 on a first step */
+        compare(kind->name, name, wd, n, p.t[i + 1], buf0[i], g[i], e.g[i + 1], val_u[i],
+                buf_u[i], val_f[i], buf_f[i]);
+        if (memcmp(val_f[i], val_f2[i], n * sizeof(double)) != 0 ||
+            memcmp(buf_f[i], buf_f2[i], n * sizeof(double)) != 0)
+            fail_msg("%s %s: the folded step and the same by ranges of parameters, from one "
+                     "state, differ", kind->name, name);
+    }
+    free_all(buf0, np);
+    free_all(g, np);
+    free_all(val_u, np);
+    free_all(buf_u, np);
+    free_all(val_f, np);
+    free_all(buf_f, np);
+    free_all(val_f2, np);
+    free_all(buf_f2, np);
+    gc_out_free(&e);
+    gc_problem_free(&p);
+}
+
+int fold_check(fn_context *ctx)
+{
+    const gc_kind *kinds[] = {&gc_block_kind, &gc_residual_kind, &gc_linear_kind, &gc_relu_kind};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        check_kind(ctx, kinds[k], 0, 0.01f);
+        check_kind(ctx, kinds[k], 3, 0.01f);
+        check_kind(ctx, kinds[k], 3, 0.0f);
+    }
+    return (int)(sizeof kinds / sizeof kinds[0]);
+}
