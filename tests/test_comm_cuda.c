@@ -142,7 +142,12 @@ static float *train_weights(const char *ini, const char *dir, const char *optimi
     snprintf(set, sizeof set, "train.optimizer=%s", optimizer);
     EXPECT_OK(fn_config_set(cfg, set));
     if (strcmp(optimizer, "sgd") == 0) {
+        /* Nesterov keeps the plain run's momentum out of backward: folded
+         * there (optimizer.h, fn_optimizer_fold), mu buf + g would round
+         * as one product, where the data-parallel step sums plain
+         * gradients first and rounds the two apart. */
         EXPECT_OK(fn_config_set(cfg, "train.momentum=0.9"));
+        EXPECT_OK(fn_config_set(cfg, "train.nesterov=true"));
         EXPECT_OK(fn_config_set(cfg, "train.weight_decay=0.0001"));
     }
     EXPECT_OK(fn_config_finish(cfg));
