@@ -39,7 +39,9 @@ fn_status fn_adam_config_check(const fn_adam_config *cfg);
 
 /* One tensor's update at step t >= 1: the primitive both backends
  * implement. exp_avg and exp_avg_sq (value's shape) are read and written;
- * at t = 1 they must hold zeros, as a new optimiser's do. */
+ * at t = 1 they must hold zeros, as a new optimiser's do. It writes value
+ * only: where the parameter's bf16 copy is kept (param.h), call
+ * fn_param_refresh_bf16 after. */
 fn_status fn_adam_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                          fn_tensor *exp_avg, fn_tensor *exp_avg_sq, const fn_adam_config *cfg,
                          long long t);

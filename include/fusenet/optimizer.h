@@ -8,8 +8,9 @@
  * checkpoint.h stores every kind as a group of one dataset per parameter
  * that has one. A configuration that can take the update inside the
  * backward pass (plain SGD on the GPU) fills the optional backward_step;
- * callers check it for NULL and otherwise run fn_net_zero_grad,
- * fn_net_backward and fn_optimizer_step.
+ * callers check it for NULL and otherwise run fn_net_backward and
+ * fn_optimizer_step (backward writes the gradients, param.h; after
+ * fn_optimizer_fold never zero them: they are the optimiser's state).
  *
  * A concrete optimiser embeds fn_optimizer as its first member, sets it up
  * with fn_optimizer_init and frees it with fn_optimizer_release in its
@@ -117,14 +118,18 @@ int fn_optimizer_can_split(const fn_optimizer *opt);
 fn_status fn_optimizer_prepare(fn_optimizer *opt);
 fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip);
 /* Zeroes the gradients of every parameter, through the zero_grad hook
- * where there is one, else one fn_tensor_zero a parameter. */
+ * where there is one, else one fn_tensor_zero a parameter. On an SGD
+ * folded into backward (fn_optimizer_fold) that zeroes the momentum
+ * buffers: momentum restarts. */
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
 /* The fold hook above; *folded 0 without one. */
 fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded);
 void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
 const char *fn_optimizer_name(const fn_optimizer *opt);
 
-/* The step count, for checkpoints. Setting it to 0 restarts the state. */
+/* The step count, for checkpoints. Setting it to 0 restarts the state,
+ * except a folded SGD's momentum (fn_optimizer_fold), which backward
+ * keeps adding to: fn_optimizer_zero_grad restarts that. */
 long long fn_optimizer_steps(const fn_optimizer *opt);
 void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
 

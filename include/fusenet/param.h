@@ -6,8 +6,8 @@
  * A weight that a layer's GPU products read as bfloat16 (bf16 math mode:
  * a block's weight) has a bfloat16 copy, value_bf16, in the layer's
  * memory. Who reads it depends on whether an owner keeps it:
- *  - kept (bf16_keepers > 0, fn_param_keep_bf16): every writer of value
- *    through fusenet refreshes the copy at once, on the context's stream
+ *  - kept (bf16_keepers > 0, fn_param_keep_bf16): every optimiser update
+ *    and every loader refreshes the copy at once, on the context's stream
  *    (the optimisers' updates in their own pass, plain SGD folded into the
  *    backward after its product, loading weights, resuming a checkpoint),
  *    so the forward reads the copy as it is and never rounds value. The

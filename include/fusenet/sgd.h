@@ -30,7 +30,9 @@ fn_status fn_sgd_config_check(const fn_sgd_config *cfg);
 
 /* One tensor's update; the primitive both backends implement. momentum_buf
  * (same shape as value) is read and written only when cfg->momentum != 0;
- * first_step says the buffer holds nothing yet. */
+ * first_step says the buffer holds nothing yet. It writes value only:
+ * where the parameter's bf16 copy is kept (param.h), call
+ * fn_param_refresh_bf16 after. */
 fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                         fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
 

@@ -218,8 +218,11 @@ fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_c
 
 void fn_optimizer_release(fn_optimizer *opt)
 {
+    /* Only what fn_optimizer_init's keep counted: a copy written on this
+     * context (another owner's keep is not ours to give back). */
     for (int i = 0; opt->params && i < opt->n_params; i++)
-        fn_param_release_bf16(opt->params[i]);
+        if (fn_param_bf16_written(opt->params[i], opt->ctx))
+            fn_param_release_bf16(opt->params[i]);
     free(opt->params);
     opt->params = NULL;
     opt->n_params = 0;
