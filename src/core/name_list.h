@@ -6,7 +6,12 @@
 
 #include <stddef.h>
 
+#include "fusenet/status.h"
+
 /* names[0..n) into buf (cut short to cap); returns buf. */
 const char *fn_name_list(char *buf, size_t cap, const char *const *names, int n);
+/* *at = the index of name among names[0..n); FN_ERR_INVALID "expected a,
+ * b or c, got 'name'" when it is none of them (NULL included). */
+fn_status fn_name_lookup(const char *name, const char *const *names, int n, int *at);
 
 #endif

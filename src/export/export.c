@@ -101,11 +101,5 @@ fn_status fn_export_check_write(const char *path, const float *inputs, const flo
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = write_check(file, path, inputs, outputs, rows, in, out);
-    if (st == FN_OK)
-        st = fn_h5_commit(file, tmp, path);
-    else
-        fn_h5_abandon(file, tmp);
-    free(tmp);
-    return st;
+    return fn_h5_finish(file, tmp, path, write_check(file, path, inputs, outputs, rows, in, out));
 }

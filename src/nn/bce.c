@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "nn/bce.h"
+#include "nn/loss_backends.h"
 
 static fn_status check_weights(const float *w, int cols)
 {
@@ -20,15 +21,7 @@ static fn_status check_weights(const float *w, int cols)
 static fn_status check_bce(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                            const float *pos_weight, const fn_tensor *loss, const fn_tensor *dpred)
 {
-    if (!ctx)
-        return fn_fail(FN_ERR_INVALID, "ctx is NULL");
-    if (!pred || !pred->data)
-        return fn_fail(FN_ERR_INVALID, "pred is NULL");
-    FN_TRY(fn_tensor_check_on(pred, "pred", fn_context_device(ctx), pred->rows, pred->cols));
-    FN_TRY(fn_tensor_check_on(target, "target", pred->device, pred->rows, pred->cols));
-    FN_TRY(fn_tensor_check_on(loss, "loss", pred->device, 1, 1));
-    if (dpred)
-        FN_TRY(fn_tensor_check_on(dpred, "dpred", pred->device, pred->rows, pred->cols));
+    FN_TRY(fn_loss_check_pointwise(ctx, pred, target, loss, dpred));
     return check_weights(pos_weight, pred->cols);
 }
 

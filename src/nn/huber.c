@@ -4,19 +4,12 @@
 #include <math.h>
 
 #include "nn/huber.h"
+#include "nn/loss_backends.h"
 
 static fn_status check_huber(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                              float delta, const fn_tensor *loss, const fn_tensor *dpred)
 {
-    if (!ctx)
-        return fn_fail(FN_ERR_INVALID, "ctx is NULL");
-    if (!pred || !pred->data)
-        return fn_fail(FN_ERR_INVALID, "pred is NULL");
-    FN_TRY(fn_tensor_check_on(pred, "pred", fn_context_device(ctx), pred->rows, pred->cols));
-    FN_TRY(fn_tensor_check_on(target, "target", pred->device, pred->rows, pred->cols));
-    FN_TRY(fn_tensor_check_on(loss, "loss", pred->device, 1, 1));
-    if (dpred)
-        FN_TRY(fn_tensor_check_on(dpred, "dpred", pred->device, pred->rows, pred->cols));
+    FN_TRY(fn_loss_check_pointwise(ctx, pred, target, loss, dpred));
     if (!(delta > 0.0f) || !isfinite(delta))
         return fn_fail(FN_ERR_INVALID, "delta %g: expected a finite number > 0", (double)delta);
     return FN_OK;

@@ -23,8 +23,8 @@ static fn_status check_outputs(const fn_tensor *pred, const fn_tensor *loss,
     return FN_OK;
 }
 
-static fn_status check_mse(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                           const fn_tensor *loss, const fn_tensor *dpred)
+fn_status fn_loss_check_pointwise(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                                  const fn_tensor *loss, const fn_tensor *dpred)
 {
     FN_TRY(check_pred(ctx, pred, "pred"));
     FN_TRY(fn_tensor_check_on(target, "target", pred->device, pred->rows, pred->cols));
@@ -42,7 +42,7 @@ static fn_status named(fn_status st, const char *name)
 fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                       fn_tensor *loss, fn_tensor *dpred)
 {
-    FN_TRY(named(check_mse(ctx, pred, target, loss, dpred), "mse loss"));
+    FN_TRY(named(fn_loss_check_pointwise(ctx, pred, target, loss, dpred), "mse loss"));
     if (pred->device == FN_CUDA)
         return fn_cuda_mse_loss(ctx, pred, target, loss, dpred);
     return fn_cpu_mse_loss(pred, target, loss, dpred);

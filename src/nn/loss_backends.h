@@ -1,6 +1,8 @@
 /* loss_backends.h (private) — the losses of nn/loss_cpu.c and kernels/loss_cuda.cu
  * that nn/loss.c dispatches to once it has validated the arguments; they
- * trust shapes and devices. */
+ * trust shapes and devices. Also the validation every loss of one value a
+ * prediction shares (nn/loss.c), which the other losses' entry points
+ * (huber.c, bce.c) run before their own checks. */
 #ifndef FUSENET_NN_LOSS_BACKENDS_H
 #define FUSENET_NN_LOSS_BACKENDS_H
 
@@ -12,6 +14,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* nn/loss.c: ctx present; pred [N, C] on its device; target of pred's
+ * shape, loss [1, 1] and dpred (pred's shape, or NULL) on pred's device. */
+fn_status fn_loss_check_pointwise(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                                  const fn_tensor *loss, const fn_tensor *dpred);
 
 /* nn/loss_cpu.c */
 fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, fn_tensor *loss,

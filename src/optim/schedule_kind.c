@@ -1,8 +1,6 @@
 /* schedule_kind.c — the registry of learning-rate schedules
  * (schedule_kind.h): the one table that lists them and lookup by name. A
  * new schedule adds its line to the table. */
-#include <string.h>
-
 #include "core/name_list.h"
 #include "fusenet/schedule_kind.h"
 
@@ -29,14 +27,12 @@ const fn_schedule_kind *fn_schedule_kind_at(int i)
 fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind)
 {
     const char *names[N_KINDS];
-    for (int i = 0; i < N_KINDS; i++) {
+    for (int i = 0; i < N_KINDS; i++)
         names[i] = kinds[i]->name;
-        if (name && strcmp(name, names[i]) == 0)
-            return *kind = kinds[i], FN_OK;
-    }
-    char known[128];
-    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
-                   fn_name_list(known, sizeof known, names, N_KINDS), name ? name : "");
+    int at = 0;
+    FN_TRY(fn_name_lookup(name, names, N_KINDS, &at));
+    *kind = kinds[at];
+    return FN_OK;
 }
 
 const fn_option *fn_schedule_option(const fn_schedule_kind *kind, const char *name)

@@ -158,13 +158,8 @@ fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    fn_status st = write_all(file, path, net, opt, state, norm, prov, config_text);
-    if (st == FN_OK)
-        st = fn_h5_commit(file, tmp, path);
-    else
-        fn_h5_abandon(file, tmp);
-    free(tmp);
-    return st;
+    return fn_h5_finish(file, tmp, path,
+                        write_all(file, path, net, opt, state, norm, prov, config_text));
 }
 
 /* --- reading into host memory ----------------------------------------------- */

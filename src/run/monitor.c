@@ -1,6 +1,5 @@
 /* monitor.c — the names and directions of the metrics a run may watch
  * (monitor.h). */
-#include <string.h>
 
 #include "core/name_list.h"
 #include "fusenet/monitor.h"
@@ -14,12 +13,10 @@ _Static_assert(sizeof names / sizeof *names == FN_MONITOR_KINDS, "every monitor 
 
 fn_status fn_monitor_parse(const char *text, fn_monitor *monitor)
 {
-    for (int i = 0; i < FN_MONITOR_KINDS; i++)
-        if (strcmp(text, names[i]) == 0)
-            return *monitor = (fn_monitor)i, FN_OK;
-    char known[96];
-    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
-                   fn_name_list(known, sizeof known, names, FN_MONITOR_KINDS), text);
+    int at = 0;
+    FN_TRY(fn_name_lookup(text, names, FN_MONITOR_KINDS, &at));
+    *monitor = (fn_monitor)at;
+    return FN_OK;
 }
 
 const char *fn_monitor_name(fn_monitor monitor)

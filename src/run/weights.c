@@ -192,12 +192,7 @@ fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm
         st = fn_input_norm_write_group(file, path, target, FN_TARGET_NORM_GROUP);
     if (st == FN_OK)
         st = fn_provenance_write(file, path, prov);
-    if (st == FN_OK)
-        st = fn_h5_commit(file, tmp, path);
-    else
-        fn_h5_abandon(file, tmp);
-    free(tmp);
-    return st;
+    return fn_h5_finish(file, tmp, path, st);
 }
 
 /* --- reading --------------------------------------------------------------- */

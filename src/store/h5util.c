@@ -105,6 +105,16 @@ void fn_h5_abandon(hid_t file, const char *tmp)
     fn_atomic_abandon(tmp);
 }
 
+fn_status fn_h5_finish(hid_t file, char *tmp, const char *path, fn_status st)
+{
+    if (st == FN_OK)
+        st = fn_h5_commit(file, tmp, path);
+    else
+        fn_h5_abandon(file, tmp);
+    free(tmp);
+    return st;
+}
+
 /* --- attributes --------------------------------------------------------- */
 
 static fn_status put_attr(hid_t obj, const char *where, const char *name, hid_t type,

@@ -29,6 +29,10 @@ fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
 fn_status fn_h5_commit(hid_t file, const char *tmp, const char *path);
 /* Closes and removes an unfinished temporary. */
 void fn_h5_abandon(hid_t file, const char *tmp);
+/* The end of a file written through fn_h5_create_tmp, st its writing's
+ * status: committed over path when FN_OK, else abandoned; frees tmp either
+ * way. Returns st, or the commit's failure. */
+fn_status fn_h5_finish(hid_t file, char *tmp, const char *path, fn_status st);
 
 /* Attributes of obj; `where` names obj in messages ("w.h5: group 'layer0'"). */
 fn_status fn_h5_put_string(hid_t obj, const char *where, const char *name, const char *value);
