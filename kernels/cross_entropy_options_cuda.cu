@@ -65,8 +65,6 @@ smoothed_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [grid
                         int C, int rows_per_block, class_weights cw, double eps)
 {
     FN_GRID_WAIT();
-    __shared__ double warp_loss[kWarps];
-    __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int row0 = blockIdx.x * rows_per_block, row1 = min(N, row0 + rows_per_block);
     const double scale = inv_w[0];
@@ -74,11 +72,7 @@ smoothed_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [grid
     int correct = 0;
     for (int n = row0 + warp; n < row1; n += kWarps) {
         const float *row = logits + (size_t)n * C;
-        float m = -INFINITY;
-        for (int c = lane; c < C; c += kWarpSize)
-            m = fmaxf(m, row[c]);
-        for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-            m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+        const float m = row_max(row, C, lane);
         double z = 0.0, wsum = 0.0, wx = 0.0;
         for (int c = lane; c < C; c += kWarpSize) {
             z += exp((double)row[c] - (double)m);
@@ -103,21 +97,7 @@ smoothed_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* [grid
             dlogits[(size_t)n * C + c] = (float)(g * scale);
         }
     }
-    if (lane == 0) {
-        warp_loss[warp] = acc;
-        warp_count[warp] = correct;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0.0;
-        int total_correct = 0;
-        for (int w = 0; w < kWarps; w++) {
-            total += warp_loss[w];
-            total_correct += warp_count[w];
-        }
-        partials[blockIdx.x] = total;
-        counts[blockIdx.x] = total_correct;
-    }
+    block_row_partials<kWarps>(partials, counts, acc, correct);
 }
 
 /* ---- launchers ---- */

@@ -106,8 +106,6 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
                              fn_loss_tally_into into)
 {
     FN_GRID_WAIT();
-    __shared__ double warp_loss[kWarps];
-    __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int row0 = blockIdx.x * rows_per_block;
     const int row1 = min(N, row0 + rows_per_block);
@@ -120,11 +118,7 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
                 row[c] += bias[c];
             __syncwarp(); /* every lane reads the whole row below */
         }
-        float m = -INFINITY;
-        for (int c = lane; c < C; c += kWarpSize)
-            m = fmaxf(m, row[c]);
-        for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
-            m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+        const float m = row_max(row, C, lane);
         double s = 0.0;
         for (int c = lane; c < C; c += kWarpSize)
             s += exp((double)row[c] - (double)m);
@@ -142,22 +136,7 @@ cross_entropy_partial_kernel(double *partials /* [gridDim.x] */, int *counts /* 
             }
         }
     }
-    if (lane == 0) {
-        warp_loss[warp] = acc;
-        warp_count[warp] = correct;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0.0;
-        int total_correct = 0;
-        for (int w = 0; w < kWarps; w++) {
-            total += warp_loss[w];
-            total_correct += warp_count[w];
-        }
-        partials[blockIdx.x] = total;
-        if (counts)
-            counts[blockIdx.x] = total_correct;
-    }
+    block_row_partials<kWarps>(partials, counts, acc, correct);
     tally_finish_last(into, partials, counts, scale);
 }
 
@@ -194,7 +173,6 @@ count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logit
                              const int32_t *labels /* [N] */, int N, int C, int rows_per_block)
 {
     FN_GRID_WAIT();
-    __shared__ int warp_count[kWarps];
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int row0 = blockIdx.x * rows_per_block;
     const int row1 = min(N, row0 + rows_per_block);
@@ -205,15 +183,7 @@ count_correct_partial_kernel(int *partials /* [gridDim.x] */, const float *logit
         if (lane == 0 && at == labels[n])
             correct++;
     }
-    if (lane == 0)
-        warp_count[warp] = correct;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int total = 0;
-        for (int w = 0; w < kWarps; w++)
-            total += warp_count[w];
-        partials[blockIdx.x] = total;
-    }
+    block_row_partials<kWarps>(NULL, partials, 0.0, correct);
 }
 
 __global__ void count_finish_kernel(int *total /* [1] */, const int *partials /* [count] */,
