@@ -115,14 +115,30 @@ __device__ __forceinline__ bool block_arrived_last(int *ticket, int blocks)
 }
 
 /* Sum of quantity q of column c over the chunks, in chunk order (through
- * L2: the partials were written by other blocks of this launch). */
+ * L2: the partials were written by other blocks of this launch). Eight
+ * loads are issued before their additions, so the last block waits for L2
+ * once every eight chunks rather than once a chunk; the order of the
+ * additions is the chunks' all the same. */
 template <int Q>
 __device__ __forceinline__ float column_chunks_sum(const float *partials /* [chunks, Q, C] */,
                                                    int q, int c, int chunks, int C)
 {
+    constexpr int kInFlight = 8;
+    const float *at = partials + (size_t)q * C + c;
+    const size_t stride = (size_t)Q * C;
     float s = 0.0f;
-    for (int k = 0; k < chunks; k++)
-        s += __ldcg(partials + ((size_t)k * Q + q) * C + c);
+    int k = 0;
+    for (; k + kInFlight <= chunks; k += kInFlight) {
+        float v[kInFlight];
+#pragma unroll
+        for (int i = 0; i < kInFlight; i++)
+            v[i] = __ldcg(at + (size_t)(k + i) * stride);
+#pragma unroll
+        for (int i = 0; i < kInFlight; i++)
+            s += v[i];
+    }
+    for (; k < chunks; k++)
+        s += __ldcg(at + (size_t)k * stride);
     return s;
 }
 
