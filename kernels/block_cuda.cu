@@ -408,11 +408,12 @@ block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
                                 tile_cols);
     if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
         return;
-    for (int c = threadIdx.x; c < tile_cols; c += blockDim.x)
-        for (int q = 0; q < 3; q++)
-            column_store(out.out[q] + tile0 + c,
-                         column_chunks_sum<3>(partials, q, tile0 + c, gridDim.y, C),
-                         out.beta[q], lr);
+    /* One (quantity, column) a thread: the whole block waits on L2 at once. */
+    for (int i = threadIdx.x; i < 3 * tile_cols; i += blockDim.x) {
+        const int q = i / tile_cols, c = tile0 + i % tile_cols;
+        column_store(out.out[q] + c, column_chunks_sum<3>(partials, q, c, gridDim.y, C),
+                     out.beta[q], lr);
+    }
 }
 
 /* What the group path's backward reads of V channels of a group: z, dy and

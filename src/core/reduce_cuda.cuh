@@ -115,15 +115,15 @@ __device__ __forceinline__ bool block_arrived_last(int *ticket, int blocks)
 }
 
 /* Sum of quantity q of column c over the chunks, in chunk order (through
- * L2: the partials were written by other blocks of this launch). Eight
+ * L2: the partials were written by other blocks of this launch). Sixteen
  * loads are issued before their additions, so the last block waits for L2
- * once every eight chunks rather than once a chunk; the order of the
+ * once every sixteen chunks rather than once a chunk; the order of the
  * additions is the chunks' all the same. */
 template <int Q>
 __device__ __forceinline__ float column_chunks_sum(const float *partials /* [chunks, Q, C] */,
                                                    int q, int c, int chunks, int C)
 {
-    constexpr int kInFlight = 8;
+    constexpr int kInFlight = 16;
     const float *at = partials + (size_t)q * C + c;
     const size_t stride = (size_t)Q * C;
     float s = 0.0f;
@@ -180,10 +180,11 @@ column_sums_kernel(column_outputs<Q> out, float *partials /* [chunks, Q, C] */,
     }
     if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
         return;
-    if (threadIdx.y == 0 && active)
-        for (int q = 0; q < Q; q++)
-            column_store(out.out[q] + c, column_chunks_sum<Q>(partials, q, c, gridDim.y, C),
-                         out.beta[q], lr);
+    static_assert(Q <= kColumnRows, "one thread row a quantity");
+    if (threadIdx.y < Q && active) /* thread row q finishes quantity q */
+        column_store(out.out[threadIdx.y] + c,
+                     column_chunks_sum<Q>(partials, threadIdx.y, c, gridDim.y, C),
+                     out.beta[threadIdx.y], lr);
 }
 
 /* Column tiles of column_sums_kernel: the tickets it needs. */
