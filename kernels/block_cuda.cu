@@ -617,13 +617,13 @@ static fn_status normalize_forward(fn_block *b, Y *y /* [N, C] */, const Z *z /*
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 4>, (unsigned)pairs, kGroupThreads,
-                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
-                      slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 4>, (unsigned)pairs,
+                      kGroupThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma,
+                      beta, C, G, eps, slope);
         else
-            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 1>, (unsigned)pairs, kGroupThreads,
-                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
-                      slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 1>, (unsigned)pairs,
+                      kGroupThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma,
+                      beta, C, G, eps, slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }

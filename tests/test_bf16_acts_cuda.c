@@ -334,7 +334,8 @@ static void expect_same_runs(const program_files *f, const char *name, const cha
     assert_true(fn_net_buffer_bytes(fn_trainer_net(on)) <
                 fn_net_buffer_bytes(fn_trainer_net(off)));
     expect_same_weights(fn_trainer_net(on), fn_trainer_net(off));
-    char *mon = metrics_without_times(f->dir, out_on), *moff = metrics_without_times(f->dir, out_off);
+    char *mon = metrics_without_times(f->dir, out_on);
+    char *moff = metrics_without_times(f->dir, out_off);
     assert_true(strlen(mon) > 40);
     assert_string_equal(mon, moff);
     free(mon);
