@@ -29,8 +29,10 @@
  *
  * z and dz, the block's own caches, are float, or bfloat16 in bf16 mode
  * (block_products_cuda.h says why): every kernel below takes them as a
- * template type Z and computes in float either way; the statistics, the
- * column sums and y are always float. */
+ * template type Z and computes in float either way; the statistics and
+ * the column sums are always float. y is float, or bfloat16 (template type
+ * Y, rounded once from its float value) where a net joins the block to a
+ * layer that reads its input as bfloat16 (layer.h, forward_bf16). */
 #include <cuda_bf16.h>
 #include <limits.h>
 #include <stdint.h>
@@ -144,9 +146,9 @@ __device__ __forceinline__ float dleaky2(float dy, float u, float slope)
 
 /* One team of `team` lanes per (sample, group); lane t holds vectors
  * t, t + team, ... of the group (coalesced), V floats each, at most R. */
-template <typename Z, int V, int R>
+template <typename Z, typename Y, int V, int R>
 __global__ void __launch_bounds__(kForwardThreads)
-block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
+block_forward_team_kernel(Y *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
                           const Z *z /* [N, C], x W^T without bias */,
                           const float *skip /* [N, C] added to y, or NULL */,
                           const float *bias /* [C] */, const float *gamma /* [C] */,
@@ -217,9 +219,9 @@ block_forward_team_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float
 }
 
 /* One block per (sample, group), for groups too wide for a warp's registers. */
-template <typename Z, int V>
+template <typename Z, typename Y, int V>
 __global__ void __launch_bounds__(kGroupThreads)
-block_forward_group_kernel(float *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
+block_forward_group_kernel(Y *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
                            const Z *z /* [N, C] */, const float *skip /* [N, C] or NULL */,
                            const float *bias /* [C] */,
                            const float *gamma /* [C] */, const float *beta /* [C] */, int C, int G,
@@ -598,8 +600,8 @@ static bool aligned_vec(const Z *p)
     return ((uintptr_t)p & (4 * sizeof(Z) - 1)) == 0;
 }
 
-template <typename Z>
-static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *z /* [N, C] */,
+template <typename Z, typename Y>
+static fn_status normalize_forward(fn_block *b, Y *y /* [N, C] */, const Z *z /* [N, C] */,
                                    int N)
 {
     const int C = b->base.out_features, G = b->cfg.groups;
@@ -608,7 +610,7 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
                 *beta = param(b, FN_BLOCK_BETA);
     cudaStream_t s = fn_ctx_stream(b->base.ctx);
     const float *skip = b->cfg.residual ? b->x.data : NULL;
-    const bool aligned = aligned16(y) && aligned_vec(z) && aligned16(bias) && aligned16(gamma) &&
+    const bool aligned = aligned_vec(y) && aligned_vec(z) && aligned16(bias) && aligned16(gamma) &&
                          aligned16(beta) && aligned16(skip);
     const block_plan p = make_plan(C, G, aligned);
     const size_t pairs = (size_t)N * G;
@@ -616,13 +618,13 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
         if (pairs > (size_t)INT_MAX)
             return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
         if (p.vec == 4)
-            fn_launch(b->base.ctx, block_forward_group_kernel<Z, 4>, (unsigned)pairs, kGroupThreads,
-                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
-                      slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 4>, (unsigned)pairs,
+                      kGroupThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma,
+                      beta, C, G, eps, slope);
         else
-            fn_launch(b->base.ctx, block_forward_group_kernel<Z, 1>, (unsigned)pairs, kGroupThreads,
-                      0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta, C, G, eps,
-                      slope);
+            fn_launch(b->base.ctx, block_forward_group_kernel<Z, Y, 1>, (unsigned)pairs,
+                      kGroupThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma,
+                      beta, C, G, eps, slope);
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
@@ -632,7 +634,7 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
         return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
-        fn_launch(b->base.ctx, block_forward_team_kernel<Z, S::vec, S::reps>, (unsigned)blocks,
+        fn_launch(b->base.ctx, block_forward_team_kernel<Z, Y, S::vec, S::reps>, (unsigned)blocks,
                   kForwardThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta,
                   N, C, G, p.team, eps, slope);
     });
@@ -641,6 +643,11 @@ static fn_status normalize_forward(fn_block *b, float *y /* [N, C] */, const Z *
 }
 
 extern "C" fn_status fn_block_cuda_normalize_forward(fn_block *b, float *y /* [N, C] */, int N)
+{
+    return with_caches(b, [&](auto *z, auto *) { return normalize_forward(b, y, z, N); });
+}
+
+static fn_status normalize_forward_bf16(fn_block *b, __nv_bfloat16 *y /* [N, C] */, int N)
 {
     return with_caches(b, [&](auto *z, auto *) { return normalize_forward(b, y, z, N); });
 }
@@ -730,6 +737,32 @@ static fn_status block_cuda_forward(fn_layer *l, const fn_tensor *x, fn_tensor *
     return fn_block_cuda_normalize_forward(b, y->data, x->rows);
 }
 
+/* The ops' forward_bf16 hook (layer.h): x NULL reads the input from the
+ * workspace's x_h, where the layer before wrote it; y_h takes y as
+ * bfloat16. Backward reads dy, z and the statistics, never y. */
+static fn_status block_cuda_forward_bf16(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
+                                         void *y_h)
+{
+    fn_block *b = (fn_block *)l;
+    b->x = x ? *x : fn_tensor_view(NULL, rows, l->in_features, l->device);
+    FN_TRY(fn_block_cuda_forward_product(b, &b->x));
+    if (y_h)
+        return normalize_forward_bf16(b, static_cast<__nv_bfloat16 *>(y_h), rows);
+    return fn_block_cuda_normalize_forward(b, y->data, rows);
+}
+
+/* The ops' bf16_input hook: the workspace's x_h, which the forward product
+ * reads; none for a residual block, whose skip reads the float input. */
+static void *block_cuda_bf16_input(fn_layer *l)
+{
+    fn_block *b = (fn_block *)l;
+    if (b->cfg.residual)
+        return nullptr;
+    fn_block_ws ws;
+    fn_block_ws_layout(b, b->scratch.data, &ws);
+    return ws.x_h;
+}
+
 static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
 {
     fn_block *b = (fn_block *)l;
@@ -766,6 +799,8 @@ extern "C" const fn_layer_ops fn_block_cuda_ops = {
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
     .forward_unbiased = nullptr,
+    .bf16_input = block_cuda_bf16_input,
+    .forward_bf16 = block_cuda_forward_bf16,
 };
 
 extern "C" const fn_layer_ops fn_residual_cuda_ops = {
@@ -776,6 +811,8 @@ extern "C" const fn_layer_ops fn_residual_cuda_ops = {
     .backward_sgd = block_cuda_backward_sgd,
     .set_pass = nullptr,
     .forward_unbiased = nullptr,
+    .bf16_input = block_cuda_bf16_input,
+    .forward_bf16 = block_cuda_forward_bf16,
 };
 
 extern "C" fn_status fn_block_cuda_clear_tickets(fn_block *b)

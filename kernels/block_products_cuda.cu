@@ -70,9 +70,14 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
     if (ws.x_h) {
-        /* w_h is the weight's copy: kept current by its writers, or made here. */
+        /* w_h is the weight's copy: kept current by its writers, or made here;
+         * x_h holds the input already where x has no data (the layer before
+         * wrote it there: layer.h, bf16_input). */
         const size_t nw = fn_param_bf16_kept(weight) ? 0 : (size_t)C * in;
-        FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, nw));
+        if (x->data)
+            FN_TRY(fn_cuda_to_bf16(l->ctx, ws.x_h, x->data, (size_t)N * in, ws.w_h, w, nw));
+        else if (nw > 0)
+            FN_TRY(fn_cuda_to_bf16(l->ctx, ws.w_h, w, nw, NULL, NULL, 0));
         return fn_cuda_gemm_bf16(l->ctx, 1, 0, C, N, in, 1.0f, ws.w_h, in, ws.x_h, in, 0.0f,
                                  ws.z_h, 1, C);
     }

@@ -88,4 +88,6 @@ extern "C" const fn_layer_ops fn_dropout_cuda_ops = {
     .backward_sgd = nullptr,
     .set_pass = dropout_cuda_set_pass,
     .forward_unbiased = nullptr,
+    .bf16_input = nullptr, /* its mask's scaling reads and writes float */
+    .forward_bf16 = nullptr,
 };

@@ -154,6 +154,8 @@ extern "C" const fn_layer_ops fn_linear_cuda_ops = {
     .backward_sgd = NULL, /* the net's fallback: backward, then fn_sgd_update */
     .set_pass = NULL,
     .forward_unbiased = linear_cuda_forward_unbiased,
+    .bf16_input = NULL, /* its dW product rounds the float input again in backward */
+    .forward_bf16 = NULL,
 };
 
 extern "C" fn_status fn_linear_cuda_setup(fn_linear *l)

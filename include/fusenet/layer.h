@@ -74,6 +74,25 @@ typedef struct fn_layer_ops {
      * is the only one (fn_layer_forward_unbiased falls back to it). */
     fn_status (*forward_unbiased)(fn_layer *l, const fn_tensor *x, fn_tensor *y,
                                   const float **bias);
+    /* Optional, bfloat16 activations between layers (a net joins two
+     * layers through bfloat16 when the first has forward_bf16 and the
+     * second's bf16_input gives a buffer: net.c). bf16_input: where l
+     * takes its input as bfloat16, [max_batch, in] in its own memory (a
+     * whole number of floats long, so an odd count of values is padded),
+     * a buffer it would otherwise round a float input into itself, to
+     * nearest (ties to even), so a producer that writes its output there
+     * rounded once from its float values gives the same bits; NULL where l
+     * reads its float input too (a residual block's skip) or rounds none
+     * (not bf16 math). NULL hook: always NULL. */
+    void *(*bf16_input)(fn_layer *l);
+    /* Optional: forward with a bfloat16 side, for a layer whose backward
+     * never reads its output. x NULL: the input, rows rows, is already in
+     * bf16_input(l), written by the layer before. y_h non-NULL: the output
+     * goes there as bfloat16 [rows, out], each value rounded to nearest
+     * once from its float value, and y is NULL; else y as forward's. Caches
+     * as forward does; called through fn_layer_forward_bf16. */
+    fn_status (*forward_bf16)(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
+                              void *y_h);
 } fn_layer_ops;
 
 struct fn_layer {
@@ -97,6 +116,13 @@ fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
 fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *y,
                                     const float **bias);
 fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
+/* ops->bf16_input(l) where the hook exists, else NULL. */
+void *fn_layer_bf16_input(fn_layer *l);
+/* ops->forward_bf16 with forward's checks (x NULL: rows from 1 to
+ * max_batch and a bf16_input; y_h NULL: y [rows, out]); FN_ERR_INVALID
+ * where l's ops have none. */
+fn_status fn_layer_forward_bf16(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
+                                void *y_h);
 void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
  * with backward's checks; FN_ERR_INVALID when its ops have none. */

@@ -66,7 +66,9 @@ int fn_net_max_batch(const fn_net *net);
 int fn_net_in_features(const fn_net *net);  /* of the first layer; 0 while empty */
 int fn_net_out_features(const fn_net *net); /* of the last layer; 0 while empty */
 /* The bytes of the activation and gradient buffers between the layers,
- * allocated for max_batch rows (the layers' own are fn_layer_*_bytes). */
+ * allocated for max_batch rows (the layers' own are fn_layer_*_bytes). An
+ * activation the net passes as bfloat16 (net.c: blocks in bf16 math on the
+ * GPU) lies in the next layer's input buffer, which that layer counts. */
 size_t fn_net_buffer_bytes(const fn_net *net);
 
 /* Where a value went non-finite: the first NaN or infinity in the order the

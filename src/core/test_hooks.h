@@ -48,4 +48,10 @@ int fn_test_defer_lag(void);
  * for bit. Read at each keep (an optimiser's creation). */
 int fn_test_bf16_copy_off(void);
 
+/* FN_TEST_BF16_ACTS_OFF=1: a net joins no two layers through bfloat16
+ * (net.c): every activation between layers is float and the layer after
+ * rounds it itself, as before the joins existed; a test compares the two
+ * runs bit for bit. Read as each layer is added to a net. */
+int fn_test_bf16_acts_off(void);
+
 #endif

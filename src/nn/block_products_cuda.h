@@ -63,7 +63,9 @@ fn_status fn_block_cuda_clear_tickets(fn_block *b);
 
 /* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
  * w into the workspace, in bf16 after rounding x there and, unless its
- * copy is kept, w; backward finds them; in bf16 into z_h instead of b->z). */
+ * copy is kept, w; backward finds them; in bf16 into z_h instead of b->z).
+ * In bf16, x without data: x_h holds the input already (layer.h,
+ * bf16_input), x gives only its rows. */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);
 
 /* The products of backward after the normalisation's, from b->dz (dz_h in

@@ -82,6 +82,44 @@ fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *
     return FN_OK;
 }
 
+void *fn_layer_bf16_input(fn_layer *l)
+{
+    return l && l->ops && l->ops->bf16_input ? l->ops->bf16_input(l) : NULL;
+}
+
+/* forward_bf16's input: x as forward's, or (x NULL) rows rows already in
+ * the layer's bfloat16 input. */
+static fn_status check_bf16_input(fn_layer *l, const fn_tensor *x, int rows)
+{
+    if (x)
+        return x->rows == rows ? check_input(l, x)
+                               : fn_fail(FN_ERR_INVALID, "%s: x has %d rows, rows is %d",
+                                         kind_of(l), x->rows, rows);
+    if (rows < 1 || rows > l->max_batch)
+        return fn_fail(FN_ERR_INVALID, "%s: %d rows, expected 1 to max_batch %d", kind_of(l),
+                       rows, l->max_batch);
+    if (!fn_layer_bf16_input(l))
+        return fn_fail(FN_ERR_INVALID, "%s: x is NULL and the layer takes no bfloat16 input",
+                       kind_of(l));
+    return FN_OK;
+}
+
+fn_status fn_layer_forward_bf16(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
+                                void *y_h)
+{
+    FN_TRY(check_layer(l, "fn_layer_forward_bf16"));
+    if (!l->ops->forward_bf16)
+        return fn_fail(FN_ERR_INVALID, "%s: no forward with bfloat16 activations on the %s",
+                       kind_of(l), fn_device_name(l->device));
+    FN_TRY(check_bf16_input(l, x, rows));
+    if (!y_h)
+        FN_TRY(check_operand(l, y, "y", rows, l->out_features));
+    l->batch = 0;
+    FN_TRY(l->ops->forward_bf16(l, x, rows, y_h ? NULL : y, y_h));
+    l->batch = rows;
+    return FN_OK;
+}
+
 /* After a forward: dy [batch, out] and, when given, dx [batch, in]. */
 static fn_status check_backward(const fn_layer *l, const fn_tensor *dy, const fn_tensor *dx)
 {

@@ -1,10 +1,21 @@
 /* net.c — a chain of layers with the activation and gradient buffers between
  * them, allocated once for max_batch rows as layers are added; forward and
- * backward run on row views of those buffers, so a step never allocates. */
+ * backward run on row views of those buffers, so a step never allocates.
+ *
+ * Where a layer can write its output as bfloat16 and the layer after it
+ * takes its input as bfloat16 (layer.h: forward_bf16, bf16_input; blocks in
+ * bf16 math on the GPU), the net joins the two through bfloat16 as the
+ * second is added: the first writes its output, rounded once, straight
+ * into the second's bfloat16 input, and the float buffer between them is
+ * freed. The second would have rounded the float output to nearest itself,
+ * so the bits are the same; the gradient buffers stay float. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fusenet/net.h"
+#include "core/test_hooks.h"
 
 struct fn_net {
     fn_context *ctx;     /* borrowed */
@@ -14,6 +25,8 @@ struct fn_net {
     fn_layer **layers;   /* [n_layers], owned */
     int n_layers;
     fn_tensor *acts;     /* [n_layers]: acts[i] is layer i's output, [max_batch, out_i] */
+    void **acts_h;       /* [n_layers]: where layer i writes its output as bfloat16, the
+                          * next layer's bf16_input (acts[i] then empty); else NULL */
     fn_tensor *dacts;    /* [n_layers]: d loss / d acts[i]; dacts[n-1] is the caller's dy */
     fn_param **params;   /* [n_params]: every layer's parameters, in layer order */
     int n_params;
@@ -81,9 +94,13 @@ static fn_status grow(fn_net *net)
     fn_tensor *dacts = acts ? realloc(net->dacts, n * sizeof *dacts) : NULL;
     if (dacts)
         net->dacts = dacts;
-    if (!dacts)
+    void **acts_h = dacts ? realloc(net->acts_h, n * sizeof *acts_h) : NULL;
+    if (acts_h)
+        net->acts_h = acts_h;
+    if (!acts_h)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the net's layer list");
     net->acts[n - 1] = (fn_tensor){0};
+    net->acts_h[n - 1] = NULL;
     net->dacts[n - 1] = (fn_tensor){0};
     return FN_OK;
 }
@@ -114,6 +131,18 @@ static fn_status alloc_buffers(fn_net *net, const fn_layer *layer)
     return FN_OK;
 }
 
+/* Joins layer i - 1 to layer i through bfloat16 where the first writes it
+ * and the second takes it (the file's header); its float output goes. */
+static void join_bf16(fn_net *net, int i)
+{
+    const fn_layer *prev = net->layers[i - 1];
+    void *x_h = fn_test_bf16_acts_off() ? NULL : fn_layer_bf16_input(net->layers[i]);
+    if (!x_h || !prev->ops || !prev->ops->forward_bf16)
+        return;
+    fn_tensor_free(&net->acts[i - 1]);
+    net->acts_h[i - 1] = x_h;
+}
+
 static fn_status add_layer(fn_net *net, fn_layer *layer)
 {
     FN_TRY(check_new_layer(net, layer));
@@ -135,6 +164,8 @@ static fn_status add_layer(fn_net *net, fn_layer *layer)
     net->n_layers = i + 1;
     if (i == 0)
         net->in_features = layer->in_features;
+    else
+        join_bf16(net, i);
     net->batch = 0; /* the chain changed: a new forward must come first */
     return FN_OK;
 }
@@ -164,6 +195,7 @@ void fn_net_destroy(fn_net *net)
     }
     free(net->layers);
     free(net->acts);
+    free(net->acts_h);
     free(net->dacts);
     free(net->params);
     free(net);
@@ -185,6 +217,22 @@ static fn_status check_forward(const fn_net *net, const fn_tensor *x, const fn_t
     return FN_OK;
 }
 
+/* Layer i's forward on batch rows: through bfloat16 where it is joined
+ * to a neighbour, else as forward (the last one's unbiased with bias). */
+static fn_status forward_layer(fn_net *net, int i, const fn_tensor *x, int batch,
+                               const float **bias)
+{
+    fn_layer *l = net->layers[i];
+    const int in_h = i > 0 && net->acts_h[i - 1];
+    const fn_tensor in = i == 0 ? *x : in_h ? (fn_tensor){0}
+                                            : fn_tensor_rows(&net->acts[i - 1], 0, batch);
+    fn_tensor out = net->acts_h[i] ? (fn_tensor){0} : fn_tensor_rows(&net->acts[i], 0, batch);
+    if (in_h || net->acts_h[i])
+        return fn_layer_forward_bf16(l, in_h ? NULL : &in, batch, &out, net->acts_h[i]);
+    return bias && i == net->n_layers - 1 ? fn_layer_forward_unbiased(l, &in, &out, bias)
+                                          : fn_layer_forward(l, &in, &out);
+}
+
 /* The forward of every layer; with bias, the last one's unbiased. */
 static fn_status forward_layers(fn_net *net, const fn_tensor *x, fn_tensor *y, const float **bias)
 {
@@ -192,11 +240,7 @@ static fn_status forward_layers(fn_net *net, const fn_tensor *x, fn_tensor *y, c
     const int batch = x->rows, last = net->n_layers - 1;
     net->batch = 0;
     for (int i = 0; i < net->n_layers; i++) {
-        const fn_tensor in = i == 0 ? *x : fn_tensor_rows(&net->acts[i - 1], 0, batch);
-        fn_tensor out = fn_tensor_rows(&net->acts[i], 0, batch);
-        fn_status st = bias && i == last
-                           ? fn_layer_forward_unbiased(net->layers[i], &in, &out, bias)
-                           : fn_layer_forward(net->layers[i], &in, &out);
+        fn_status st = forward_layer(net, i, x, batch, bias);
         if (st != FN_OK) {
             fn_error_prefix("net layer %d: ", i);
             return st;
@@ -314,8 +358,25 @@ typedef struct scan {
     fn_nonfinite *found;
 } scan;
 
-/* Sets *hit when t holds a non-finite value, the first of which goes into
- * s->found. */
+/* Sets *hit when v [n] (rows of cols) holds a non-finite value, the first
+ * of which goes into s->found. */
+static void scan_values(scan *s, const float *v, size_t n, int cols, int layer, const char *what,
+                        const char *param, int *hit)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            continue;
+        const fn_layer *l = s->net->layers[layer];
+        *s->found = (fn_nonfinite){.layer = layer,
+                                   .kind = l->ops && l->ops->kind ? l->ops->kind : "layer",
+                                   .what = what, .param = param, .row = (int)(i / (size_t)cols),
+                                   .col = (int)(i % (size_t)cols), .value = v[i]};
+        *hit = 1;
+        return;
+    }
+}
+
+/* scan_values over t. */
 static fn_status scan_tensor(scan *s, const fn_tensor *t, int layer, const char *what,
                              const char *param, int *hit)
 {
@@ -328,18 +389,36 @@ static fn_status scan_tensor(scan *s, const fn_tensor *t, int layer, const char 
         FN_TRY(fn_tensor_download(t, s->host, n));
         v = s->host;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (isfinite(v[i]))
-            continue;
-        const fn_layer *l = s->net->layers[layer];
-        *s->found = (fn_nonfinite){.layer = layer,
-                                   .kind = l->ops && l->ops->kind ? l->ops->kind : "layer",
-                                   .what = what, .param = param, .row = (int)(i / (size_t)t->cols),
-                                   .col = (int)(i % (size_t)t->cols), .value = v[i]};
-        *hit = 1;
-        return FN_OK;
-    }
+    scan_values(s, v, n, t->cols, layer, what, param, hit);
     return FN_OK;
+}
+
+/* scan_values over layer i's output where it is bfloat16 (the next layer's
+ * input, acts_h, whole floats long: layer.h): its batch rows copied to the
+ * host as the floats they pack, two values each, then widened. A float
+ * output too large for bfloat16 shows as the infinity the next layer read. */
+static fn_status scan_bf16_output(scan *s, int i, int batch, int *hit)
+{
+    const fn_net *net = s->net;
+    const int cols = net->layers[i]->out_features;
+    const size_t n = (size_t)batch * (size_t)cols, packed = (n + 1) / 2;
+    *hit = 0;
+    uint16_t *h = malloc(packed * sizeof(float));
+    float *v = malloc(n * sizeof *v);
+    fn_status st = h && v ? FN_OK
+                          : fn_fail(FN_ERR_NOMEM, "out of host memory for the non-finite scan");
+    const fn_tensor t = fn_tensor_view(net->acts_h[i], 1, (int)packed, fn_context_device(net->ctx));
+    if (st == FN_OK)
+        st = fn_tensor_download(&t, (float *)h, packed);
+    for (size_t k = 0; st == FN_OK && k < n; k++) {
+        const uint32_t bits = (uint32_t)h[k] << 16; /* bfloat16: a float's upper half */
+        memcpy(&v[k], &bits, sizeof bits);
+    }
+    if (st == FN_OK)
+        scan_values(s, v, n, cols, i, "output", NULL, hit);
+    free(h);
+    free(v);
+    return st;
 }
 
 static fn_status scan_forward(scan *s, int batch, int *hit)
@@ -349,7 +428,9 @@ static fn_status scan_forward(scan *s, int batch, int *hit)
         const fn_layer *l = net->layers[i];
         for (int p = 0; p < l->n_params && !*hit; p++)
             FN_TRY(scan_tensor(s, &l->params[p].value, i, "parameter", l->params[p].name, hit));
-        if (!*hit && batch > 0) {
+        if (!*hit && batch > 0 && net->acts_h[i]) {
+            FN_TRY(scan_bf16_output(s, i, batch, hit));
+        } else if (!*hit && batch > 0) {
             const fn_tensor out = fn_tensor_rows(&net->acts[i], 0, batch);
             FN_TRY(scan_tensor(s, &out, i, "output", NULL, hit));
         }
@@ -412,7 +493,9 @@ fn_status fn_net_find_nonfinite(const fn_net *net, int with_grads, fn_nonfinite 
 }
 
 /* acts[i] for every layer, dacts[i] below the last: dacts[n - 1] is a view
- * of the caller's dy. */
+ * of the caller's dy. A layer joined to the next through bfloat16 has no
+ * acts[i]: its output lies in the next layer's input, which that layer's
+ * buffers count (fn_layer_buffer_bytes). */
 size_t fn_net_buffer_bytes(const fn_net *net)
 {
     size_t n = 0;
