@@ -73,6 +73,8 @@ int fn_test_defer_lag(void)
 
 int fn_test_bf16_copy_off(void) { return env_number("FN_TEST_BF16_COPY_OFF") == 1; }
 
+int fn_test_layer_updates_off(void) { return env_number("FN_TEST_LAYER_UPDATES_OFF") == 1; }
+
 #else
 
 int fn_test_hooks_enabled(void) { return 0; }
@@ -101,5 +103,7 @@ void fn_test_rank_stall(int rank, long long step)
 int fn_test_defer_lag(void) { return -1; }
 
 int fn_test_bf16_copy_off(void) { return 0; }
+
+int fn_test_layer_updates_off(void) { return 0; }
 
 #endif
