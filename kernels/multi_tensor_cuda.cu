@@ -45,11 +45,68 @@ static fn_status build(fn_multi_tensor *mt, fn_param *const *params, int n,
         chunks += (long long)((count + kMtChunk - 1) / kMtChunk);
     }
     mt->chunks = chunks;
+    mt->host_table = host; /* kept for parts (fn_multi_tensor_split) */
     cudaError_t e = cudaMalloc(&mt->table, (size_t)n * sizeof *host);
     if (e == cudaSuccess)
         e = cudaMemcpy(mt->table, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
-    free(host);
     FN_CUDA_CHECK_NAMED(e, "a multi-tensor table");
+    return FN_OK;
+}
+
+/* Part `part` of the whole: its entries [from, to) with their pieces
+ * numbered from 0, the whole's scalars. */
+static fn_status build_part(fn_multi_tensor *part, const fn_multi_tensor *whole, int from, int to)
+{
+    *part = fn_multi_tensor{};
+    part->ctx = whole->ctx;
+    part->scalars = whole->scalars;
+    part->scalar_bytes = whole->scalar_bytes;
+    part->n = to - from;
+    if (part->n == 0)
+        return FN_OK;
+    const fn_mt_entry *all = static_cast<const fn_mt_entry *>(whole->host_table);
+    fn_mt_entry *host = (fn_mt_entry *)calloc((size_t)part->n, sizeof *host);
+    if (!host)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a multi-tensor table's part");
+    for (int i = 0; i < part->n; i++) {
+        host[i] = all[from + i];
+        host[i].chunk0 = all[from + i].chunk0 - all[from].chunk0;
+    }
+    const fn_mt_entry &last = all[to - 1];
+    part->chunks = last.chunk0 - all[from].chunk0 + (long long)((last.n + kMtChunk - 1) / kMtChunk);
+    cudaError_t e = cudaMalloc(&part->table, (size_t)part->n * sizeof *host);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(part->table, host, (size_t)part->n * sizeof *host, cudaMemcpyHostToDevice);
+    free(host);
+    FN_CUDA_CHECK_NAMED(e, "a multi-tensor table's part");
+    return FN_OK;
+}
+
+static void release_parts(fn_multi_tensor *mt)
+{
+    for (int k = 0; mt->parts && k < mt->n_parts; k++)
+        cudaFree(mt->parts[k].table); /* the scalars are the whole's */
+    free(mt->parts);
+    mt->parts = NULL;
+    mt->n_parts = 0;
+}
+
+extern "C" fn_status fn_multi_tensor_split(fn_multi_tensor *mt, const int *first, int n)
+{
+    release_parts(mt);
+    if (n < 1 || first[0] != 0 || first[n] != mt->n)
+        return fn_fail(FN_ERR_INVALID, "a multi-tensor table of %d cut into parts that cover "
+                                       "[%d, %d)", mt->n, n > 0 ? first[0] : 0, n > 0 ? first[n] : 0);
+    for (int k = 0; k < n; k++)
+        if (first[k] > first[k + 1])
+            return fn_fail(FN_ERR_INVALID, "a multi-tensor table's part %d is [%d, %d)", k,
+                           first[k], first[k + 1]);
+    mt->parts = (fn_multi_tensor *)calloc((size_t)n, sizeof *mt->parts);
+    if (!mt->parts)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for a multi-tensor table's parts");
+    mt->n_parts = n;
+    for (int k = 0; k < n; k++)
+        FN_TRY(build_part(&mt->parts[k], mt, first[k], first[k + 1]));
     return FN_OK;
 }
 
@@ -73,8 +130,10 @@ extern "C" fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx
 
 extern "C" void fn_multi_tensor_release(fn_multi_tensor *mt)
 {
-    if (!mt->table && !mt->scalars && !mt->sent)
+    if (!mt->table && !mt->scalars && !mt->sent && !mt->host_table)
         return; /* never built: not even the CUDA runtime is touched */
+    release_parts(mt);
+    free(mt->host_table);
     cudaFree(mt->table);
     cudaFree(mt->scalars);
     free(mt->sent);

@@ -21,12 +21,17 @@
 #
 # Shapes: S: in 64, block 128, block 128, linear 10, batch 32;
 #         M: in 256, block 512 x3, linear 10, batch 256;
-#         L: in 1024, block 2048 x3, linear 10, batch 1024.
+#         L: in 1024, block 2048 x3, linear 10, batch 1024;
+#         X (not by default): in 8192, block 8192 x3, linear 10, batch 1024,
+#         where a layer's update pass is long beside the products (with
+#         ROWS=16384, the set takes 512 MiB).
 # ROWS (65536), EPOCHS (S 4, M 6, L 6 by default: EPOCHS overrides all),
 # WORK (a temporary directory), PYTHON (python3), SHAPES ("S M L"), MODES
 # ("graphs plain eager"), TORCH (1; 0 leaves PyTorch out), DEVICE (cuda; cpu
 # for a smoke test), MATH ([run] math: fp32), DATA_ON_DEVICE ([run] data_on_device: auto; false
-# gathers every batch on the host) may be set; with OUT set, the table also goes to
+# gathers every batch on the host) may be set, and FN_TEST_LAYER_UPDATES_OFF=1 (hooks
+# builds) times the one update after the whole backward instead of each
+# layer's update beside it (docs/gpus.md); with OUT set, the table also goes to
 # $OUT/bench_small.md. The configs and sets stay in WORK, for a profiler:
 #   WORK=/tmp/bs SHAPES=M MODES=graphs TORCH=0 scripts/bench_small.sh
 #   ncu --clock-control none build/gpu/train /tmp/bs/M_graphs.ini --overwrite
@@ -50,6 +55,7 @@ spec() {
     S) echo "64|block 128, block 128, linear $classes|32|4|128,128" ;;
     M) echo "256|block 512, block 512, block 512, linear $classes|256|6|512,512,512" ;;
     L) echo "1024|block 2048, block 2048, block 2048, linear $classes|1024|6|2048,2048,2048" ;;
+    X) echo "8192|block 8192, block 8192, block 8192, linear $classes|1024|4|8192,8192,8192" ;;
     *) echo "bench_small.sh: unknown shape $1" >&2; exit 1 ;;
     esac
 }

@@ -86,6 +86,17 @@ typedef struct fn_optimizer_ops {
      * *folded: 1 when folded (now or before), 0 when this configuration
      * cannot fold (nothing changed). */
     fn_status (*fold)(fn_optimizer *opt, int *folded);
+    /* Optional, both or neither, with prepare and apply: the split step's
+     * device half in parts, for updates queued beside backward (a layer's
+     * as soon as its gradients are final). fn_optimizer_set_parts has cut
+     * the parameters, in order, into opt->n_parts runs (part k is
+     * [part_first[k], part_first[k + 1])); split then makes what its
+     * apply_part needs (on the GPU a multi-tensor table a part, before
+     * any capture). apply_part(opt, k, skip) queues part k's update alone,
+     * as apply(skip) makes it for those parameters: after prepare, every
+     * part applied once, in any order, is apply(skip), bit for bit. */
+    fn_status (*split)(fn_optimizer *opt);
+    fn_status (*apply_part)(fn_optimizer *opt, int part, const int *skip);
 } fn_optimizer_ops;
 
 struct fn_optimizer {
@@ -94,6 +105,8 @@ struct fn_optimizer {
     fn_param **params; /* [n_params]; the array is the optimiser's, the parameters borrowed */
     int n_params;
     long long steps;   /* steps taken */
+    int n_parts;       /* fn_optimizer_set_parts's; 0 before */
+    int *part_first;   /* [n_parts + 1]: part k's first parameter; the last n_params */
 };
 
 /* The most steps an optimiser takes: its step count t is exact in the
@@ -117,6 +130,15 @@ void fn_optimizer_set_lr(fn_optimizer *opt, float lr);
 int fn_optimizer_can_split(const fn_optimizer *opt);
 fn_status fn_optimizer_prepare(fn_optimizer *opt);
 fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip);
+/* The split step's device half in parts (split and apply_part above):
+ * can_apply_parts is 1 when the optimiser has them; set_parts cuts the
+ * parameters into n parts of counts[k] each, in order (a count may be 0;
+ * they sum to n_params), replacing an earlier cut; apply_part queues part
+ * k's update of the prepared step. FN_ERR_INVALID without them, for
+ * counts that do not cover the parameters or a part out of range. */
+int fn_optimizer_can_apply_parts(const fn_optimizer *opt);
+fn_status fn_optimizer_set_parts(fn_optimizer *opt, const int *counts, int n);
+fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip);
 /* Zeroes the gradients of every parameter, through the zero_grad hook
  * where there is one, else one fn_tensor_zero a parameter. On an SGD
  * folded into backward (fn_optimizer_fold) that zeroes the momentum

@@ -9,6 +9,7 @@
 #include "core/device_impl.h"
 #include "core/name_list.h"
 #include "core/cuda_runtime.h"
+#include "core/side_stream.h"
 #include "core/workers.h"
 
 int fn_cuda_device_count(void) { return fn_cuda_count_devices(); }
@@ -56,6 +57,22 @@ fn_math fn_context_math(const fn_context *ctx) { return ctx->math; }
 fn_status fn_context_sync(fn_context *ctx)
 {
     return ctx->device == FN_CUDA ? fn_cuda_context_sync(ctx) : FN_OK;
+}
+
+fn_status fn_context_side_begin(fn_context *ctx)
+{
+    return ctx->device == FN_CUDA ? fn_cuda_side_begin(ctx) : FN_OK;
+}
+
+void fn_context_side_end(fn_context *ctx)
+{
+    if (ctx->device == FN_CUDA)
+        fn_cuda_side_end(ctx);
+}
+
+fn_status fn_context_join(fn_context *ctx)
+{
+    return ctx->device == FN_CUDA ? fn_cuda_join(ctx) : FN_OK;
 }
 
 fn_status fn_context_use_stream(fn_context *ctx, void *stream)

@@ -131,11 +131,13 @@ static fn_status zero_state(fn_adam *opt, int from, int count)
     return FN_OK;
 }
 
-/* Every parameter's one-tensor update with step t's scalars s. */
-static fn_status update_each(fn_adam *opt, const fn_adam_step *s, long long t)
+/* Parameters [from, from + count)'s one-tensor updates with step t's
+ * scalars s. */
+static fn_status update_range(fn_adam *opt, const fn_adam_step *s, long long t, int from,
+                              int count)
 {
     fn_optimizer *base = &opt->base;
-    for (int i = 0; i < base->n_params; i++) {
+    for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
         fn_status st = opt->backend->update(base->ctx, &p->value, &p->grad, &opt->exp_avg[i],
                                             &opt->exp_avg_sq[i], s);
@@ -202,7 +204,29 @@ static fn_status adam_apply(fn_optimizer *base, const int *skip)
         return opt->backend->update_all(&opt->all, skip);
     if (skip && *skip)
         return FN_OK;
-    return update_each(opt, &opt->prepared, base->steps);
+    return update_range(opt, &opt->prepared, base->steps, 0, base->n_params);
+}
+
+/* The split step in parts (optimizer.h): on the GPU a table a part. */
+static fn_status adam_split(fn_optimizer *base)
+{
+    fn_adam *opt = (fn_adam *)base;
+    return opt->all.table ? fn_multi_tensor_split(&opt->all, base->part_first, base->n_parts)
+                          : FN_OK;
+}
+
+/* adam_apply for part k's parameters alone. */
+static fn_status adam_apply_part(fn_optimizer *base, int k, const int *skip)
+{
+    fn_adam *opt = (fn_adam *)base;
+    if (opt->all.table) {
+        const fn_multi_tensor *part = &opt->all.parts[k];
+        return part->n ? opt->backend->update_all(part, skip) : FN_OK;
+    }
+    if (skip && *skip)
+        return FN_OK;
+    return update_range(opt, &opt->prepared, base->steps, base->part_first[k],
+                        base->part_first[k + 1] - base->part_first[k]);
 }
 
 /* On the GPU the split step; on the CPU the checked one-tensor updates. */
@@ -261,6 +285,8 @@ static const fn_optimizer_ops adam_ops = {
     .prepare = adam_prepare,
     .apply = adam_apply,
     .zero_grad = adam_zero_grad,
+    .split = adam_split,
+    .apply_part = adam_apply_part,
 };
 
 static const fn_optimizer_ops adamw_ops = {
@@ -276,6 +302,8 @@ static const fn_optimizer_ops adamw_ops = {
     .prepare = adam_prepare,
     .apply = adam_apply,
     .zero_grad = adam_zero_grad,
+    .split = adam_split,
+    .apply_part = adam_apply_part,
 };
 
 static fn_status alloc_moments(fn_adam *opt)

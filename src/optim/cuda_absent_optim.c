@@ -71,3 +71,9 @@ fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt)
     (void)mt;
     return fn_cuda_absent("the optimiser's table on the GPU");
 }
+
+fn_status fn_multi_tensor_split(fn_multi_tensor *mt, const int *first, int n)
+{
+    (void)mt, (void)first, (void)n;
+    return fn_cuda_absent("the optimiser's table on the GPU");
+}

@@ -27,6 +27,9 @@ typedef struct fn_multi_tensor {
     size_t scalar_bytes;
     int n;
     long long chunks;    /* kMtChunk-element pieces of all the tensors together */
+    void *host_table;    /* host: the table's [n] entries as sent (parts are cut from it) */
+    struct fn_multi_tensor *parts; /* [n_parts] (fn_multi_tensor_split), or NULL */
+    int n_parts;
 } fn_multi_tensor;
 
 /* The table of params' values and gradients, their bfloat16 copies where
@@ -41,6 +44,14 @@ void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
  * memory, reusable at once) on the context's stream; nothing when they are
  * the ones queued last (SGD at a constant lr: one copy a run). */
 fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars);
+/* Cuts the table into n parts, part k the entries [first[k], first[k +
+ * 1]) (first: [n + 1], non-decreasing, from 0 to the table's n), each a
+ * table of its own on the device that reads the whole's scalars (set
+ * them through the whole), so an update kernel launched on mt->parts[k]
+ * updates those tensors alone, each element as the whole's launch would.
+ * An empty part has no table (n 0). Replaces an earlier cut; released
+ * with the whole. Allocates and copies: not inside a capture. */
+fn_status fn_multi_tensor_split(fn_multi_tensor *mt, const int *first, int n);
 /* Zeroes every gradient in the table: one launch on the context's stream. */
 fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt);
 

@@ -99,6 +99,60 @@ fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip)
     return opt->ops->apply(opt, skip);
 }
 
+int fn_optimizer_can_apply_parts(const fn_optimizer *opt)
+{
+    return fn_optimizer_can_split(opt) && opt->ops->split && opt->ops->apply_part;
+}
+
+static fn_status check_counts(const fn_optimizer *opt, const int *counts, int n)
+{
+    if (!counts || n < 1)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_set_parts: no parts");
+    long long sum = 0;
+    for (int k = 0; k < n; k++) {
+        if (counts[k] < 0)
+            return fn_fail(FN_ERR_INVALID, "fn_optimizer_set_parts: part %d has %d parameters",
+                           k, counts[k]);
+        sum += counts[k];
+    }
+    if (sum != opt->n_params)
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_optimizer_set_parts: the parts hold %lld parameters, %s has %d", sum,
+                       name_of(opt), opt->n_params);
+    return FN_OK;
+}
+
+fn_status fn_optimizer_set_parts(fn_optimizer *opt, const int *counts, int n)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_set_parts"));
+    if (!fn_optimizer_can_apply_parts(opt))
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_set_parts: %s has no update in parts",
+                       name_of(opt));
+    FN_TRY(check_counts(opt, counts, n));
+    int *first = malloc(((size_t)n + 1) * sizeof *first);
+    if (!first)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the optimiser's parts");
+    first[0] = 0;
+    for (int k = 0; k < n; k++)
+        first[k + 1] = first[k] + counts[k];
+    free(opt->part_first);
+    opt->part_first = first;
+    opt->n_parts = n;
+    return opt->ops->split(opt);
+}
+
+fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_apply_part"));
+    if (!fn_optimizer_can_apply_parts(opt))
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_apply_part: %s has no update in parts",
+                       name_of(opt));
+    if (part < 0 || part >= opt->n_parts)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_apply_part: part %d of %d", part,
+                       opt->n_parts);
+    return opt->ops->apply_part(opt, part, skip);
+}
+
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_zero_grad"));
@@ -226,4 +280,7 @@ void fn_optimizer_release(fn_optimizer *opt)
     free(opt->params);
     opt->params = NULL;
     opt->n_params = 0;
+    free(opt->part_first);
+    opt->part_first = NULL;
+    opt->n_parts = 0;
 }

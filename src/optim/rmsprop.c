@@ -193,6 +193,34 @@ static fn_status rmsprop_apply(fn_optimizer *base, const int *skip)
     return update_range(opt, &opt->prepared, 0, base->n_params);
 }
 
+/* The split step in parts (optimizer.h): on the GPU a table a part, the
+ * averages' cut alike. */
+static fn_status rmsprop_split(fn_optimizer *base)
+{
+    fn_rmsprop *opt = (fn_rmsprop *)base;
+    if (opt->all.table)
+        FN_TRY(fn_multi_tensor_split(&opt->all, base->part_first, base->n_parts));
+    if (opt->averages.table)
+        FN_TRY(fn_multi_tensor_split(&opt->averages, base->part_first, base->n_parts));
+    return FN_OK;
+}
+
+/* rmsprop_apply for part k's parameters alone. */
+static fn_status rmsprop_apply_part(fn_optimizer *base, int k, const int *skip)
+{
+    fn_rmsprop *opt = (fn_rmsprop *)base;
+    if (opt->all.table) {
+        const fn_multi_tensor *part = &opt->all.parts[k];
+        return part->n ? opt->backend->update_all(
+                             part, opt->averages.table ? &opt->averages.parts[k] : NULL, skip)
+                       : FN_OK;
+    }
+    if (skip && *skip)
+        return FN_OK;
+    return update_range(opt, &opt->prepared, base->part_first[k],
+                        base->part_first[k + 1] - base->part_first[k]);
+}
+
 /* On the GPU the split step; on the CPU the checked one-tensor updates. */
 static fn_status rmsprop_step(fn_optimizer *base)
 {
@@ -250,6 +278,8 @@ static const fn_optimizer_ops rmsprop_ops = {
     .prepare = rmsprop_prepare,
     .apply = rmsprop_apply,
     .zero_grad = rmsprop_zero_grad,
+    .split = rmsprop_split,
+    .apply_part = rmsprop_apply_part,
 };
 
 /* A list of tensors shaped like the parameters. */

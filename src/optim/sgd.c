@@ -167,6 +167,32 @@ static fn_status sgd_apply(fn_optimizer *base, const int *skip)
     return update_range(opt, &cfg, opt->prepared.first_step, base->steps, 0, base->n_params);
 }
 
+/* The split step in parts (optimizer.h): on the GPU a table a part. */
+static fn_status sgd_split(fn_optimizer *base)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    return opt->all.table ? fn_multi_tensor_split(&opt->all, base->part_first, base->n_parts)
+                          : FN_OK;
+}
+
+/* sgd_apply for part k's parameters alone. */
+static fn_status sgd_apply_part(fn_optimizer *base, int k, const int *skip)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    if (opt->all.table) {
+        const fn_multi_tensor *part = &opt->all.parts[k];
+        return part->n ? opt->backend->update_all(part, &opt->cfg, skip, opt->own_grads != NULL)
+                       : FN_OK;
+    }
+    if (skip && *skip)
+        return FN_OK;
+    fn_sgd_config cfg = opt->cfg;
+    cfg.lr = opt->prepared.lr;
+    const int from = base->part_first[k];
+    return update_range(opt, &cfg, opt->prepared.first_step, base->steps, from,
+                        base->part_first[k + 1] - from);
+}
+
 static fn_status sgd_step(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
@@ -282,6 +308,8 @@ static const fn_optimizer_ops sgd_ops = {
     .apply = sgd_apply,
     .zero_grad = sgd_zero_grad,
     .fold = sgd_fold,
+    .split = sgd_split,
+    .apply_part = sgd_apply_part,
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */

@@ -21,8 +21,22 @@
  * computing mu buf + g); every strategy above runs the same calls, only
  * the beta backward uses and the update kernel change. Not over ranks
  * (their sums need plain gradients) nor with clipping (it needs their
- * norm). */
+ * norm).
+ *
+ * For the same reason, in one process without clipping each layer's
+ * update may run as soon as its backward is done (layer_updates,
+ * fn_trainer_backward_update), on the GPU on the side stream beside the
+ * backward of the layers before it, where the optimiser updates its
+ * parameters in parts (fn_optimizer_set_parts: a part a layer). The
+ * values are the one update's, bit for bit (each element's arithmetic
+ * and the step's scalars are the same), and a non-finite loss still
+ * stops before any update: an eager step reads it before backward, a
+ * deferred one skips every part on the device as it skips the one
+ * update. Over ranks the data-parallel step updates layer by layer
+ * already; plain SGD's fused step has no update to move. Test builds
+ * turn it off with FN_TEST_LAYER_UPDATES_OFF=1. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/test_hooks.h"
 #include "trainer/trainer_impl.h"
@@ -41,6 +55,39 @@ static int defer_lag(const fn_trainer *t)
     return gpu ? 0 : hook;
 }
 
+/* The optimiser's parameters are the net's, in layer order: a part a
+ * layer (a layer without parameters, an empty one). */
+static fn_status cut_by_layer(fn_trainer *t, int *cut)
+{
+    const fn_optimizer *opt = t->opt;
+    int same = opt->n_params == fn_net_n_params(t->net);
+    for (int i = 0; same && i < opt->n_params; i++)
+        same = opt->params[i] == fn_net_param(t->net, i);
+    *cut = 0;
+    const int layers = fn_net_n_layers(t->net);
+    if (!same || layers < 1)
+        return FN_OK;
+    int *counts = malloc((size_t)layers * sizeof *counts);
+    if (!counts)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the layers' updates");
+    for (int k = 0; k < layers; k++)
+        counts[k] = fn_net_layer(t->net, k)->n_params;
+    const fn_status st = fn_optimizer_set_parts(t->opt, counts, layers);
+    free(counts);
+    *cut = st == FN_OK;
+    return st;
+}
+
+/* Whether each layer's update goes beside backward (this file's header). */
+static fn_status choose_layer_updates(fn_trainer *t)
+{
+    t->layer_updates = 0;
+    if (t->dist || t->clip || t->opt->ops->backward_step ||
+        !fn_optimizer_can_apply_parts(t->opt) || fn_test_layer_updates_off())
+        return FN_OK;
+    return cut_by_layer(t, &t->layer_updates);
+}
+
 fn_status fn_trainer_choose_step(fn_trainer *t)
 {
     t->last_loss = NAN;
@@ -48,6 +95,7 @@ fn_status fn_trainer_choose_step(fn_trainer *t)
         int folded = 0;
         FN_TRY(fn_optimizer_fold(t->opt, &folded));
     }
+    FN_TRY(choose_layer_updates(t));
     if (t->dist) {
         t->step = &fn_step_dist;
         return FN_OK;

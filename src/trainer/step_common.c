@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/side_stream.h"
 #include "fusenet/input_norm.h"
 #include "trainer/trainer_impl.h"
 
@@ -163,6 +164,46 @@ fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy)
     return t->clip ? fn_clip_apply(t->clip) : FN_OK;
 }
 
+/* fn_net_backward_each's walk with each layer's update beside it: layers
+ * come last first, part k being layer k's parameters (step_choice.c). */
+typedef struct layer_walk {
+    fn_trainer *t;
+    const int *skip;
+    int part; /* the next layer's */
+} layer_walk;
+
+/* A layer's backward, then its update on the side stream: queued after
+ * everything of the layer's backward (its dx product read W, its dW
+ * product wrote the gradient, both joined before the backward returned),
+ * and beside the backward of the layers before it, none of which reads
+ * this layer's parameters, gradients or optimiser state. */
+static fn_status backward_then_update(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, void *arg)
+{
+    layer_walk *w = arg;
+    const int part = w->part--;
+    FN_TRY(fn_layer_backward(l, dy, dx));
+    if (l->n_params == 0)
+        return FN_OK;
+    FN_TRY(fn_context_side_begin(w->t->ctx));
+    const fn_status st = fn_optimizer_apply_part(w->t->opt, part, w->skip);
+    fn_context_side_end(w->t->ctx);
+    return st;
+}
+
+fn_status fn_trainer_backward_update(fn_trainer *t, const fn_tensor *dy, const int *skip)
+{
+    if (!t->layer_updates) {
+        FN_TRY(fn_trainer_gradients(t, dy));
+        return fn_optimizer_apply(t->opt, skip);
+    }
+    layer_walk w = {.t = t, .skip = skip, .part = fn_net_n_layers(t->net) - 1};
+    const fn_status st = fn_net_backward_each(t->net, dy, backward_then_update, &w);
+    /* Joined on failure too: a capture must not end with the side stream
+     * forked. After it the next step's forward sees every update. */
+    const fn_status joined = fn_context_join(t->ctx);
+    return st != FN_OK ? st : joined;
+}
+
 fn_status fn_trainer_recheck(fn_trainer *t, const fn_batch *b, float device_loss)
 {
     fn_tensor y;
@@ -193,6 +234,5 @@ fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
     const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
     FN_TRY(fn_loss_tally_step_biased(t->tally, t->cfg->loss, t->cfg->loss_options, &y, head_bias,
                                      &targets, &t->loss, &dy));
-    FN_TRY(fn_trainer_gradients(t, &dy));
-    return fn_optimizer_apply(t->opt, fn_loss_tally_bad_flag(t->tally));
+    return fn_trainer_backward_update(t, &dy, fn_loss_tally_bad_flag(t->tally));
 }

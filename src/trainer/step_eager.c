@@ -3,8 +3,11 @@
  * stops the run at its step, before the update), then the optimiser's
  * fused path where it has one (plain SGD on the GPU: each block's update
  * folded into its backward) and no clipping needs the gradients first,
- * else backward, clipping and a step. The CPU's step, plain SGD's fused
- * step on the GPU, and any step whose optimiser cannot split its update. */
+ * else backward, clipping and a step; without clipping, where the
+ * optimiser updates in parts (step_choice.c), the step's scalars first,
+ * then each layer's update right after its backward. The CPU's step, plain
+ * SGD's fused step on the GPU, and any step whose optimiser cannot split
+ * its update. */
 #include <math.h>
 
 #include "trainer/trainer_impl.h"
@@ -13,6 +16,10 @@ static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
 {
     if (t->opt->ops->backward_step && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
+    if (t->layer_updates) { /* the loss is finite: each layer's update beside backward */
+        FN_TRY(fn_optimizer_prepare(t->opt));
+        return fn_trainer_backward_update(t, dy, NULL);
+    }
     FN_TRY(fn_trainer_gradients(t, dy));
     return fn_optimizer_step(t->opt);
 }

@@ -64,6 +64,9 @@ struct fn_trainer {
     int failed_together;   /* the last failure was every rank's at once */
 
     const struct fn_step_ops *step; /* the step strategy, chosen once (step_choice.c) */
+    /* Each layer's update queued as soon as its backward is done, beside
+     * the backward of the layers before it (step_choice.c says when). */
+    int layer_updates;
     /* step_deferred.c: the loss's sums on the device (NULL: the loss read
      * every step); step_graph.c: the step's CUDA graphs. */
     fn_loss_tally *tally;
@@ -132,6 +135,13 @@ fn_status fn_trainer_set_pass(fn_trainer *t, const fn_batch *b, int training);
 /* The step's gradients from dy: zeroed, the backward, clipping; the one
  * place every strategy takes them. */
 fn_status fn_trainer_gradients(fn_trainer *t, const fn_tensor *dy);
+/* The backward from dy and the optimiser's update of its prepared step
+ * (fn_optimizer_prepare), skipped while *skip (NULL: never): with
+ * layer_updates each layer's part (fn_optimizer_apply_part) on the
+ * context's side stream right after the layer's backward, the side stream
+ * joined before it returns; else the gradients (fn_trainer_gradients),
+ * then one fn_optimizer_apply. The same bits either way. */
+fn_status fn_trainer_backward_update(fn_trainer *t, const fn_tensor *dy, const int *skip);
 /* A deferred step's device work, queued without reading the loss:
  * forward, the loss counted in the tally, the gradients, the optimiser's
  * split update (skipped on the device once a loss was not finite). */
