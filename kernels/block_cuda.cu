@@ -484,13 +484,15 @@ block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
     if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
         return;
     /* One (quantity, column) a thread: the tile's 3 x tile_cols sums run
-     * side by side, each over the chunks in chunk order. */
+     * side by side, each over the chunks in chunk order, 16 loads ahead
+     * (the registers of the rows above are free by now). */
     for (int i = threadIdx.x; i < 3 * tile_cols; i += blockDim.x) {
         const int q = i / tile_cols, c = tile0 + i % tile_cols;
         /* Constant indices: out stays in the parameter space. */
         float *o = q == 0 ? out.out[0] : q == 1 ? out.out[1] : out.out[2];
         const float ob = q == 0 ? out.beta[0] : q == 1 ? out.beta[1] : out.beta[2];
-        column_store(o + c, column_chunks_sum<3>(partials, q, c, gridDim.y, C), ob, lr);
+        column_store(o + c, column_chunks_sum<3, 2 * kChunksAhead>(partials, q, c, gridDim.y, C),
+                     ob, lr);
     }
 }
 

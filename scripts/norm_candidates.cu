@@ -3,8 +3,11 @@
  * <float4, 1 vector a lane> (K <= 128, the benchmark shape's K = 16), in
  * fp32 and bf16 storage of z and dz, as they were (one (sample, group) pair
  * or row a lane at a time: the copies named old_* below) against today's
- * kernels with 1, 2, 4 or 8 pairs (forward) and 1, 2 or 4 rows (backward)
- * loaded at once. Every candidate's outputs (y, mean, rstd; dz, dgamma,
+ * kernels with 1, 2, 4 or 8 pairs (forward; 4 also on a grid of one
+ * iteration a warp, "4 uncapp") and 1, 2 or 4 rows (backward) loaded at
+ * once. Batch 2048 at the default out and groups makes the library's
+ * forward grid stride (more than one iteration a warp on 132
+ * multiprocessors) and the backward take 8 rows a warp in each chunk. Every candidate's outputs (y, mean, rstd; dz, dgamma,
  * dbeta, dbias) are compared bit for bit with the old kernels'; each is
  * timed with CUDA events (median of 7 rounds of 50 launches) against a
  * device copy of the bytes it must move, as bench's copy floor. A tool, not
@@ -278,15 +281,17 @@ __global__ void to_bf16_kernel(__nv_bfloat16 *d, const float *s, size_t n)
         d[i] = __float2bfloat16_rn(s[i]);
 }
 
-/* A launch of one candidate; `ahead` 0 is the old kernel. */
-template <typename Z, int P>
+/* Today's forward with P pairs a lane, on the library's grid (at most
+ * kStrideBlocksPerSm blocks a multiprocessor, then grid-stride) or, not
+ * capped, one iteration a warp. */
+template <typename Z, int P, bool capped = true>
 static void forward_new(bufs &b)
 {
     const size_t pairs = (size_t)b.N * b.G;
     const size_t per_warp = (size_t)P * (size_t)(kWarpSize / b.team);
     const size_t warps = (pairs + per_warp - 1) / per_warp;
     const size_t need = (warps * kWarpSize + kForwardThreads - 1) / kForwardThreads;
-    const size_t blocks = std::min(need, kStrideBlocksPerSm * (size_t)b.sms);
+    const size_t blocks = capped ? std::min(need, kStrideBlocksPerSm * (size_t)b.sms) : need;
     fn_launch(nullptr, block_forward_team_kernel<Z, 4, 1, P>, (unsigned)blocks, kForwardThreads,
               0, 0, b.y, b.mean, b.rstd, z_of<Z>(b), nullptr, b.bias, b.gamma, b.beta, b.N, b.C,
               b.G, b.team, 1e-5f, 0.01f);
@@ -439,6 +444,7 @@ static void run_math(bufs &b, const char *math, double gbps)
     candidate(b, what, "ahead 1", fwd_floor, fref, [&] { forward_new<Z, 1>(b); }, fres);
     candidate(b, what, "ahead 2", fwd_floor, fref, [&] { forward_new<Z, 2>(b); }, fres);
     candidate(b, what, "ahead 4", fwd_floor, fref, [&] { forward_new<Z, 4>(b); }, fres);
+    candidate(b, what, "4 uncapp", fwd_floor, fref, [&] { forward_new<Z, 4, false>(b); }, fres);
     candidate(b, what, "ahead 8", fwd_floor, fref, [&] { forward_new<Z, 8>(b); }, fres);
 
     /* The backward reads the statistics the forward wrote. */
