@@ -245,6 +245,7 @@ struct bufs {
     __nv_bfloat16 *zh, *dzh;
     int *tickets;
     float *copy_src, *copy_dst;
+    bool backward; /* the statistics are the backward's input, not cleared */
 };
 
 template <typename Z> Z *z_of(bufs &b);
@@ -395,8 +396,13 @@ static std::vector<unsigned char> backward_result(bufs &b)
     return r;
 }
 
+/* NaN in every output before a candidate runs. */
 static void clear_outputs(bufs &b)
 {
+    if (!b.backward) {
+        FN_CUDA_CHECK(cudaMemset(b.mean, 0xff, (size_t)b.N * b.G * sizeof(float)));
+        FN_CUDA_CHECK(cudaMemset(b.rstd, 0xff, (size_t)b.N * b.G * sizeof(float)));
+    }
     FN_CUDA_CHECK(cudaMemset(b.y, 0xff, (size_t)b.N * b.C * sizeof(float)));
     FN_CUDA_CHECK(cudaMemset(b.grads, 0xff, 3 * (size_t)b.C * sizeof(float)));
     FN_CUDA_CHECK(cudaMemset(b.dzf, 0xff, (size_t)b.N * b.C * sizeof(float)));
@@ -435,6 +441,7 @@ static void run_math(bufs &b, const char *math, double gbps)
 
     char what[32];
     snprintf(what, sizeof what, "%s fwd", math);
+    b.backward = false;
     clear_outputs(b);
     forward_old<Z>(b);
     FN_CUDA_CHECK(cudaDeviceSynchronize());
@@ -449,6 +456,7 @@ static void run_math(bufs &b, const char *math, double gbps)
 
     /* The backward reads the statistics the forward wrote. */
     forward_old<Z>(b);
+    b.backward = true;
     snprintf(what, sizeof what, "%s bwd", math);
     clear_outputs(b);
     backward_old<Z>(b);
