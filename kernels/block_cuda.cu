@@ -50,8 +50,8 @@
 
 static constexpr int kMaxReps = 4;          /* vectors a lane holds per group */
 /* Team path: vectors a lane loads before its first shuffle, over
- * kLoadsAhead / reps pairs (forward) or rows (backward): more bytes in
- * flight than one pair a lane, which left the kernels latency bound. */
+ * kLoadsAhead / reps pairs (forward) or rows (backward); with one pair a
+ * lane too few bytes are in flight, and the kernels wait on latency. */
 static constexpr int kLoadsAhead = 4;
 static constexpr int kForwardThreads = 256; /* team path, forward */
 static constexpr int kForwardBlocksPerSm = 4; /* at most 64 registers a thread */
