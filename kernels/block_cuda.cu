@@ -397,9 +397,11 @@ __device__ __forceinline__ void backward_team_row(
  * of 32/team whole groups, for rows chunk*rows_per_chunk + warp, + 8, ...;
  * it writes dz and accumulates dgamma, dbeta, dbias per column in registers,
  * then the block sums its warps into partials[chunk]; the tile's last
- * block adds the chunks into out (dgamma, dbeta, dbias; column_store). */
-template <typename Z, int V, int R, int P>
-__global__ void __launch_bounds__(kBackwardWarps * kWarpSize)
+ * block adds the chunks into out (dgamma, dbeta, dbias; column_store).
+ * MinBlocks: blocks a multiprocessor must hold (fewer registers, perhaps
+ * spilled); scripts/norm_candidates.cu times the choice. */
+template <typename Z, int V, int R, int P, int MinBlocks = 1>
+__global__ void __launch_bounds__(kBackwardWarps * kWarpSize, MinBlocks)
 block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
                            float *partials /* [chunks, 3, C] */, int *tickets /* [tiles], 0 */,
                            float *dskip /* [N, C] gets dy, or NULL */,

@@ -4,8 +4,9 @@
  * fp32 and bf16 storage of z and dz, as they were (one (sample, group) pair
  * or row a lane at a time: the copies named old_* below) against today's
  * kernels with 1, 2, 4 or 8 pairs (forward; 4 also on a grid of one
- * iteration a warp, "4 uncapp") and 1, 2 or 4 rows (backward) loaded at
- * once. Batch 2048 at the default out and groups makes the library's
+ * iteration a warp, "4 uncapp") and 1, 2 or 4 rows (backward; 4 also
+ * held to 85 registers, three blocks a multiprocessor, spilling a few:
+ * "4, 3/SM") loaded at once. Batch 2048 at the default out and groups makes the library's
  * forward grid stride (more than one iteration a warp on 132
  * multiprocessors) and the backward take 8 rows a warp in each chunk. Every candidate's outputs (y, mean, rstd; dz, dgamma,
  * dbeta, dbias) are compared bit for bit with the old kernels'; each is
@@ -322,10 +323,12 @@ static dim3 backward_grid(const bufs &b)
     return dim3((unsigned)((b.G + per_warp - 1) / per_warp), (unsigned)b.chunks);
 }
 
-template <typename Z, int P>
+/* Today's backward with P rows a lane, MinBlocks blocks a multiprocessor
+ * at least (3: at most 85 registers a thread). */
+template <typename Z, int P, int MinBlocks = 1>
 static void backward_new(bufs &b)
 {
-    fn_launch(nullptr, block_backward_team_kernel<Z, 4, 1, P>, backward_grid(b),
+    fn_launch(nullptr, block_backward_team_kernel<Z, 4, 1, P, MinBlocks>, backward_grid(b),
               kBackwardWarps * kWarpSize, 0, 0, dz_of<Z>(b), outputs(b), b.partials, b.tickets,
               nullptr, b.mean, b.rstd, z_of<Z>(b), b.dy, b.bias, b.gamma, b.beta, b.N, b.C, b.G,
               b.team, b.rows_per_chunk, 0.01f, 0.0f);
@@ -467,6 +470,7 @@ static void run_math(bufs &b, const char *math, double gbps)
     candidate(b, what, "ahead 1", bwd_floor, bref, [&] { backward_new<Z, 1>(b); }, bres);
     candidate(b, what, "ahead 2", bwd_floor, bref, [&] { backward_new<Z, 2>(b); }, bres);
     candidate(b, what, "ahead 4", bwd_floor, bref, [&] { backward_new<Z, 4>(b); }, bres);
+    candidate(b, what, "4, 3/SM", bwd_floor, bref, [&] { backward_new<Z, 4, 3>(b); }, bres);
 }
 
 int main(int argc, char **argv)
