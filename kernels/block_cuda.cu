@@ -53,6 +53,9 @@ static constexpr int kMaxReps = 4;          /* vectors a lane holds per group */
  * kLoadsAhead / reps pairs (forward) or rows (backward); with one pair a
  * lane too few bytes are in flight, and the kernels wait on latency. */
 static constexpr int kLoadsAhead = 4;
+
+/* Pairs or rows a lane loads at once when it holds `reps` vectors a group. */
+static constexpr int loads_ahead(int reps) { return reps < kLoadsAhead ? kLoadsAhead / reps : 1; }
 static constexpr int kForwardThreads = 256; /* team path, forward */
 static constexpr int kForwardBlocksPerSm = 4; /* at most 64 registers a thread */
 static constexpr int kBackwardWarps = 8;    /* team path, backward: warps sharing a column tile */
@@ -399,8 +402,9 @@ __device__ __forceinline__ void backward_team_row(
  * then the block sums its warps into partials[chunk]; the tile's last
  * block adds the chunks into out (dgamma, dbeta, dbias; column_store).
  * MinBlocks: blocks a multiprocessor must hold (fewer registers, perhaps
- * spilled); scripts/norm_candidates.cu times the choice. */
-template <typename Z, int V, int R, int P, int MinBlocks = 1>
+ * spilled); 0 leaves the registers to ptxas. scripts/norm_candidates.cu
+ * times the choice. */
+template <typename Z, int V, int R, int P, int MinBlocks = 0>
 __global__ void __launch_bounds__(kBackwardWarps * kWarpSize, MinBlocks)
 block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
                            float *partials /* [chunks, 3, C] */, int *tickets /* [tiles], 0 */,
@@ -615,14 +619,14 @@ typedef struct block_plan {
     int vec;   /* 4 or 1 */
     int reps;  /* 1, 2 or 4 on the team path; 0 on the group path */
     int team;  /* lanes per group, a power of two <= 32 */
-    int ahead; /* team path: kLoadsAhead / reps (4, 2 or 1) */
+    int ahead; /* team path: loads_ahead(reps): 4, 2, 1 */
 } block_plan;
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* float4 when K and every pointer allow it; then the fewest reps (1, 2, 4)
  * whose 32 lanes cover K, and the smallest power-of-two team that does;
- * <vec, reps, ahead>:
+ * <vec, reps, ahead> with kLoadsAhead 4:
  *   float4: K <= 128 <4,1,4>, <= 256 <4,2,2>, <= 512 <4,4,1>, else group <4>;
  *   scalar: K <= 32 <1,1,4>, <= 64 <1,2,2>, <= 128 <1,4,1>, else group <1>. */
 static block_plan make_plan(int C, int G, bool aligned)
@@ -633,7 +637,7 @@ static block_plan make_plan(int C, int G, bool aligned)
         if (kWarpSize * p.vec * reps >= K) {
             const int lanes = (K + p.vec * reps - 1) / (p.vec * reps);
             p.reps = reps;
-            p.ahead = kLoadsAhead / reps;
+            p.ahead = loads_ahead(reps);
             p.team = 1;
             while (p.team < lanes)
                 p.team *= 2;
@@ -643,22 +647,23 @@ static block_plan make_plan(int C, int G, bool aligned)
     return p;
 }
 
-/* The team path's instantiations: f(team_shape<V, R, P>{}) for the plan's. */
-template <int V, int R, int P>
+/* The team path's instantiations: f(team_shape<V, R>{}) for the plan's;
+ * its ahead is the plan's. */
+template <int V, int R>
 struct team_shape {
-    static constexpr int vec = V, reps = R, ahead = P;
+    static constexpr int vec = V, reps = R, ahead = loads_ahead(R);
 };
 
 template <typename F>
 static void with_team_shape(const block_plan &p, F &&f)
 {
-    switch (p.vec * 100 + p.reps * 10 + p.ahead) {
-    case 414: f(team_shape<4, 1, 4>{}); break;
-    case 422: f(team_shape<4, 2, 2>{}); break;
-    case 441: f(team_shape<4, 4, 1>{}); break;
-    case 114: f(team_shape<1, 1, 4>{}); break;
-    case 122: f(team_shape<1, 2, 2>{}); break;
-    default: f(team_shape<1, 4, 1>{}); break; /* 141 */
+    switch (p.vec * 10 + p.reps) {
+    case 41: f(team_shape<4, 1>{}); break;
+    case 42: f(team_shape<4, 2>{}); break;
+    case 44: f(team_shape<4, 4>{}); break;
+    case 11: f(team_shape<1, 1>{}); break;
+    case 12: f(team_shape<1, 2>{}); break;
+    default: f(team_shape<1, 4>{}); break; /* 14 */
     }
 }
 

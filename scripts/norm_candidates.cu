@@ -324,8 +324,8 @@ static dim3 backward_grid(const bufs &b)
 }
 
 /* Today's backward with P rows a lane, MinBlocks blocks a multiprocessor
- * at least (3: at most 85 registers a thread). */
-template <typename Z, int P, int MinBlocks = 1>
+ * at least (0: ptxas chooses, as the library; 3: at most 85 registers). */
+template <typename Z, int P, int MinBlocks = 0>
 static void backward_new(bufs &b)
 {
     fn_launch(nullptr, block_backward_team_kernel<Z, 4, 1, P, MinBlocks>, backward_grid(b),
