@@ -294,7 +294,7 @@ static void forward_new(bufs &b)
     const size_t warps = (pairs + per_warp - 1) / per_warp;
     const size_t need = (warps * kWarpSize + kForwardThreads - 1) / kForwardThreads;
     const size_t blocks = capped ? std::min(need, kStrideBlocksPerSm * (size_t)b.sms) : need;
-    fn_launch(nullptr, block_forward_team_kernel<Z, 4, 1, P>, (unsigned)blocks, kForwardThreads,
+    fn_launch(nullptr, block_forward_team_kernel<Z, float, 4, 1, P>, (unsigned)blocks, kForwardThreads,
               0, 0, b.y, b.mean, b.rstd, z_of<Z>(b), nullptr, b.bias, b.gamma, b.beta, b.N, b.C,
               b.G, b.team, 1e-5f, 0.01f);
     FN_CUDA_CHECK(cudaGetLastError());
