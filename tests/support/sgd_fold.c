@@ -269,12 +269,13 @@ static void expect_same(const char *kind, const char *name, const char *what, si
 }
 
 /* The bfloat16 buffer's folded step against the float32 buffer's unfolded
- * one from one state: sgd_fold.c's header's bound, plus the roundings to
- * bfloat16 of the new buffer (the product's result; with weight decay the
- * stored sum too), each at most 2^-8 of a value within
- * r0 = |buf_u| + |wd p| + tol_buf; the new value takes the product's
- * rounding only (the update reads the rounded buffer, adds wd p in fp32
- * and uses that sum before it is stored). */
+ * one from one state: this file's header's bound tol_buf, plus the
+ * roundings to bfloat16 of the new buffer, each at most 2^-8 of what it
+ * rounds: the product's result mu buf + g, within
+ * |buf_u| + |wd p| + tol_buf (r), and with weight decay the stored sum
+ * (that result + wd p, within |buf_u| + tol_buf + r: r2). The new value
+ * takes the product's rounding only (the update reads the rounded
+ * buffer, adds wd p in fp32 and uses that sum before it is stored). */
 static void compare_bf16(const char *kind, const char *name, float wd, size_t n, const double *p,
                          const double *buf0, const double *g, const double *eg,
                          const double *val_u, const double *buf_u, const double *val_h,
@@ -284,7 +285,8 @@ static void compare_bf16(const char *kind, const char *name, float wd, size_t n,
         const double s = fabs(kMu * buf0[k]) + fabs(g[k]) + fabs(wd * p[k]);
         const double tol_buf = 2.0 * eg[k] + 6.0 * kU * s;
         const double r = kUh * (fabs(buf_u[k]) + fabs(wd * p[k]) + tol_buf);
-        const double tol_bufh = tol_buf + 2.0 * r;
+        const double r2 = wd != 0.0f ? kUh * (fabs(buf_u[k]) + tol_buf + r) : 0.0;
+        const double tol_bufh = tol_buf + r + r2;
         const double tol_val =
             kLr * (tol_buf + r) + 4.0 * kU * (fabs(p[k]) + kLr * fabs(buf_u[k]));
         if (!(fabs(buf_h[k] - buf_u[k]) <= tol_bufh))
