@@ -860,7 +860,10 @@ static fn_status block_cuda_backward(fn_layer *l, const fn_tensor *dy, fn_tensor
     fn_block *b = (fn_block *)l;
     const fn_param *w = &b->params[FN_BLOCK_WEIGHT];
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, 0.0f));
-    return fn_block_cuda_backward_products(b, dx, w->grad.data, 1.0f, w->grad_beta);
+    /* the weight's gradient in bfloat16 where an optimiser asks (param.h) */
+    void *dw = w->grad_bf16 ? w->grad_bf16 : static_cast<void *>(w->grad.data);
+    return fn_block_cuda_backward_products(b, dx, dw, w->grad_bf16 != nullptr, 1.0f,
+                                           w->grad_beta);
 }
 
 /* The ops' backward_sgd hook (layer.h): the same passes as backward, with
@@ -870,7 +873,7 @@ static fn_status block_cuda_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_te
 {
     fn_block *b = (fn_block *)l;
     FN_TRY(norm_backward(b, dy->data, dx, l->batch, lr));
-    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, -lr,
+    return fn_block_cuda_backward_products(b, dx, b->params[FN_BLOCK_WEIGHT].value.data, 0, -lr,
                                            1.0f);
 }
 

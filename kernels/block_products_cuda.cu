@@ -96,22 +96,26 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
  * op N, dz op T); in bf16 the same with the forward's x_h and dz_h as the
  * normalisation's backward wrote it, accumulated in fp32; in the TF32 modes
  * with their transposes (op T, op N), made here. */
-static fn_status dweight(fn_block *b, const fn_block_ws *ws, float *dw_out, float alpha,
-                         float beta)
+static fn_status dweight(fn_block *b, const fn_block_ws *ws, void *dw_out, int dw_bf16,
+                         float alpha, float beta)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, in = l->in_features, C = l->out_features;
     const fn_math_policy *p = fn_math_policy_of(fn_context_math(l->ctx));
     if (p->bf16_operands)
         return fn_cuda_gemm_bf16(l->ctx, 0, 1, in, C, N, alpha, ws->x_h, in, ws->dz_h, C, beta,
-                                 dw_out, 0, in);
+                                 dw_out, dw_bf16, in);
+    if (dw_bf16)
+        return fn_fail(FN_ERR_INVALID, "block [%d x %d]: a bfloat16 weight gradient needs bf16 "
+                       "math, not %s", C, in, fn_math_name(fn_context_math(l->ctx)));
+    float *dw = static_cast<float *>(dw_out);
     if (!p->transposed_dweight)
         return fn_cuda_gemm_split(l->ctx, 0, 1, in, C, N, alpha, b->x.data, NULL, in,
-                                  b->dz.data, NULL, C, beta, dw_out, in);
+                                  b->dz.data, NULL, C, beta, dw, in);
     FN_TRY(fn_cuda_transpose(l->ctx, ws->dzt, ws->dzt_small, b->dz.data, N, C));
     FN_TRY(fn_cuda_transpose(l->ctx, ws->xt, ws->xt_small, b->x.data, N, in));
     return fn_cuda_gemm_split(l->ctx, 1, 0, in, C, N, alpha, ws->xt, ws->xt_small, N, ws->dzt,
-                              ws->dzt_small, N, beta, dw_out, in);
+                              ws->dzt_small, N, beta, dw, in);
 }
 
 /* dx = dz W: column-major dx^T = w^T dz^T, both as stored; W as the
@@ -137,8 +141,8 @@ static fn_status dinput(fn_block *b, const fn_block_ws *ws, fn_tensor *dx)
  * other (at a batch of 256 and 512 features, each product leaves most of
  * the GPU idle). Not when dW is added into the W that dx reads (plain SGD
  * folded into the product, with dx reading W itself): then dx first. */
-extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx, float *dw_out,
-                                                     float alpha, float beta)
+extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx, void *dw_out,
+                                                     int dw_bf16, float alpha, float beta)
 {
     fn_layer *l = &b->base;
     const int N = l->batch, C = l->out_features;
@@ -150,13 +154,13 @@ extern "C" fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx,
     const bool dx_reads_dw_out =
         !ws.w_h && !ws.w_big && dw_out == b->params[FN_BLOCK_WEIGHT].value.data;
     if (!dx)
-        return dweight(b, &ws, dw_out, alpha, beta);
+        return dweight(b, &ws, dw_out, dw_bf16, alpha, beta);
     if (dx_reads_dw_out) {
         FN_TRY(dinput(b, &ws, dx));
-        return dweight(b, &ws, dw_out, alpha, beta);
+        return dweight(b, &ws, dw_out, dw_bf16, alpha, beta);
     }
     FN_TRY(fn_cuda_side_begin(l->ctx));
-    fn_status st = dweight(b, &ws, dw_out, alpha, beta);
+    fn_status st = dweight(b, &ws, dw_out, dw_bf16, alpha, beta);
     fn_cuda_side_end(l->ctx);
     if (st == FN_OK)
         st = dinput(b, &ws, dx);

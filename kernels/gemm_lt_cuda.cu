@@ -13,7 +13,12 @@
  * gradient back through those 10 outputs (k = 10) 5.4 us split and 2.4 us
  * not. Splits of 8 terms and more (the products of 8192-wide layers split
  * in few parts of thousands) stay as cuBLAS picks them. Measured by
- * scripts/gemm_candidates.cu, which times every candidate of such shapes. */
+ * scripts/gemm_candidates.cu, which times every candidate of such shapes.
+ * A bfloat16 C is rounded once, from the fp32 sum: a candidate that sums
+ * the parts of a split k in the output's type (cuBLASLt's in-place or
+ * output-type reduction) would round each part to bfloat16, so it is
+ * skipped too (the bfloat16 momentum buffer's error bound, sgd.h, counts
+ * one rounding a step). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +89,25 @@ static bool split_too_thin(const cublasLtMatmulAlgo_t *algo, int k)
     return splits > 1 && (long long)splits * kMinSplitDepth > (long long)k;
 }
 
+/* A split product whose parts are summed in C's type, C bfloat16. */
+static bool parts_rounded(const cublasLtMatmulAlgo_t *algo, const lt_key *key)
+{
+    if (key->c_type != (int)CUDA_R_16BF)
+        return false;
+    int splits = 1;
+    uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                             sizeof splits, &written) != CUBLAS_STATUS_SUCCESS ||
+        splits <= 1)
+        return false;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                             sizeof scheme, &written) != CUBLAS_STATUS_SUCCESS)
+        return true; /* unknown: not trusted */
+    return scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE ||
+           scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+}
+
 static fn_status choose(const fn_cuda_state *s, cublasLtMatmulDesc_t op,
                         cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
                         cublasLtMatrixLayout_t lc, const lt_key *key, cublasLtMatmulAlgo_t *algo)
@@ -111,7 +135,8 @@ static fn_status choose(const fn_cuda_state *s, cublasLtMatmulDesc_t op,
                                                    found, &count));
     int pick = -1;
     for (int i = 0; i < count && pick < 0; i++)
-        if (found[i].state == CUBLAS_STATUS_SUCCESS && !split_too_thin(&found[i].algo, key->k))
+        if (found[i].state == CUBLAS_STATUS_SUCCESS && !split_too_thin(&found[i].algo, key->k) &&
+            !parts_rounded(&found[i].algo, key))
             pick = i;
     if (pick < 0 && count > 0 && found[0].state == CUBLAS_STATUS_SUCCESS)
         pick = 0; /* every candidate splits thin: cuBLAS's own pick */

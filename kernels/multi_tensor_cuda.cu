@@ -41,7 +41,7 @@ static fn_status build(fn_multi_tensor *mt, fn_param *const *params, int n,
             static_cast<__nv_bfloat16 *>(fn_param_bf16_written(params[i], mt->ctx));
         host[i] = fn_mt_entry{params[i]->value.data, copy, params[i]->grad.data,
                               state1 ? state1[i].data : NULL, state2 ? state2[i].data : NULL,
-                              count, chunks};
+                              NULL, count, chunks};
         chunks += (long long)((count + kMtChunk - 1) / kMtChunk);
     }
     mt->chunks = chunks;
@@ -158,5 +158,25 @@ extern "C" fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt)
     fn_launch(mt->ctx, mt_zero_grad_kernel, fn_mt_blocks(mt), kMtThreads, 0, fn_ctx_stream(mt->ctx),
               (const fn_mt_entry *)mt->table, mt->n, mt->chunks);
     FN_CUDA_CHECK_LAUNCH(mt_zero_grad_kernel);
+    return FN_OK;
+}
+
+extern "C" fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16)
+{
+    if (i < 0 || i >= mt->n)
+        return fn_fail(FN_ERR_INVALID, "multi-tensor table: entry %d of %d", i, mt->n);
+    __nv_bfloat16 *ptr = static_cast<__nv_bfloat16 *>(state1_bf16);
+    static_cast<fn_mt_entry *>(mt->host_table)[i].state1_bf16 = ptr; /* for parts made later */
+    fn_mt_entry *table = static_cast<fn_mt_entry *>(mt->table);
+    FN_CUDA_CHECK(cudaMemcpy(&table[i].state1_bf16, &ptr, sizeof ptr, cudaMemcpyHostToDevice));
+    /* and the part that holds entry i, where the table is split already */
+    for (int k = 0, from = 0; k < mt->n_parts; from += mt->parts[k].n, k++) {
+        if (i >= from + mt->parts[k].n)
+            continue;
+        fn_mt_entry *part = static_cast<fn_mt_entry *>(mt->parts[k].table);
+        FN_CUDA_CHECK(cudaMemcpy(&part[i - from].state1_bf16, &ptr, sizeof ptr,
+                                 cudaMemcpyHostToDevice));
+        break;
+    }
     return FN_OK;
 }

@@ -10,6 +10,7 @@
 #include "optim/sgd_backends.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
+#include "core/gemm_cuda.h"
 #include "core/kernel_launch_cuda.cuh"
 #include "core/launch_cuda.cuh"
 #include "optim/multi_tensor_cuda.cuh"
@@ -102,7 +103,7 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
             if (i < end) {
                 p[k] = e.value[i];
                 g[k] = Folded ? 0.0f : e.grad[i];
-                b[k] = reads_buf ? e.state1[i] : 0.0f;
+                b[k] = reads_buf ? mt_load_state1(e, i) : 0.0f;
             }
         }
 #pragma unroll
@@ -115,10 +116,20 @@ sgd_all_kernel(const fn_mt_entry *table /* [n_tensors] */, int n_tensors, long l
                                                  one_minus_dampening, weight_decay, nesterov,
                                                  first_step));
                 if (Folded ? weight_decay != 0.0f : momentum != 0.0f)
-                    e.state1[i] = b[k];
+                    mt_store_state1(e, i, b[k]);
             }
         }
     });
+}
+
+/* A bfloat16 momentum buffer widened exactly into float32. */
+__global__ void __launch_bounds__(kThreads)
+sgd_widen_kernel(float *out /* [n] */, const __nv_bfloat16 *in /* [n] */, size_t n)
+{
+    FN_GRID_WAIT();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = __bfloat162float(in[i]);
 }
 
 /* ---- launchers and the backend ---- */
@@ -161,10 +172,29 @@ static fn_status cuda_update_all(const fn_multi_tensor *mt, const fn_sgd_config 
     return FN_OK;
 }
 
+static fn_status cuda_widen_bf16(fn_context *ctx, float *out, const void *in, size_t n)
+{
+    const size_t blocks = fn_stride_blocks(ctx, n, kThreads);
+    if (blocks == 0)
+        return FN_OK;
+    fn_launch(ctx, sgd_widen_kernel, (unsigned)blocks, kThreads, 0, fn_ctx_stream(ctx), out,
+              static_cast<const __nv_bfloat16 *>(in), n);
+    FN_CUDA_CHECK_LAUNCH(sgd_widen_kernel);
+    return FN_OK;
+}
+
+/* fn_cuda_to_bf16's rounding: __float2bfloat16_rn, the table's store. */
+static fn_status cuda_narrow_bf16(fn_context *ctx, void *out, const float *in, size_t n)
+{
+    return fn_cuda_to_bf16(ctx, static_cast<fn_bf16 *>(out), in, n, NULL, NULL, 0);
+}
+
 extern "C" const fn_sgd_backend fn_sgd_cuda_backend = {
     .device = FN_CUDA,
     .update = cuda_update,
     .backward_plain = fn_sgd_fused_backward,
     .update_folded = cuda_update_folded,
     .update_all = cuda_update_all,
+    .widen_bf16 = cuda_widen_bf16,
+    .narrow_bf16 = cuda_narrow_bf16,
 };

@@ -137,6 +137,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->epochs, 10);
     assert_float_equal(cfg->lr, 0.01f, 0);
     assert_int_equal(sgd_of(cfg)->nesterov, 0);
+    assert_int_equal(sgd_of(cfg)->momentum_bf16, 0);
     assert_int_equal(cfg->seed, 1);
     assert_int_equal(cfg->checkpoint_every, 0);
     assert_true(cfg->device_auto);
@@ -339,6 +340,19 @@ static void test_nesterov_needs_momentum(void **state)
     EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n[train]\nnesterov = on\n",
                  NULL, FN_ERR_INVALID, "run.ini:6: train.nesterov: nesterov needs momentum > 0",
                  NULL);
+}
+
+static void test_momentum_bf16_needs_momentum(void **state)
+{
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n[train]\n"
+                 "momentum_bf16 = true\n",
+                 NULL, FN_ERR_INVALID,
+                 "run.ini:6: train.momentum_bf16: momentum_bf16 needs momentum > 0", NULL);
+    EXPECT_ERROR("[train]\nmomentum_bf16 = half\n", NULL, FN_ERR_INVALID,
+                 "train.momentum_bf16: expected true or false, got 'half'", NULL);
+    const char *const adam[] = {"train.optimizer=adam", "train.momentum_bf16=true", NULL};
+    EXPECT_ERROR(minimal, adam, FN_ERR_INVALID,
+                 "--set train.momentum_bf16=true: applies to optimizer = sgd only", NULL);
 }
 
 static void test_bad_enums(void **state)
@@ -1033,6 +1047,7 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_duplicate_key), T(test_syntax_error), T(test_not_a_number), T(test_out_of_range),
           T(test_float_range_after_narrowing), T(test_zero_and_negative_sizes),
           T(test_bad_layer_lists), T(test_groups_must_divide), T(test_nesterov_needs_momentum),
+          T(test_momentum_bf16_needs_momentum),
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),
           T(test_parse_layers), T(test_optimizer_keys), T(test_optimizer_key_errors),

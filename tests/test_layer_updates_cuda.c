@@ -11,7 +11,8 @@
  *    times) as the one-update run with graphs, replayed as CUDA graphs
  *    (the fork and join captured: as many graphs as the one-update run), without
  *    graphs and eager (the loss read every step), for SGD with momentum
- *    folded into backward and AdamW, in fp32 and bf16 (the update writes
+ *    folded into backward (its buffers fp32, and bfloat16 with
+ *    momentum_bf16) and AdamW, in fp32 and bf16 (the update writes
  *    the weights' bf16 copies the next forward reads), and centered
  *    RMSprop (two tables cut alike);
  *  - a diverging graph run stops with the one-update eager run's message
@@ -226,6 +227,12 @@ static void test_sgd_folded_bf16(void **state)
     expect_same_runs(*state, "sgd_bf16", "run.math=bf16");
 }
 
+/* The momentum buffers in bfloat16: each part's table reads them too. */
+static void test_sgd_folded_momentum_bf16(void **state)
+{
+    expect_same_runs(*state, "sgd_mbf16", "run.math=bf16;train.momentum_bf16=true");
+}
+
 static void test_adamw(void **state)
 {
     expect_same_runs(*state, "adamw", "train.optimizer=adamw;train.momentum=0");
@@ -260,5 +267,6 @@ static void test_nonfinite_stop(void **state)
 #define RUN_TEST(test) cmocka_unit_test_setup_teardown(test, setup, deferred_run_teardown)
 
 GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_parts_sgd), cmocka_unit_test(test_parts_adamw),
-              RUN_TEST(test_sgd_folded), RUN_TEST(test_sgd_folded_bf16), RUN_TEST(test_adamw),
+              RUN_TEST(test_sgd_folded), RUN_TEST(test_sgd_folded_bf16),
+              RUN_TEST(test_sgd_folded_momentum_bf16), RUN_TEST(test_adamw),
               RUN_TEST(test_adamw_bf16), RUN_TEST(test_rmsprop), RUN_TEST(test_nonfinite_stop))

@@ -244,8 +244,39 @@ static void test_config_check(void **state)
     assert_int_equal(fn_sgd_config_check(&good), FN_OK);
 }
 
+/* momentum_bf16 needs momentum (C API and config alike) and a GPU in bf16
+ * math: the CPU in any math mode refuses it, naming the option and why. */
+static void test_momentum_bf16_refused(void **state)
+{
+    (void)state;
+    fn_sgd_config no_momentum = {.lr = 0.1f, .momentum_bf16 = 1};
+    EXPECT_FAIL(fn_sgd_config_check(&no_momentum), FN_ERR_INVALID,
+                "sgd: momentum_bf16 needs momentum > 0 (got 0)");
+    static const fn_math modes[] = {FN_MATH_FP32, FN_MATH_BF16};
+    static const char *const why[] = {
+        "sgd: momentum_bf16 needs the GPU in bf16 math (here device cpu, math fp32)",
+        "sgd: momentum_bf16 needs the GPU in bf16 math (here device cpu, math bf16)"};
+    for (int m = 0; m < 2; m++) {
+        fn_context *ctx = NULL;
+        EXPECT_OK(fn_context_create(&ctx, FN_CPU, 0, modes[m]));
+        const sgd_case *c = &cases[4];
+        fn_param params[2], *list[2];
+        contract_params(params, list, N, c->theta, c->g1, FN_CPU);
+        fn_sgd_config cfg = c->cfg;
+        cfg.momentum_bf16 = 1;
+        fn_sgd *sgd = NULL;
+        EXPECT_FAIL(fn_sgd_create(&sgd, ctx, list, 2, &cfg), FN_ERR_INVALID, why[m]);
+        assert_null(sgd);
+        cfg.momentum_bf16 = 0; /* the same parameters take the float32 buffers */
+        EXPECT_OK(fn_sgd_create(&sgd, ctx, list, 2, &cfg));
+        fn_sgd_destroy(sgd);
+        contract_params_free(params);
+        fn_context_destroy(ctx);
+    }
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_update_cpu), cmocka_unit_test(test_update_cuda),
           cmocka_unit_test(test_rounding_cpu), cmocka_unit_test(test_rounding_cuda),
           cmocka_unit_test(test_optimizer_cpu), cmocka_unit_test(test_optimizer_cuda),
           cmocka_unit_test(test_interface_cpu), cmocka_unit_test(test_interface_cuda),
-          cmocka_unit_test(test_config_check))
+          cmocka_unit_test(test_config_check), cmocka_unit_test(test_momentum_bf16_refused))

@@ -251,6 +251,13 @@ static void test_config_errors(void **state)
     EXPECT_FAILURE(groups, 1, "--set model.groups=5: groups 5 does not divide the width 32");
     const char *resume[] = {path, "--resume", NULL};
     EXPECT_FAILURE(resume, 1, "checkpoint.h5: cannot open");
+    /* bfloat16 momentum buffers only where a product writes bfloat16 */
+    const char *bf16[] = {path, "--set", "run.device=cpu", "--set", "train.momentum=0.9",
+                          "--set", "train.momentum_bf16=true", NULL};
+    EXPECT_FAILURE(bf16, 1, "momentum_bf16 needs the GPU in bf16 math (here device cpu, math "
+                            "fp32): only there does the weights' dW product write a bfloat16 "
+                            "buffer; set [run] device = cuda and math = bf16, or momentum_bf16 = "
+                            "false");
 }
 
 static void test_data_errors(void **state)

@@ -19,7 +19,10 @@
  * With momentum > 0 the step is the one train takes, momentum folded into
  * backward (fn_optimizer_fold: the dW product computes buf = mu buf + dW,
  * the update reads W and buf only); the step without the fold is timed
- * first, as step_*_unfolded.
+ * first, as step_*_unfolded. In bf16 the same four steps follow with the
+ * weight's momentum buffer in bfloat16 (momentum_bf16, sgd.h: the folded
+ * dW product reads and writes it with beta = mu, the update reads it),
+ * named step_*_bf16buf: step_dx_m0.9_bf16buf beside step_dx_m0.9.
  * With --optimizer adamw the step is the unfused one with AdamW
  * (torch.optim.AdamW's defaults but the rate: betas 0.9, 0.999, eps 1e-8,
  * weight decay 0.01), named step_*_adamw as bench_torch.py names its fused
@@ -714,15 +717,55 @@ static void report_passes(bench *b, const product_times *t)
 }
 
 /* One step, timed under a name that carries the optimiser as bench_torch.py
- * writes it: the momentum (%g) for SGD, "adamw" for AdamW. */
+ * writes it: the momentum (%g) for SGD, "adamw" for AdamW; then suffix
+ * ("_bf16buf": the momentum buffers in bfloat16) or nothing. */
+static void report_step_as(bench *b, const char *what, const char *suffix, bench_op op,
+                           double floor_ms)
+{
+    char name[96];
+    if (b->o.adamw)
+        snprintf(name, sizeof name, "%s_adamw%s", what, suffix);
+    else
+        snprintf(name, sizeof name, "%s_m%g%s", what, (double)b->o.momentum, suffix);
+    report(b, name, time_op(b, op, INNER_PASS), floor_ms);
+}
+
 static void report_step(bench *b, const char *what, bench_op op, double floor_ms)
 {
-    char name[64];
-    if (b->o.adamw)
-        snprintf(name, sizeof name, "%s_adamw", what);
-    else
-        snprintf(name, sizeof name, "%s_m%g", what, (double)b->o.momentum);
-    report(b, name, time_op(b, op, INNER_PASS), floor_ms);
+    report_step_as(b, what, "", op, floor_ms);
+}
+
+/* The optimiser's momentum folded into backward, or exit. */
+static void fold(bench *b)
+{
+    int folded = 0;
+    check(fn_optimizer_fold(b->opt, &folded), "fold");
+    if (!folded) {
+        fprintf(stderr, "bench: SGD with momentum %g did not fold\n", (double)b->o.momentum);
+        exit(1);
+    }
+}
+
+/* bf16 with momentum: the same steps again with the weight's momentum
+ * buffer in bfloat16 (momentum_bf16, sgd.h), beside the float32 buffer's
+ * rows of one run: a new SGD over the block, unfolded then folded. */
+static void report_steps_bf16buf(bench *b, double floor_dx, double floor_nodx)
+{
+    fn_sgd_destroy(b->sgd); /* gives the block its gradients back */
+    b->sgd = NULL;
+    fn_param *params[FN_BLOCK_N_PARAMS];
+    for (int i = 0; i < FN_BLOCK_N_PARAMS; i++)
+        params[i] = &b->layer->params[i];
+    fn_sgd_config sc = fn_sgd_config_default(b->o.lr);
+    sc.momentum = b->o.momentum;
+    sc.momentum_bf16 = 1;
+    check(fn_sgd_create(&b->sgd, b->ctx, params, FN_BLOCK_N_PARAMS, &sc), "sgd, momentum_bf16");
+    b->opt = fn_sgd_optimizer(b->sgd);
+    report_step_as(b, "step_dx_unfolded", "_bf16buf", op_step_unfused_dx, floor_dx);
+    report_step_as(b, "step_nodx_unfolded", "_bf16buf", op_step_unfused_nodx, floor_nodx);
+    fold(b);
+    report_step_as(b, "step_dx", "_bf16buf", op_step_unfused_dx, floor_dx);
+    report_step_as(b, "step_nodx", "_bf16buf", op_step_unfused_nodx, floor_nodx);
 }
 
 static void report_steps(bench *b, const product_times *t)
@@ -733,12 +776,7 @@ static void report_steps(bench *b, const product_times *t)
         /* Unfolded first: only destroying the optimiser undoes the fold. */
         report_step(b, "step_dx_unfolded", op_step_unfused_dx, floor_dx);
         report_step(b, "step_nodx_unfolded", op_step_unfused_nodx, floor_nodx);
-        int folded = 0;
-        check(fn_optimizer_fold(b->opt, &folded), "fold");
-        if (!folded) {
-            fprintf(stderr, "bench: SGD with momentum %g did not fold\n", (double)b->o.momentum);
-            exit(1);
-        }
+        fold(b);
     }
     report_step(b, "step_dx", fused ? op_step_fused_dx : op_step_unfused_dx, floor_dx);
     report_step(b, "step_nodx", fused ? op_step_fused_nodx : op_step_unfused_nodx, floor_nodx);
@@ -746,6 +784,8 @@ static void report_steps(bench *b, const product_times *t)
         report_step(b, "step_dx_unfused", op_step_unfused_dx, floor_dx);
         report_step(b, "step_nodx_unfused", op_step_unfused_nodx, floor_nodx);
     }
+    if (!b->o.adamw && b->o.momentum > 0.0f && b->o.math == FN_MATH_BF16)
+        report_steps_bf16buf(b, floor_dx, floor_nodx);
 }
 
 static void destroy(bench *b)

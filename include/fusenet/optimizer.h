@@ -97,6 +97,14 @@ typedef struct fn_optimizer_ops {
      * part applied once, in any order, is apply(skip), bit for bit. */
     fn_status (*split)(fn_optimizer *opt);
     fn_status (*apply_part)(fn_optimizer *opt, int part, const int *skip);
+    /* Optional, both or neither: where the optimiser keeps some state in
+     * another number format than the float32 tensors `state` publishes
+     * (SGD's momentum_bf16, sgd.h), export writes that state into them
+     * (widened exactly) and import reads them back (rounded to the kept
+     * format), each queued on the context's stream. A reader of the
+     * published state (checkpoints) exports first; a writer imports after. */
+    fn_status (*state_export)(fn_optimizer *opt);
+    fn_status (*state_import)(fn_optimizer *opt);
 } fn_optimizer_ops;
 
 struct fn_optimizer {
@@ -161,6 +169,10 @@ const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
 /* 1 when no value of kind `kind` can be negative (state_nonnegative). */
 int fn_optimizer_state_nonnegative(const fn_optimizer *opt, int kind);
 fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
+/* The state_export and state_import hooks above; FN_OK without them (the
+ * published tensors are the state itself). */
+fn_status fn_optimizer_state_export(fn_optimizer *opt);
+fn_status fn_optimizer_state_import(fn_optimizer *opt);
 /* The bytes of every state tensor it publishes, on the parameters' device. */
 size_t fn_optimizer_state_bytes(fn_optimizer *opt);
 

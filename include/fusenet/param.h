@@ -44,6 +44,15 @@ typedef struct fn_param {
      * parameter has one writer, its layer's backward, so a layer honours
      * it in every product and column sum that makes a gradient. */
     float grad_beta;
+    /* Device bfloat16 [count], or NULL (the default): where set, backward
+     * writes this parameter's gradient there instead of into grad, by the
+     * same rule (grad_bf16 = grad_beta * grad_bf16 + d loss / d value,
+     * the sum in fp32, rounded once to the nearest bfloat16). Only a
+     * weight with a bfloat16 copy (value_bf16: its layer's products read it
+     * in bfloat16) honours it, in its dW product; an optimiser that keeps
+     * its running sum in bfloat16 sets it on such weights alone (SGD's
+     * momentum_bf16, sgd.h). */
+    void *grad_bf16;
     void *value_bf16;  /* device [out * in] bfloat16 copy of value, the layer's memory (bf16
                         * math on the GPU, a weight a product reads), or NULL: none */
     int bf16_keepers;  /* owners keeping value_bf16 current (see above); 0: the forward

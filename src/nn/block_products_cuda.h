@@ -72,9 +72,13 @@ fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, i
  * bf16) and the last forward's x (x_h): dx = dz W (when dx is given), then
  * dw_out = beta dw_out + alpha dz^T x (the weight's gradient with alpha 1
  * and its grad_beta, param.h; or the weight itself with alpha = -lr and
- * beta 1, after dx has read it). beta 0 never reads dw_out. */
+ * beta 1, after dx has read it). beta 0 never reads dw_out. dw_out is
+ * float, or bfloat16 when dw_bf16 (bf16 mode only: the weight's
+ * grad_bf16, param.h; C and D of the product in bfloat16, the sum in fp32
+ * rounded once). */
 fn_status fn_block_cuda_backward_products(fn_block *b, fn_tensor *dx /* [N, in] or NULL */,
-                                          float *dw_out /* [out, in] */, float alpha, float beta);
+                                          void *dw_out /* [out, in] */, int dw_bf16, float alpha,
+                                          float beta);
 
 #ifdef __cplusplus
 }

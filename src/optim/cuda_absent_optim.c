@@ -77,3 +77,9 @@ fn_status fn_multi_tensor_split(fn_multi_tensor *mt, const int *first, int n)
     (void)mt, (void)first, (void)n;
     return fn_cuda_absent("the optimiser's table on the GPU");
 }
+
+fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16)
+{
+    (void)mt, (void)i, (void)state1_bf16;
+    return fn_cuda_absent("the optimiser's table on the GPU");
+}

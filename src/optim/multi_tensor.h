@@ -40,6 +40,10 @@ fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx, fn_param 
                                  int n, const fn_tensor *state1, const fn_tensor *state2,
                                  size_t scalar_bytes);
 void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
+/* Entry i's state1 kept in bfloat16 at state1_bf16 (device, [n]; NULL:
+ * float32 again): the kernels that read it so (SGD's) read and write it
+ * there, rounding each store once. */
+fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16);
 /* Queues the copy of the step's scalars (scalar_bytes; pageable host
  * memory, reusable at once) on the context's stream; nothing when they are
  * the ones queued last (SGD at a constant lr: one copy a run). */

@@ -28,6 +28,8 @@ struct fn_mt_entry {
     float *grad;     /* [n] */
     float *state1;   /* [n] or NULL */
     float *state2;   /* [n] or NULL */
+    __nv_bfloat16 *state1_bf16; /* [n]: state1 kept in bfloat16 instead (the kernels that
+                                 * take it read and write this, not state1), or NULL */
     size_t n;
     long long chunk0; /* the first piece of this tensor */
 };
@@ -40,6 +42,22 @@ __device__ __forceinline__ void mt_store_value(const fn_mt_entry &e, size_t i, f
     e.value[i] = v;
     if (e.value_bf16)
         e.value_bf16[i] = __float2bfloat16_rn(v);
+}
+
+/* State1's element i as float (widened exactly from its bfloat16 form
+ * where the entry keeps one), and its store: rounded to the nearest
+ * bfloat16 (ties to even) there. */
+__device__ __forceinline__ float mt_load_state1(const fn_mt_entry &e, size_t i)
+{
+    return e.state1_bf16 ? __bfloat162float(e.state1_bf16[i]) : e.state1[i];
+}
+
+__device__ __forceinline__ void mt_store_state1(const fn_mt_entry &e, size_t i, float v)
+{
+    if (e.state1_bf16)
+        e.state1_bf16[i] = __float2bfloat16_rn(v);
+    else
+        e.state1[i] = v;
 }
 
 /* The entry that holds piece `chunk`: the last whose chunk0 <= chunk

@@ -216,6 +216,18 @@ fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param)
     return opt->ops->state(opt, kind, param);
 }
 
+fn_status fn_optimizer_state_export(fn_optimizer *opt)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_state_export"));
+    return opt->ops->state_export ? opt->ops->state_export(opt) : FN_OK;
+}
+
+fn_status fn_optimizer_state_import(fn_optimizer *opt)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_state_import"));
+    return opt->ops->state_import ? opt->ops->state_import(opt) : FN_OK;
+}
+
 size_t fn_optimizer_state_bytes(fn_optimizer *opt)
 {
     size_t n = 0;

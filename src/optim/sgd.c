@@ -15,7 +15,17 @@
  * over theta and buf, with no gradient tensor written or read. The
  * rounding differs from the unfolded step's (mu buf + g rounded once in
  * the product, wd theta added after it); a checkpoint's "momentum" is the
- * buffer, torch's, either way. */
+ * buffer, torch's, either way.
+ *
+ * Momentum in bfloat16 (momentum_bf16, sgd.h): each weight with a bfloat16
+ * copy keeps its buffer in bf16[i] as well as the float32 tensor
+ * buffers[i], which is then only its published view: widened into by
+ * state_export (checkpoints), rounded back by state_import. The table's
+ * kernels read and write the bfloat16 buffer (multi_tensor.h); folded,
+ * backward writes it (the weight's grad_bf16, param.h); a one-tensor update
+ * (step_params, the CPU-shaped path) widens it into the view, updates the
+ * view in float32 and rounds it back: the table's arithmetic, so the same
+ * bits. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -31,7 +41,16 @@ struct fn_sgd {
     fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
     fn_tensor *own_grads;          /* [n_params] the parameters' own gradients while
                                     * folded (sgd_fold); else NULL */
+    fn_tensor *bf16;               /* [n_params] with momentum_bf16: a weight's bfloat16
+                                    * buffer (storage of rows x ceil(cols / 2) floats), data
+                                    * NULL for a parameter whose buffer is float32; else NULL */
 };
+
+/* Parameter i's bfloat16 momentum buffer, or NULL: its buffer is float32. */
+static void *bf16_buffer(const fn_sgd *opt, int i)
+{
+    return opt->bf16 ? opt->bf16[i].data : NULL;
+}
 
 static const char *const sgd_state_names[] = {"momentum"};
 
@@ -61,6 +80,11 @@ fn_status fn_sgd_config_check(const fn_sgd_config *cfg)
                        "sgd: nesterov needs momentum > 0 and dampening 0 (got momentum %g, "
                        "dampening %g)",
                        (double)cfg->momentum, (double)cfg->dampening);
+    if (cfg->momentum_bf16 && !(cfg->momentum > 0.0f))
+        return fn_fail(FN_ERR_INVALID,
+                       "sgd: momentum_bf16 needs momentum > 0 (got %g): without momentum there "
+                       "is no buffer to keep",
+                       (double)cfg->momentum);
     return FN_OK;
 }
 
@@ -108,6 +132,34 @@ fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad
 
 /* --- the optimiser ------------------------------------------------------------ */
 
+/* Parameter i's bfloat16 buffer widened into its float32 view (to_view) or
+ * the view rounded back; nothing where the buffer is float32. */
+static fn_status sync_bf16(fn_sgd *opt, int i, int to_view)
+{
+    void *h = bf16_buffer(opt, i);
+    if (!h)
+        return FN_OK;
+    fn_tensor *view = &opt->buffers[i];
+    const size_t n = fn_tensor_count(view);
+    return to_view ? opt->backend->widen_bf16(opt->base.ctx, view->data, h, n)
+                   : opt->backend->narrow_bf16(opt->base.ctx, h, view->data, n);
+}
+
+/* One parameter's one-tensor update (with a bfloat16 buffer: through its
+ * view, sgd.c's header). */
+static fn_status update_one(fn_sgd *opt, const fn_sgd_config *cfg, int first, int i)
+{
+    fn_optimizer *base = &opt->base;
+    fn_param *p = base->params[i];
+    fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
+    if (!first || opt->own_grads) /* the first unfolded step reads no buffer */
+        FN_TRY(sync_bf16(opt, i, 1));
+    FN_TRY(opt->own_grads ? opt->backend->update_folded(base->ctx, &p->value, buf, cfg)
+                          : checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
+                                           cfg, first));
+    return sync_bf16(opt, i, 0);
+}
+
 /* The one-tensor updates of parameters [from, from + count) with cfg;
  * first: the run's first step; step: the step's number in messages. */
 static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, long long step,
@@ -116,11 +168,7 @@ static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, 
     fn_optimizer *base = &opt->base;
     for (int i = from; i < from + count; i++) {
         fn_param *p = base->params[i];
-        fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
-        fn_status st = opt->own_grads
-                           ? opt->backend->update_folded(base->ctx, &p->value, buf, cfg)
-                           : checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
-                                            cfg, first);
+        fn_status st = update_one(opt, cfg, first, i);
         if (st == FN_OK) /* the one-tensor update writes no copy: a pass of its own */
             st = fn_param_refresh_bf16(p, base->ctx);
         if (st != FN_OK) {
@@ -206,11 +254,22 @@ static fn_status sgd_step(fn_optimizer *base)
 /* One launch on the GPU (the multi-tensor table), else tensor by tensor;
  * folded, the gradients are the buffers (the table holds the parameters'
  * own), zeroed tensor by tensor: the momentum starts again. */
+static fn_status zero_bf16(fn_sgd *opt)
+{
+    for (int i = 0; opt->bf16 && i < opt->base.n_params; i++)
+        if (opt->bf16[i].data)
+            FN_TRY(fn_tensor_zero(&opt->bf16[i]));
+    return FN_OK;
+}
+
 static fn_status sgd_zero_grad(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    return opt->all.table && !opt->own_grads ? fn_multi_tensor_zero_grad(&opt->all)
-                                             : fn_optimizer_zero_each(base);
+    if (opt->all.table && !opt->own_grads)
+        return fn_multi_tensor_zero_grad(&opt->all);
+    FN_TRY(fn_optimizer_zero_each(base));
+    /* folded, a bfloat16 buffer is the gradient backward adds to */
+    return opt->own_grads ? zero_bf16(opt) : FN_OK;
 }
 
 static int can_fold(const fn_sgd_config *cfg)
@@ -225,9 +284,11 @@ static fn_status sgd_fold(fn_optimizer *base, int *folded)
     *folded = opt->own_grads != NULL;
     if (*folded || !can_fold(&opt->cfg))
         return FN_OK;
-    if (base->steps == 0) /* the first step's buffer is then mu 0 + g = g */
+    if (base->steps == 0) { /* the first step's buffer is then mu 0 + g = g */
         for (int i = 0; i < base->n_params; i++)
             FN_TRY(fn_tensor_zero(&opt->buffers[i]));
+        FN_TRY(zero_bf16(opt));
+    }
     const int n = base->n_params;
     opt->own_grads = calloc(n > 0 ? (size_t)n : 1, sizeof *opt->own_grads);
     if (!opt->own_grads)
@@ -236,6 +297,7 @@ static fn_status sgd_fold(fn_optimizer *base, int *folded)
         fn_param *p = base->params[i];
         opt->own_grads[i] = p->grad;
         p->grad = opt->buffers[i];
+        p->grad_bf16 = bf16_buffer(opt, i); /* backward writes the bfloat16 buffer there */
         p->grad_beta = opt->cfg.momentum;
     }
     *folded = 1;
@@ -249,6 +311,7 @@ static void unfold(fn_sgd *opt)
         return;
     for (int i = 0; i < opt->base.n_params; i++) {
         opt->base.params[i]->grad = opt->own_grads[i];
+        opt->base.params[i]->grad_bf16 = NULL;
         opt->base.params[i]->grad_beta = 0.0f;
     }
     free(opt->own_grads);
@@ -282,6 +345,18 @@ static fn_tensor *sgd_state(fn_optimizer *base, int kind, int param)
     return fn_sgd_momentum_buffer((fn_sgd *)base, param);
 }
 
+/* The bfloat16 buffers into their float32 views (to_view) or back. */
+static fn_status sync_all_bf16(fn_sgd *opt, int to_view)
+{
+    for (int i = 0; opt->bf16 && i < opt->base.n_params; i++)
+        FN_TRY(sync_bf16(opt, i, to_view));
+    return FN_OK;
+}
+
+static fn_status sgd_state_export(fn_optimizer *base) { return sync_all_bf16((fn_sgd *)base, 1); }
+
+static fn_status sgd_state_import(fn_optimizer *base) { return sync_all_bf16((fn_sgd *)base, 0); }
+
 static void sgd_destroy(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
@@ -290,6 +365,10 @@ static void sgd_destroy(fn_optimizer *base)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->buffers[i]);
     free(opt->buffers);
+    if (opt->bf16)
+        for (int i = 0; i < base->n_params; i++)
+            fn_tensor_free(&opt->bf16[i]);
+    free(opt->bf16);
     fn_multi_tensor_release(&opt->all);
     fn_optimizer_release(base);
     free(opt);
@@ -310,6 +389,8 @@ static const fn_optimizer_ops sgd_ops = {
     .fold = sgd_fold,
     .split = sgd_split,
     .apply_part = sgd_apply_part,
+    .state_export = sgd_state_export,
+    .state_import = sgd_state_import,
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */
@@ -341,6 +422,51 @@ static fn_status alloc_buffers(fn_sgd *opt)
     return FN_OK;
 }
 
+/* With momentum_bf16: a GPU context in bf16 math, where the weights with
+ * a bfloat16 copy are the ones whose products run in bfloat16. */
+static fn_status check_bf16_context(const fn_sgd_config *cfg, fn_context *ctx,
+                                    const fn_sgd_backend *backend)
+{
+    if (!cfg->momentum_bf16)
+        return FN_OK;
+    const fn_device dev = ctx ? fn_context_device(ctx) : FN_CPU;
+    const fn_math math = ctx ? fn_context_math(ctx) : FN_MATH_FP32;
+    if (!backend->narrow_bf16 || math != FN_MATH_BF16)
+        return fn_fail(FN_ERR_INVALID,
+                       "sgd: momentum_bf16 needs the GPU in bf16 math (here device %s, math "
+                       "%s): only there does the weights' dW product write a bfloat16 buffer; "
+                       "set [run] device = cuda and math = bf16, or momentum_bf16 = false",
+                       fn_device_name(dev), fn_math_name(math));
+    return FN_OK;
+}
+
+/* A bfloat16 buffer, zeroed, for each weight with a bfloat16 copy. */
+static fn_status alloc_bf16(fn_sgd *opt)
+{
+    const int n = opt->base.n_params;
+    opt->bf16 = calloc((size_t)n, sizeof *opt->bf16);
+    if (!opt->bf16)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for SGD's bfloat16 buffers");
+    for (int i = 0; i < n; i++) {
+        const fn_param *p = opt->base.params[i];
+        if (!p->value_bf16)
+            continue;
+        FN_TRY(fn_tensor_alloc(&opt->bf16[i], p->value.rows, (p->value.cols + 1) / 2,
+                               p->value.device));
+        FN_TRY(fn_tensor_zero(&opt->bf16[i]));
+    }
+    return FN_OK;
+}
+
+/* The table's kernels read and write the bfloat16 buffers. */
+static fn_status table_bf16(fn_sgd *opt)
+{
+    for (int i = 0; opt->bf16 && opt->all.table && i < opt->base.n_params; i++)
+        if (bf16_buffer(opt, i))
+            FN_TRY(fn_multi_tensor_set_state1_bf16(&opt->all, i, bf16_buffer(opt, i)));
+    return FN_OK;
+}
+
 static const fn_optimizer_ops *ops_for(const fn_sgd_config *cfg, const fn_sgd_backend *backend)
 {
     const int plain = cfg->momentum == 0.0f && cfg->weight_decay == 0.0f;
@@ -359,13 +485,19 @@ fn_status fn_sgd_create(fn_sgd **out, fn_context *ctx, fn_param *const *params, 
         return fn_fail(FN_ERR_NOMEM, "out of host memory for an SGD optimiser");
     opt->cfg = *cfg;
     opt->backend = backend_for(ctx ? fn_context_device(ctx) : FN_CPU);
-    fn_status st = fn_optimizer_init(&opt->base, ops_for(cfg, opt->backend), ctx, params,
-                                     n_params, "fn_sgd_create");
+    fn_status st = check_bf16_context(cfg, ctx, opt->backend);
+    if (st == FN_OK)
+        st = fn_optimizer_init(&opt->base, ops_for(cfg, opt->backend), ctx, params, n_params,
+                               "fn_sgd_create");
     if (st == FN_OK && cfg->momentum != 0.0f)
         st = alloc_buffers(opt);
+    if (st == FN_OK && cfg->momentum_bf16)
+        st = alloc_bf16(opt);
     if (st == FN_OK && opt->backend->update_all)
         st = fn_multi_tensor_create(&opt->all, ctx, opt->base.params, n_params, opt->buffers,
                                     NULL, sizeof(fn_sgd_scalars));
+    if (st == FN_OK)
+        st = table_bf16(opt);
     if (st != FN_OK) {
         sgd_destroy(&opt->base);
         return st;

@@ -41,6 +41,12 @@ typedef struct fn_sgd_backend {
      * GPU's. */
     fn_status (*update_all)(const fn_multi_tensor *mt, const fn_sgd_config *cfg, const int *skip,
                             int folded);
+    /* Optional, both or neither (the GPU's): momentum buffers kept in
+     * bfloat16 (momentum_bf16, sgd.h), n values on the context's stream:
+     * out = in widened exactly; out = in rounded to the nearest bfloat16
+     * (ties to even), as the table's kernels round a buffer they store. */
+    fn_status (*widen_bf16)(fn_context *ctx, float *out, const void *in, size_t n);
+    fn_status (*narrow_bf16)(fn_context *ctx, void *out, const float *in, size_t n);
 } fn_sgd_backend;
 
 extern const fn_sgd_backend fn_sgd_cpu_backend;  /* optim/sgd_cpu.c */

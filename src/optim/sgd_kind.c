@@ -1,5 +1,5 @@
-/* sgd_kind.c — SGD (with momentum, dampening, weight decay, Nesterov) as a
- * registered optimiser (optimizer_kind.h): its [train] keys, their
+/* sgd_kind.c — SGD (with momentum, dampening, weight decay, Nesterov, the
+ * momentum buffers in bfloat16) as a registered optimiser (optimizer_kind.h): its [train] keys, their
  * defaults (torch.optim.SGD's) and the rule across them. */
 #include <stddef.h>
 
@@ -13,6 +13,7 @@ static const fn_option options[] = {
     {"dampening", FN_OPTION_FLOAT, AT(dampening), 0, 1, 0, "0"},
     {"weight_decay", FN_OPTION_FLOAT, AT(weight_decay), 0, 1e6, 0, "0"},
     {"nesterov", FN_OPTION_BOOL, AT(nesterov), 0, 0, 0, "false"},
+    {"momentum_bf16", FN_OPTION_BOOL, AT(momentum_bf16), 0, 0, 0, "false"},
 };
 
 static fn_status check(const void *options_, const char **key)
@@ -21,6 +22,11 @@ static fn_status check(const void *options_, const char **key)
     *key = "nesterov";
     if (s->nesterov && (s->momentum <= 0 || s->dampening != 0))
         return fn_fail(FN_ERR_INVALID, "nesterov needs momentum > 0 and dampening = 0");
+    *key = "momentum_bf16";
+    if (s->momentum_bf16 && s->momentum <= 0)
+        return fn_fail(FN_ERR_INVALID,
+                       "momentum_bf16 needs momentum > 0: without momentum there is no buffer "
+                       "to keep");
     return FN_OK;
 }
 

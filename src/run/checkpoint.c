@@ -131,6 +131,7 @@ static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_o
     FN_TRY(fn_provenance_write(file, path, prov));
     FN_TRY(write_state(file, path, state));
     FN_TRY(write_optimizer(file, path, opt, state));
+    FN_TRY(fn_optimizer_state_export(opt)); /* float32, as the file stores it */
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
         FN_TRY(write_kind(file, path, net, opt, k));
     return FN_OK;
@@ -337,7 +338,7 @@ static fn_status upload(fn_net *net, fn_optimizer *opt, const host_copy *c)
             if (t && values)
                 FN_TRY(fn_tensor_upload(t, values, fn_tensor_count(t)));
         }
-    return FN_OK;
+    return fn_optimizer_state_import(opt); /* into a state kept in another format */
 }
 
 typedef struct load_job {

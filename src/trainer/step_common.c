@@ -128,9 +128,13 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
      * tensors are its buffers, which the deferred steps after this one
      * may have moved already: grad_beta 0 writes the batch's plain
      * gradient over them, so the search finds what an unfolded step
-     * would. The run stops here, so that state is never used again. */
-    for (int i = 0; i < fn_net_n_params(t->net); i++)
+     * would (grad_bf16 NULL: into .grad in float32, where a bfloat16
+     * buffer was the gradient). The run stops here, so that state is
+     * never used again. */
+    for (int i = 0; i < fn_net_n_params(t->net); i++) {
         fn_net_param(t->net, i)->grad_beta = 0.0f;
+        fn_net_param(t->net, i)->grad_bf16 = NULL;
+    }
     if (st == FN_OK)
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)

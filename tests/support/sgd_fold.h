@@ -19,4 +19,12 @@
  * Returns the layers checked. */
 int fold_check(fn_context *ctx);
 
+/* The same with the weights' momentum buffers in bfloat16 (momentum_bf16;
+ * ctx a GPU context in bf16 math), for a block, a residual block and a
+ * linear layer, against the float32 buffers' step from one state: the
+ * bound in sgd_fold.c, the unfolded step's bits, the one-tensor path's
+ * bits, and the float32-buffer parameters unchanged. Returns the layers
+ * checked. */
+int fold_check_bf16(fn_context *ctx);
+
 #endif
