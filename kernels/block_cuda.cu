@@ -10,9 +10,6 @@
  *    (sample, group) pair, keeps its values in registers between the
  *    reduction and the write, and reduces by shuffles. Several teams share a
  *    warp when K is small (K = 16: eight groups a warp, four lanes a group).
- *    A lane loads kLoadsAhead vectors before its first shuffle (several
- *    pairs, or several rows in the backward), so that enough bytes are in
- *    flight to keep memory busy; each pair's arithmetic is the same.
  *  - group path, larger K (up to the whole width in one group): one block per
  *    (sample, group), block-wide reductions, values re-read from L1/L2.
  * Backward column sums: each block writes partial sums of its chunk of rows
@@ -51,15 +48,7 @@
 #include "core/reduce_cuda.cuh"
 
 static constexpr int kMaxReps = 4;          /* vectors a lane holds per group */
-/* Team path: vectors a lane loads before its first shuffle, over
- * kLoadsAhead / reps pairs (forward) or rows (backward); with one pair a
- * lane too few bytes are in flight, and the kernels wait on latency. */
-static constexpr int kLoadsAhead = 4;
-
-/* Pairs or rows a lane loads at once when it holds `reps` vectors a group. */
-static constexpr int loads_ahead(int reps) { return reps < kLoadsAhead ? kLoadsAhead / reps : 1; }
 static constexpr int kForwardThreads = 256; /* team path, forward */
-static constexpr int kForwardBlocksPerSm = 4; /* at most 64 registers a thread */
 static constexpr int kBackwardWarps = 8;    /* team path, backward: warps sharing a column tile */
 static constexpr int kGroupThreads = 256;   /* group path */
 
@@ -156,15 +145,9 @@ __device__ __forceinline__ float dleaky2(float dy, float u, float slope)
 }
 
 /* One team of `team` lanes per (sample, group); lane t holds vectors
- * t, t + team, ... of the group (coalesced), V floats each, at most R.
- * Pairs are contiguous in z (pair p at p * K), so a warp takes P batches
- * of 32/team consecutive pairs, team m of batch b the pair m + b * 32/team:
- * each load covers 32/team whole groups, and a lane issues the loads of all
- * P pairs before the first shuffle (more bytes in flight than one pair a
- * lane, the same arithmetic per pair). A grid-stride loop over the warps'
- * P-batches. */
-template <typename Z, typename Y, int V, int R, int P>
-__global__ void __launch_bounds__(kForwardThreads, kForwardBlocksPerSm)
+ * t, t + team, ... of the group (coalesced), V floats each, at most R. */
+template <typename Z, typename Y, int V, int R>
+__global__ void __launch_bounds__(kForwardThreads)
 block_forward_team_kernel(Y *y /* [N, C] */, float *mean /* [N, G] */, float *rstd /* [N, G] */,
                           const Z *z /* [N, C], x W^T without bias */,
                           const float *skip /* [N, C] added to y, or NULL */,
@@ -175,90 +158,62 @@ block_forward_team_kernel(Y *y /* [N, C] */, float *mean /* [N, G] */, float *rs
     FN_GRID_WAIT();
     const int K = C / G;
     const int t = threadIdx.x % team;
-    const int teams = kWarpSize / team; /* teams a warp */
-    const int member = (threadIdx.x % kWarpSize) / team;
-    const size_t pairs = (size_t)N * G;
-    const size_t warps = (size_t)gridDim.x * (blockDim.x / kWarpSize);
-    /* Every lane of a warp runs the same iterations, so the shuffles see the
-     * whole warp; lanes past the last pair stay to take part in them. */
-    for (size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / kWarpSize;
-         w * teams * P < pairs; w += warps) {
-        size_t pair[P];
-        bool active[P];
-        int c0[P];
-        float v[P][R][V], mu[P], rs[P];
+    const size_t pair = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / team;
+    /* Lanes past the last pair stay to take part in the shuffles. */
+    const bool active = pair < (size_t)N * G;
+    const size_t n = active ? pair / G : 0;
+    const int c0 = active ? (int)(pair % G) * K : 0;
+    const Z *zg = z + n * C + c0;
+
+    float v[R][V];
+    float sum = 0.0f;
 #pragma unroll
-        for (int p = 0; p < P; p++) {
-            pair[p] = (w * P + p) * teams + member;
-            active[p] = pair[p] < pairs;
-            c0[p] = active[p] ? (int)(pair[p] % G) * K : 0;
-            const Z *zg = z + (active[p] ? pair[p] * K : 0);
+    for (int r = 0; r < R; r++) {
+        const int j = (t + r * team) * V;
+        if (active && j < K) {
+            float b[V];
+            load_vec<V>(v[r], zg + j);
+            load_vec<V>(b, bias + c0 + j);
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int j = (t + r * team) * V;
-                if (active[p] && j < K) {
-                    float b[V];
-                    load_vec<V>(v[p][r], zg + j);
-                    load_vec<V>(b, bias + c0[p] + j);
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        v[p][r][e] += b[e];
-                }
+            for (int e = 0; e < V; e++) {
+                v[r][e] += b[e];
+                sum += v[r][e];
             }
         }
+    }
+    const float mu = team_sum(sum, team) / (float)K;
+    /* Variance as the mean of squared deviations: no cancellation. */
+    float sq = 0.0f;
 #pragma unroll
-        for (int p = 0; p < P; p++) {
-            float sum = 0.0f;
+    for (int r = 0; r < R; r++) {
+        const int j = (t + r * team) * V;
+        if (active && j < K) {
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int j = (t + r * team) * V;
-                if (active[p] && j < K) {
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        sum += v[p][r][e];
-                }
-            }
-            mu[p] = team_sum(sum, team) / (float)K;
-        }
-        /* Variance as the mean of squared deviations: no cancellation. */
-#pragma unroll
-        for (int p = 0; p < P; p++) {
-            float sq = 0.0f;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int j = (t + r * team) * V;
-                if (active[p] && j < K) {
-#pragma unroll
-                    for (int e = 0; e < V; e++) {
-                        const float d = v[p][r][e] - mu[p];
-                        sq += d * d;
-                    }
-                }
-            }
-            const float var = team_sum(sq, team) / (float)K;
-            rs[p] = 1.0f / sqrtf(var + eps);
-            if (active[p] && t == 0) {
-                mean[pair[p]] = mu[p];
-                rstd[pair[p]] = rs[p];
+            for (int e = 0; e < V; e++) {
+                const float d = v[r][e] - mu;
+                sq += d * d;
             }
         }
+    }
+    const float var = team_sum(sq, team) / (float)K;
+    const float rs = 1.0f / sqrtf(var + eps);
+    if (active && t == 0) {
+        mean[pair] = mu;
+        rstd[pair] = rs;
+    }
 #pragma unroll
-        for (int p = 0; p < P; p++) {
+    for (int r = 0; r < R; r++) {
+        const int j = (t + r * team) * V;
+        if (active && j < K) {
+            float g[V], b[V], out[V];
+            load_vec<V>(g, gamma + c0 + j);
+            load_vec<V>(b, beta + c0 + j);
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int j = (t + r * team) * V;
-                if (active[p] && j < K) {
-                    float g[V], b[V], out[V];
-                    load_vec<V>(g, gamma + c0[p] + j);
-                    load_vec<V>(b, beta + c0[p] + j);
-#pragma unroll
-                    for (int e = 0; e < V; e++)
-                        out[e] = leaky2(g[e] * ((v[p][r][e] - mu[p]) * rs[p]) + b[e], slope);
-                    if (skip)
-                        add_vec<V>(out, skip + pair[p] * K + j);
-                    store_vec<V>(y + pair[p] * K + j, out);
-                }
-            }
+            for (int e = 0; e < V; e++)
+                out[e] = leaky2(g[e] * ((v[r][e] - mu) * rs) + b[e], slope);
+            if (skip)
+                add_vec<V>(out, skip + n * C + c0 + j);
+            store_vec<V>(y + n * C + c0 + j, out);
         }
     }
 }
@@ -351,63 +306,13 @@ __device__ __forceinline__ void stage_column_partials(
     __syncthreads();
 }
 
-/* One row of the team path's backward, its z and dy loaded (a, d): dz
- * written (and dy into dskip), the column accumulators advanced. Every
- * lane of the warp calls it (shuffles). */
-template <typename Z, int V, int R>
-__device__ __forceinline__ void backward_team_row(
-    Z *dz, float *dskip, const float (&a)[R][V], const float (&d)[R][V], float mu, float rs,
-    const float (&gam)[R][V], const float (&bet)[R][V], const float (&bia)[R][V],
-    float (&acc_dgamma)[R][V], float (&acc_dbeta)[R][V], float (&acc_dbias)[R][V],
-    size_t row /* n * C + c0 */, bool active, int t, int team, int K, float slope)
-{
-    float zh[R][V], gh[R][V];
-    float s1 = 0.0f, s2 = 0.0f;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int j = (t + r * team) * V;
-        if (active && j < K) {
-            if (dskip)
-                store_vec<V>(dskip + row + j, d[r]);
-#pragma unroll
-            for (int e = 0; e < V; e++) {
-                zh[r][e] = ((a[r][e] + bia[r][e]) - mu) * rs;
-                const float du = dleaky2(d[r][e], gam[r][e] * zh[r][e] + bet[r][e], slope);
-                gh[r][e] = du * gam[r][e];
-                s1 += gh[r][e];
-                s2 += gh[r][e] * zh[r][e];
-                acc_dgamma[r][e] += du * zh[r][e];
-                acc_dbeta[r][e] += du;
-            }
-        }
-    }
-    const float m1 = team_sum(s1, team) / (float)K;
-    const float m2 = team_sum(s2, team) / (float)K;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int j = (t + r * team) * V;
-        if (active && j < K) {
-            float out[V];
-#pragma unroll
-            for (int e = 0; e < V; e++) {
-                out[e] = rs * (gh[r][e] - m1 - zh[r][e] * m2);
-                acc_dbias[r][e] += out[e];
-            }
-            store_vec<V>(dz + row + j, out);
-        }
-    }
-}
-
 /* Backward, team path. Block (tile, chunk): every warp covers the same tile
  * of 32/team whole groups, for rows chunk*rows_per_chunk + warp, + 8, ...;
  * it writes dz and accumulates dgamma, dbeta, dbias per column in registers,
  * then the block sums its warps into partials[chunk]; the tile's last
- * block adds the chunks into out (dgamma, dbeta, dbias; column_store).
- * MinBlocks: blocks a multiprocessor must hold (fewer registers, perhaps
- * spilled); 0 leaves the registers to ptxas. scripts/norm_candidates.cu
- * times the choice. */
-template <typename Z, int V, int R, int P, int MinBlocks = 0>
-__global__ void __launch_bounds__(kBackwardWarps * kWarpSize, MinBlocks)
+ * block adds the chunks into out (dgamma, dbeta, dbias; column_store). */
+template <typename Z, int V, int R>
+__global__ void __launch_bounds__(kBackwardWarps * kWarpSize)
 block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
                            float *partials /* [chunks, 3, C] */, int *tickets /* [tiles], 0 */,
                            float *dskip /* [N, C] gets dy, or NULL */,
@@ -450,34 +355,48 @@ block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
     }
 
     /* Every lane of a warp runs the same rows, so the shuffles below see
-     * the whole warp. P rows at a time: the loads of all P are issued
-     * before the first row's arithmetic, which then runs row by row in the
-     * order of one row at a time (the column sums' order). */
-    for (int n0 = row0 + warp; n0 < row1; n0 += kBackwardWarps * P) {
-        float a[P][R][V], d[P][R][V], mu[P], rs[P];
+     * the whole warp. */
+    for (int n = row0 + warp; n < row1; n += kBackwardWarps) {
+        const size_t row = (size_t)n * C + c0;
+        const float mu = active ? mean[(size_t)n * G + g] : 0.0f;
+        const float rs = active ? rstd[(size_t)n * G + g] : 0.0f;
+        float zh[R][V], gh[R][V];
+        float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int n = n0 + p * kBackwardWarps;
-            const bool here = active && n < row1;
-            const size_t row = (size_t)n * C + c0;
-            mu[p] = here ? mean[(size_t)n * G + g] : 0.0f;
-            rs[p] = here ? rstd[(size_t)n * G + g] : 0.0f;
+        for (int r = 0; r < R; r++) {
+            const int j = (t + r * team) * V;
+            if (active && j < K) {
+                float a[V], d[V];
+                load_vec<V>(a, z + row + j);
+                load_vec<V>(d, dy + row + j);
+                if (dskip)
+                    store_vec<V>(dskip + row + j, d);
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int j = (t + r * team) * V;
-                if (here && j < K) {
-                    load_vec<V>(a[p][r], z + row + j);
-                    load_vec<V>(d[p][r], dy + row + j);
+                for (int e = 0; e < V; e++) {
+                    zh[r][e] = ((a[e] + bia[r][e]) - mu) * rs;
+                    const float du = dleaky2(d[e], gam[r][e] * zh[r][e] + bet[r][e], slope);
+                    gh[r][e] = du * gam[r][e];
+                    s1 += gh[r][e];
+                    s2 += gh[r][e] * zh[r][e];
+                    acc_dgamma[r][e] += du * zh[r][e];
+                    acc_dbeta[r][e] += du;
                 }
             }
         }
+        const float m1 = team_sum(s1, team) / (float)K;
+        const float m2 = team_sum(s2, team) / (float)K;
 #pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int n = n0 + p * kBackwardWarps;
-            if (n < row1) /* the same in every lane */
-                backward_team_row<Z, V, R>(dz, dskip, a[p], d[p], mu[p], rs[p], gam, bet, bia,
-                                           acc_dgamma, acc_dbeta, acc_dbias, (size_t)n * C + c0,
-                                           active, t, team, K, slope);
+        for (int r = 0; r < R; r++) {
+            const int j = (t + r * team) * V;
+            if (active && j < K) {
+                float out[V];
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    out[e] = rs * (gh[r][e] - m1 - zh[r][e] * m2);
+                    acc_dbias[r][e] += out[e];
+                }
+                store_vec<V>(dz + row + j, out);
+            }
         }
     }
 
@@ -491,16 +410,11 @@ block_backward_team_kernel(Z *dz /* [N, C] */, column_outputs<3> out,
                                 tile_cols);
     if (!block_arrived_last(&tickets[blockIdx.x], (int)gridDim.y))
         return;
-    /* One (quantity, column) a thread: the tile's 3 x tile_cols sums run
-     * side by side, each over the chunks in chunk order, 16 loads ahead
-     * (the registers of the rows above are free by now). */
+    /* One (quantity, column) a thread: the whole block waits on L2 at once. */
     for (int i = threadIdx.x; i < 3 * tile_cols; i += blockDim.x) {
         const int q = i / tile_cols, c = tile0 + i % tile_cols;
-        /* Constant indices: out stays in the parameter space. */
-        float *o = q == 0 ? out.out[0] : q == 1 ? out.out[1] : out.out[2];
-        const float ob = q == 0 ? out.beta[0] : q == 1 ? out.beta[1] : out.beta[2];
-        column_store(o + c, column_chunks_sum<3, 2 * kChunksAhead>(partials, q, c, gridDim.y, C),
-                     ob, lr);
+        column_store(out.out[q] + c, column_chunks_sum<3>(partials, q, c, gridDim.y, C),
+                     out.beta[q], lr);
     }
 }
 
@@ -615,31 +529,27 @@ struct norm_column_op {
 
 /* ---- launchers ---- */
 
-/* How a shape is launched: float4 or scalar, vectors per lane, team size,
- * pairs (forward) or rows (backward) a lane loads at once. */
+/* How a shape is launched: float4 or scalar, vectors per lane, team size. */
 typedef struct block_plan {
-    int vec;   /* 4 or 1 */
-    int reps;  /* 1, 2 or 4 on the team path; 0 on the group path */
-    int team;  /* lanes per group, a power of two <= 32 */
-    int ahead; /* team path: loads_ahead(reps): 4, 2, 1 */
+    int vec;  /* 4 or 1 */
+    int reps; /* 1, 2 or 4 on the team path; 0 on the group path */
+    int team; /* lanes per group, a power of two <= 32 */
 } block_plan;
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* float4 when K and every pointer allow it; then the fewest reps (1, 2, 4)
- * whose 32 lanes cover K, and the smallest power-of-two team that does;
- * <vec, reps, ahead> with kLoadsAhead 4:
- *   float4: K <= 128 <4,1,4>, <= 256 <4,2,2>, <= 512 <4,4,1>, else group <4>;
- *   scalar: K <= 32 <1,1,4>, <= 64 <1,2,2>, <= 128 <1,4,1>, else group <1>. */
+ * whose 32 lanes cover K, and the smallest power-of-two team that does:
+ *   float4: K <= 128 <4,1>, <= 256 <4,2>, <= 512 <4,4>, else group <4>;
+ *   scalar: K <= 32 <1,1>, <= 64 <1,2>, <= 128 <1,4>, else group <1>. */
 static block_plan make_plan(int C, int G, bool aligned)
 {
     const int K = C / G;
-    block_plan p = {.vec = (K % 4 == 0 && aligned) ? 4 : 1, .reps = 0, .team = 0, .ahead = 0};
+    block_plan p = {.vec = (K % 4 == 0 && aligned) ? 4 : 1, .reps = 0, .team = 0};
     for (int reps = 1; reps <= kMaxReps; reps *= 2) {
         if (kWarpSize * p.vec * reps >= K) {
             const int lanes = (K + p.vec * reps - 1) / (p.vec * reps);
             p.reps = reps;
-            p.ahead = loads_ahead(reps);
             p.team = 1;
             while (p.team < lanes)
                 p.team *= 2;
@@ -649,11 +559,10 @@ static block_plan make_plan(int C, int G, bool aligned)
     return p;
 }
 
-/* The team path's instantiations: f(team_shape<V, R>{}) for the plan's;
- * its ahead is the plan's. */
+/* The team path's instantiations: f(team_shape<V, R>{}) for the plan's. */
 template <int V, int R>
 struct team_shape {
-    static constexpr int vec = V, reps = R, ahead = loads_ahead(R);
+    static constexpr int vec = V, reps = R;
 };
 
 template <typename F>
@@ -719,14 +628,13 @@ static fn_status normalize_forward(fn_block *b, Y *y /* [N, C] */, const Z *z /*
         FN_CUDA_CHECK_LAUNCH(block_forward_group_kernel);
         return FN_OK;
     }
-    /* A warp takes ahead * 32/team pairs an iteration (grid-stride). */
-    const size_t per_warp = (size_t)p.ahead * (size_t)(kWarpSize / p.team);
-    const size_t warps = (pairs + per_warp - 1) / per_warp;
-    const size_t blocks = fn_stride_blocks(b->base.ctx, warps * kWarpSize, kForwardThreads);
+    const size_t per_block = (size_t)(kForwardThreads / p.team);
+    const size_t blocks = (pairs + per_block - 1) / per_block;
+    if (blocks > (size_t)INT_MAX)
+        return fn_fail(FN_ERR_INVALID, "block forward: %zu (sample, group) pairs", pairs);
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
-        fn_launch(b->base.ctx, block_forward_team_kernel<Z, Y, S::vec, S::reps, S::ahead>,
-                  (unsigned)blocks,
+        fn_launch(b->base.ctx, block_forward_team_kernel<Z, Y, S::vec, S::reps>, (unsigned)blocks,
                   kForwardThreads, 0, s, y, b->mean.data, b->rstd.data, z, skip, bias, gamma, beta,
                   N, C, G, p.team, eps, slope);
     });
@@ -796,7 +704,7 @@ static fn_status norm_backward_into(fn_block *b, Z *dz /* [N, C] */, float *dski
     const int rows_per_chunk = fn_chunk_rows(N, chunks);
     with_team_shape(p, [&](auto shape) {
         using S = decltype(shape);
-        fn_launch(b->base.ctx, block_backward_team_kernel<Z, S::vec, S::reps, S::ahead>, grid,
+        fn_launch(b->base.ctx, block_backward_team_kernel<Z, S::vec, S::reps>, grid,
                   kBackwardWarps * kWarpSize, 0, s, dz, out, partials, ws.tickets, dskip,
                   b->mean.data, b->rstd.data, z, dy, bias, gamma, beta, N, C, G, p.team,
                   rows_per_chunk, slope, lr);

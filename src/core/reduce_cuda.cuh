@@ -116,22 +116,23 @@ __device__ __forceinline__ bool block_arrived_last(int *ticket, int blocks)
 
 /* Sum of quantity q of column c over the chunks, in chunk order (through
  * L2: the partials were written by other blocks of this launch). The loads
- * go Ahead at a time, all issued before their additions, which still run
- * one chunk after the other; more ahead, more registers. */
-inline constexpr int kChunksAhead = 8;
+ * go kChunksAhead at a time, all issued before their additions, which still
+ * run one chunk after the other, so the last block waits for L2 once every
+ * kChunksAhead chunks rather than once a chunk. */
+inline constexpr int kChunksAhead = 16;
 
-template <int Q, int Ahead = kChunksAhead>
+template <int Q>
 __device__ __forceinline__ float column_chunks_sum(const float *partials /* [chunks, Q, C] */,
                                                    int q, int c, int chunks, int C)
 {
     float s = 0.0f;
-    for (int k0 = 0; k0 < chunks; k0 += Ahead) {
-        float v[Ahead];
+    for (int k0 = 0; k0 < chunks; k0 += kChunksAhead) {
+        float v[kChunksAhead];
 #pragma unroll
-        for (int i = 0; i < Ahead; i++)
+        for (int i = 0; i < kChunksAhead; i++)
             v[i] = k0 + i < chunks ? __ldcg(partials + ((size_t)(k0 + i) * Q + q) * C + c) : 0.0f;
 #pragma unroll
-        for (int i = 0; i < Ahead; i++)
+        for (int i = 0; i < kChunksAhead; i++)
             if (k0 + i < chunks) /* adding 0 would turn a -0 sum into +0 */
                 s += v[i];
     }
