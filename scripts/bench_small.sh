@@ -29,9 +29,9 @@
 # WORK (a temporary directory), PYTHON (python3), SHAPES ("S M L"), MODES
 # ("graphs plain eager"), TORCH (1; 0 leaves PyTorch out), DEVICE (cuda; cpu
 # for a smoke test), MATH ([run] math: fp32), DATA_ON_DEVICE ([run] data_on_device: auto; false
-# gathers every batch on the host) may be set, and FN_TEST_LAYER_UPDATES_OFF=1 (hooks
-# builds) times the one update after the whole backward instead of each
-# layer's update beside it (docs/gpus.md); with OUT set, the table also goes to
+# gathers every batch on the host), LAYER_UPDATES ([run] layer_updates: false;
+# true queues each layer's update beside the backward, docs/gpus.md) may be
+# set; with OUT set, the table also goes to
 # $OUT/bench_small.md. The configs and sets stay in WORK, for a profiler:
 #   WORK=/tmp/bs SHAPES=M MODES=graphs TORCH=0 scripts/bench_small.sh
 #   ncu --clock-control none build/gpu/train /tmp/bs/M_graphs.ini --overwrite
@@ -87,6 +87,7 @@ math = ${MATH:-fp32}
 log_every = 0
 cuda_graphs = $graphs
 data_on_device = ${DATA_ON_DEVICE:-auto}
+layer_updates = ${LAYER_UPDATES:-false}
 [output]
 dir = $name
 INI

@@ -1,7 +1,7 @@
 /* test_layer_updates.c — each layer's update queued right after its own
  * backward (fn_trainer_backward_update, src/trainer/step_choice.c) against
- * the one update after the whole backward (the test hook
- * FN_TEST_LAYER_UPDATES_OFF=1), on the CPU, where both run in call order:
+ * the one update after the whole backward ([run] layer_updates true and
+ * false, the default), on the CPU, where both run in call order:
  *  - a net of three blocks and a linear head trained three epochs ends
  *    with the same weights bit for bit and the same metrics.csv (but its
  *    times), eager and deferred (the skip flag read by every part), for
@@ -55,16 +55,16 @@ static int setup_runs(void **state)
 }
 
 /* A run of run.ini with sets into <dir>/<out>, deferred with lag (NULL:
- * eager), each layer's update beside backward unless off. */
+ * eager), each layer's update beside backward ([run] layer_updates) unless
+ * off. */
 static fn_trainer *run(const fixture *f, const char *out, int off, const char *lag,
                        const char *sets, fn_config **cfg)
 {
-    char msg[MSG_CAP];
+    char msg[MSG_CAP], all[4096];
     fn_status st = FN_OK;
-    if (off)
-        setenv("FN_TEST_LAYER_UPDATES_OFF", "1", 1);
-    fn_trainer *t = trainer_run(f->dir, f->ini, out, lag, sets, 0, -1, cfg, &st, msg, MSG_CAP);
-    unsetenv("FN_TEST_LAYER_UPDATES_OFF");
+    snprintf(all, sizeof all, "%s%srun.layer_updates=%s", sets ? sets : "", sets ? ";" : "",
+             off ? "false" : "true");
+    fn_trainer *t = trainer_run(f->dir, f->ini, out, lag, all, 0, -1, cfg, &st, msg, MSG_CAP);
     if (st != FN_OK)
         fail_msg("%s (%s): %s", out, sets ? sets : "run.ini", msg);
     return t;
@@ -131,7 +131,14 @@ static void test_when_on(void **state)
     skip_without_test_hooks();
     const fixture *f = *state;
     fn_config *cfg = NULL;
-    fn_trainer *t = run(f, "on", 0, NULL, NULL, &cfg);
+    char msg[MSG_CAP];
+    fn_status st = FN_OK;
+    fn_trainer *t = trainer_run(f->dir, f->ini, "default", NULL, NULL, 0, -1, &cfg, &st, msg,
+                                MSG_CAP);
+    assert_int_equal(st, FN_OK);
+    assert_int_equal(t->layer_updates, 0); /* off unless asked for */
+    trainer_release(t, cfg);
+    t = run(f, "on", 0, NULL, NULL, &cfg);
     assert_int_equal(t->layer_updates, 1);
     assert_true(fn_net_param(fn_trainer_net(t), 0)->grad_beta == 0.9f);
     trainer_release(t, cfg);
@@ -147,14 +154,14 @@ static void test_nonfinite_stop(void **state)
     const fixture *f = *state;
     char one_msg[MSG_CAP];
     fn_config *cfg = NULL;
-    setenv("FN_TEST_LAYER_UPDATES_OFF", "1", 1);
     fn_trainer *one =
         trainer_run_diverging(f->dir, f->ini, "nan_one", NULL, &cfg, one_msg, MSG_CAP);
-    unsetenv("FN_TEST_LAYER_UPDATES_OFF");
     assert_int_equal(one->layer_updates, 0);
     assert_non_null(strstr(one_msg, "first non-finite: layer"));
+    setenv("FN_TEST_LAYER_UPDATES", "1", 1); /* the stops below: each layer's update */
     expect_same_stop(f->dir, f->ini, one, one_msg, "nan_one", "nan_layers", NULL);
     expect_same_stop(f->dir, f->ini, one, one_msg, "nan_one", "nan_deferred", "2");
+    unsetenv("FN_TEST_LAYER_UPDATES");
     trainer_release(one, cfg);
 }
 

@@ -1,7 +1,7 @@
 /* test_layer_updates_cuda.c — each layer's update on the side stream
  * beside the backward of the layers before it (src/trainer/step_choice.c,
  * fn_trainer_backward_update) against the one update after the whole
- * backward (FN_TEST_LAYER_UPDATES_OFF=1), on the GPU:
+ * backward ([run] layer_updates true and false), on the GPU:
  *  - the optimiser's parts (a multi-tensor table a part, reading the
  *    whole's scalars) equal its one launch bit for bit, applied in reverse
  *    order with an empty part between, on tensors of several pieces, for
@@ -172,13 +172,12 @@ static int setup(void **state)
 static fn_trainer *run(const fixture *f, const char *out, int off, int eager, const char *sets,
                        fn_config **cfg)
 {
-    char msg[MSG_CAP];
+    char msg[MSG_CAP], all[4096];
     fn_status st = FN_OK;
-    if (off)
-        setenv("FN_TEST_LAYER_UPDATES_OFF", "1", 1);
+    snprintf(all, sizeof all, "%s%srun.layer_updates=%s", sets ? sets : "", sets ? ";" : "",
+             off ? "false" : "true");
     fn_trainer *t =
-        trainer_run(f->dir, f->ini, out, eager ? "0" : NULL, sets, 0, -1, cfg, &st, msg, MSG_CAP);
-    unsetenv("FN_TEST_LAYER_UPDATES_OFF");
+        trainer_run(f->dir, f->ini, out, eager ? "0" : NULL, all, 0, -1, cfg, &st, msg, MSG_CAP);
     if (st != FN_OK)
         fail_msg("%s (%s): %s", out, sets ? sets : "run.ini", msg);
     return t;
@@ -256,11 +255,11 @@ static void test_nonfinite_stop(void **state)
     const fixture *f = *state;
     char one_msg[MSG_CAP];
     fn_config *cfg = NULL;
-    setenv("FN_TEST_LAYER_UPDATES_OFF", "1", 1);
     fn_trainer *one = trainer_run_diverging(f->dir, f->ini, "nan_one", "0", &cfg, one_msg, MSG_CAP);
-    unsetenv("FN_TEST_LAYER_UPDATES_OFF");
     assert_int_equal(one->layer_updates, 0);
+    setenv("FN_TEST_LAYER_UPDATES", "1", 1); /* the graphed stop: each layer's update */
     expect_same_stop(f->dir, f->ini, one, one_msg, "nan_one", "nan_graph", NULL);
+    unsetenv("FN_TEST_LAYER_UPDATES");
     trainer_release(one, cfg);
 }
 

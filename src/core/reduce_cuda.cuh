@@ -115,27 +115,30 @@ __device__ __forceinline__ bool block_arrived_last(int *ticket, int blocks)
 }
 
 /* Sum of quantity q of column c over the chunks, in chunk order (through
- * L2: the partials were written by other blocks of this launch). The loads
- * go kChunksAhead at a time, all issued before their additions, which still
- * run one chunk after the other, so the last block waits for L2 once every
- * kChunksAhead chunks rather than once a chunk. */
-inline constexpr int kChunksAhead = 16;
-
+ * L2: the partials were written by other blocks of this launch). Sixteen
+ * loads are issued before their additions, so the last block waits for L2
+ * once every sixteen chunks rather than once a chunk; the order of the
+ * additions is the chunks' all the same. */
 template <int Q>
 __device__ __forceinline__ float column_chunks_sum(const float *partials /* [chunks, Q, C] */,
                                                    int q, int c, int chunks, int C)
 {
+    constexpr int kInFlight = 16;
+    const float *at = partials + (size_t)q * C + c;
+    const size_t stride = (size_t)Q * C;
     float s = 0.0f;
-    for (int k0 = 0; k0 < chunks; k0 += kChunksAhead) {
-        float v[kChunksAhead];
+    int k = 0;
+    for (; k + kInFlight <= chunks; k += kInFlight) {
+        float v[kInFlight];
 #pragma unroll
-        for (int i = 0; i < kChunksAhead; i++)
-            v[i] = k0 + i < chunks ? __ldcg(partials + ((size_t)(k0 + i) * Q + q) * C + c) : 0.0f;
+        for (int i = 0; i < kInFlight; i++)
+            v[i] = __ldcg(at + (size_t)(k + i) * stride);
 #pragma unroll
-        for (int i = 0; i < kChunksAhead; i++)
-            if (k0 + i < chunks) /* adding 0 would turn a -0 sum into +0 */
-                s += v[i];
+        for (int i = 0; i < kInFlight; i++)
+            s += v[i];
     }
+    for (; k < chunks; k++)
+        s += __ldcg(at + (size_t)k * stride);
     return s;
 }
 

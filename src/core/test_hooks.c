@@ -74,7 +74,7 @@ int fn_test_defer_lag(void)
 int fn_test_bf16_copy_off(void) { return env_number("FN_TEST_BF16_COPY_OFF") == 1; }
 
 int fn_test_bf16_acts_off(void) { return env_number("FN_TEST_BF16_ACTS_OFF") == 1; }
-int fn_test_layer_updates_off(void) { return env_number("FN_TEST_LAYER_UPDATES_OFF") == 1; }
+int fn_test_layer_updates(void) { return (int)env_number("FN_TEST_LAYER_UPDATES"); }
 
 #else
 
@@ -106,6 +106,6 @@ int fn_test_defer_lag(void) { return -1; }
 int fn_test_bf16_copy_off(void) { return 0; }
 
 int fn_test_bf16_acts_off(void) { return 0; }
-int fn_test_layer_updates_off(void) { return 0; }
+int fn_test_layer_updates(void) { return -1; }
 
 #endif

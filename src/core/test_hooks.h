@@ -53,10 +53,11 @@ int fn_test_bf16_copy_off(void);
  * rounds it itself, as before the joins existed; a test compares the two
  * runs bit for bit. Read as each layer is added to a net. */
 int fn_test_bf16_acts_off(void);
-/* FN_TEST_LAYER_UPDATES_OFF=1: the trainer updates every parameter in
- * one pass after the whole backward, not each layer's beside the
- * backward of the layers before it (trainer/step_choice.c), so a test
- * compares the two runs bit for bit and a benchmark times both. */
-int fn_test_layer_updates_off(void);
+/* FN_TEST_LAYER_UPDATES=1 or 0: each layer's update beside the backward
+ * of the layers before it where allowed, or every parameter's in one pass
+ * after the whole backward, whatever [run] layer_updates says
+ * (trainer/step_choice.c), so a test compares the two runs bit for bit;
+ * -1 where unset (the config decides). */
+int fn_test_layer_updates(void);
 
 #endif

@@ -86,6 +86,7 @@ static const key_spec keys[] = {
     {"run", "math", T_MATH, AT(math), 0, 0, 0, "fp32"},
     {"run", "log_every", T_INT, AT(log_every), 0, 1e9, 0, "20"},
     {"run", "cuda_graphs", T_BOOL, AT(cuda_graphs), 0, 0, 0, "true"},
+    {"run", "layer_updates", T_BOOL, AT(layer_updates), 0, 0, 0, "false"},
     {"run", "data_on_device", T_AUTO_BOOL, AT(data_on_device), 0, 0, 0, "auto"},
     /* Empty: runs/<the config file's stem>, beside the file (finish). */
     {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, ""},
