@@ -2,15 +2,19 @@
  * rule: for the fp32 products of bench_small.sh's S and M networks, the time
  * of cublasGemmEx (cuBLAS's own pick) and of each of cuBLASLt's first eight
  * heuristic candidates, with its split of k (splitK) and the kernels it
- * launches, each timed as 200 products captured in a CUDA graph (median of
- * 7 replays: the way `train` replays a step). Column-major m, n, k as
- * gemm_cuda.cu passes them. A tool, not part of the build:
+ * launches; then, beyond the heuristic, every algorithm cuBLASLt has for the
+ * types in every tile, stage, custom option and swizzle it accepts with k
+ * whole (no second kernel), the fastest ten. Each is timed as products
+ * captured in a CUDA graph (median of 7 replays: the way `train` replays a
+ * step). Column-major m, n, k as gemm_cuda.cu passes them. A tool, not part
+ * of the build:
  *
  *   nvcc -O2 -arch=sm_90 -o /tmp/gemm_candidates scripts/gemm_candidates.cu -lcublasLt -lcublas
  *   /tmp/gemm_candidates
  */
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <vector>
@@ -26,6 +30,10 @@ struct Shape {
     const char *name;
     cublasOperation_t ta, tb;
     int m, n, k;
+};
+struct Timed {
+    float us;
+    int algo, tile, stages, custom, swizzle;
 };
 static float time_graph(cudaStream_t s, cudaGraphExec_t ge) {
     cudaEvent_t a, b;
@@ -43,9 +51,119 @@ static float time_graph(cudaStream_t s, cudaGraphExec_t ge) {
         cudaEventElapsedTime(&ms, a, b);
         t.push_back(ms);
     }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
     std::sort(t.begin(), t.end());
     return t[3];
 }
+static const int kSurveyReps = 100;
+static float *A, *B, *C;
+static void *ws;
+static const size_t wsb = 32 << 20;
+
+/* Microseconds a product with `algo` takes, or -1 where it fails. */
+static float time_algo(cublasLtHandle_t lt, cudaStream_t s, cublasLtMatmulDesc_t op,
+                       cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                       cublasLtMatrixLayout_t lc, const cublasLtMatmulAlgo_t *algo)
+{
+    float one = 1, zero = 0;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    bool ok = true;
+    for (int i = 0; i < kSurveyReps && ok; i++)
+        ok = cublasLtMatmul(lt, op, &one, A, la, B, lb, &zero, C, lc, C, lc, algo, ws, wsb, s) ==
+             CUBLAS_STATUS_SUCCESS;
+    if (cudaStreamEndCapture(s, &g) != cudaSuccess || !ok) {
+        cudaGetLastError();
+        return -1;
+    }
+    if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
+        cudaGetLastError();
+        cudaGraphDestroy(g);
+        return -1;
+    }
+    const float us = time_graph(s, ge) * 1000 / kSurveyReps;
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    return cudaGetLastError() == cudaSuccess ? us : -1;
+}
+
+static void survey(cublasLtHandle_t lt, cudaStream_t s, const Shape &sh)
+{
+    int lda = sh.ta == CUBLAS_OP_N ? sh.m : sh.k, ldb = sh.tb == CUBLAS_OP_N ? sh.k : sh.n;
+    cublasLtMatmulDesc_t op;
+    CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &sh.ta, sizeof sh.ta));
+    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &sh.tb, sizeof sh.tb));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, sh.ta == CUBLAS_OP_N ? sh.m : sh.k,
+                                  sh.ta == CUBLAS_OP_N ? sh.k : sh.m, lda));
+    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, sh.tb == CUBLAS_OP_N ? sh.k : sh.n,
+                                  sh.tb == CUBLAS_OP_N ? sh.n : sh.k, ldb));
+    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, sh.m, sh.n, sh.m));
+    int ids[128], nids = 0;
+    CK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                CUDA_R_32F, CUDA_R_32F, 128, ids, &nids));
+    std::vector<Timed> all;
+    for (int a = 0; a < nids; a++) {
+        cublasLtMatmulAlgo_t algo;
+        if (cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                   CUDA_R_32F, CUDA_R_32F, ids[a], &algo) != CUBLAS_STATUS_SUCCESS)
+            continue;
+        int tiles[128], stages[128], ntiles = 0, nstages = 0, custom_max = 0, swz = 0;
+        size_t bytes = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles,
+                                              sizeof tiles, &bytes) == CUBLAS_STATUS_SUCCESS)
+            ntiles = (int)(bytes / sizeof(int));
+        if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages,
+                                              sizeof stages, &bytes) == CUBLAS_STATUS_SUCCESS)
+            nstages = (int)(bytes / sizeof(int));
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max,
+                                          sizeof custom_max, &bytes);
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swz,
+                                          sizeof swz, &bytes);
+        if (ntiles == 0) {
+            tiles[0] = CUBLASLT_MATMUL_TILE_UNDEFINED;
+            ntiles = 1;
+        }
+        if (nstages == 0) {
+            stages[0] = 0;
+            nstages = 1;
+        }
+        for (int t = 0; t < ntiles; t++)
+            for (int st = 0; st < nstages; st++)
+                for (int c = 0; c <= std::min(custom_max, 3); c++)
+                    for (int z = 0; z <= (swz ? 1 : 0); z++) {
+                        const int one_split = 1;
+                        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID,
+                                                             &tiles[t], sizeof tiles[t]);
+                        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID,
+                                                             &stages[st], sizeof stages[st]);
+                        cublasLtMatmulAlgoConfigSetAttribute(
+                            &algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &c, sizeof c);
+                        cublasLtMatmulAlgoConfigSetAttribute(
+                            &algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &z, sizeof z);
+                        cublasLtMatmulAlgoConfigSetAttribute(
+                            &algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split, sizeof one_split);
+                        cublasLtMatmulHeuristicResult_t check;
+                        if (cublasLtMatmulAlgoCheck(lt, op, la, lb, lc, lc, &algo, &check) !=
+                                CUBLAS_STATUS_SUCCESS ||
+                            check.workspaceSize > wsb)
+                            continue;
+                        const float us = time_algo(lt, s, op, la, lb, lc, &algo);
+                        if (us > 0)
+                            all.push_back({us, ids[a], tiles[t], stages[st], c, z});
+                    }
+    }
+    std::sort(all.begin(), all.end(), [](const Timed &x, const Timed &y) { return x.us < y.us; });
+    printf("%-22s %zu unsplit configurations timed; fastest:\n", sh.name, all.size());
+    for (size_t i = 0; i < all.size() && i < 10; i++)
+        printf("%-22s   algo %d tile %d stages %d custom %d swizzle %d: %6.2f us\n", "",
+               all[i].algo, all[i].tile, all[i].stages, all[i].custom, all[i].swizzle, all[i].us);
+    fflush(stdout);
+}
+
 int main() {
     Shape shapes[] = {
         {"S fwd 32x64->128", CUBLAS_OP_T, CUBLAS_OP_N, 128, 32, 64},
@@ -58,12 +176,10 @@ int main() {
         {"M fwd 256x512->512", CUBLAS_OP_T, CUBLAS_OP_N, 512, 256, 512},
         {"M fwd 256x512->10", CUBLAS_OP_T, CUBLAS_OP_N, 10, 256, 512},
         {"M dW 512x512 k256", CUBLAS_OP_N, CUBLAS_OP_T, 512, 512, 256},
+        {"M dW 512x256 k256", CUBLAS_OP_N, CUBLAS_OP_T, 256, 512, 256},
         {"M dx 256x512 <-512", CUBLAS_OP_N, CUBLAS_OP_N, 512, 256, 512},
         {"M dx 256x512 <-10", CUBLAS_OP_N, CUBLAS_OP_N, 512, 256, 10},
     };
-    float *A, *B, *C;
-    void *ws;
-    size_t wsb = 32 << 20;
     CK(cudaMalloc(&A, 4 << 20));
     CK(cudaMalloc(&B, 4 << 20));
     CK(cudaMalloc(&C, 4 << 20));
@@ -79,7 +195,7 @@ int main() {
     CK(cublasSetWorkspace(h, ws, wsb));
     cublasLtHandle_t lt;
     CK(cublasLtCreate(&lt));
-    const int reps = 200;
+    const int reps = 200; /* of the heuristic's candidates */
     float one = 1, zero = 0;
     for (auto &sh : shapes) {
         int lda = sh.ta == CUBLAS_OP_N ? sh.m : sh.k, ldb = sh.tb == CUBLAS_OP_N ? sh.k : sh.n;
@@ -139,5 +255,8 @@ int main() {
             cudaGraphDestroy(g);
         }
     }
+    printf("\nbeyond the heuristic, k whole:\n");
+    for (auto &sh : shapes)
+        survey(lt, s, sh);
     return 0;
 }

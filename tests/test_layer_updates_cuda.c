@@ -31,6 +31,7 @@
 
 #include "check.h"
 #include "expect.h"
+#include "gpu_params.h"
 #include "fusenet/adam.h"
 #include "fusenet/sgd.h"
 #include "program.h"
@@ -39,55 +40,11 @@
 #include "trainer_run.h"
 #include "test_main.h"
 
-enum { ROWS = 200, BATCH = 32, EPOCHS = 3, MSG_CAP = 2048, N_PARAMS = 3 };
+enum { ROWS = 200, BATCH = 32, EPOCHS = 3, MSG_CAP = 2048 };
 
 typedef program_files fixture;
 
 /* --- the optimiser's parts ---------------------------------------------------------- */
-
-static const int shapes[N_PARAMS][2] = {{70, 100}, {3, 1}, {130, 70}}; /* 7, 1 and 9 pieces */
-
-typedef struct gpu_params {
-    fn_param p[N_PARAMS];
-    fn_param *list[N_PARAMS];
-} gpu_params;
-
-/* Two parameter sets holding the same values and gradients from seed. */
-static void make_params(gpu_params *a, gpu_params *b, uint64_t seed)
-{
-    chk_rng rng = chk_rng_seed(seed);
-    for (int i = 0; i < N_PARAMS; i++) {
-        const int r = shapes[i][0], c = shapes[i][1];
-        const size_t n = (size_t)r * (size_t)c;
-        float *v = chk_alloc_float(n), *g = chk_alloc_float(n);
-        for (size_t k = 0; k < n; k++) {
-            v[k] = (float)chk_uniform(&rng, -1, 1);
-            g[k] = (float)chk_uniform(&rng, -1, 1);
-        }
-        gpu_params *both[2] = {a, b};
-        for (int j = 0; j < 2; j++) {
-            fn_param *p = &both[j]->p[i];
-            *p = (fn_param){.name = "p"};
-            must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
-            must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
-            must(fn_tensor_upload(&p->value, v, n));
-            must(fn_tensor_upload(&p->grad, g, n));
-            both[j]->list[i] = p;
-        }
-        free(v);
-        free(g);
-    }
-}
-
-static void free_params(gpu_params *a, gpu_params *b)
-{
-    gpu_params *both[2] = {a, b};
-    for (int j = 0; j < 2; j++)
-        for (int i = 0; i < N_PARAMS; i++) {
-            fn_tensor_free(&both[j]->p[i].value);
-            fn_tensor_free(&both[j]->p[i].grad);
-        }
-}
 
 /* Three steps of `whole` (prepare, apply) and of `parts` (prepare, its
  * parts {2, 0, 1} applied last first), with a changing lr: the same
@@ -106,7 +63,7 @@ static void expect_parts_as_whole(fn_optimizer *whole, fn_optimizer *parts, gpu_
         must(fn_optimizer_prepare(parts));
         for (int k = 2; k >= 0; k--)
             must(fn_optimizer_apply_part(parts, k, NULL));
-        for (int i = 0; i < N_PARAMS; i++) {
+        for (int i = 0; i < GPU_PARAMS_N; i++) {
             expect_tensors_equal(&a->p[i].value, &b->p[i].value, "a value");
             for (int kind = 0; kind < fn_optimizer_n_state(whole); kind++)
                 expect_tensors_equal(fn_optimizer_state(whole, kind, i),
@@ -120,17 +77,17 @@ static void test_parts_sgd(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, &b, 7);
+    gpu_params_make(&a, &b, 7);
     fn_sgd_config cfg = fn_sgd_config_default(0.01f);
     cfg.momentum = 0.9f;
     cfg.weight_decay = 1e-3f;
     fn_sgd *whole = NULL, *parts = NULL;
-    must(fn_sgd_create(&whole, ctx, a.list, N_PARAMS, &cfg));
-    must(fn_sgd_create(&parts, ctx, b.list, N_PARAMS, &cfg));
+    must(fn_sgd_create(&whole, ctx, a.list, GPU_PARAMS_N, &cfg));
+    must(fn_sgd_create(&parts, ctx, b.list, GPU_PARAMS_N, &cfg));
     expect_parts_as_whole(fn_sgd_optimizer(whole), fn_sgd_optimizer(parts), &a, &b);
     fn_sgd_destroy(whole);
     fn_sgd_destroy(parts);
-    free_params(&a, &b);
+    gpu_params_free(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -139,15 +96,15 @@ static void test_parts_adamw(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, &b, 8);
+    gpu_params_make(&a, &b, 8);
     const fn_adam_config cfg = fn_adam_config_default(0.01f, 1);
     fn_optimizer *whole = NULL, *parts = NULL;
-    must(fn_adam_create(&whole, ctx, a.list, N_PARAMS, &cfg));
-    must(fn_adam_create(&parts, ctx, b.list, N_PARAMS, &cfg));
+    must(fn_adam_create(&whole, ctx, a.list, GPU_PARAMS_N, &cfg));
+    must(fn_adam_create(&parts, ctx, b.list, GPU_PARAMS_N, &cfg));
     expect_parts_as_whole(whole, parts, &a, &b);
     fn_optimizer_destroy(whole);
     fn_optimizer_destroy(parts);
-    free_params(&a, &b);
+    gpu_params_free(&a, &b);
     fn_context_destroy(ctx);
 }
 

@@ -34,6 +34,7 @@
 
 #include "check.h"
 #include "expect.h"
+#include "gpu_params.h"
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
 #include "fusenet/loader.h"
@@ -46,93 +47,48 @@
 #include "trainer/trainer_impl.h"
 #include "test_main.h"
 
-enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048, N_PARAMS = 3 };
+enum { ROWS = 200, BATCH = 32, EPOCHS = 3, PATH_CAP = 512, MSG_CAP = 2048 };
 
 typedef program_files fixture;
 
 /* --- the multi-tensor updates ------------------------------------------------------ */
-
-static const int shapes[N_PARAMS][2] = {{70, 100}, {3, 1}, {130, 70}}; /* 2, 1 and 3 pieces */
-
-typedef struct gpu_params {
-    fn_param p[N_PARAMS];
-    fn_param *list[N_PARAMS];
-} gpu_params;
-
-/* Two parameter sets a and b holding the same values and gradients, drawn
- * from seed: one for the per-tensor updates, one for the optimiser. */
-static void make_params(gpu_params *a, gpu_params *b, uint64_t seed)
-{
-    chk_rng rng = chk_rng_seed(seed);
-    for (int i = 0; i < N_PARAMS; i++) {
-        const int r = shapes[i][0], c = shapes[i][1];
-        const size_t n = (size_t)r * (size_t)c;
-        float *v = chk_alloc_float(n), *g = chk_alloc_float(n);
-        for (size_t k = 0; k < n; k++) {
-            v[k] = (float)chk_uniform(&rng, -1, 1);
-            g[k] = (float)chk_uniform(&rng, -1, 1);
-        }
-        gpu_params *both[2] = {a, b};
-        for (int j = 0; j < 2; j++) {
-            fn_param *p = &both[j]->p[i];
-            p->name = "p";
-            must(fn_tensor_alloc(&p->value, r, c, FN_CUDA));
-            must(fn_tensor_alloc(&p->grad, r, c, FN_CUDA));
-            must(fn_tensor_upload(&p->value, v, n));
-            must(fn_tensor_upload(&p->grad, g, n));
-            both[j]->list[i] = p;
-        }
-        free(v);
-        free(g);
-    }
-}
-
-static void free_params(gpu_params *a, gpu_params *b)
-{
-    gpu_params *both[2] = {a, b};
-    for (int j = 0; j < 2; j++)
-        for (int i = 0; i < N_PARAMS; i++) {
-            fn_tensor_free(&both[j]->p[i].value);
-            fn_tensor_free(&both[j]->p[i].grad);
-        }
-}
 
 static void test_multi_tensor_sgd(void **state)
 {
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, &b, 3);
+    gpu_params_make(&a, &b, 3);
     fn_sgd_config cfg = fn_sgd_config_default(0.05f);
     cfg.momentum = 0.9f;
     cfg.weight_decay = 1e-3f;
     cfg.nesterov = 1;
     fn_sgd *opt = NULL;
-    must(fn_sgd_create(&opt, ctx, b.list, N_PARAMS, &cfg));
-    fn_tensor bufs[N_PARAMS];
-    for (int i = 0; i < N_PARAMS; i++)
-        must(fn_tensor_alloc(&bufs[i], shapes[i][0], shapes[i][1], FN_CUDA));
+    must(fn_sgd_create(&opt, ctx, b.list, GPU_PARAMS_N, &cfg));
+    fn_tensor bufs[GPU_PARAMS_N];
+    for (int i = 0; i < GPU_PARAMS_N; i++)
+        must(fn_tensor_alloc(&bufs[i], gpu_params_shapes[i][0], gpu_params_shapes[i][1], FN_CUDA));
     for (int s = 0; s < 3; s++) {
         cfg.lr = 0.05f * (float)(s + 1); /* a changing lr: read on the device */
         fn_sgd_set_lr(opt, cfg.lr);
-        for (int i = 0; i < N_PARAMS; i++)
+        for (int i = 0; i < GPU_PARAMS_N; i++)
             must(fn_sgd_update(ctx, &a.p[i].value, &a.p[i].grad, &bufs[i], &cfg, s == 0));
         must(fn_sgd_step(opt));
-        for (int i = 0; i < N_PARAMS; i++) {
+        for (int i = 0; i < GPU_PARAMS_N; i++) {
             expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an SGD value");
             expect_tensors_equal(&bufs[i], fn_sgd_momentum_buffer(opt, i), "a momentum buffer");
         }
     }
     /* The one-launch zeroing. */
     must(fn_optimizer_zero_grad(fn_sgd_optimizer(opt)));
-    for (int i = 0; i < N_PARAMS; i++) {
+    for (int i = 0; i < GPU_PARAMS_N; i++) {
         must(fn_tensor_zero(&a.p[i].grad));
         expect_tensors_equal(&a.p[i].grad, &b.p[i].grad, "a zeroed gradient");
     }
-    for (int i = 0; i < N_PARAMS; i++)
+    for (int i = 0; i < GPU_PARAMS_N; i++)
         fn_tensor_free(&bufs[i]);
     fn_sgd_destroy(opt);
-    free_params(&a, &b);
+    gpu_params_free(&a, &b);
     fn_context_destroy(ctx);
 }
 
@@ -141,33 +97,33 @@ static void test_multi_tensor_adam(void **state)
     (void)state;
     fn_context *ctx = context_or_skip(FN_CUDA);
     gpu_params a, b;
-    make_params(&a, &b, 4);
+    gpu_params_make(&a, &b, 4);
     fn_adam_config cfg = fn_adam_config_default(0.01f, 1);
     fn_optimizer *opt = NULL;
-    must(fn_adam_create(&opt, ctx, b.list, N_PARAMS, &cfg));
-    fn_tensor m[N_PARAMS], v[N_PARAMS];
-    for (int i = 0; i < N_PARAMS; i++) {
-        must(fn_tensor_alloc(&m[i], shapes[i][0], shapes[i][1], FN_CUDA));
-        must(fn_tensor_alloc(&v[i], shapes[i][0], shapes[i][1], FN_CUDA));
+    must(fn_adam_create(&opt, ctx, b.list, GPU_PARAMS_N, &cfg));
+    fn_tensor m[GPU_PARAMS_N], v[GPU_PARAMS_N];
+    for (int i = 0; i < GPU_PARAMS_N; i++) {
+        must(fn_tensor_alloc(&m[i], gpu_params_shapes[i][0], gpu_params_shapes[i][1], FN_CUDA));
+        must(fn_tensor_alloc(&v[i], gpu_params_shapes[i][0], gpu_params_shapes[i][1], FN_CUDA));
     }
     for (int s = 1; s <= 3; s++) {
         cfg.lr = 0.01f / (float)s;
         fn_optimizer_set_lr(opt, cfg.lr);
-        for (int i = 0; i < N_PARAMS; i++)
+        for (int i = 0; i < GPU_PARAMS_N; i++)
             must(fn_adam_update(ctx, &a.p[i].value, &a.p[i].grad, &m[i], &v[i], &cfg, s));
         must(fn_optimizer_step(opt));
-        for (int i = 0; i < N_PARAMS; i++) {
+        for (int i = 0; i < GPU_PARAMS_N; i++) {
             expect_tensors_equal(&a.p[i].value, &b.p[i].value, "an Adam value");
             expect_tensors_equal(&m[i], fn_optimizer_state(opt, 0, i), "exp_avg");
             expect_tensors_equal(&v[i], fn_optimizer_state(opt, 1, i), "exp_avg_sq");
         }
     }
-    for (int i = 0; i < N_PARAMS; i++) {
+    for (int i = 0; i < GPU_PARAMS_N; i++) {
         fn_tensor_free(&m[i]);
         fn_tensor_free(&v[i]);
     }
     fn_optimizer_destroy(opt);
-    free_params(&a, &b);
+    gpu_params_free(&a, &b);
     fn_context_destroy(ctx);
 }
 
