@@ -89,19 +89,31 @@ static float time_algo(cublasLtHandle_t lt, cudaStream_t s, cublasLtMatmulDesc_t
     return cudaGetLastError() == cudaSuccess ? us : -1;
 }
 
+/* The cuBLASLt description of a shape's fp32 product. */
+struct Described {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+};
+static Described describe(const Shape &sh)
+{
+    const int lda = sh.ta == CUBLAS_OP_N ? sh.m : sh.k, ldb = sh.tb == CUBLAS_OP_N ? sh.k : sh.n;
+    Described d;
+    CK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &sh.ta, sizeof sh.ta));
+    CK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &sh.tb, sizeof sh.tb));
+    CK(cublasLtMatrixLayoutCreate(&d.la, CUDA_R_32F, sh.ta == CUBLAS_OP_N ? sh.m : sh.k,
+                                  sh.ta == CUBLAS_OP_N ? sh.k : sh.m, lda));
+    CK(cublasLtMatrixLayoutCreate(&d.lb, CUDA_R_32F, sh.tb == CUBLAS_OP_N ? sh.k : sh.n,
+                                  sh.tb == CUBLAS_OP_N ? sh.n : sh.k, ldb));
+    CK(cublasLtMatrixLayoutCreate(&d.lc, CUDA_R_32F, sh.m, sh.n, sh.m));
+    return d;
+}
+
 static void survey(cublasLtHandle_t lt, cudaStream_t s, const Shape &sh)
 {
-    int lda = sh.ta == CUBLAS_OP_N ? sh.m : sh.k, ldb = sh.tb == CUBLAS_OP_N ? sh.k : sh.n;
-    cublasLtMatmulDesc_t op;
-    CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &sh.ta, sizeof sh.ta));
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &sh.tb, sizeof sh.tb));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, sh.ta == CUBLAS_OP_N ? sh.m : sh.k,
-                                  sh.ta == CUBLAS_OP_N ? sh.k : sh.m, lda));
-    CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, sh.tb == CUBLAS_OP_N ? sh.k : sh.n,
-                                  sh.tb == CUBLAS_OP_N ? sh.n : sh.k, ldb));
-    CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, sh.m, sh.n, sh.m));
+    const Described d = describe(sh);
+    const cublasLtMatmulDesc_t op = d.op;
+    const cublasLtMatrixLayout_t la = d.la, lb = d.lb, lc = d.lc;
     int ids[128], nids = 0;
     CK(cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
                                 CUDA_R_32F, CUDA_R_32F, 128, ids, &nids));
@@ -214,16 +226,9 @@ int main() {
                time_graph(s, ge) * 1000 / reps, nodes / reps);
         cudaGraphExecDestroy(ge);
         cudaGraphDestroy(g);
-        cublasLtMatmulDesc_t op;
-        CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &sh.ta, sizeof sh.ta));
-        CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &sh.tb, sizeof sh.tb));
-        cublasLtMatrixLayout_t la, lb, lc;
-        CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, sh.ta == CUBLAS_OP_N ? sh.m : sh.k,
-                                      sh.ta == CUBLAS_OP_N ? sh.k : sh.m, lda));
-        CK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, sh.tb == CUBLAS_OP_N ? sh.k : sh.n,
-                                      sh.tb == CUBLAS_OP_N ? sh.n : sh.k, ldb));
-        CK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, sh.m, sh.n, sh.m));
+        const Described d = describe(sh);
+        const cublasLtMatmulDesc_t op = d.op;
+        const cublasLtMatrixLayout_t la = d.la, lb = d.lb, lc = d.lc;
         cublasLtMatmulPreference_t pref;
         CK(cublasLtMatmulPreferenceCreate(&pref));
         CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
