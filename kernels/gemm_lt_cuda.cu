@@ -138,8 +138,13 @@ static fn_status choose(const fn_cuda_state *s, cublasLtMatmulDesc_t op,
         if (found[i].state == CUBLAS_STATUS_SUCCESS && !split_too_thin(&found[i].algo, key->k) &&
             !parts_rounded(&found[i].algo, key))
             pick = i;
+    /* Every candidate splits thin: the first that does not add its parts
+     * rounded to C's type, else cuBLAS's own pick. */
+    for (int i = 0; i < count && pick < 0; i++)
+        if (found[i].state == CUBLAS_STATUS_SUCCESS && !parts_rounded(&found[i].algo, key))
+            pick = i;
     if (pick < 0 && count > 0 && found[0].state == CUBLAS_STATUS_SUCCESS)
-        pick = 0; /* every candidate splits thin: cuBLAS's own pick */
+        pick = 0;
     if (pick < 0)
         return fn_fail(FN_ERR_CUDA, "cuBLASLt has no algorithm for the product [%d x %d x %d]",
                        key->m, key->n, key->k);

@@ -119,6 +119,7 @@ static const set_shape shape = {.cols = 8, .label = label_of};
  * pieces each. */
 static int setup(void **state)
 {
+    unsetenv("FN_TEST_LAYER_UPDATES"); /* whatever a failed test before left */
     *state = deferred_run_files("fn_layer_updates_cuda_", &shape, ROWS, 41,
                                 "block 96, block 64, block 64, linear 3", "cuda", BATCH, EPOCHS);
     return 0;

@@ -25,9 +25,10 @@ typedef struct fn_sgd_config {
      * block's weight on the GPU in bf16 math, param.h) in bfloat16: needs
      * momentum > 0, a GPU context in bf16 math (fn_sgd_create fails
      * otherwise). Biases, gamma, beta and the linear head keep float32
-     * buffers. Each step's new buffer is rounded once to bfloat16 (relative
-     * error <= 2^-8); the update itself runs in fp32 from the rounded
-     * buffer. Folded into backward (fn_optimizer_fold) the dW product
+     * buffers. Each step's new buffer is rounded to bfloat16 (relative
+     * error <= 2^-8 a rounding): once, or twice where folded with weight
+     * decay (the product rounds mu buf + g, the update adds wd theta and
+     * rounds again); folded, theta is updated from the rounded buffer. Folded into backward (fn_optimizer_fold) the dW product
      * reads and writes that buffer in bfloat16 (cuBLASLt C and D in
      * bfloat16, beta = mu), and the update reads it: at a block 8192 x
      * 8192 about 384 MiB a step less traffic than float32 buffers. The

@@ -34,8 +34,10 @@ fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, int own);
  *   fn_cuda_join        what the main stream queues next waits for
  *                       everything queued on the side stream so far.
  * A layer joins before its call returns, so the rest of the library sees
- * one stream. The side stream's products have a cuBLAS workspace of their
- * own. CUDA graph capture follows the fork and the join. */
+ * one stream; the trainer alone, with [run] layer_updates, leaves each
+ * layer's update queued there and joins at the end of the step (a layer's
+ * own join then waits for the updates before it too). The side stream's
+ * products have a cuBLAS workspace of their own. CUDA graph capture follows the fork and the join. */
 fn_status fn_cuda_side_begin(fn_context *ctx);
 void fn_cuda_side_end(fn_context *ctx);
 fn_status fn_cuda_join(fn_context *ctx);

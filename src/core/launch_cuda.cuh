@@ -28,7 +28,7 @@ static inline size_t fn_stride_blocks(const fn_context *ctx, size_t count, int t
 /* Column sums over the batch are split into row chunks: at least
  * kRowsPerChunk rows a chunk, at most kMaxChunks chunks (which bounds the
  * scratch of partial sums, [chunks, ..., C]). 8 rows is one a warp of the
- * normalisation backward's 8 (block_cuda.cu), so a batch under 1024 rows
+ * normalisation backward's 8 (block_cuda.cu), so a batch of up to 256 rows
  * spreads over as many blocks as it can: a 256-row batch of 512 columns in
  * groups of 64 is 4 column tiles of 32 chunks, not of 8. */
 inline constexpr int kRowsPerChunk = 8;

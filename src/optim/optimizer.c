@@ -138,7 +138,13 @@ fn_status fn_optimizer_set_parts(fn_optimizer *opt, const int *counts, int n)
     free(opt->part_first);
     opt->part_first = first;
     opt->n_parts = n;
-    return opt->ops->split(opt);
+    const fn_status st = opt->ops->split(opt);
+    if (st != FN_OK) { /* no parts rather than half-made ones: apply_part refuses */
+        free(opt->part_first);
+        opt->part_first = NULL;
+        opt->n_parts = 0;
+    }
+    return st;
 }
 
 fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip)

@@ -3,9 +3,9 @@
  * stops the run at its step, before the update), then the optimiser's
  * fused path where it has one (plain SGD on the GPU: each block's update
  * folded into its backward) and no clipping needs the gradients first,
- * else backward, clipping and a step; without clipping, where the
- * optimiser updates in parts (step_choice.c), the step's scalars first,
- * then each layer's update right after its backward. The CPU's step, plain
+ * else backward, clipping and a step; with [run] layer_updates, without
+ * clipping, where the optimiser updates in parts (step_choice.c), the
+ * step's scalars first, then each layer's update right after its backward. The CPU's step, plain
  * SGD's fused step on the GPU, and any step whose optimiser cannot split
  * its update. */
 #include <math.h>
