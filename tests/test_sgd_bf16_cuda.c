@@ -193,6 +193,16 @@ static fn_sgd *block_sgd(fn_context *ctx, fn_layer *layer, int fold)
     cfg.momentum_bf16 = 1;
     fn_sgd *sgd = NULL;
     EXPECT_OK(fn_sgd_create(&sgd, ctx, params, layer->n_params, &cfg));
+    /* Its state's bytes: the float32 views, and the bfloat16 buffers of the
+     * weights with a bfloat16 copy (two values a float, rows padded). */
+    size_t floats = 0;
+    for (int i = 0; i < layer->n_params; i++) {
+        const fn_tensor *v = &layer->params[i].value;
+        floats += fn_tensor_count(v);
+        if (layer->params[i].value_bf16)
+            floats += (size_t)v->rows * (size_t)((v->cols + 1) / 2);
+    }
+    assert_int_equal(fn_optimizer_state_bytes(fn_sgd_optimizer(sgd)), floats * sizeof(float));
     int folded = 0;
     if (fold) {
         EXPECT_OK(fn_optimizer_fold(fn_sgd_optimizer(sgd), &folded));

@@ -105,6 +105,9 @@ typedef struct fn_optimizer_ops {
      * published state (checkpoints) exports first; a writer imports after. */
     fn_status (*state_export)(fn_optimizer *opt);
     fn_status (*state_import)(fn_optimizer *opt);
+    /* Optional: the bytes of that other-format state (what
+     * fn_optimizer_state_bytes adds to the float32 tensors'). */
+    size_t (*kept_state_bytes)(const fn_optimizer *opt);
 } fn_optimizer_ops;
 
 struct fn_optimizer {

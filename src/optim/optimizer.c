@@ -242,7 +242,8 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt)
             const fn_tensor *t = fn_optimizer_state(opt, k, i);
             n += t ? fn_tensor_count(t) : 0;
         }
-    return n * sizeof(float);
+    const size_t kept = opt && opt->ops->kept_state_bytes ? opt->ops->kept_state_bytes(opt) : 0;
+    return n * sizeof(float) + kept;
 }
 
 static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_params,

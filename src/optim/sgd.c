@@ -357,6 +357,16 @@ static fn_status sgd_state_export(fn_optimizer *base) { return sync_all_bf16((fn
 
 static fn_status sgd_state_import(fn_optimizer *base) { return sync_all_bf16((fn_sgd *)base, 0); }
 
+/* The kept_state_bytes hook: the bfloat16 buffers (two to a float). */
+static size_t sgd_kept_state_bytes(const fn_optimizer *base)
+{
+    const fn_sgd *opt = (const fn_sgd *)base;
+    size_t n = 0;
+    for (int i = 0; opt->bf16 && i < base->n_params; i++)
+        n += fn_tensor_count(&opt->bf16[i]) * sizeof(float);
+    return n;
+}
+
 static void sgd_destroy(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
@@ -391,6 +401,7 @@ static const fn_optimizer_ops sgd_ops = {
     .apply_part = sgd_apply_part,
     .state_export = sgd_state_export,
     .state_import = sgd_state_import,
+    .kept_state_bytes = sgd_kept_state_bytes,
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */
