@@ -309,7 +309,7 @@ static fn_trainer *bf16_run(const program_files *f, const char *out, const char 
                             fn_config **cfg)
 {
     char all[512], msg[MSG_CAP];
-    snprintf(all, sizeof all, "run.math=bf16%s%s", sets ? ";" : "", sets ? sets : "");
+    sets_join(all, sizeof all, "run.math=bf16", sets);
     set_acts_off(off);
     fn_status st;
     fn_trainer *t = trainer_run(f->dir, f->ini, out, NULL, all, 0, -1, cfg, &st, msg, MSG_CAP);

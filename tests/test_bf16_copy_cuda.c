@@ -341,7 +341,7 @@ static fn_trainer *bf16_run(const program_files *f, const char *out, const char 
                             int resume, long long stop_after, fn_config **cfg)
 {
     char all[512], msg[MSG_CAP];
-    snprintf(all, sizeof all, "run.math=bf16%s%s", sets ? ";" : "", sets ? sets : "");
+    sets_join(all, sizeof all, "run.math=bf16", sets);
     set_copy_off(off);
     fn_status st;
     fn_trainer *t = trainer_run(f->dir, f->ini, out, NULL, all, resume, stop_after, cfg, &st, msg,

@@ -63,8 +63,7 @@ static fn_trainer *run(const fixture *f, const char *out, int off, const char *l
 {
     char msg[MSG_CAP], all[4096];
     fn_status st = FN_OK;
-    snprintf(all, sizeof all, "%s%srun.layer_updates=%s", sets ? sets : "", sets ? ";" : "",
-             off ? "false" : "true");
+    sets_join(all, sizeof all, sets, off ? "run.layer_updates=false" : "run.layer_updates=true");
     fn_trainer *t = trainer_run(f->dir, f->ini, out, lag, all, 0, -1, cfg, &st, msg, MSG_CAP);
     if (st != FN_OK)
         fail_msg("%s (%s): %s", out, sets ? sets : "run.ini", msg);

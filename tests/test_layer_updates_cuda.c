@@ -132,8 +132,7 @@ static fn_trainer *run(const fixture *f, const char *out, int off, int eager, co
 {
     char msg[MSG_CAP], all[4096];
     fn_status st = FN_OK;
-    snprintf(all, sizeof all, "%s%srun.layer_updates=%s", sets ? sets : "", sets ? ";" : "",
-             off ? "false" : "true");
+    sets_join(all, sizeof all, sets, off ? "run.layer_updates=false" : "run.layer_updates=true");
     fn_trainer *t =
         trainer_run(f->dir, f->ini, out, eager ? "0" : NULL, all, 0, -1, cfg, &st, msg, MSG_CAP);
     if (st != FN_OK)
@@ -154,8 +153,8 @@ static void expect_same_runs(const fixture *f, const char *name, const char *set
     fn_trainer *t[N];
     for (int i = 0; i < N; i++) {
         snprintf(out[i], sizeof out[i], "%s_%s", name, how[i]);
-        snprintf(more[i], sizeof more[i], "%s%srun.cuda_graphs=%s", sets ? sets : "",
-                 sets ? ";" : "", i == 2 ? "false" : "true");
+        sets_join(more[i], sizeof more[i], sets,
+                  i == 2 ? "run.cuda_graphs=false" : "run.cuda_graphs=true");
         t[i] = run(f, out[i], i == 0, i == 3, more[i], &cfg[i]);
         if (t[i]->layer_updates != (i > 0))
             fail_msg("%s: layer_updates %d", out[i], t[i]->layer_updates);

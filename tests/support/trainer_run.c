@@ -227,6 +227,13 @@ void expect_same_stop(const char *dir, const char *ini, const fn_trainer *eager,
     trainer_release(t, cfg);
 }
 
+const char *sets_join(char *buf, size_t cap, const char *a, const char *b)
+{
+    const int both = a && *a && b && *b;
+    snprintf(buf, cap, "%s%s%s", a ? a : "", both ? ";" : "", b ? b : "");
+    return buf;
+}
+
 fn_trainer *trainer_run_diverging(const char *dir, const char *ini, const char *out,
                                   const char *defer_lag, fn_config **cfg, char *msg,
                                   size_t msg_cap)

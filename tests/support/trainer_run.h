@@ -46,6 +46,10 @@ int deferred_run_teardown(void **state);
 fn_trainer *expect_resumed_as_whole(const char *dir, const char *ini, const char *whole_lag,
                                     const char *lag, long long stop_after, fn_config **cfg);
 
+/* "a;b" into buf (cap bytes), either list of --set overrides NULL or
+ * empty; returns buf. */
+const char *sets_join(char *buf, size_t cap, const char *a, const char *b);
+
 /* --set overrides under which run.ini's training diverges (lr 30 with
  * momentum) after an epoch or two, past a checkpoint: for the tests of a
  * non-finite stop. */
