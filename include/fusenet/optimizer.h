@@ -178,6 +178,11 @@ fn_status fn_optimizer_state_export(fn_optimizer *opt);
 fn_status fn_optimizer_state_import(fn_optimizer *opt);
 /* The bytes of every state tensor it publishes, on the parameters' device. */
 size_t fn_optimizer_state_bytes(fn_optimizer *opt);
+/* The bytes of the parameters' gradient tensors that are published state
+ * tensors (a fold, fn_optimizer_fold: SGD's momentum buffers), which
+ * fn_optimizer_state_bytes counts already: a sum of the parameters'
+ * gradient bytes and the state's counts these twice. 0 unfolded. */
+size_t fn_optimizer_grad_state_bytes(fn_optimizer *opt);
 
 /* For implementations: checks that every parameter's value and gradient
  * live on ctx's device with one shape (messages start with `who`), then

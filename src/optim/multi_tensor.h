@@ -44,6 +44,9 @@ void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
  * float32 again): the kernels that read it so (SGD's) read and write it
  * there, rounding each store once. */
 fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16);
+/* Entry i's gradient is grad (device, [n]) from now on (SGD's fold: the
+ * momentum buffer, its own gradient freed). */
+fn_status fn_multi_tensor_set_grad(fn_multi_tensor *mt, int i, float *grad);
 /* Queues the copy of the step's scalars (scalar_bytes; pageable host
  * memory, reusable at once) on the context's stream; nothing when they are
  * the ones queued last (SGD at a constant lr: one copy a run). */
