@@ -18,6 +18,8 @@ mt_zero_grad_kernel(const fn_mt_entry *table /* [n] */, int n, long long chunks)
 {
     FN_GRID_WAIT();
     mt_for_each_piece(table, n, chunks, [](const fn_mt_entry &e, size_t first, size_t end) {
+        if (!e.grad) /* released (SGD's fuse): nothing to zero */
+            return;
 #pragma unroll
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;

@@ -748,6 +748,12 @@ static void test_summary_and_throughput(void **state)
         expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 0 B, optimiser state 9.7 KiB, ");
         expect_output(f, "out.txt", ", batches ");
         expect_output(f, "out.txt", "); host: data ");
+        /* Plain SGD fused into the block's backward: its gradients freed, the
+         * linear layer's 330 floats kept; no momentum buffers. */
+        const char *fused[] = {cfg, "--set", "run.device=cuda", "--set", "train.momentum=0",
+                               "--overwrite", NULL};
+        assert_int_equal(run(f, fused), 0);
+        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 1.3 KiB, optimiser state 0 B, ");
     }
 }
 

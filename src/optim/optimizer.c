@@ -174,6 +174,14 @@ fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded)
     return opt->ops->fold ? opt->ops->fold(opt, folded) : FN_OK;
 }
 
+fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_fuse"));
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_fuse: net is NULL");
+    return opt->ops->fuse ? opt->ops->fuse(opt, net) : FN_OK;
+}
+
 fn_status fn_optimizer_zero_each(fn_optimizer *opt)
 {
     for (int i = 0; i < opt->n_params; i++)

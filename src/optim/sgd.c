@@ -45,6 +45,8 @@ struct fn_sgd {
     fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
     int folded;                    /* 1 while folded (sgd_fold): the gradients are the
                                     * buffers, the parameters' own ones freed */
+    int fused;                     /* 1 once fused (sgd_fuse): every step is
+                                    * backward_step, the unread gradients freed */
     fn_tensor *bf16;               /* [n_params] with momentum_bf16: a weight's bfloat16
                                     * buffer (storage of rows x ceil(cols / 2) floats), data
                                     * NULL for a parameter whose buffer is float32; else NULL */
@@ -184,9 +186,22 @@ static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, 
     return FN_OK;
 }
 
+/* Fused (sgd_fuse), the steps are backward_step's: the gradients a step
+ * would read may be freed. */
+static fn_status check_unfused(const fn_sgd *opt, long long step)
+{
+    if (!opt->fused)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "sgd step %lld: this optimiser takes its steps in the backward pass "
+                   "(fn_optimizer_fuse): take them with fn_optimizer_backward_step",
+                   step);
+}
+
 static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps + 1));
     return update_range(opt, &opt->cfg, base->steps == 0, base->steps + 1, from, count);
 }
 
@@ -196,6 +211,7 @@ static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
 static fn_status sgd_prepare(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps + 1));
     fn_status st = fn_sgd_config_check(&opt->cfg);
     if (st != FN_OK) {
         fn_error_prefix("sgd step %lld: ", base->steps + 1);
@@ -322,15 +338,17 @@ static fn_status sgd_fold(fn_optimizer *base, int *folded)
     return FN_OK;
 }
 
-/* Parameter i's own gradient again, allocated and zeroed, written by
- * backward again; nothing where it was never folded. Without memory the
- * parameter is left with no gradient (never the buffer, which destroy
- * frees): the next check of its grad names it. */
+/* Destroy's part for parameter i: where folded, its buffer freed, then a
+ * gradient of its own allocated (zeroed: the peak stays the run's), for
+ * its layer to write again and free. Without memory the parameter is
+ * left with no gradient (never the freed buffer): the next check of its
+ * grad names it. */
 static fn_status unfold_param(fn_sgd *opt, int i)
 {
     fn_param *p = opt->base.params[i];
     if (p->grad.data != opt->buffers[i].data)
         return FN_OK;
+    fn_tensor_free(&opt->buffers[i]);
     p->grad_bf16 = NULL;
     p->grad_beta = 0.0f;
     fn_tensor own;
@@ -339,8 +357,9 @@ static fn_status unfold_param(fn_sgd *opt, int i)
     return st != FN_OK ? st : set;
 }
 
-/* The parameters' own gradients back (sgd_destroy: the fold lasts the
- * optimiser's life); the first failure's status, every parameter tried. */
+/* The parameters' own gradients back, their buffers freed (destroy's
+ * first half: the fold lasts the optimiser's life); the first failure's
+ * status, every parameter tried. */
 static fn_status unfold(fn_sgd *opt)
 {
     fn_status first = FN_OK;
@@ -368,6 +387,22 @@ static fn_status sgd_backward_step(fn_optimizer *base, fn_net *net, const fn_ten
     fn_sgd *opt = (fn_sgd *)base;
     FN_TRY(check_net(base, net));
     return opt->backend->backward_plain(net, dy, opt->cfg.lr);
+}
+
+/* The fuse hook (optimizer.h): the gradients the fused backward never
+ * reads freed (sgd_fused.h), and the table's entries for them cleared,
+ * so that no launch reaches freed memory (the table's zeroing skips
+ * them). */
+static fn_status sgd_fuse(fn_optimizer *base, fn_net *net)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_net(base, net));
+    opt->fused = 1;
+    fn_sgd_fused_release(net);
+    for (int i = 0; opt->all.table && i < base->n_params; i++)
+        if (!base->params[i]->grad.data)
+            FN_TRY(fn_multi_tensor_set_grad(&opt->all, i, NULL));
+    return FN_OK;
 }
 
 /* An invalid lr is kept and reported by the next step. */
@@ -444,6 +479,7 @@ static const fn_optimizer_ops sgd_fused_ops = {
     .step = sgd_step,
     .step_params = sgd_step_params,
     .backward_step = sgd_backward_step,
+    .fuse = sgd_fuse,
     .set_lr = sgd_set_lr,
     .n_state = 1,
     .state_names = sgd_state_names,
