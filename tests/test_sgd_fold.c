@@ -20,7 +20,8 @@
 #include "test_main.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+/* ASan's allocator (libasan; GCC installs no header for it). */
+size_t __sanitizer_get_current_allocated_bytes(void);
 /* The heap's bytes in use (ASan's allocator: with its redzones). */
 static size_t heap_in_use(void) { return __sanitizer_get_current_allocated_bytes(); }
 #else
