@@ -56,13 +56,14 @@ static int fold_of(fn_context *ctx, const fn_sgd_config *cfg)
 {
     fn_layer *l = NULL;
     fn_rng rng = {.seed = 1, .offset = 0};
-    EXPECT_OK(fn_linear_create(&l, ctx, 64, 32, 4, &rng));
+    EXPECT_OK(fn_linear_create(&l, ctx, 512, 512, 4, &rng));
     fn_param *params[] = {&l->params[0], &l->params[1]};
     const fn_tensor own = l->params[0].grad;
-    /* The weight's gradient, large enough that glibc returns it to the
-     * arena (small chunks stay "in use" in its thread cache). */
-    const size_t weight_bytes = (size_t)64 * 32 * sizeof(float);
-    const size_t grad_bytes = weight_bytes + (size_t)32 * sizeof(float);
+    /* The weight's gradient, 1 MiB: large enough that glibc gives it back
+     * (small chunks stay "in use" in its thread cache), and half of it
+     * far more than another thread's allocations meanwhile. */
+    const size_t weight_bytes = (size_t)512 * 512 * sizeof(float);
+    const size_t grad_bytes = weight_bytes + (size_t)512 * sizeof(float);
     fn_sgd *sgd = NULL;
     EXPECT_OK(fn_sgd_create(&sgd, ctx, params, 2, cfg));
     int folded = -1;
@@ -75,7 +76,7 @@ static int fold_of(fn_context *ctx, const fn_sgd_config *cfg)
             assert_true(l->params[i].grad_beta == cfg->momentum);
         }
         /* the own gradients freed (with their allocator's overhead) */
-        if (!(after + weight_bytes <= before))
+        if (!(after + weight_bytes / 2 <= before))
             fail_msg("folding freed %lld bytes of the heap, not the weight gradient's %zu",
                      (long long)before - (long long)after, weight_bytes);
         /* counted once, as the optimiser's state */
@@ -83,11 +84,11 @@ static int fold_of(fn_context *ctx, const fn_sgd_config *cfg)
         int again = 0;
         EXPECT_OK(fn_optimizer_fold(fn_sgd_optimizer(sgd), &again));
         assert_int_equal(again, 1);
-        assert_true(heap_in_use() == after);
+        assert_true(heap_in_use() + weight_bytes / 2 > after); /* nothing freed again */
     } else {
         assert_ptr_equal(l->params[0].grad.data, own.data);
         assert_true(l->params[0].grad_beta == 0.0f);
-        assert_true(after == before);
+        assert_true(after + weight_bytes / 2 > before); /* nothing freed */
         assert_int_equal(fn_optimizer_grad_state_bytes(fn_sgd_optimizer(sgd)), 0);
     }
     fn_sgd_destroy(sgd); /* gives the parameters gradients of their own back */
