@@ -3,6 +3,7 @@
  * zeroing of every gradient in it (a kernel on the context's stream, where
  * fn_tensor_zero's cudaMemset is one call a tensor on the legacy stream,
  * which a CUDA graph cannot capture). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,8 @@ mt_zero_grad_kernel(const fn_mt_entry *table /* [n] */, int n, long long chunks)
 {
     FN_GRID_WAIT();
     mt_for_each_piece(table, n, chunks, [](const fn_mt_entry &e, size_t first, size_t end) {
+        if (!e.grad) /* released (SGD's fuse): nothing to zero */
+            return;
 #pragma unroll
         for (int k = 0; k < kMtPerThread; k++) {
             const size_t i = first + (size_t)k * kMtThreads;
@@ -161,22 +164,34 @@ extern "C" fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt)
     return FN_OK;
 }
 
-extern "C" fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16)
+/* Entry i's field at byte offset `at` (size bytes from value) set in the
+ * host copy, the device table and the part that holds the entry. */
+static fn_status set_field(fn_multi_tensor *mt, int i, size_t at, const void *value, size_t size)
 {
     if (i < 0 || i >= mt->n)
         return fn_fail(FN_ERR_INVALID, "multi-tensor table: entry %d of %d", i, mt->n);
-    __nv_bfloat16 *ptr = static_cast<__nv_bfloat16 *>(state1_bf16);
-    static_cast<fn_mt_entry *>(mt->host_table)[i].state1_bf16 = ptr; /* for parts made later */
-    fn_mt_entry *table = static_cast<fn_mt_entry *>(mt->table);
-    FN_CUDA_CHECK(cudaMemcpy(&table[i].state1_bf16, &ptr, sizeof ptr, cudaMemcpyHostToDevice));
-    /* and the part that holds entry i, where the table is split already */
+    fn_mt_entry *host = static_cast<fn_mt_entry *>(mt->host_table); /* for parts made later */
+    memcpy(reinterpret_cast<char *>(&host[i]) + at, value, size);
+    char *entry = static_cast<char *>(mt->table) + (size_t)i * sizeof(fn_mt_entry) + at;
+    FN_CUDA_CHECK(cudaMemcpy(entry, value, size, cudaMemcpyHostToDevice));
     for (int k = 0, from = 0; k < mt->n_parts; from += mt->parts[k].n, k++) {
         if (i >= from + mt->parts[k].n)
             continue;
-        fn_mt_entry *part = static_cast<fn_mt_entry *>(mt->parts[k].table);
-        FN_CUDA_CHECK(cudaMemcpy(&part[i - from].state1_bf16, &ptr, sizeof ptr,
-                                 cudaMemcpyHostToDevice));
+        char *part = static_cast<char *>(mt->parts[k].table);
+        part += (size_t)(i - from) * sizeof(fn_mt_entry) + at;
+        FN_CUDA_CHECK(cudaMemcpy(part, value, size, cudaMemcpyHostToDevice));
         break;
     }
     return FN_OK;
+}
+
+extern "C" fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16)
+{
+    __nv_bfloat16 *ptr = static_cast<__nv_bfloat16 *>(state1_bf16);
+    return set_field(mt, i, offsetof(fn_mt_entry, state1_bf16), &ptr, sizeof ptr);
+}
+
+extern "C" fn_status fn_multi_tensor_set_grad(fn_multi_tensor *mt, int i, float *grad)
+{
+    return set_field(mt, i, offsetof(fn_mt_entry, grad), &grad, sizeof grad);
 }

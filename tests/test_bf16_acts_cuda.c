@@ -4,7 +4,8 @@
  *    block 1 to block 2 through bfloat16 (the head and a residual block read
  *    their float input, so nothing joins into them): the net's buffers are
  *    smaller by the two float activations, 2 x BATCH x H x 4 bytes, and the
- *    layers' own buffers are the same; in fp32 math nothing joins;
+ *    layers' own buffers are the same; in fp32 math nothing joins; the
+ *    memory check before building (model.h) counts the same saving;
  *  - training with the joins ends with the same weights, and every step's
  *    loss and output, bit for bit, as the same training with none (the test
  *    hook FN_TEST_BF16_ACTS_OFF: each block rounds its float input itself):
@@ -34,6 +35,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
+#include "fusenet/model.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
@@ -162,6 +164,26 @@ static void expect_same_layer_buffers(const model *a, const model *b)
                          fn_layer_buffer_bytes(fn_net_layer(b->net, i)));
 }
 
+/* The memory check's activations (model.h) for model_make's net on ctx,
+ * built with the joins off or not. */
+static double estimated_activations(fn_context *ctx, int residual, int off)
+{
+    const fn_layer_kind *block = NULL, *res = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find("residual", &res));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_hparams hp = {.groups = GROUPS, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {
+        {block, H, 0}, {residual ? res : block, H, 0}, {block, H, 0}, {linear, OUT, 0}};
+    set_acts_off(off);
+    fn_model_memory need;
+    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
+    set_acts_off(0);
+    for (int i = 0, in = IN; i < 4; in = fn_layer_spec_out(&specs[i], in), i++)
+        fn_model_memory_add(&need, &specs[i], in, &hp, BATCH, i == 0);
+    return need.activations;
+}
+
 static void test_joins_save_memory(void **state)
 {
     (void)state;
@@ -177,17 +199,23 @@ static void test_joins_save_memory(void **state)
     assert_int_equal(fn_net_buffer_bytes(off.net), float_buffer_bytes());
     assert_int_equal(fn_net_buffer_bytes(on.net), float_buffer_bytes() - joined);
     expect_same_layer_buffers(&on, &off);
+    /* the memory check before building counts the same saving */
+    assert_true(estimated_activations(ctx, 0, 1) - estimated_activations(ctx, 0, 0) ==
+                (double)joined);
     model_free(&on);
     model_free(&off);
     /* A residual block reads its float input (its skip): only 1 -> 2 joins. */
     model_make(&on, ctx, MOMENTUM, 1, 0);
     assert_int_equal(fn_net_buffer_bytes(on.net), float_buffer_bytes() - joined / 2);
+    assert_true(estimated_activations(ctx, 1, 1) - estimated_activations(ctx, 1, 0) ==
+                (double)(joined / 2));
     model_free(&on);
     fn_context_destroy(ctx);
     /* fp32 math: no layer takes bfloat16, nothing joins. */
     EXPECT_OK(fn_context_create(&ctx, FN_CUDA, 0, FN_MATH_FP32));
     model_make(&on, ctx, MOMENTUM, 0, 0);
     assert_int_equal(fn_net_buffer_bytes(on.net), float_buffer_bytes());
+    assert_true(estimated_activations(ctx, 0, 0) == estimated_activations(ctx, 0, 1));
     model_free(&on);
     fn_context_destroy(ctx);
 }

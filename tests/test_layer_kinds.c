@@ -416,6 +416,44 @@ static void test_memory_need(void **state)
     assert_non_null(strstr(fn_last_error(), "more than the"));
 }
 
+/* The activations of "block 16, <second> 16, block 16, linear 3" counted
+ * for a net on device in math (fn_model_memory_start), 4 rows. */
+static double activations_of(const char *second, fn_device device, fn_math math)
+{
+    const fn_layer_kind *block = NULL, *middle = NULL, *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("block", &block));
+    EXPECT_OK(fn_layer_kind_find(second, &middle));
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {{block, 16, 0}, {middle, 16, 0}, {block, 16, 0}, {linear, 3, 0}};
+    fn_model_memory need;
+    fn_model_memory_start(&need, device, math);
+    for (int i = 0, in = 16; i < 4; in = fn_layer_spec_out(&specs[i], in), i++)
+        fn_model_memory_add(&need, &specs[i], in, &hp, 4, i == 0);
+    assert_true(need.total == need.params + need.grads + need.activations);
+    return need.activations;
+}
+
+/* On a GPU in bf16 math the net joins a block to the block after it
+ * through bfloat16 (net.c) and allocates no float output between them:
+ * the memory check counts each joined output [4, 16] out; a residual block
+ * writes bfloat16 into the next block but reads a float input; the CPU and
+ * fp32 math join nothing. */
+static void test_memory_need_bf16_joins(void **state)
+{
+    (void)state;
+    const double cpu = activations_of("block", FN_CPU, FN_MATH_BF16);
+    const double output = 4 * 16 * sizeof(float);
+    assert_true(activations_of("block", FN_CUDA, FN_MATH_FP32) == cpu);
+    assert_true(activations_of("block", FN_CUDA, FN_MATH_TF32) == cpu);
+    assert_true(activations_of("block", FN_CUDA, FN_MATH_BF16) == cpu - 2 * output);
+    assert_true(activations_of("residual", FN_CUDA, FN_MATH_BF16) ==
+                activations_of("residual", FN_CPU, FN_MATH_FP32) - output);
+    fn_model_memory zeroed = {0}, cpu_start;
+    fn_model_memory_start(&cpu_start, FN_CPU, FN_MATH_FP32);
+    assert_int_equal(cpu_start.bf16_joins, zeroed.bf16_joins);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -423,7 +461,7 @@ int main(void)
         T(test_lookup),          T(test_unknown_kind),          T(test_kind_of_layer),
         T(test_parse_and_check), T(test_block_attrs_round_trip), T(test_linear_has_no_attrs),
         T(test_residual), T(test_dense_sizes), T(test_dropout_item), T(test_dropout_masks),
-        T(test_no_fused_step_on_the_cpu), T(test_memory_need),
+        T(test_no_fused_step_on_the_cpu), T(test_memory_need), T(test_memory_need_bf16_joins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

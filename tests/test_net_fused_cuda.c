@@ -12,7 +12,13 @@
  *    and two fused runs bit for bit equal;
  *  - on the CPU (no fusion there: backward and update layer by layer)
  *    bit for bit after four steps;
- *  - fn_sgd_count_step advances the step count only for plain SGD.
+ *  - fn_sgd_count_step advances the step count only for plain SGD;
+ *  - fused (fn_optimizer_fuse, as `train` fuses), the blocks' gradients are
+ *    freed on the GPU and the results stay bit for bit the fused ones; the
+ *    optimiser's own step then fails and its zeroing skips them; a later
+ *    fn_net_backward allocates them again; on the CPU (no fused backward)
+ *    nothing is freed, and a released layer's gradients come back from
+ *    its next backward with the bits of one never released.
  * The GPU cases skip, saying why, without a GPU. */
 #include <float.h>
 #include <math.h>
@@ -178,6 +184,33 @@ static void compare_one_step(fn_math math)
     fn_context_destroy(ctx);
 }
 
+/* Fuses m's optimiser into its net: the blocks' gradients freed, the
+ * linear layer's kept; the optimiser's own step refused, its zeroing
+ * (the table's launch) fine. */
+static void expect_fused(model *m)
+{
+    const size_t linear = fn_layer_grad_bytes(fn_net_layer(m->net, 2));
+    EXPECT_OK(fn_optimizer_fuse(fn_sgd_optimizer(m->opt), m->net));
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(m->net, 0)), 0);
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(m->net, 1)), 0);
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(m->net, 2)), linear);
+    EXPECT_OK(fn_optimizer_zero_grad(fn_sgd_optimizer(m->opt)));
+    EXPECT_FAIL(fn_sgd_step(m->opt), FN_ERR_INVALID, "fn_optimizer_fuse");
+    EXPECT_OK(fn_context_sync(fn_net_context(m->net)));
+}
+
+/* A backward after fused steps: the blocks' gradients allocated again. */
+static void expect_restored(model *m)
+{
+    fn_tensor y;
+    EXPECT_OK(fn_net_forward(m->net, &m->x, &y));
+    EXPECT_OK(fn_net_backward(m->net, &m->dy));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fn_layer_grad_bytes(fn_net_layer(m->net, i)),
+                         fn_layer_param_bytes(fn_net_layer(m->net, i)));
+    EXPECT_OK(fn_context_sync(fn_net_context(m->net)));
+}
+
 /* After STEPS steps: every parameter within 1e-4 of its total change plus
  * 8 roundings of its size; a second fused run equal bit for bit. In bf16
  * the first step's few-ulp difference of a block weight can move it across
@@ -194,6 +227,7 @@ static void compare_steps(fn_math math)
     model_make(&a, ctx);
     model_make(&b, ctx);
     model_make(&c, ctx);
+    expect_fused(&c);
     float **w0 = snapshot(&a, 0);
     for (int k = 0; k < STEPS; k++) {
         step(&a, 0);
@@ -201,6 +235,7 @@ static void compare_steps(fn_math math)
         step(&c, 1);
     }
     assert_int_equal(fn_sgd_steps(b.opt), STEPS);
+    expect_restored(&c);
     float **va = snapshot(&a, 0), **vb = snapshot(&b, 0), **vc = snapshot(&c, 0);
     const char *mode = fn_math_name(math);
     for (int p = 0; p < fn_net_n_params(a.net); p++) {
@@ -271,6 +306,41 @@ static void test_net_step_cpu(void **state)
     fn_context_destroy(ctx);
 }
 
+/* On the CPU fusing frees nothing (no layer has a fused backward there);
+ * a layer's released gradients come back from its next backward, the bits
+ * of a never released one's. */
+static void test_released_grads_cpu(void **state)
+{
+    (void)state;
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
+    model a, b;
+    model_make(&a, ctx);
+    model_make(&b, ctx);
+    const size_t all = fn_layer_grad_bytes(fn_net_layer(b.net, 0));
+    EXPECT_OK(fn_optimizer_fuse(fn_sgd_optimizer(b.opt), b.net));
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), all);
+    for (int i = 0; i < 2; i++)
+        fn_layer_release_grads(fn_net_layer(b.net, i));
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), 0);
+    EXPECT_OK(fn_net_zero_grad(b.net)); /* skips the released ones */
+    fn_tensor y;
+    EXPECT_OK(fn_net_forward(a.net, &a.x, &y));
+    EXPECT_OK(fn_net_backward(a.net, &a.dy));
+    EXPECT_OK(fn_net_forward(b.net, &b.x, &y));
+    EXPECT_OK(fn_net_backward(b.net, &b.dy));
+    assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), all);
+    for (int p = 0; p < fn_net_n_params(a.net); p++) {
+        const fn_tensor *u = &fn_net_param(a.net, p)->grad, *v = &fn_net_param(b.net, p)->grad;
+        if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
+            fail_msg("cpu: parameter %d (%s): the restored gradient differs", p,
+                     fn_net_param(a.net, p)->name);
+    }
+    model_free(&a);
+    model_free(&b);
+    fn_context_destroy(ctx);
+}
+
 static void test_count_step(void **state)
 {
     (void)state;
@@ -300,4 +370,5 @@ static void test_count_step(void **state)
 }
 
 GPU_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_count_step), cmocka_unit_test(test_net_step_cpu),
+              cmocka_unit_test(test_released_grads_cpu),
               cmocka_unit_test(test_fused_net_step_cuda))

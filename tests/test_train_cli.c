@@ -717,9 +717,11 @@ static void test_summary_and_throughput(void **state)
     expect_output(f, "out.txt", "0      block             64 -> 32       8         2144\n");
     expect_output(f, "out.txt", "1      linear            32 -> 10       -          330\n");
     expect_output(f, "out.txt", "total: 2474 parameters\n");
-    /* Weights, gradients and the momentum buffer: 2474 floats each. */
+    /* Weights and the momentum buffer: 2474 floats each; the momentum is
+     * folded into backward, so the buffers are the gradients and the
+     * parameters' own gradient tensors are freed. */
     expect_output(f, "out.txt", "memory on the cpu: ");
-    expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
+    expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 0 B, optimiser state 9.7 KiB, ");
     expect_output(f, "out.txt", ", 1 epoch, 2 layers\n");
     expect_output(f, "out.txt", "step 10/90 loss ");
     expect_output(f, "out.txt", " samples/s)\n");
@@ -732,6 +734,10 @@ static void test_summary_and_throughput(void **state)
     expect_milliseconds(strstr(out, "epoch 1/1: "), " (");
     expect_milliseconds(done, " steps, ");
     free(out);
+    /* Dampening keeps the momentum out of backward: gradients of their own. */
+    const char *damped[] = {cfg, "--set", "train.dampening=0.5", "--overwrite", NULL};
+    assert_int_equal(run(f, damped), 0);
+    expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
     if (fn_cuda_device_count() > 0) {
         /* On the GPU: the same parameters, the memory on cuda:0 with the
          * loader's batches, the data in host memory. */
@@ -739,9 +745,15 @@ static void test_summary_and_throughput(void **state)
         assert_int_equal(run(f, gpu), 0);
         expect_output(f, "out.txt", "total: 2474 parameters\n");
         expect_output(f, "out.txt", "memory on cuda:0: ");
-        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 9.7 KiB, optimiser state 9.7 KiB, ");
+        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 0 B, optimiser state 9.7 KiB, ");
         expect_output(f, "out.txt", ", batches ");
         expect_output(f, "out.txt", "); host: data ");
+        /* Plain SGD fused into the block's backward: its gradients freed, the
+         * linear layer's 330 floats kept; no momentum buffers. */
+        const char *fused[] = {cfg, "--set", "run.device=cuda", "--set", "train.momentum=0",
+                               "--overwrite", NULL};
+        assert_int_equal(run(f, fused), 0);
+        expect_output(f, "out.txt", "(weights 9.7 KiB, gradients 1.3 KiB, optimiser state 0 B, ");
     }
 }
 

@@ -140,6 +140,15 @@ fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass);
  * with grad_beta 1; a step whose backward writes the gradients (grad_beta
  * 0, the default) needs no zeroing. */
 fn_status fn_layer_zero_grad(fn_layer *l);
+/* Frees the gradients of l's parameters (layer_grads.c), for a caller
+ * whose steps never read them (plain SGD fused into backward_sgd,
+ * sgd_fused.h): fn_layer_grad_bytes then counts none. fn_layer_backward
+ * restores them (allocated again, zeroed) before it writes them, so a
+ * backward after a release (the search for a non-finite value) works as
+ * before; fn_layer_zero_grad leaves a released gradient as it is, zero
+ * once restored. Not inside a CUDA graph's capture (restoring allocates). */
+void fn_layer_release_grads(fn_layer *l);
+fn_status fn_layer_restore_grads(fn_layer *l);
 /* The parameter called `name`, or NULL. */
 fn_param *fn_layer_param(fn_layer *l, const char *name);
 /* Values in the parameters (weight, bias, ...), and the bytes their values

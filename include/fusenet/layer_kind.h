@@ -112,6 +112,13 @@ struct fn_layer_kind {
      * last layer under a loss that reads logits (fn_loss_kind.takes_logits)
      * it gets a notice. */
     int bounded_outputs;
+    /* On a GPU in bf16 math: its layers write their output as bfloat16
+     * into a next layer that takes it so (bf16_output: the ops'
+     * forward_bf16), or take their input so (bf16_input: the ops'
+     * bf16_input). net.c joins two such layers and never allocates the
+     * float activation between them; the memory check (model.h) counts
+     * it out the same way. */
+    int bf16_output, bf16_input;
 };
 
 /* The registry: every kind, in the order messages list them. */

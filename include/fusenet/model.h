@@ -36,7 +36,15 @@ fn_status fn_model_create_each(fn_net **net, fn_context *ctx, const fn_layer_spe
  * overhead come on top. */
 typedef struct fn_model_memory {
     double params, grads, activations, total;
+    int bf16_joins;             /* the layout of a GPU in bf16 math (fn_model_memory_start) */
+    const fn_layer_kind *last;  /* the kind of the layer added last, or NULL */
 } fn_model_memory;
+/* An empty tally for a net on `device` in `math`: on a GPU in bf16 math
+ * two layers that net.c joins through bfloat16 (the first kind's
+ * bf16_output, the second's bf16_input) share their activation, whose
+ * float buffer is never allocated, so it is not counted. A zeroed tally
+ * counts as on the CPU (fn_model_memory_need's). */
+void fn_model_memory_start(fn_model_memory *need, fn_device device, fn_math math);
 void fn_model_memory_need(const fn_layer_spec *specs, int n_layers, int in_features,
                           const fn_layer_hparams *hp, int max_batch, fn_model_memory *need);
 /* Adds one layer's share to *need (first: the net's first layer, whose

@@ -44,6 +44,14 @@ typedef struct fn_optimizer_ops {
      * fn_net_backward and step (net.h says where rounding differs). net's
      * parameters must be the optimiser's. */
     fn_status (*backward_step)(fn_optimizer *opt, fn_net *net, const fn_tensor *dy);
+    /* Optional, with backward_step: the caller takes every step on net
+     * with backward_step alone from now on (one process, no clipping), so
+     * the optimiser frees what that step never reads (plain SGD: the
+     * gradients of the layers whose backward_sgd updates their values,
+     * fn_layer_release_grads; a later fn_net_backward allocates them
+     * again). Its step, step_params and prepare then fail, naming
+     * backward_step. */
+    fn_status (*fuse)(fn_optimizer *opt, fn_net *net);
     /* Changes the learning rate (schedules); an invalid one fails the next step. */
     void (*set_lr)(fn_optimizer *opt, float lr);
     int n_state;                    /* kinds of per-parameter state */
@@ -77,9 +85,11 @@ typedef struct fn_optimizer_ops {
      * that state and its grad_beta (param.h) set to the sum's factor, so
      * backward itself leaves the new sum there (SGD: buf = mu buf + g, the
      * dW product with cuBLAS's beta = mu on the buffer) and the step
-     * reads no separate gradient. Until the optimiser is destroyed (which
-     * gives the parameters their own gradients back: destroy it before
-     * the net) the .grad tensors hold the sum, not a plain gradient, so a
+     * reads no separate gradient. The parameters' own gradient tensors
+     * are freed (they must be fn_tensor_alloc's, as a layer's are).
+     * Until the optimiser is destroyed (which gives the parameters new
+     * gradients of their own, zeroed: destroy it before the net) the
+     * .grad tensors hold the sum, not a plain gradient, so a
      * caller folds only where nothing else reads the gradients between
      * backward and the step (no clipping, no sums over processes), and a
      * backward not followed by its step moves the state all the same.
@@ -157,6 +167,8 @@ fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip);
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
 /* The fold hook above; *folded 0 without one. */
 fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded);
+/* The fuse hook above; FN_OK and nothing without one. */
+fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net);
 void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
 const char *fn_optimizer_name(const fn_optimizer *opt);
 
@@ -178,6 +190,11 @@ fn_status fn_optimizer_state_export(fn_optimizer *opt);
 fn_status fn_optimizer_state_import(fn_optimizer *opt);
 /* The bytes of every state tensor it publishes, on the parameters' device. */
 size_t fn_optimizer_state_bytes(fn_optimizer *opt);
+/* The bytes of the parameters' gradient tensors that are published state
+ * tensors (a fold, fn_optimizer_fold: SGD's momentum buffers), which
+ * fn_optimizer_state_bytes counts already: a sum of the parameters'
+ * gradient bytes and the state's counts these twice. 0 unfolded. */
+size_t fn_optimizer_grad_state_bytes(fn_optimizer *opt);
 
 /* For implementations: checks that every parameter's value and gradient
  * live on ctx's device with one shape (messages start with `who`), then

@@ -59,7 +59,9 @@ typedef struct fn_train_layer {
 typedef struct fn_train_memory {
     /* On the run's device (host memory on the CPU): */
     size_t weights, gradients, optimizer; /* weights: with copies in another
-                                           * precision (bf16 mode's) */
+                                           * precision (bf16 mode's); gradients:
+                                           * those that are not the optimiser's
+                                           * state (a fold's, counted there) */
     size_t activations; /* the layers' caches and the buffers between them, at batch_size */
     size_t batches;     /* the loaders' batches on the GPU; 0 on the CPU */
     size_t device;      /* the sum of the five */

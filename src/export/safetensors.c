@@ -322,7 +322,9 @@ static fn_status describe_all(const in_file *f, layer_desc **out, int *n_out)
 
 static fn_status build_layers(const in_file *f, fn_net *net, const layer_desc *d, int n)
 {
-    fn_model_memory need = {0};
+    fn_model_memory need;
+    fn_context *ctx = fn_net_context(net);
+    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
     for (int i = 0; i < n; i++)
         fn_model_memory_add(&need, &d[i].spec, d[i].in, &d[i].hp, fn_net_max_batch(net), i == 0);
     if (fn_model_memory_fits(fn_net_context(net), &need, fn_net_max_batch(net)) != FN_OK) {

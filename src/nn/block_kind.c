@@ -93,4 +93,6 @@ const fn_layer_kind fn_block_kind = {
     .param_floats = fn_block_kind_param_floats,
     .row_floats = fn_block_kind_row_floats,
     .weight_copy_bytes = fn_block_weight_copy_bytes,
+    .bf16_output = 1,
+    .bf16_input = 1,
 };

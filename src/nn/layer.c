@@ -145,6 +145,7 @@ fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
     FN_TRY(check_layer(l, "fn_layer_backward"));
     FN_TRY(check_trainable(l));
     FN_TRY(check_backward(l, dy, dx));
+    FN_TRY(fn_layer_restore_grads(l)); /* where a fused step released them */
     return l->ops->backward(l, dy, dx);
 }
 
@@ -196,6 +197,8 @@ fn_status fn_layer_zero_grad(fn_layer *l)
     if (!l)
         return fn_fail(FN_ERR_INVALID, "fn_layer_zero_grad: layer is NULL");
     for (int i = 0; i < l->n_params; i++) {
+        if (!l->forward_only && !l->params[i].grad.data)
+            continue; /* released: restored zeroed (fn_layer_release_grads) */
         fn_status st = fn_tensor_zero(&l->params[i].grad);
         if (st != FN_OK) {
             fn_error_prefix("%s: %s grad: ", kind_of(l), l->params[i].name);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "fusenet/model.h"
+#include "core/test_hooks.h"
 
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
                              const fn_layer_hparams *hp, fn_rng *rng)
@@ -14,6 +15,21 @@ fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_feat
     FN_TRY(fn_layer_create(&layer, fn_net_context(net), in_features, spec, hp,
                            fn_net_max_batch(net), rng));
     return fn_net_add(net, layer);
+}
+
+void fn_model_memory_start(fn_model_memory *need, fn_device device, fn_math math)
+{
+    /* net.c joins under the same conditions (its test hook included) */
+    *need = (fn_model_memory){.bf16_joins = device == FN_CUDA &&
+                                            fn_math_policy_of(math)->bf16_operands &&
+                                            !fn_test_bf16_acts_off()};
+}
+
+/* Whether a layer of kind k joins the one added before it (net.c). */
+static int joins_last(const fn_model_memory *need, const fn_layer_kind *k, int first)
+{
+    return !first && need->bf16_joins && need->last && need->last->bf16_output && k &&
+           k->bf16_input;
 }
 
 void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int in_features,
@@ -29,6 +45,9 @@ void fn_model_memory_add(fn_model_memory *need, const fn_layer_spec *spec, int i
     const int training = !(hp && hp->forward_only);
     row += (double)fn_layer_spec_out(spec, in_features) +
            (first || !training ? 0.0 : (double)in_features);
+    /* joined: the layer before's float output is never allocated */
+    row -= joins_last(need, k, first) ? (double)in_features : 0.0;
+    need->last = k;
     need->params += params * f;
     need->grads += training ? params * f : 0.0;
     need->activations += row * rows * f;
@@ -78,7 +97,9 @@ fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *
                                     int max_batch)
 {
     fn_model_memory need;
-    fn_model_memory_need(specs, n_layers, in_features, hp, max_batch, &need);
+    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
+    for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
+        fn_model_memory_add(&need, &specs[i], in, hp, max_batch, i == 0);
     return fn_model_memory_fits(ctx, &need, max_batch);
 }
 
@@ -109,7 +130,8 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     *out = NULL;
     if (n_layers > 0 && (!specs || !hp))
         return fn_fail(FN_ERR_INVALID, "fn_model_create: specs or settings are NULL");
-    fn_model_memory need = {0};
+    fn_model_memory need;
+    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
     for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
         fn_model_memory_add(&need, &specs[i], in, &hp[i * hp_step], max_batch, i == 0);
     FN_TRY(fn_model_memory_fits(ctx, &need, max_batch));

@@ -41,4 +41,5 @@ const fn_layer_kind fn_residual_kind = {
     .param_floats = fn_block_kind_param_floats,
     .row_floats = fn_block_kind_row_floats,
     .weight_copy_bytes = fn_block_weight_copy_bytes,
+    .bf16_output = 1, /* its input stays float: its skip adds it */
 };

@@ -83,3 +83,9 @@ fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *stat
     (void)mt, (void)i, (void)state1_bf16;
     return fn_cuda_absent("the optimiser's table on the GPU");
 }
+
+fn_status fn_multi_tensor_set_grad(fn_multi_tensor *mt, int i, float *grad)
+{
+    (void)mt, (void)i, (void)grad;
+    return fn_cuda_absent("the optimiser's table on the GPU");
+}

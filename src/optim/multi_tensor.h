@@ -44,6 +44,10 @@ void fn_multi_tensor_release(fn_multi_tensor *mt); /* a zeroed one is fine */
  * float32 again): the kernels that read it so (SGD's) read and write it
  * there, rounding each store once. */
 fn_status fn_multi_tensor_set_state1_bf16(fn_multi_tensor *mt, int i, void *state1_bf16);
+/* Entry i's gradient is grad (device, [n]) from now on (SGD's fold: the
+ * momentum buffer, its own gradient freed), or none (NULL: SGD's fuse
+ * freed it; the zeroing skips it, an unfolded update must not run). */
+fn_status fn_multi_tensor_set_grad(fn_multi_tensor *mt, int i, float *grad);
 /* Queues the copy of the step's scalars (scalar_bytes; pageable host
  * memory, reusable at once) on the context's stream; nothing when they are
  * the ones queued last (SGD at a constant lr: one copy a run). */
@@ -56,7 +60,8 @@ fn_status fn_multi_tensor_set_scalars(fn_multi_tensor *mt, const void *scalars);
  * An empty part has no table (n 0). Replaces an earlier cut; released
  * with the whole. Allocates and copies: not inside a capture. */
 fn_status fn_multi_tensor_split(fn_multi_tensor *mt, const int *first, int n);
-/* Zeroes every gradient in the table: one launch on the context's stream. */
+/* Zeroes every gradient in the table (none where NULL): one launch on the
+ * context's stream. */
 fn_status fn_multi_tensor_zero_grad(const fn_multi_tensor *mt);
 
 #ifdef __cplusplus

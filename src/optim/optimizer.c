@@ -174,6 +174,14 @@ fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded)
     return opt->ops->fold ? opt->ops->fold(opt, folded) : FN_OK;
 }
 
+fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_fuse"));
+    if (!net)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_fuse: net is NULL");
+    return opt->ops->fuse ? opt->ops->fuse(opt, net) : FN_OK;
+}
+
 fn_status fn_optimizer_zero_each(fn_optimizer *opt)
 {
     for (int i = 0; i < opt->n_params; i++)
@@ -244,6 +252,26 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt)
         }
     const size_t kept = opt && opt->ops->kept_state_bytes ? opt->ops->kept_state_bytes(opt) : 0;
     return n * sizeof(float) + kept;
+}
+
+/* 1 when parameter i's gradient is one of its state tensors. */
+static int grad_is_state(fn_optimizer *opt, int i)
+{
+    const float *g = opt->params[i]->grad.data;
+    for (int k = 0; g && k < fn_optimizer_n_state(opt); k++) {
+        const fn_tensor *t = fn_optimizer_state(opt, k, i);
+        if (t && t->data == g)
+            return 1;
+    }
+    return 0;
+}
+
+size_t fn_optimizer_grad_state_bytes(fn_optimizer *opt)
+{
+    size_t n = 0;
+    for (int i = 0; opt && i < opt->n_params; i++)
+        n += grad_is_state(opt, i) ? fn_tensor_count(&opt->params[i]->grad) : 0;
+    return n * sizeof(float);
 }
 
 static fn_status check_params(fn_context *ctx, fn_param *const *params, int n_params,

@@ -15,7 +15,11 @@
  * over theta and buf, with no gradient tensor written or read. The
  * rounding differs from the unfolded step's (mu buf + g rounded once in
  * the product, wd theta added after it); a checkpoint's "momentum" is the
- * buffer, torch's, either way.
+ * buffer, torch's, either way. While folded the parameters' own gradient
+ * tensors are freed (nothing reads them: the fold is made only where the
+ * optimiser alone reads gradients, trainer/step_choice.c) and the table's
+ * gradients are the buffers; destroy allocates them again, zeroed, so
+ * the parameters' layers find gradients of their own.
  *
  * Momentum in bfloat16 (momentum_bf16, sgd.h): each weight with a bfloat16
  * copy keeps its buffer in bf16[i] as well as the float32 tensor
@@ -39,8 +43,10 @@ struct fn_sgd {
     fn_sgd_config cfg;
     fn_multi_tensor all;           /* GPU: every parameter in one launch; else zeroed */
     fn_sgd_scalars prepared;       /* the step prepare wrote (split step) */
-    fn_tensor *own_grads;          /* [n_params] the parameters' own gradients while
-                                    * folded (sgd_fold); else NULL */
+    int folded;                    /* 1 while folded (sgd_fold): the gradients are the
+                                    * buffers, the parameters' own ones freed */
+    int fused;                     /* 1 once fused (sgd_fuse): every step is
+                                    * backward_step, the unread gradients freed */
     fn_tensor *bf16;               /* [n_params] with momentum_bf16: a weight's bfloat16
                                     * buffer (storage of rows x ceil(cols / 2) floats), data
                                     * NULL for a parameter whose buffer is float32; else NULL */
@@ -152,9 +158,9 @@ static fn_status update_one(fn_sgd *opt, const fn_sgd_config *cfg, int first, in
     fn_optimizer *base = &opt->base;
     fn_param *p = base->params[i];
     fn_tensor *buf = opt->buffers ? &opt->buffers[i] : NULL;
-    if (!first || opt->own_grads) /* the first unfolded step reads no buffer */
+    if (!first || opt->folded) /* the first unfolded step reads no buffer */
         FN_TRY(sync_bf16(opt, i, 1));
-    FN_TRY(opt->own_grads ? opt->backend->update_folded(base->ctx, &p->value, buf, cfg)
+    FN_TRY(opt->folded ? opt->backend->update_folded(base->ctx, &p->value, buf, cfg)
                           : checked_update(opt->backend, base->ctx, &p->value, &p->grad, buf,
                                            cfg, first));
     return sync_bf16(opt, i, 0);
@@ -180,9 +186,22 @@ static fn_status update_range(fn_sgd *opt, const fn_sgd_config *cfg, int first, 
     return FN_OK;
 }
 
+/* Fused (sgd_fuse), the steps are backward_step's: the gradients a step
+ * would read may be freed. */
+static fn_status check_unfused(const fn_sgd *opt, long long step)
+{
+    if (!opt->fused)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID,
+                   "sgd step %lld: this optimiser takes its steps in the backward pass "
+                   "(fn_optimizer_fuse): take them with fn_optimizer_backward_step",
+                   step);
+}
+
 static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps + 1));
     return update_range(opt, &opt->cfg, base->steps == 0, base->steps + 1, from, count);
 }
 
@@ -192,6 +211,7 @@ static fn_status sgd_step_params(fn_optimizer *base, int from, int count)
 static fn_status sgd_prepare(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps + 1));
     fn_status st = fn_sgd_config_check(&opt->cfg);
     if (st != FN_OK) {
         fn_error_prefix("sgd step %lld: ", base->steps + 1);
@@ -207,7 +227,7 @@ static fn_status sgd_apply(fn_optimizer *base, const int *skip)
 {
     fn_sgd *opt = (fn_sgd *)base;
     if (opt->all.table)
-        return opt->backend->update_all(&opt->all, &opt->cfg, skip, opt->own_grads != NULL);
+        return opt->backend->update_all(&opt->all, &opt->cfg, skip, opt->folded);
     if (skip && *skip)
         return FN_OK;
     fn_sgd_config cfg = opt->cfg;
@@ -229,7 +249,7 @@ static fn_status sgd_apply_part(fn_optimizer *base, int k, const int *skip)
     fn_sgd *opt = (fn_sgd *)base;
     if (opt->all.table) {
         const fn_multi_tensor *part = &opt->all.parts[k];
-        return part->n ? opt->backend->update_all(part, &opt->cfg, skip, opt->own_grads != NULL)
+        return part->n ? opt->backend->update_all(part, &opt->cfg, skip, opt->folded)
                        : FN_OK;
     }
     if (skip && *skip)
@@ -251,9 +271,7 @@ static fn_status sgd_step(fn_optimizer *base)
     return sgd_step_params(base, 0, base->n_params);
 }
 
-/* One launch on the GPU (the multi-tensor table), else tensor by tensor;
- * folded, the gradients are the buffers (the table holds the parameters'
- * own), zeroed tensor by tensor: the momentum starts again. */
+/* The bfloat16 buffers zeroed (folded: the gradients backward adds to). */
 static fn_status zero_bf16(fn_sgd *opt)
 {
     for (int i = 0; opt->bf16 && i < opt->base.n_params; i++)
@@ -262,14 +280,17 @@ static fn_status zero_bf16(fn_sgd *opt)
     return FN_OK;
 }
 
+/* One launch on the GPU (the multi-tensor table), else tensor by tensor;
+ * folded, the gradients are the buffers, zeroed tensor by tensor with the
+ * bfloat16 ones: the momentum starts again. */
 static fn_status sgd_zero_grad(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    if (opt->all.table && !opt->own_grads)
+    if (opt->all.table && !opt->folded)
         return fn_multi_tensor_zero_grad(&opt->all);
     FN_TRY(fn_optimizer_zero_each(base));
     /* folded, a bfloat16 buffer is the gradient backward adds to */
-    return opt->own_grads ? zero_bf16(opt) : FN_OK;
+    return opt->folded ? zero_bf16(opt) : FN_OK;
 }
 
 static int can_fold(const fn_sgd_config *cfg)
@@ -277,11 +298,32 @@ static int can_fold(const fn_sgd_config *cfg)
     return cfg->momentum > 0.0f && cfg->dampening == 0.0f && !cfg->nesterov;
 }
 
+/* Parameter i's gradient is grad from now on, in the table as well
+ * (GPU), so that no entry points at freed memory. */
+static fn_status set_grad(fn_sgd *opt, int i, fn_tensor grad)
+{
+    opt->base.params[i]->grad = grad;
+    return opt->all.table ? fn_multi_tensor_set_grad(&opt->all, i, grad.data) : FN_OK;
+}
+
+/* Parameter i's gradient becomes its buffer; its own gradient tensor,
+ * which nothing reads or writes while folded, is freed. */
+static fn_status fold_param(fn_sgd *opt, int i)
+{
+    fn_param *p = opt->base.params[i];
+    fn_tensor own = p->grad;
+    p->grad_bf16 = bf16_buffer(opt, i); /* backward writes the bfloat16 buffer there */
+    p->grad_beta = opt->cfg.momentum;
+    fn_status st = set_grad(opt, i, opt->buffers[i]);
+    fn_tensor_free(&own);
+    return st;
+}
+
 /* The fold hook (optimizer.h; this file's header says what it computes). */
 static fn_status sgd_fold(fn_optimizer *base, int *folded)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    *folded = opt->own_grads != NULL;
+    *folded = opt->folded;
     if (*folded || !can_fold(&opt->cfg))
         return FN_OK;
     if (base->steps == 0) { /* the first step's buffer is then mu 0 + g = g */
@@ -289,33 +331,44 @@ static fn_status sgd_fold(fn_optimizer *base, int *folded)
             FN_TRY(fn_tensor_zero(&opt->buffers[i]));
         FN_TRY(zero_bf16(opt));
     }
-    const int n = base->n_params;
-    opt->own_grads = calloc(n > 0 ? (size_t)n : 1, sizeof *opt->own_grads);
-    if (!opt->own_grads)
-        return fn_fail(FN_ERR_NOMEM, "out of host memory for SGD's fold");
-    for (int i = 0; i < base->n_params; i++) {
-        fn_param *p = base->params[i];
-        opt->own_grads[i] = p->grad;
-        p->grad = opt->buffers[i];
-        p->grad_bf16 = bf16_buffer(opt, i); /* backward writes the bfloat16 buffer there */
-        p->grad_beta = opt->cfg.momentum;
-    }
+    opt->folded = 1; /* from the first parameter on: unfold gives back what was taken */
+    for (int i = 0; i < base->n_params; i++)
+        FN_TRY(fold_param(opt, i));
     *folded = 1;
     return FN_OK;
 }
 
-/* The parameters' own gradients back, written by backward again. */
-static void unfold(fn_sgd *opt)
+/* Destroy's part for parameter i: where folded, its buffer freed, then a
+ * gradient of its own allocated (zeroed: the peak stays the run's), for
+ * its layer to write again and free. Without memory the parameter is
+ * left with no gradient (never the freed buffer): the next check of its
+ * grad names it. */
+static fn_status unfold_param(fn_sgd *opt, int i)
 {
-    if (!opt->own_grads)
-        return;
-    for (int i = 0; i < opt->base.n_params; i++) {
-        opt->base.params[i]->grad = opt->own_grads[i];
-        opt->base.params[i]->grad_bf16 = NULL;
-        opt->base.params[i]->grad_beta = 0.0f;
+    fn_param *p = opt->base.params[i];
+    if (p->grad.data != opt->buffers[i].data)
+        return FN_OK;
+    fn_tensor_free(&opt->buffers[i]);
+    p->grad_bf16 = NULL;
+    p->grad_beta = 0.0f;
+    fn_tensor own;
+    const fn_status st = fn_tensor_alloc(&own, p->value.rows, p->value.cols, p->value.device);
+    const fn_status set = set_grad(opt, i, own); /* own is zeroed where st failed */
+    return st != FN_OK ? st : set;
+}
+
+/* The parameters' own gradients back, their buffers freed (destroy's
+ * first half: the fold lasts the optimiser's life); the first failure's
+ * status, every parameter tried. */
+static fn_status unfold(fn_sgd *opt)
+{
+    fn_status first = FN_OK;
+    for (int i = 0; opt->folded && i < opt->base.n_params; i++) {
+        fn_status st = unfold_param(opt, i);
+        first = first == FN_OK ? st : first;
     }
-    free(opt->own_grads);
-    opt->own_grads = NULL;
+    opt->folded = 0;
+    return first;
 }
 
 /* The fused step updates net's parameters: they must be this optimiser's. */
@@ -334,6 +387,22 @@ static fn_status sgd_backward_step(fn_optimizer *base, fn_net *net, const fn_ten
     fn_sgd *opt = (fn_sgd *)base;
     FN_TRY(check_net(base, net));
     return opt->backend->backward_plain(net, dy, opt->cfg.lr);
+}
+
+/* The fuse hook (optimizer.h): the gradients the fused backward never
+ * reads freed (sgd_fused.h), and the table's entries for them cleared,
+ * so that no launch reaches freed memory (the table's zeroing skips
+ * them). */
+static fn_status sgd_fuse(fn_optimizer *base, fn_net *net)
+{
+    fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_net(base, net));
+    opt->fused = 1;
+    fn_sgd_fused_release(net);
+    for (int i = 0; opt->all.table && i < base->n_params; i++)
+        if (!base->params[i]->grad.data)
+            FN_TRY(fn_multi_tensor_set_grad(&opt->all, i, NULL));
+    return FN_OK;
 }
 
 /* An invalid lr is kept and reported by the next step. */
@@ -370,7 +439,8 @@ static size_t sgd_kept_state_bytes(const fn_optimizer *base)
 static void sgd_destroy(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
-    unfold(opt);
+    fn_multi_tensor_release(&opt->all); /* first: unfold need not update it */
+    (void)unfold(opt); /* destroy has no status: a parameter left without memory has no grad */
     if (opt->buffers)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->buffers[i]);
@@ -379,7 +449,6 @@ static void sgd_destroy(fn_optimizer *base)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->bf16[i]);
     free(opt->bf16);
-    fn_multi_tensor_release(&opt->all);
     fn_optimizer_release(base);
     free(opt);
 }
@@ -410,6 +479,7 @@ static const fn_optimizer_ops sgd_fused_ops = {
     .step = sgd_step,
     .step_params = sgd_step_params,
     .backward_step = sgd_backward_step,
+    .fuse = sgd_fuse,
     .set_lr = sgd_set_lr,
     .n_state = 1,
     .state_names = sgd_state_names,

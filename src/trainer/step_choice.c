@@ -21,7 +21,11 @@
  * computing mu buf + g); every strategy above runs the same calls, only
  * the beta backward uses and the update kernel change. Not over ranks
  * (their sums need plain gradients) nor with clipping (it needs their
- * norm).
+ * norm). Folded, the parameters' own gradient tensors are freed; for the
+ * same reason an optimiser whose backward_step takes every step here
+ * (plain SGD on the GPU, eager) frees the gradients that step never
+ * reads (fn_optimizer_fuse: the blocks'), which a search for a
+ * non-finite value's backward allocates again.
  *
  * For the same reason, in one process without clipping each layer's
  * update may run as soon as its backward is done ([run] layer_updates,
@@ -97,6 +101,7 @@ fn_status fn_trainer_choose_step(fn_trainer *t)
     if (!t->dist && !t->clip) {
         int folded = 0;
         FN_TRY(fn_optimizer_fold(t->opt, &folded));
+        FN_TRY(fn_optimizer_fuse(t->opt, t->net)); /* every step its backward_step then */
     }
     FN_TRY(choose_layer_updates(t));
     if (t->dist) {

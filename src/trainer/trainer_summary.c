@@ -43,6 +43,8 @@ static fn_train_memory memory_of(fn_trainer *t)
     m.activations += fn_net_buffer_bytes(t->net) +
                      (fn_tensor_count(&t->loss) + fn_tensor_count(&t->dpred)) * sizeof(float);
     m.optimizer = fn_optimizer_state_bytes(t->opt);
+    /* Folded, gradients are state tensors (their own ones freed): once. */
+    m.gradients -= fn_optimizer_grad_state_bytes(t->opt);
     add_loader(t->loader, &m);
     add_loader(t->valid_loader, &m);
     m.data += fn_data_host_bytes(t->train) + fn_data_host_bytes(t->valid);
