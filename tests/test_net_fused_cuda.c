@@ -283,6 +283,18 @@ static void test_fused_net_step_cuda(void **state)
     }
 }
 
+/* Every parameter's value (grads 0) or gradient (grads 1) the same bits
+ * in a and b, both on the CPU; else fails with what. */
+static void expect_same_cpu(const model *a, const model *b, int grads, const char *what)
+{
+    for (int p = 0; p < fn_net_n_params(a->net); p++) {
+        const fn_param *pa = fn_net_param(a->net, p), *pb = fn_net_param(b->net, p);
+        const fn_tensor *u = grads ? &pa->grad : &pa->value, *v = grads ? &pb->grad : &pb->value;
+        if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
+            fail_msg("cpu: parameter %d (%s): %s", p, pa->name, what);
+    }
+}
+
 static void test_net_step_cpu(void **state)
 {
     (void)state;
@@ -295,12 +307,7 @@ static void test_net_step_cpu(void **state)
         step(&a, 0);
         step(&b, 1);
     }
-    for (int p = 0; p < fn_net_n_params(a.net); p++) {
-        const fn_tensor *u = &fn_net_param(a.net, p)->value, *v = &fn_net_param(b.net, p)->value;
-        if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
-            fail_msg("cpu: parameter %d (%s) differs between the two paths", p,
-                     fn_net_param(a.net, p)->name);
-    }
+    expect_same_cpu(&a, &b, 0, "differs between the two paths");
     model_free(&a);
     model_free(&b);
     fn_context_destroy(ctx);
@@ -330,12 +337,7 @@ static void test_released_grads_cpu(void **state)
     EXPECT_OK(fn_net_forward(b.net, &b.x, &y));
     EXPECT_OK(fn_net_backward(b.net, &b.dy));
     assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), all);
-    for (int p = 0; p < fn_net_n_params(a.net); p++) {
-        const fn_tensor *u = &fn_net_param(a.net, p)->grad, *v = &fn_net_param(b.net, p)->grad;
-        if (memcmp(u->data, v->data, fn_tensor_count(u) * sizeof(float)) != 0)
-            fail_msg("cpu: parameter %d (%s): the restored gradient differs", p,
-                     fn_net_param(a.net, p)->name);
-    }
+    expect_same_cpu(&a, &b, 1, "the restored gradient differs");
     model_free(&a);
     model_free(&b);
     fn_context_destroy(ctx);
