@@ -24,10 +24,6 @@ extern "C" {
 #endif
 
 fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr);
-/* Frees the gradients of net's layers whose ops have backward_sgd, which
- * fn_sgd_fused_backward never writes or reads (fn_layer_release_grads: a
- * later fn_net_backward allocates them again); the other layers' stay. */
-void fn_sgd_fused_release(fn_net *net);
 
 #ifdef __cplusplus
 }

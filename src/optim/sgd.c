@@ -390,7 +390,7 @@ static fn_status sgd_backward_step(fn_optimizer *base, fn_net *net, const fn_ten
 }
 
 /* The fuse hook (optimizer.h): the gradients the fused backward never
- * reads freed (sgd_fused.h), and the table's entries for them cleared,
+ * reads freed (the fused step: sgd_fused.h), and the table's entries for them cleared,
  * so that no launch reaches freed memory (the table's zeroing skips
  * them). */
 static fn_status sgd_fuse(fn_optimizer *base, fn_net *net)
@@ -398,7 +398,13 @@ static fn_status sgd_fuse(fn_optimizer *base, fn_net *net)
     fn_sgd *opt = (fn_sgd *)base;
     FN_TRY(check_net(base, net));
     opt->fused = 1;
-    fn_sgd_fused_release(net);
+    /* the layers whose backward_sgd takes the step never touch their
+     * gradients; a later fn_net_backward allocates them again */
+    for (int i = 0; i < fn_net_n_layers(net); i++) {
+        fn_layer *l = fn_net_layer(net, i);
+        if (l->ops && l->ops->backward_sgd)
+            fn_layer_release_grads(l);
+    }
     for (int i = 0; opt->all.table && i < base->n_params; i++)
         if (!base->params[i]->grad.data)
             FN_TRY(fn_multi_tensor_set_grad(&opt->all, i, NULL));

@@ -1,7 +1,6 @@
 /* sgd_fused.c — plain SGD folded into a net's backward pass (sgd_fused.h):
  * per layer, its ops' backward_sgd hook where it has one, else backward
- * (which writes the gradients, param.h) and the one-tensor update; and
- * the release of the gradients the hook never touches. */
+ * (which writes the gradients, param.h) and the one-tensor update. */
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
 
@@ -30,13 +29,4 @@ fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr)
     fn_sgd_config plain = fn_sgd_config_default(lr);
     FN_TRY(fn_sgd_config_check(&plain));
     return fn_net_backward_each(net, dy, layer_backward_sgd, &plain);
-}
-
-void fn_sgd_fused_release(fn_net *net)
-{
-    for (int i = 0; net && i < fn_net_n_layers(net); i++) {
-        fn_layer *l = fn_net_layer(net, i);
-        if (l->ops && l->ops->backward_sgd)
-            fn_layer_release_grads(l);
-    }
 }
