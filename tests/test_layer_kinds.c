@@ -232,6 +232,10 @@ static void test_residual(void **state)
     EXPECT_FAIL(fn_model_create(&net, *state, specs, 2, 3, &hp, 4, 1), FN_ERR_INVALID,
                 "layer 1 (residual 6): residual 6 takes inputs of 8 columns");
     assert_null(net);
+    EXPECT_FAIL(fn_model_create(&net, NULL, specs, 2, 3, &hp, 4, 1), FN_ERR_INVALID,
+                "ctx, specs or settings are NULL");
+    EXPECT_FAIL(fn_model_specs_fit_memory(NULL, specs, 2, 3, &hp, 4), FN_ERR_INVALID,
+                "ctx is NULL");
 }
 
 /* A relu or gelu layer: its parameters are the linear layer's (weight,

@@ -81,7 +81,9 @@ static void model_make(model *m, fn_context *ctx)
 
 static void model_free(model *m)
 {
-    fn_sgd_destroy(m->opt);
+    fn_sgd_destroy(m->opt); /* gives fused layers gradients of their own again */
+    for (int i = 0; i < fn_net_n_params(m->net); i++)
+        assert_non_null(fn_net_param(m->net, i)->grad.data);
     fn_net_destroy(m->net);
     fn_tensor_free(&m->x);
     fn_tensor_free(&m->dy);
@@ -185,8 +187,8 @@ static void compare_one_step(fn_math math)
 }
 
 /* Fuses m's optimiser into its net: the blocks' gradients freed, the
- * linear layer's kept; the optimiser's own step refused, its zeroing
- * (the table's launch) fine. */
+ * linear layer's kept; the optimiser's own step and apply refused, its
+ * zeroing (the table's launch) fine. */
 static void expect_fused(model *m)
 {
     const size_t linear = fn_layer_grad_bytes(fn_net_layer(m->net, 2));
@@ -196,6 +198,8 @@ static void expect_fused(model *m)
     assert_int_equal(fn_layer_grad_bytes(fn_net_layer(m->net, 2)), linear);
     EXPECT_OK(fn_optimizer_zero_grad(fn_sgd_optimizer(m->opt)));
     EXPECT_FAIL(fn_sgd_step(m->opt), FN_ERR_INVALID, "fn_optimizer_fuse");
+    EXPECT_FAIL(fn_optimizer_apply(fn_sgd_optimizer(m->opt), NULL), FN_ERR_INVALID,
+                "fn_optimizer_fuse");
     EXPECT_OK(fn_context_sync(fn_net_context(m->net)));
 }
 

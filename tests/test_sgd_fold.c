@@ -116,10 +116,38 @@ static void test_which_configurations_fold(void **state)
     assert_int_equal(folded, 0);
 }
 
+/* A second optimiser folding parameters the first has folded is refused
+ * (the first's buffers are their gradients: folding again would free
+ * them), and both destroys in either order leave the layer gradients of
+ * its own (ASan: no double free). */
+static void test_second_fold_refused(void **state)
+{
+    fn_layer *l = NULL;
+    fn_rng rng = {.seed = 1, .offset = 0};
+    EXPECT_OK(fn_linear_create(&l, *state, 3, 2, 4, &rng));
+    fn_param *params[] = {&l->params[0], &l->params[1]};
+    fn_sgd_config cfg = fn_sgd_config_default(0.1f);
+    cfg.momentum = 0.9f;
+    fn_sgd *first = NULL, *second = NULL;
+    EXPECT_OK(fn_sgd_create(&first, *state, params, 2, &cfg));
+    EXPECT_OK(fn_sgd_create(&second, *state, params, 2, &cfg));
+    int folded = -1;
+    EXPECT_OK(fn_optimizer_fold(fn_sgd_optimizer(first), &folded));
+    assert_int_equal(folded, 1);
+    EXPECT_FAIL(fn_optimizer_fold(fn_sgd_optimizer(second), &folded), FN_ERR_INVALID,
+                "already adds into its gradient");
+    assert_ptr_equal(l->params[0].grad.data, fn_sgd_momentum_buffer(first, 0)->data);
+    fn_sgd_destroy(second);
+    fn_sgd_destroy(first);
+    expect_own_grads(l);
+    fn_layer_destroy(l);
+}
+
 static void test_folded_step_agrees_with_unfolded(void **state)
 {
     assert_int_equal(fold_check(*state), 4);
 }
 
 TEST_MAIN(setup_cpu_context, teardown_context, cmocka_unit_test(test_which_configurations_fold),
+          cmocka_unit_test(test_second_fold_refused),
           cmocka_unit_test(test_folded_step_agrees_with_unfolded))

@@ -49,7 +49,8 @@ typedef struct fn_optimizer_ops {
      * the optimiser frees what that step never reads (plain SGD: the
      * gradients of the layers whose backward_sgd updates their values,
      * fn_layer_release_grads; a later fn_net_backward allocates them
-     * again). Its step, step_params and prepare then fail, naming
+     * again; destroying the optimiser allocates them, zeroed). Its step,
+     * step_params, prepare, apply and apply_part then fail, naming
      * backward_step. */
     fn_status (*fuse)(fn_optimizer *opt, fn_net *net);
     /* Changes the learning rate (schedules); an invalid one fails the next step. */

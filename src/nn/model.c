@@ -96,6 +96,8 @@ fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *
                                     int n_layers, int in_features, const fn_layer_hparams *hp,
                                     int max_batch)
 {
+    if (!ctx)
+        return fn_fail(FN_ERR_INVALID, "fn_model_specs_fit_memory: ctx is NULL");
     fn_model_memory need;
     fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
     for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
@@ -128,8 +130,8 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     if (!out)
         return fn_fail(FN_ERR_INVALID, "fn_model_create: net is NULL");
     *out = NULL;
-    if (n_layers > 0 && (!specs || !hp))
-        return fn_fail(FN_ERR_INVALID, "fn_model_create: specs or settings are NULL");
+    if (!ctx || (n_layers > 0 && (!specs || !hp)))
+        return fn_fail(FN_ERR_INVALID, "fn_model_create: ctx, specs or settings are NULL");
     fn_model_memory need;
     fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
     for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)

@@ -226,6 +226,7 @@ static fn_status sgd_prepare(fn_optimizer *base)
 static fn_status sgd_apply(fn_optimizer *base, const int *skip)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps));
     if (opt->all.table)
         return opt->backend->update_all(&opt->all, &opt->cfg, skip, opt->folded);
     if (skip && *skip)
@@ -247,6 +248,7 @@ static fn_status sgd_split(fn_optimizer *base)
 static fn_status sgd_apply_part(fn_optimizer *base, int k, const int *skip)
 {
     fn_sgd *opt = (fn_sgd *)base;
+    FN_TRY(check_unfused(opt, base->steps));
     if (opt->all.table) {
         const fn_multi_tensor *part = &opt->all.parts[k];
         return part->n ? opt->backend->update_all(part, &opt->cfg, skip, opt->folded)
@@ -311,6 +313,13 @@ static fn_status set_grad(fn_sgd *opt, int i, fn_tensor grad)
 static fn_status fold_param(fn_sgd *opt, int i)
 {
     fn_param *p = opt->base.params[i];
+    if (p->grad_beta != 0.0f || p->grad_bf16)
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_optimizer_fold: parameter %s already adds into its gradient "
+                       "(grad_beta %g%s), as a fold into another optimiser leaves it: "
+                       "destroy that optimiser first, or set grad_beta 0",
+                       p->name ? p->name : "(unnamed)", (double)p->grad_beta,
+                       p->grad_bf16 ? ", a bfloat16 gradient" : "");
     fn_tensor own = p->grad;
     p->grad_bf16 = bf16_buffer(opt, i); /* backward writes the bfloat16 buffer there */
     p->grad_beta = opt->cfg.momentum;
@@ -389,6 +398,21 @@ static fn_status sgd_backward_step(fn_optimizer *base, fn_net *net, const fn_ten
     return opt->backend->backward_plain(net, dy, opt->cfg.lr);
 }
 
+static int has_backward_sgd(const fn_layer *l) { return l->ops && l->ops->backward_sgd; }
+
+/* Whether fusing frees p's gradient: p belongs to a layer of net with
+ * backward_sgd. */
+static int released_by_fuse(fn_net *net, const fn_param *p)
+{
+    for (int i = 0; i < fn_net_n_layers(net); i++) {
+        const fn_layer *l = fn_net_layer(net, i);
+        for (int k = 0; has_backward_sgd(l) && k < l->n_params; k++)
+            if (&l->params[k] == p)
+                return 1;
+    }
+    return 0;
+}
+
 /* The fuse hook (optimizer.h): the gradients the fused backward never
  * reads freed (the fused step: sgd_fused.h), and the table's entries for them cleared,
  * so that no launch reaches freed memory (the table's zeroing skips
@@ -399,16 +423,31 @@ static fn_status sgd_fuse(fn_optimizer *base, fn_net *net)
     FN_TRY(check_net(base, net));
     opt->fused = 1;
     /* the layers whose backward_sgd takes the step never touch their
-     * gradients; a later fn_net_backward allocates them again */
-    for (int i = 0; i < fn_net_n_layers(net); i++) {
-        fn_layer *l = fn_net_layer(net, i);
-        if (l->ops && l->ops->backward_sgd)
-            fn_layer_release_grads(l);
-    }
+     * gradients; a later fn_net_backward allocates them again. The
+     * table's entries go first, so none ever points at freed memory. */
     for (int i = 0; opt->all.table && i < base->n_params; i++)
-        if (!base->params[i]->grad.data)
+        if (released_by_fuse(net, base->params[i]))
             FN_TRY(fn_multi_tensor_set_grad(&opt->all, i, NULL));
+    for (int i = 0; i < fn_net_n_layers(net); i++)
+        if (has_backward_sgd(fn_net_layer(net, i)))
+            fn_layer_release_grads(fn_net_layer(net, i));
     return FN_OK;
+}
+
+/* Destroy's part once fused: gradients of their own again (zeroed), for
+ * the layers that fusing left without; the first failure's status. */
+static fn_status unfuse(fn_sgd *opt)
+{
+    fn_status first = FN_OK;
+    for (int i = 0; opt->fused && i < opt->base.n_params; i++) {
+        fn_param *p = opt->base.params[i];
+        fn_status st = p->grad.data ? FN_OK
+                                    : fn_tensor_alloc(&p->grad, p->value.rows, p->value.cols,
+                                                      p->value.device);
+        first = first == FN_OK ? st : first;
+    }
+    opt->fused = 0;
+    return first;
 }
 
 /* An invalid lr is kept and reported by the next step. */
@@ -447,6 +486,7 @@ static void sgd_destroy(fn_optimizer *base)
     fn_sgd *opt = (fn_sgd *)base;
     fn_multi_tensor_release(&opt->all); /* first: unfold need not update it */
     (void)unfold(opt); /* destroy has no status: a parameter left without memory has no grad */
+    (void)unfuse(opt);
     if (opt->buffers)
         for (int i = 0; i < base->n_params; i++)
             fn_tensor_free(&opt->buffers[i]);
