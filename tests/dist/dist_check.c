@@ -29,7 +29,9 @@
  * itself differs by at most 2u |w1| in each run: 4u |w1|. So
  *   tol = lr * (2 gamma_B + k u) * S * 1.01 + 4 u |w1|,   k = 16 on the CPU,
  * with S computed here by the same net, one row at a time (each row's
- * backward alone gives its t_r), from the same initial weights. On the GPU
+ * backward alone gives its t_r), from the same initial weights, each row
+ * at its place in the step's shuffled batch (its dropout mask is the
+ * place's: fn_data gives the order the trainer reads). On the GPU
  * cuBLAS may pick other kernels for a share's rows than for the batch's,
  * whose sums over the features (8 and 16 here) may round in another
  * order, so each row's own terms may differ by a few roundings more,
@@ -48,12 +50,14 @@
 
 #include "fusenet/comm.h"
 #include "fusenet/config.h"
+#include "fusenet/data.h"
 #include "fusenet/loss.h"
 #include "fusenet/model.h"
 #include "fusenet/trainer.h"
 
 enum { IN = 8, CLASSES = 4, PATH_CAP = 512, SKIP = 77 };
 static const double LR = 0.1;
+static const uint64_t SEED = 3;
 
 static int rank_, size_;
 
@@ -116,9 +120,9 @@ static fn_config *config(const char *dir, const char *device, int batch, const c
             "[data]\ntrain = %s/rank%d.h5\ninputs = x\ntargets = y\n"
             "[model]\nlayers = block 16, dropout 0.25, block 16, linear %d\ngroups = 4\n"
             "[train]\nbatch_size = %d\nepochs = 1\nlr = %g\nmomentum = 0.9\n"
-            "weight_decay = 0.001\nseed = 3\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
+            "weight_decay = 0.001\nseed = %llu\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
             "[output]\ndir = %s\n",
-            dir, rank_, CLASSES, batch, LR, device, out_dir);
+            dir, rank_, CLASSES, batch, LR, (unsigned long long)SEED, device, out_dir);
     fclose(out);
     fn_config *cfg = NULL;
     check_ok(fn_config_load(&cfg, ini), "fn_config_load");
@@ -159,10 +163,32 @@ static float *train_once(const fn_config *cfg, int single, size_t *n)
     return w;
 }
 
-/* S = sum over rows of |t_r|, each row's gradient alone (see the top). */
-static double *row_sums(const fn_config *cfg, fn_device device, int rows, const float *x,
-                        const int32_t *y, size_t n)
+/* The file's row at each place of the step's batch: the training set is
+ * shuffled, and a row's dropout mask is its place's, so S takes each row
+ * with the mask of where the trainer puts it. */
+static int64_t *batch_order(const char *path, int rows)
 {
+    const fn_data_options opt = {.inputs = "x", .targets = "y", .target_kind = FN_DATA_LABELS,
+                                 .out_features = CLASSES, .batch_size = rows,
+                                 .memory_budget = (size_t)1 << 30, .shuffle = 1, .seed = SEED};
+    fn_data *data = NULL;
+    check_ok(fn_data_open(&data, path, &opt), "fn_data_open");
+    fn_batch_rows b;
+    check_ok(fn_data_seek(data, 0, 0), "fn_data_seek");
+    check_ok(fn_data_next_rows(data, &b), "fn_data_next_rows");
+    check(b.rows == rows && b.first == 0, "expected the whole set as the first batch");
+    int64_t *order = malloc(sizeof *order * (size_t)rows);
+    check(order != NULL, "out of memory");
+    memcpy(order, b.order, sizeof *order * (size_t)rows);
+    fn_data_close(data);
+    return order;
+}
+
+/* S = sum over rows of |t_r|, each row's gradient alone (see the top). */
+static double *row_sums(const fn_config *cfg, const char *path, fn_device device, int rows,
+                        const float *x, const int32_t *y, size_t n)
+{
+    int64_t *order = batch_order(path, rows);
     fn_context *ctx = NULL;
     check_ok(fn_context_create(&ctx, device, device == FN_CUDA ? 0 : -1, FN_MATH_FP32), "context");
     fn_net *net = NULL;
@@ -179,12 +205,12 @@ static double *row_sums(const fn_config *cfg, fn_device device, int rows, const 
     float *g = malloc(sizeof *g * n);
     check(s && g, "out of memory");
     for (int r = 0; r < rows; r++) {
-        /* Row r of the step's batch: the dropout mask of its place there. */
+        /* Place r of the step's batch: its row, with its dropout mask. */
         const fn_pass pass = {.training = 1, .step = 0, .row0 = r};
         check_ok(fn_net_set_pass(net, &pass), "fn_net_set_pass");
-        check_ok(fn_tensor_upload(&xr, x + (size_t)r * IN, IN), "upload");
+        check_ok(fn_tensor_upload(&xr, x + (size_t)order[r] * IN, IN), "upload");
         float yr;
-        memcpy(&yr, &y[r], sizeof yr);
+        memcpy(&yr, &y[order[r]], sizeof yr);
         check_ok(fn_tensor_upload(&lab, &yr, 1), "upload label");
         fn_tensor out;
         check_ok(fn_net_forward(net, &xr, &out), "forward");
@@ -203,6 +229,7 @@ static double *row_sums(const fn_config *cfg, fn_device device, int rows, const 
             s[i] += fabs((double)g[i]);
     }
     free(g);
+    free(order);
     fn_tensor_free(&lab);
     fn_tensor_free(&dy);
     fn_tensor_free(&loss);
@@ -290,7 +317,7 @@ int main(int argc, char **argv)
     float *a = train_once(cfg, 0, &n);
     float *ref = train_once(cfg_alone, 1, &n_ref);
     check(n == n_ref, "parameter counts differ");
-    double *s = row_sums(cfg, device, rows, x, y, n);
+    double *s = row_sums(cfg, path, device, rows, x, y, n);
     compare(a, ref, s, n, rows, device);
 
     /* The same bits on every rank. */
