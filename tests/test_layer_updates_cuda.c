@@ -162,16 +162,7 @@ static void expect_same_runs(const fixture *f, const char *name, const char *set
     assert_true(fn_trainer_graph_count(t[0]) > 0);
     assert_int_equal(fn_trainer_graph_count(t[1]), fn_trainer_graph_count(t[0]));
     assert_int_equal(fn_trainer_graph_count(t[2]), 0);
-    char *m0 = metrics_without_times(f->dir, out[0]);
-    assert_true(strlen(m0) > 40);
-    for (int i = 1; i < N; i++) {
-        if (!same_weights(fn_trainer_net(t[0]), fn_trainer_net(t[i])))
-            fail_msg("%s: the weights differ from %s's", out[i], out[0]);
-        char *mi = metrics_without_times(f->dir, out[i]);
-        assert_string_equal(m0, mi);
-        free(mi);
-    }
-    free(m0);
+    expect_runs_same_as_first(f->dir, t, out, N);
     for (int i = 0; i < N; i++)
         trainer_release(t[i], cfg[i]);
 }

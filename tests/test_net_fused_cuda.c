@@ -299,22 +299,34 @@ static void expect_same_cpu(const model *a, const model *b, int grads, const cha
     }
 }
 
+/* Two nets of the same make on a new CPU context (returned). */
+static fn_context *cpu_pair(model *a, model *b)
+{
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
+    model_make(a, ctx);
+    model_make(b, ctx);
+    return ctx;
+}
+
+static void cpu_pair_free(fn_context *ctx, model *a, model *b)
+{
+    model_free(a);
+    model_free(b);
+    fn_context_destroy(ctx);
+}
+
 static void test_net_step_cpu(void **state)
 {
     (void)state;
-    fn_context *ctx = NULL;
-    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
     model a, b;
-    model_make(&a, ctx);
-    model_make(&b, ctx);
+    fn_context *ctx = cpu_pair(&a, &b);
     for (int k = 0; k < STEPS; k++) {
         step(&a, 0);
         step(&b, 1);
     }
     expect_same_cpu(&a, &b, 0, "differs between the two paths");
-    model_free(&a);
-    model_free(&b);
-    fn_context_destroy(ctx);
+    cpu_pair_free(ctx, &a, &b);
 }
 
 /* On the CPU fusing frees nothing (no layer has a fused backward there);
@@ -323,11 +335,8 @@ static void test_net_step_cpu(void **state)
 static void test_released_grads_cpu(void **state)
 {
     (void)state;
-    fn_context *ctx = NULL;
-    EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
     model a, b;
-    model_make(&a, ctx);
-    model_make(&b, ctx);
+    fn_context *ctx = cpu_pair(&a, &b);
     const size_t all = fn_layer_grad_bytes(fn_net_layer(b.net, 0));
     EXPECT_OK(fn_optimizer_fuse(fn_sgd_optimizer(b.opt), b.net));
     assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), all);
@@ -342,9 +351,7 @@ static void test_released_grads_cpu(void **state)
     EXPECT_OK(fn_net_backward(b.net, &b.dy));
     assert_int_equal(fn_layer_grad_bytes(fn_net_layer(b.net, 0)), all);
     expect_same_cpu(&a, &b, 1, "the restored gradient differs");
-    model_free(&a);
-    model_free(&b);
-    fn_context_destroy(ctx);
+    cpu_pair_free(ctx, &a, &b);
 }
 
 static void test_count_step(void **state)

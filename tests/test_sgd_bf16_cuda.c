@@ -30,6 +30,7 @@
 #include "problem.h"
 #include "runner.h"
 #include "sgd_fold.h"
+#include "tensor_doubles.h"
 #include "test_main.h"
 
 static const float kMu = 0.9f, kLr = 0.1f;
@@ -170,18 +171,6 @@ static const gc_case train_case = {.batch = 32, .in = 64, .out = 128, .groups = 
                                    .slope = 0.01f, .eps = 1e-5f, .xscale = 1, .wscale = 1,
                                    .boffset = 0, .seed = 23, .why = "momentum_bf16"};
 
-static fn_tensor upload(const double *v, int rows, int cols)
-{
-    fn_tensor t;
-    EXPECT_OK(fn_tensor_alloc(&t, rows, cols, FN_CUDA));
-    const size_t n = (size_t)rows * (size_t)cols;
-    float *f = chk_alloc_float(n);
-    chk_to_float(f, v, n);
-    EXPECT_OK(fn_tensor_upload(&t, f, n));
-    free(f);
-    return t;
-}
-
 static fn_sgd *block_sgd(fn_context *ctx, fn_layer *layer, int fold)
 {
     fn_param *params[GC_MAX_TENSORS];
@@ -253,7 +242,8 @@ static void train(fn_context *ctx, const gc_problem *p, int fold, int resume_at,
     EXPECT_OK(gc_layer(&layer, ctx, p));
     EXPECT_OK(run_set_params(layer, p->t + 1));
     const int B = p->c->batch;
-    fn_tensor x = upload(p->t[0], B, p->c->in), dy = upload(p->dy, B, p->c->out), y, dx;
+    fn_tensor x = doubles_upload(FN_CUDA, p->t[0], B, p->c->in),
+              dy = doubles_upload(FN_CUDA, p->dy, B, p->c->out), y, dx;
     EXPECT_OK(fn_tensor_alloc(&y, B, p->c->out, FN_CUDA));
     EXPECT_OK(fn_tensor_alloc(&dx, B, p->c->in, FN_CUDA));
     fn_sgd *sgd = block_sgd(ctx, layer, fold);

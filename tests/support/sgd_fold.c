@@ -31,6 +31,7 @@
 #include "problem.h"
 #include "runner.h"
 #include "sgd_fold.h"
+#include "tensor_doubles.h"
 
 static const float kMu = 0.9f, kLr = 0.1f;
 static const double kU = 0x1p-24;
@@ -39,27 +40,6 @@ static const double kU = 0x1p-24;
 static const gc_case fold_case = {.batch = 33, .in = 64, .out = 64, .groups = 8,
                                   .slope = 0.01f, .eps = 1e-5f, .xscale = 1, .wscale = 1,
                                   .boffset = 0, .seed = 71, .why = "fold"};
-
-static fn_tensor upload(fn_context *ctx, const double *v, int rows, int cols)
-{
-    fn_tensor t;
-    EXPECT_OK(fn_tensor_alloc(&t, rows, cols, fn_context_device(ctx)));
-    const size_t n = (size_t)rows * (size_t)cols;
-    float *f = chk_alloc_float(n);
-    chk_to_float(f, v, n);
-    EXPECT_OK(fn_tensor_upload(&t, f, n));
-    free(f);
-    return t;
-}
-
-static void put(fn_tensor *t, const double *v)
-{
-    const size_t n = fn_tensor_count(t);
-    float *f = chk_alloc_float(n);
-    chk_to_float(f, v, n);
-    EXPECT_OK(fn_tensor_upload(t, f, n));
-    free(f);
-}
 
 static double *get(const fn_tensor *t)
 {
@@ -94,12 +74,12 @@ static void run_open(fold_run *r, fn_context *ctx, const gc_problem *p, double *
     cfg.momentum_bf16 = momentum_bf16;
     EXPECT_OK(fn_sgd_create(&r->sgd, ctx, params, r->layer->n_params, &cfg));
     for (int i = 0; i < r->layer->n_params; i++)
-        put(fn_sgd_momentum_buffer(r->sgd, i), buf[i]);
+        doubles_put(fn_sgd_momentum_buffer(r->sgd, i), buf[i]);
     EXPECT_OK(fn_optimizer_state_import(fn_sgd_optimizer(r->sgd))); /* bfloat16 buffers */
     fn_sgd_set_steps(r->sgd, steps);
     const int B = p->c->batch;
-    r->x = upload(ctx, p->t[0], B, p->c->in);
-    r->dy = upload(ctx, p->dy, B, p->c->out);
+    r->x = doubles_upload(fn_context_device(ctx), p->t[0], B, p->c->in);
+    r->dy = doubles_upload(fn_context_device(ctx), p->dy, B, p->c->out);
     EXPECT_OK(fn_tensor_alloc(&r->y, B, p->c->out, fn_context_device(ctx)));
     EXPECT_OK(fn_tensor_alloc(&r->dx, B, p->c->in, fn_context_device(ctx)));
 }

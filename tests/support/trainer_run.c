@@ -126,6 +126,21 @@ char *metrics_without_times(const char *dir, const char *out)
     return kept;
 }
 
+void expect_runs_same_as_first(const char *dir, fn_trainer *const *t, const char (*out)[64],
+                               int n)
+{
+    char *m0 = metrics_without_times(dir, out[0]);
+    assert_true(strlen(m0) > 40);
+    for (int i = 1; i < n; i++) {
+        if (!same_weights(fn_trainer_net(t[0]), fn_trainer_net(t[i])))
+            fail_msg("%s: the weights differ from %s's", out[i], out[0]);
+        char *mi = metrics_without_times(dir, out[i]);
+        assert_string_equal(m0, mi);
+        free(mi);
+    }
+    free(m0);
+}
+
 program_files *deferred_run_files(const char *prefix, const set_shape *shape, int rows,
                                   uint64_t seed, const char *layers, const char *device,
                                   int batch, int epochs)

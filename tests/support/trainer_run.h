@@ -86,5 +86,10 @@ int same_weights(const fn_net *a, const fn_net *b);
 /* <dir>/<out>/metrics.csv without the columns of times (seconds,
  * samples_per_s: the 6th and 7th); free it. */
 char *metrics_without_times(const char *dir, const char *out);
+/* Runs t[1 .. n) the same as t[0]: their weights bit for bit, and their
+ * metrics.csv (<dir>/<out[i]>) but for the times; t[0]'s metrics hold
+ * more than a header. */
+void expect_runs_same_as_first(const char *dir, fn_trainer *const *t, const char (*out)[64],
+                               int n);
 
 #endif
