@@ -92,17 +92,26 @@ fn_status fn_model_memory_fits(const fn_context *ctx, const fn_model_memory *nee
                    need->activations / gb, limit / gb, source, fits);
 }
 
+/* fn_model_specs_fit_memory with hp[i * hp_step] layer i's settings. */
+static fn_status fit_memory(const fn_context *ctx, const fn_layer_spec *specs, int n_layers,
+                            int in_features, const fn_layer_hparams *hp, int hp_step,
+                            int max_batch)
+{
+    fn_model_memory need;
+    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
+    for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
+        fn_model_memory_add(&need, &specs[i], in, hp ? &hp[i * hp_step] : NULL, max_batch,
+                            i == 0);
+    return fn_model_memory_fits(ctx, &need, max_batch);
+}
+
 fn_status fn_model_specs_fit_memory(const fn_context *ctx, const fn_layer_spec *specs,
                                     int n_layers, int in_features, const fn_layer_hparams *hp,
                                     int max_batch)
 {
     if (!ctx)
         return fn_fail(FN_ERR_INVALID, "fn_model_specs_fit_memory: ctx is NULL");
-    fn_model_memory need;
-    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
-    for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
-        fn_model_memory_add(&need, &specs[i], in, hp, max_batch, i == 0);
-    return fn_model_memory_fits(ctx, &need, max_batch);
+    return fit_memory(ctx, specs, n_layers, in_features, hp, 0, max_batch);
 }
 
 /* hp[i * hp_step] is layer i's settings: hp_step 0 shares one. */
@@ -132,11 +141,7 @@ static fn_status create(fn_net **out, fn_context *ctx, const fn_layer_spec *spec
     *out = NULL;
     if (!ctx || (n_layers > 0 && (!specs || !hp)))
         return fn_fail(FN_ERR_INVALID, "fn_model_create: ctx, specs or settings are NULL");
-    fn_model_memory need;
-    fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
-    for (int i = 0, in = in_features; i < n_layers; in = fn_layer_spec_out(&specs[i], in), i++)
-        fn_model_memory_add(&need, &specs[i], in, &hp[i * hp_step], max_batch, i == 0);
-    FN_TRY(fn_model_memory_fits(ctx, &need, max_batch));
+    FN_TRY(fit_memory(ctx, specs, n_layers, in_features, hp, hp_step, max_batch));
     fn_net *net = NULL;
     FN_TRY(fn_net_create(&net, ctx, max_batch));
     fn_rng rng = {.seed = seed, .offset = 0};
