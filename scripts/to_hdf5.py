@@ -26,20 +26,28 @@ How the targets are read, said in the line the script prints:
   - --labels or --values says it outright.
 Labels must be whole numbers >= 0 and one column; values any finite
 numbers. Inputs must be finite numbers within float32's range; a cell that
-is not is an error naming its line (or row) and column. An existing output
-file is refused unless --overwrite; the file is written under a temporary
-name and renamed, so a failed conversion leaves none. Needs NumPy and h5py
+is not is an error naming its line (or row) and column; so is a label that
+int64 cannot hold exactly, and a quote left open in a CSV (naming the line
+where it opened). An existing output file is refused unless --overwrite,
+and an input (the source or --y-file, through any link) always; the file is
+written under a temporary name unique to the run, created afresh beside
+it, and renamed, so a failed conversion leaves none. Every error is one
+line naming the file and the problem (exit 1). Needs NumPy and h5py
 (Debian's python3-numpy and python3-h5py: /usr/bin/python3).
 """
 import argparse
 import csv
+import io
 import os
 import sys
+import tempfile
+from decimal import Decimal, InvalidOperation
 
 import h5py
 import numpy as np
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+INT64_MAX = 2 ** 63 - 1  # labels are stored as int64
 
 
 class Bad(Exception):
@@ -60,8 +68,7 @@ def is_number(text):
 def read_csv(path, target_names, no_targets):
     """(inputs as text rows, targets as text rows or None, input names,
     target names, the file line of each row)."""
-    with open(path, newline="") as f:
-        rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1) if r and any(c.strip() for c in r)]
+    rows = [(n, r) for n, r in csv_rows(path) if r and any(c.strip() for c in r)]
     if not rows:
         raise Bad(f"{path}: no rows")
     header = None
@@ -86,6 +93,50 @@ def read_csv(path, target_names, no_targets):
     inputs = [[row[i].strip() for i in kept] for _, row in rows]
     targets = [[row[i].strip() for i in picked] for _, row in rows] if picked else None
     return inputs, targets, [names[i] for i in kept], [names[i] for i in picked], lines
+
+
+def csv_rows(path):
+    """(file line where the row starts, cells) of each row. A quote left
+    open would otherwise swallow the rest of the file as one cell: it is
+    an error naming the line where it opened."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise Bad(f"{path}:{line}: not UTF-8 text (byte {e.object[e.start]:#04x}); "
+                  "save the file as UTF-8 CSV") from None
+    if "\0" in text:
+        raise Bad(f"{path}:{text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; "
+                  "not a CSV text file")
+    lines = list(io.StringIO(text, newline=""))  # csv's own notion of a line
+    rows, start = [], 1
+    reader = csv.reader(lines, strict=True)
+    try:
+        for row in reader:
+            rows.append((start, row))
+            start = reader.line_num + 1
+    except csv.Error as e:
+        opened = open_quote_line(lines, start)
+        if opened is not None:
+            raise Bad(f"{path}:{opened}: a quote (\") opened here is never closed; "
+                      "close it, or remove the stray quote") from None
+        raise Bad(f"{path}:{reader.line_num}: not CSV ({e})") from None
+    return rows
+
+
+def open_quote_line(lines, start):
+    """The line of the quote still open at the end of `lines` read as CSV
+    from line `start`, or None when every quote closes."""
+    inside, at, prev = False, None, ""
+    for line in range(start, len(lines) + 1):
+        for ch in lines[line - 1]:
+            if ch == '"':
+                if not inside and prev != '"':
+                    at = line  # a quote opens (not the second of an escaped pair)
+                inside = not inside
+            prev = ch
+    return at if inside else None
 
 
 def column_index(path, name, names, header):
@@ -129,25 +180,56 @@ def csv_targets(path, targets, names, lines):
 def read_numpy(path, x_key, y_key, y_file):
     """(inputs, targets or None) of a .npy or .npz file."""
     if path.endswith(".npz"):
-        with np.load(path, allow_pickle=False) as z:
+        z = load_numpy(path, np.lib.npyio.NpzFile, "a .npz archive")
+        with z:
             keys = list(z.keys())
             if x_key not in keys:
                 raise Bad(f"{path}: no array '{x_key}' (the archive holds {', '.join(keys) or 'none'}); "
                           "name the inputs with --x-key")
-            x = z[x_key]
+            x = archive_array(path, z, x_key)
             if y_key in keys:
-                y = z[y_key]
+                y = archive_array(path, z, y_key)
             elif y_file is None and len(keys) > 1:
                 raise Bad(f"{path}: no array '{y_key}' (the archive holds {', '.join(keys)}); "
                           "name the targets with --y-key, or give --no-targets")
             else:
                 y = None
     else:
-        x = np.load(path, allow_pickle=False)
+        x = load_numpy(path, np.ndarray, "a .npy array")
         y = None
     if y_file is not None:
-        y = np.load(y_file, allow_pickle=False)
+        y = load_numpy(y_file, np.ndarray, "a .npy array")
     return x, y
+
+
+def load_numpy(path, kind, what):
+    """np.load of a file that must hold `what`; a damaged or foreign file
+    is one line naming it (NumPy raises many kinds of error for those)."""
+    magic = b"\x93NUMPY" if kind is np.ndarray else b"PK\x03\x04"  # .npy's; a zip's
+    with open(path, "rb") as f:
+        if f.read(len(magic)) != magic:
+            raise Bad(f"{path}: not {what} (it does not begin as one does)")
+    try:
+        got = np.load(path, allow_pickle=False)
+    except Exception as e:  # ValueError, EOFError, OSError, zipfile's and zlib's errors
+        raise Bad(f"{path}: not readable as {what} ({one_line(e)})") from None
+    if not isinstance(got, kind):
+        if isinstance(got, np.lib.npyio.NpzFile):
+            got.close()
+        raise Bad(f"{path}: not {what}")
+    return got
+
+
+def archive_array(path, z, key):
+    try:
+        return z[key]
+    except Exception as e:  # a damaged member: zipfile's, zlib's or NumPy's errors
+        raise Bad(f"{path}: array '{key}' is not readable ({one_line(e)})") from None
+
+
+def one_line(e):
+    """An exception's text on one line, with its kind when the text is empty."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 # --- checking and shaping ---------------------------------------------------------
@@ -171,11 +253,16 @@ def checked_inputs(where, x):
 
 
 def whole(y):
-    return y.dtype.kind in "biu" or bool(np.all(np.mod(y, 1) == 0))
+    if y.dtype.kind in "biu":
+        return True
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.mod(y, 1) == 0))
 
 
-def as_labels(where, y, names=None):
-    """int64 [N] labels, and a phrase saying how they were read."""
+def as_labels(where, y, names=None, texts=None, lines=None):
+    """int64 [N] labels, and a phrase saying how they were read. `texts`
+    (a CSV's cells, with their file `lines`) are read exactly, not through
+    a float64 that rounds past 2^53."""
     if names is not None:
         classes = sorted(set(names))
         index = {c: i for i, c in enumerate(classes)}
@@ -185,27 +272,67 @@ def as_labels(where, y, names=None):
         y = y[:, 0]
     if y.ndim != 1:
         raise Bad(f"{where}: labels must be one column; these have shape {list(y.shape)}")
-    if not whole(y) or (y.size and y.min() < 0):
-        raise Bad(f"{where}: --labels: the targets must be whole numbers >= 0, as class indices")
-    labels = y.astype(np.int64)
+    if texts is not None:
+        labels = np.array([exact_label(where, t, line) for t, line in zip(texts, lines)],
+                          dtype=np.int64)
+    else:
+        labels = array_labels(where, y)
     top = int(labels.max())
     return labels, f"labels 0 to {top}: a classifier's last layer of {top + 1} outputs"
+
+
+LABEL_RANGE = f"a whole number from 0 to {INT64_MAX} (a class index)"
+
+
+def exact_label(where, text, line):
+    """A CSV cell as a label, exactly: '3' and '3.0' are 3; '1e20', '2.5'
+    and '-1' are errors naming the line."""
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        d = Decimal("NaN")
+    if not d.is_finite() or d != d.to_integral_value() or not 0 <= d <= INT64_MAX:
+        raise Bad(f"{where}:{line}: label '{text}' is not {LABEL_RANGE}")
+    return int(d)
+
+
+def array_labels(where, y):
+    """An integer or float array as int64 labels; a value that int64 cannot
+    hold exactly (negative, fractional, not finite, 2^63 or more) is an
+    error naming its row."""
+    if y.dtype.kind == "b":
+        return y.astype(np.int64)
+    if y.dtype.kind in "iu":
+        bad = (y < 0) | (y > INT64_MAX) if y.dtype.kind == "i" else y > np.uint64(INT64_MAX)
+    else:
+        yf = y.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(yf) | (np.mod(yf, 1) != 0) | (yf < 0) | (yf >= 2.0 ** 63)
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise Bad(f"{where}: row {r}: label {y[r]} is not {LABEL_RANGE}")
+    return y.astype(np.int64)
 
 
 def as_values(where, y):
     y = np.asarray(y)
     if y.ndim == 1:
         y = y.reshape(-1, 1)
-    if y.ndim != 2:
+    if y.ndim != 2 or y.shape[1] < 1:
         raise Bad(f"{where}: values must be [N] or [N, out]; these have shape {list(y.shape)}")
-    if not np.all(np.isfinite(y.astype(np.float64))):
-        raise Bad(f"{where}: a target value is not finite")
+    yf = y.astype(np.float64)
+    bad = ~np.isfinite(yf) | (np.abs(yf) > FLOAT32_MAX)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise Bad(f"{where}: target row {r} column {c} is {y[r, c]}, expected a finite number "
+                  "within float32's range")
     return y.astype(np.float32), f"values: a regression's last layer of {y.shape[1]} output" + \
         ("s" if y.shape[1] != 1 else "")
 
 
-def shaped_targets(where, y, kind):
-    """(array, phrase); kind: 'labels', 'values' or None (decide)."""
+def shaped_targets(where, y, kind, texts=None, lines=None):
+    """(array, phrase); kind: 'labels', 'values' or None (decide); texts:
+    a CSV's target cells, lines: their file lines."""
     names = None
     if y.dtype == object:
         if kind == "values":
@@ -222,54 +349,102 @@ def shaped_targets(where, y, kind):
             raise Bad(f"{where}: the targets are whole numbers: class labels or values? Give "
                       "--labels (a classifier, loss = cross_entropy) or --values (a regression, "
                       "loss = mse)")
-    return as_labels(where, y, names) if kind == "labels" else as_values(where, y)
+    if kind == "values":
+        return as_values(where, y)
+    return as_labels(where, y, names, texts if names is None else None, lines)
 
 
 # --- writing ------------------------------------------------------------------------
 
 
-def write(out, x, y, x_name, y_name):
-    tmp = out + ".tmp"
+def write(out, x, y, x_name, y_name, inputs, overwrite):
+    """Writes the file under a temporary name unique to this process,
+    created exclusively in the output's folder (never a file a stale link
+    there points to), and renames it into place: the rename is the only
+    publication (without overwrite, a link that fails when the name has
+    appeared meanwhile). An output that is one of the inputs is refused, by
+    device and inode, just before the rename too."""
+    folder = os.path.dirname(out) or "."
     try:
-        with h5py.File(tmp, "w") as f:
-            f.create_dataset(x_name, data=x)
-            if y is not None:
-                f.create_dataset(y_name, data=y)
-        os.replace(tmp, out)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(out) + ".", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise Bad(f"{out}: cannot write in {folder} ({one_line(e)})") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary alone
+        with os.fdopen(fd, "w+b") as handle:
+            with h5py.File(handle, "w") as f:
+                f.create_dataset(x_name, data=x)
+                if y is not None:
+                    f.create_dataset(y_name, data=y)
+            handle.flush()
+            os.fsync(handle.fileno())
+        refuse_inputs(out, inputs)
+        if overwrite:
+            os.replace(tmp, out)
+        else:
+            os.link(tmp, out)
+    except FileExistsError:
+        raise Bad(f"{out}: exists; give --overwrite to replace it, or name another") from None
+    except OSError as e:
+        raise Bad(f"{out}: could not be written ({one_line(e)})") from None
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.remove(tmp)
+
+
+def refuse_inputs(out, inputs):
+    """Raises when `out` is (by device and inode, so through any link) one
+    of the files the conversion reads: --overwrite never replaces an input."""
+    try:
+        o = os.stat(out)
+    except FileNotFoundError:
+        return
+    for path in inputs:
+        i = os.stat(path)
+        if (o.st_dev, o.st_ino) == (i.st_dev, i.st_ino):
+            raise Bad(f"{out}: is {path}, an input of this conversion; name another output "
+                      "(--overwrite never replaces an input)")
 
 
 def convert(args):
     source, out = args.source, args.output
-    if not os.path.isfile(source):
-        raise Bad(f"{source}: no such file")
-    if os.path.exists(out) and os.path.samefile(out, source):
-        raise Bad(f"{out}: is the file being read; name another output")
-    if os.path.exists(out) and not args.overwrite:
+    inputs = [source] + ([args.y_file] if args.y_file is not None else [])
+    for path in inputs:
+        if not os.path.isfile(path):
+            raise Bad(f"{path}: {'not a file' if os.path.exists(path) else 'no such file'}")
+    refuse_inputs(out, inputs)
+    if os.path.lexists(out) and not args.overwrite:
         raise Bad(f"{out}: exists; give --overwrite to replace it, or name another")
+    if os.path.isdir(out):
+        raise Bad(f"{out}: is a folder; name a file")
     folder = os.path.dirname(out) or "."
     if not os.path.isdir(folder):
         raise Bad(f"{out}: no folder {folder}; make it first")
+    texts = lines = None
     if source.endswith((".npy", ".npz")):
         x, y = read_numpy(source, args.x_key, args.y_key, args.y_file)
         if args.no_targets:
             y = None
         x = checked_inputs(source, x)
     elif source.endswith(".csv") or source.endswith(".txt"):
-        inputs, targets, in_names, t_names, lines = read_csv(source, args.target, args.no_targets)
-        x = checked_inputs(source, csv_inputs(source, inputs, in_names, lines))
+        inputs_text, targets, in_names, t_names, lines = read_csv(source, args.target,
+                                                                  args.no_targets)
+        x = checked_inputs(source, csv_inputs(source, inputs_text, in_names, lines))
         y = csv_targets(source, targets, t_names, lines) if targets is not None else None
+        if targets is not None and len(t_names) == 1:
+            texts = [row[0] for row in targets]
     else:
         raise Bad(f"{source}: expected a .csv, .npy or .npz file")
     phrase = "no targets (inputs for predict)"
+    where = args.y_file if args.y_file is not None else source
     if y is not None:
         y = np.asarray(y)
-        if y.shape[0] != x.shape[0]:
-            raise Bad(f"{source}: {x.shape[0]} input rows but {y.shape[0]} targets")
-        y, phrase = shaped_targets(source, y, args.kind)
-    write(out, x, y, args.inputs, args.targets)
+        if y.ndim == 0 or y.shape[0] != x.shape[0]:
+            raise Bad(f"{where}: {x.shape[0]} input rows but targets of shape {list(y.shape)}")
+        y, phrase = shaped_targets(where, y, args.kind, texts, lines)
+    write(out, x, y, args.inputs, args.targets, inputs, args.overwrite)
     shape = f", {args.targets} {y.dtype} {list(y.shape)}" if y is not None else ""
     print(f"to_hdf5.py: wrote {out}: {args.inputs} float32 {list(x.shape)}{shape} ({phrase})")
 
@@ -297,9 +472,9 @@ def main():
     try:
         convert(args)
     except Bad as e:
-        sys.exit(f"to_hdf5.py: {e}")
-    except (OSError, ValueError) as e:
-        sys.exit(f"to_hdf5.py: {e}")
+        sys.exit(f"to_hdf5.py: {' '.join(str(e).split())}")
+    except Exception as e:  # anything unforeseen: still one line naming the input
+        sys.exit(f"to_hdf5.py: {args.source}: {type(e).__name__}: {one_line(e)}")
 
 
 if __name__ == "__main__":

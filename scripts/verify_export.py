@@ -15,7 +15,10 @@ float32 rounding error two implementations of the network can each make,
 propagated to first order through each layer from the model's own
 parameters in float64. Prints the largest difference, its bound and the
 largest ratio; exit 0 when every difference is within its bound, 1 when
-one is not, 2 on a usage or file error.
+one is not, 2 on a usage error or a file that is missing, damaged or not
+what it should be (one line naming the file and the problem: the check
+file's datasets, their shapes and dtypes, the model's metadata, tensors
+and their shapes are all checked before anything runs).
 
 Needs onnx and onnxruntime, or safetensors, from the Python environment
 scripts/python_env.sh makes (build/pyenv), and numpy, h5py and torch
@@ -44,41 +47,179 @@ def gamma(n):
     return n * U / (1 - n * U)
 
 
+class Bad(Exception):
+    """A missing, damaged or foreign input: one line for the user, exit 2."""
+
+
+def one_line(e):
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def read_check(path):
+    """The check file's inputs and outputs, float32 [rows, columns] each,
+    the same rows, every value finite."""
+    if not os.path.isfile(path):
+        raise Bad(f"{path}: {'not a file' if os.path.exists(path) else 'no such file'} "
+                  "(the check file: export --check data.h5 writes <model>.check.h5)")
+    try:
+        f = h5py.File(path, "r")
+    except Exception as e:  # h5py raises OSError, sometimes others, for damaged files
+        raise Bad(f"{path}: not a readable HDF5 file ({one_line(e)})") from None
+    with f:
+        got = [check_dataset(path, f, name) for name in ("inputs", "outputs")]
+    x, y = got
+    if x.shape[0] != y.shape[0]:
+        raise Bad(f"{path}: 'inputs' has {x.shape[0]} rows but 'outputs' {y.shape[0]}")
+    return x, y
+
+
+def check_dataset(path, f, name):
+    if name not in f or not isinstance(f[name], h5py.Dataset):
+        raise Bad(f"{path}: no dataset '{name}' (a check file holds 'inputs' and 'outputs', "
+                  "as export --check writes them)")
+    d = f[name]
+    if d.dtype.kind not in "iuf":
+        raise Bad(f"{path}: dataset '{name}' is {d.dtype}, expected numbers")
+    if d.ndim != 2 or d.shape[0] < 1 or d.shape[1] < 1:
+        raise Bad(f"{path}: dataset '{name}' has shape {list(d.shape)}, expected "
+                  "[rows, columns] with at least one of each")
+    try:
+        a = np.asarray(d[()], dtype=np.float64)
+    except Exception as e:
+        raise Bad(f"{path}: dataset '{name}' is not readable ({one_line(e)})") from None
+    bad = ~np.isfinite(a) | (np.abs(a) > np.finfo(np.float32).max)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise Bad(f"{path}: dataset '{name}' row {r} column {c} is {a[r, c]}, expected a "
+                  "finite float32")
+    return a.astype(np.float32)
+
+
+def need(package):
+    """Imports a package this check needs; its absence is one line (exit 2)."""
+    import importlib
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        raise Bad(f"needs {package} ({one_line(e)}): run with the Python environment "
+                  "scripts/python_env.sh makes (build/pyenv/bin/python)") from None
+
+
 def load_onnx(path):
-    import onnx
-    from onnx import numpy_helper
-    model = onnx.load(path)
-    meta = {p.key: p.value for p in model.metadata_props}
-    tensors = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    onnx = need("onnx")
+    numpy_helper = need("onnx.numpy_helper")
+    try:
+        model = onnx.load(path)
+        meta = {p.key: p.value for p in model.metadata_props}
+        tensors = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    except Exception as e:  # protobuf's DecodeError and others: a damaged file
+        raise Bad(f"{path}: not a readable ONNX model ({one_line(e)})") from None
     return meta, tensors
 
 
 def load_safetensors(path):
-    from safetensors import safe_open
-    from safetensors.numpy import load_file
-    with safe_open(path, "np") as f:
-        meta = f.metadata() or {}
-    return meta, load_file(path)
+    safe_open = need("safetensors").safe_open
+    load_file = need("safetensors.numpy").load_file
+    try:
+        with safe_open(path, "np") as f:
+            meta = f.metadata() or {}
+        return meta, load_file(path)
+    except Exception as e:  # SafetensorError and others: a damaged file
+        raise Bad(f"{path}: not a readable safetensors file ({one_line(e)})") from None
+
+
+def meta_value(meta, path, key, kind):
+    """meta[key] as `kind` (int or float), or one line naming the key."""
+    if key not in meta:
+        raise Bad(f"{path}: no metadata '{key}'")
+    try:
+        v = kind(meta[key])
+    except (TypeError, ValueError):
+        raise Bad(f"{path}: metadata '{key}' is {meta[key]!r}, expected "
+                  f"{'an integer' if kind is int else 'a number'}") from None
+    if kind is float and not math.isfinite(v):
+        raise Bad(f"{path}: metadata '{key}' is {meta[key]!r}, expected a finite number")
+    return v
 
 
 def architecture(meta, path):
-    """[(kind, prefix, attrs)] of the model's layers, from its metadata."""
+    """[(kind, prefix, attrs)] of the model's layers, from its metadata;
+    attrs holds the layer's in and out features too."""
     if meta.get("format") != "fusenet-export" or meta.get("format_version") != "1":
-        raise ValueError(f"{path}: not a fusenet export of format version 1 (metadata "
-                         f"format {meta.get('format')!r}, version {meta.get('format_version')!r})")
+        raise Bad(f"{path}: not a fusenet export of format version 1 (metadata "
+                  f"format {meta.get('format')!r}, version {meta.get('format_version')!r})")
+    n = meta_value(meta, path, "n_layers", int)
+    if not 1 <= n <= 10000:
+        raise Bad(f"{path}: metadata 'n_layers' is {n}, expected 1 or more")
     layers = []
-    for i in range(int(meta["n_layers"])):
+    for i in range(n):
         p = f"layer{i}"
+        if f"{p}.kind" not in meta:
+            raise Bad(f"{path}: no metadata '{p}.kind'")
         kind = meta[f"{p}.kind"]
         if kind not in KINDS:
-            raise ValueError(f"{path}: layer {i}: kind '{kind}' has no error bound in "
-                             f"{os.path.basename(__file__)}")
+            raise Bad(f"{path}: layer {i}: kind {kind!r} has no error bound in "
+                      f"{os.path.basename(__file__)}")
         attrs = {}
         if kind in ("block", "residual"):
-            attrs = {"groups": int(meta[f"{p}.groups"]), "eps": float(meta[f"{p}.eps"]),
-                     "slope": float(meta[f"{p}.negative_slope"])}
+            attrs = {"groups": meta_value(meta, path, f"{p}.groups", int),
+                     "eps": meta_value(meta, path, f"{p}.eps", float),
+                     "slope": meta_value(meta, path, f"{p}.negative_slope", float)}
         layers.append((kind, p, attrs))
     return layers
+
+
+def expected_tensors(meta, tensors, path, layers):
+    """{name: shape} the metadata's architecture implies, and the network's
+    input and output widths, its layers chained."""
+    n_in = meta_value(meta, path, "in_features", int)
+    width, shapes = n_in, {}
+    if "input_norm.mean" in tensors or meta.get("standardize") == "true":
+        shapes.update({"input_norm.mean": (n_in,), "input_norm.std": (n_in,)})
+    for kind, p, attrs in layers:
+        i = meta_value(meta, path, f"{p}.in_features", int)
+        o = meta_value(meta, path, f"{p}.out_features", int)
+        if i != width or o < 1:
+            raise Bad(f"{path}: {p} takes {i} inputs and gives {o}; the layer before gives {width}")
+        if kind in ("block", "residual"):
+            g = attrs["groups"]
+            if g < 1 or o % g:
+                raise Bad(f"{path}: {p}: {g} groups do not divide {o} features")
+            if kind == "residual" and i != o:
+                raise Bad(f"{path}: {p}: a residual block of {i} inputs and {o} outputs")
+            shapes.update({f"{p}.linear.weight": (o, i), f"{p}.linear.bias": (o,),
+                           f"{p}.norm.weight": (o,), f"{p}.norm.bias": (o,)})
+        elif kind in ("relu", "gelu"):
+            shapes.update({f"{p}.linear.weight": (o, i), f"{p}.linear.bias": (o,)})
+        elif kind == "linear":
+            shapes.update({f"{p}.weight": (o, i), f"{p}.bias": (o,)})
+        elif kind == "dropout":
+            q = meta_value(meta, path, f"{p}.p", float)
+            if not 0 <= q < 1 or i != o:
+                raise Bad(f"{path}: {p}: dropout of p {q}, {i} inputs and {o} outputs")
+        width = o
+    return shapes, n_in, width
+
+
+def check_model(meta, tensors, path, layers, x, y, check):
+    """Every tensor the architecture needs, of its shape and finite; the
+    check file's columns the network's input and output widths."""
+    shapes, n_in, n_out = expected_tensors(meta, tensors, path, layers)
+    for name, shape in shapes.items():
+        if name not in tensors:
+            raise Bad(f"{path}: no tensor '{name}'")
+        t = np.asarray(tensors[name])
+        if t.dtype.kind != "f" or tuple(t.shape) != shape:
+            raise Bad(f"{path}: tensor '{name}' is {t.dtype} {list(t.shape)}, expected "
+                      f"float {list(shape)}")
+        if not np.all(np.isfinite(t)):
+            raise Bad(f"{path}: tensor '{name}' holds a value that is not finite")
+    if "input_norm.std" in shapes and not np.all(np.asarray(tensors["input_norm.std"]) > 0):
+        raise Bad(f"{path}: tensor 'input_norm.std' holds a value that is not positive")
+    if x.shape[1] != n_in or y.shape[1] != n_out:
+        raise Bad(f"{check}: inputs [{x.shape[0]}, {x.shape[1]}] and outputs "
+                  f"[{y.shape[0]}, {y.shape[1]}], but {path} takes {n_in} inputs and gives "
+                  f"{n_out} outputs")
 
 
 def linear_bound(x, ex, w, b):
@@ -195,23 +336,49 @@ def run_torch(path, x, meta, layers):
         return model(torch.from_numpy(x)).numpy()
 
 
+def load(args):
+    """(check file, inputs, outputs, metadata, tensors, layers), every part
+    checked; Bad on the first problem."""
+    check = args.check or args.model + ".check.h5"
+    if not args.model.endswith((".onnx", ".safetensors")):
+        raise Bad(f"{args.model}: expected a .onnx or .safetensors model")
+    if not os.path.isfile(args.model):
+        raise Bad(f"{args.model}: {'not a file' if os.path.exists(args.model) else 'no such file'}")
+    x, y = read_check(check)
+    meta, tensors = (load_onnx if args.model.endswith(".onnx") else load_safetensors)(args.model)
+    layers = architecture(meta, args.model)
+    check_model(meta, tensors, args.model, layers, x, y, check)
+    return check, x, y, meta, tensors, layers
+
+
+def run_model(args, x, meta, layers, rows_out):
+    """The runtime's outputs; a model the runtime refuses, or whose outputs
+    have another shape than the check file's, is Bad."""
+    onnx_model = args.model.endswith(".onnx")
+    try:
+        got = run_onnx(args.model, x) if onnx_model else run_torch(args.model, x, meta, layers)
+    except Exception as e:  # the runtimes' own errors for a model they cannot run
+        runtime = "ONNX Runtime" if onnx_model else "PyTorch"
+        raise Bad(f"{args.model}: {runtime} could not run it ({one_line(e)})") from None
+    got = np.asarray(got)
+    if got.shape != rows_out:
+        raise Bad(f"{args.model}: gives outputs of shape {list(got.shape)}; the check file "
+                  f"holds {list(rows_out)}")
+    return got
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", help="model.onnx or model.safetensors")
     parser.add_argument("--check", help="the check file (default <model>.check.h5)")
     args = parser.parse_args(argv)
-    check = args.check or args.model + ".check.h5"
     onnx_model = args.model.endswith(".onnx")
     try:
-        with h5py.File(check, "r") as f:
-            x = np.asarray(f["inputs"], dtype=np.float32)
-            y = np.asarray(f["outputs"], dtype=np.float32)
-        meta, tensors = (load_onnx if onnx_model else load_safetensors)(args.model)
-        layers = architecture(meta, args.model)
-    except (OSError, KeyError, ValueError) as e:
-        print(f"verify_export: {e}", file=sys.stderr)
+        check, x, y, meta, tensors, layers = load(args)
+        got = run_model(args, x, meta, layers, y.shape)
+    except Bad as e:
+        print(f"verify_export: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    got = run_onnx(args.model, x) if onnx_model else run_torch(args.model, x, meta, layers)
     _, bound = reference(x, tensors, layers)
     diff = np.abs(got.astype(np.float64) - y)
     worst = np.unravel_index(np.argmax(diff), diff.shape)
@@ -223,7 +390,7 @@ def main(argv):
     if np.all(diff <= bound):
         print("verify_export: within the float32 bound")
         return 0
-    bad = np.unravel_index(np.argmax(ratio), ratio.shape)
+    bad = np.unravel_index(np.argmax(np.where(np.isnan(diff), np.inf, ratio)), ratio.shape)
     print(f"verify_export: output [{bad[0]}, {bad[1]}] differs by {diff[bad]:.3g}, above its "
           f"bound {bound[bad]:.3g}", file=sys.stderr)
     return 1
