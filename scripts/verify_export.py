@@ -344,6 +344,8 @@ def load(args):
         raise Bad(f"{args.model}: expected a .onnx or .safetensors model")
     if not os.path.isfile(args.model):
         raise Bad(f"{args.model}: {'not a file' if os.path.exists(args.model) else 'no such file'}")
+    if os.path.getsize(args.model) == 0:
+        raise Bad(f"{args.model}: an empty file")
     x, y = read_check(check)
     meta, tensors = (load_onnx if args.model.endswith(".onnx") else load_safetensors)(args.model)
     layers = architecture(meta, args.model)
