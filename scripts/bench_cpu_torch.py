@@ -2,8 +2,9 @@
 """bench_cpu_torch.py — PyTorch on the CPU beside `train` for
 scripts/bench_cpu.sh: the same network (Linear -> GroupNorm ->
 LeakyReLU(0.01) -> x + x blocks, a Linear head; scripts/bench_small_torch.py's
-`net`), CrossEntropyLoss, SGD with momentum 0.9, the set in memory and each
-batch gathered by a shuffled order. torch.set_num_threads(--threads) before
+`net`, `eager_stepper` and `epoch`), CrossEntropyLoss, SGD with momentum
+0.9, the set in memory and each batch gathered by a shuffled order (full
+batches: the last partial one is left out, as bench_small_torch.py does). torch.set_num_threads(--threads) before
 anything runs; steps/s is the median of REPS epochs after a warm-up epoch.
 
 Prints one line: `torch <steps/s>`.
@@ -17,7 +18,7 @@ import time
 import torch
 import torch.nn as nn
 
-from bench_small_torch import epoch, net
+from bench_small_torch import eager_stepper, epoch, net
 
 
 def main():
@@ -37,15 +38,17 @@ def main():
     y = torch.randint(0, a.classes, (a.rows,))
     model = net(a.n_in, [int(h) for h in a.hidden.split(",")], a.classes, a.groups)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
+    step = eager_stepper(model, opt, nn.CrossEntropyLoss(), x, y, a.batch)
     gen = torch.Generator()
     gen.manual_seed(1)
-    steps = (a.rows + a.batch - 1) // a.batch
-    epoch(model, opt, loss_fn, x, y, a.batch, gen)  # warm-up
+    steps = a.rows // a.batch
+    if steps < 1:
+        p.error(f"--rows {a.rows} is less than one batch of {a.batch}")
+    epoch(step, a.rows, a.batch, gen, "cpu")  # warm-up
     rates = []
     for _ in range(a.reps):
         t0 = time.perf_counter()
-        epoch(model, opt, loss_fn, x, y, a.batch, gen)
+        epoch(step, a.rows, a.batch, gen, "cpu")
         rates.append(steps / (time.perf_counter() - t0))
     print(f"torch {statistics.median(rates):.1f}", flush=True)
 

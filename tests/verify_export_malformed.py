@@ -13,6 +13,8 @@ layer chain that does not join. Each must exit 2 with one line naming
 the file and the problem and no traceback; exit 1 stays for a difference
 above its bound (a model whose head's bias moved by 1 exits 1). Needs
 FN_SOURCE_DIR and FN_BUILD_DIR (set by ctest)."""
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -20,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import traceback
 
 import h5py
 import numpy as np
@@ -27,12 +30,25 @@ import onnx
 
 SOURCE = os.environ["FN_SOURCE_DIR"]
 BUILD = os.environ["FN_BUILD_DIR"]
-SCRIPT = os.path.join(SOURCE, "scripts", "verify_export.py")
+sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+import verify_export  # noqa: E402
 failures = []
 
 
 def verify(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    """verify_export.py's main in this process (ONNX Runtime and PyTorch
+    imported once: a process a case took 30 s); an exception it lets
+    out is a traceback, as it would be from the command."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = verify_export.main(list(args))
+        except SystemExit as e:
+            code = e.code
+        except Exception:  # what the command would print as a traceback
+            traceback.print_exc()
+            code = "traceback"
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def exits(code, needle, *args):
@@ -94,6 +110,10 @@ def main():
             subprocess.run([os.path.join(BUILD, "export"), p("run/weights.h5"), p(f"m.{fmt}"),
                             "--check", valid], check=True, stdout=subprocess.DEVNULL)
             exits(0, "", p(f"m.{fmt}"))
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "scripts", "verify_export.py"),
+                            p("m.onnx"), "--check", p("nowhere.h5")], capture_output=True, text=True)
+        if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1:
+            failures.append(f"the command on a missing check file: {r.returncode}:\n{r.stderr}")
         with h5py.File(p("m.onnx.check.h5"), "r") as f:
             x, y = f["inputs"][()], f["outputs"][()]
 
