@@ -7,9 +7,13 @@ one that needs mpirun, `<!-- test: cpu python -->` for one that runs the
 Python package) on the line before a fenced ```sh block. Each block
 runs with bash (`set -e -o pipefail`), in order (README.md first, then
 docs/*.md by name), in a temporary copy of the checkout's data/ beside
-links to the rest of it, with build/ linked to the build being tested, so
-`./build/train` is the program just built and no run writes into the
-checkout. `/usr/bin/python3` in a block becomes this interpreter (ctest's
+links to the rest of it, with a build/ that holds only the programs
+scripts/run_example.sh builds (the README's set-up command), linked from
+the build being tested: `./build/train` is the program just built, a
+command that needs more than a reader has after that command fails, and
+no run writes into the checkout. A file the blocks leave outside runs/
+fails the test unless git ignores it (.gitignore), so following the docs
+leaves a clean checkout. `/usr/bin/python3` in a block becomes this interpreter (ctest's
 FN_PYTHON). `mpi` blocks need FN_MPIEXEC (set by ctest when the build has
 MPI) and are skipped with a line saying so otherwise. `python` blocks need
 FN_PYENV_PYTHON (the interpreter with scikit-learn, set by ctest when there
@@ -76,9 +80,19 @@ def bare_exports(path):
             if BARE_EXPORT.search(line)]
 
 
+def example_targets():
+    """The targets scripts/run_example.sh builds (its `--target` list)."""
+    text = open(os.path.join(SOURCE, "scripts", "run_example.sh"), encoding="utf-8").read()
+    m = re.search(r"--target((?: +[\w-]+)+)", text)
+    if not m:
+        sys.exit("scripts/run_example.sh: no `cmake --build ... --target ...` line")
+    return m.group(1).split()
+
+
 def workspace(tmp):
-    """A place that looks like the checkout: data/ copied, build/ the build
-    under test, every other top-level entry (scripts/, tests/, ...) linked."""
+    """A place that looks like a checkout after scripts/run_example.sh:
+    data/ copied, build/ the programs that script builds (from the build
+    under test), every other top-level entry (scripts/, tests/, ...) linked."""
     for entry in os.listdir(SOURCE):
         if entry in ("build", "runs", ".git") or entry.startswith("build"):
             continue
@@ -87,7 +101,38 @@ def workspace(tmp):
             shutil.copytree(src, os.path.join(tmp, entry))
         else:
             os.symlink(src, os.path.join(tmp, entry))
-    os.symlink(os.path.abspath(BUILD), os.path.join(tmp, "build"))
+    os.mkdir(os.path.join(tmp, "build"))
+    for target in example_targets():
+        os.symlink(os.path.join(os.path.abspath(BUILD), target),
+                   os.path.join(tmp, "build", target))
+
+
+def files_under(tmp):
+    """Every file and link of the workspace, relative, not inside the
+    linked entries (those are the checkout's own)."""
+    found = set()
+    for root, dirs, files in os.walk(tmp):
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            if os.path.islink(full) or not os.path.isdir(full):
+                found.add(os.path.relpath(full, tmp))
+    return found
+
+
+def left_outside_runs(tmp, before):
+    """The files the blocks wrote outside runs/ and build/ that git does
+    not ignore (git check-ignore against the checkout's .gitignore)."""
+    new = sorted(f for f in files_under(tmp) - before
+                 if f.split(os.sep)[0] not in ("runs", "build"))
+    if not new:
+        return []
+    try:
+        r = subprocess.run(["git", "-C", SOURCE, "check-ignore", "--no-index", "--stdin"],
+                           input="\n".join(new), capture_output=True, text=True)
+        ignored = set(r.stdout.split("\n"))
+    except OSError:  # no git: only runs/ counts
+        ignored = set()
+    return [f for f in new if f not in ignored]
 
 
 def command_text(text, kind):
@@ -131,6 +176,7 @@ def main():
     ran = skipped = 0
     with tempfile.TemporaryDirectory(prefix="fn_doc_commands_") as tmp:
         workspace(tmp)
+        before = files_under(tmp)
         for name, line, kind, text in todo:
             if kind == "mpi" and not MPIEXEC:
                 print(f"--- {name}:{line}: skipped (this build has no MPI)")
@@ -142,6 +188,10 @@ def main():
                 continue
             run(name, line, kind, text, tmp)
             ran += 1
+        stray = left_outside_runs(tmp, before)
+        if stray:
+            sys.exit("the docs' commands left files outside runs/ that git does not ignore "
+                     f"(write them under runs/, or add them to .gitignore): {', '.join(stray)}")
     print(f"doc_commands: {ran} blocks ran, {skipped} skipped, from "
           f"{len({t[0] for t in todo})} files")
 
