@@ -99,12 +99,15 @@ def csv_rows(path):
     """(file line where the row starts, cells) of each row. A quote left
     open would otherwise swallow the rest of the file as one cell: it is
     an error naming the line where it opened."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a byte-order mark is not part of the header
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            text = f.read()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = e.object[:e.start].count(b"\n") + 1
-        raise Bad(f"{path}:{line}: not UTF-8 text (byte {e.object[e.start]:#04x}); "
+        line = raw[:e.start].count(b"\n") + 1
+        raise Bad(f"{path}:{line}: not UTF-8 text (byte {raw[e.start]:#04x}); "
                   "save the file as UTF-8 CSV") from None
     if "\0" in text:
         raise Bad(f"{path}:{text[:text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; "
