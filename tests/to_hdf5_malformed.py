@@ -85,6 +85,8 @@ def main():
         fails(tmp, "after.csv:2: not CSV", "after.csv")
         text(tmp, "latin1.csv", b"a,t\n1,0\n2,caf\xe9\n", "wb")
         fails(tmp, "latin1.csv:3: not UTF-8 text", "latin1.csv")
+        text(tmp, "far.csv", b"a,t\n" + b"1,0\n" * 5000 + b"2,caf\xe9\n", "wb")
+        fails(tmp, "far.csv:5002: not UTF-8 text", "far.csv")  # past the decoder's chunks
         text(tmp, "nul.csv", "a,t\n1,0\n2,\x001\n")
         fails(tmp, "nul.csv:3: a NUL byte", "nul.csv")
         text(tmp, "empty.csv", "")
