@@ -12,24 +12,50 @@ foreign .npy and .npz files, object, text and complex arrays, wrong
 shapes, an empty CSV, a header without rows, ragged rows, non-numeric
 cells, bytes that are not UTF-8, a NUL byte, a missing --y-file, values
 beyond float32. Needs FN_SOURCE_DIR; NumPy and h5py (/usr/bin/python3)."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import tempfile
+import traceback
 
 import h5py
 import numpy as np
 
 SCRIPT = os.path.join(os.environ["FN_SOURCE_DIR"], "scripts", "to_hdf5.py")
+sys.dont_write_bytecode = True  # no __pycache__ left in scripts/
+sys.path.insert(0, os.path.dirname(SCRIPT))
+import to_hdf5 as to_hdf5_script  # noqa: E402
 failures = []
+
+
+def to_hdf5(*args):
+    """to_hdf5.py's main in this process (NumPy and h5py imported once; a
+    process a case took 15 s): what the command would exit with and print.
+    An exception it lets out is a traceback, as from the command."""
+    out, err = io.StringIO(), io.StringIO()
+    sys.argv = ["to_hdf5.py", *args]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            to_hdf5_script.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code
+            if isinstance(code, str):  # sys.exit(message): printed, exit 1
+                print(code, file=sys.stderr)
+                code = 1
+        except Exception:
+            traceback.print_exc()
+            code = "traceback"
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def fails(tmp, needle, source, *args):
     """to_hdf5.py source out.h5 args: one line holding the source's name
     and needle, non-zero exit, no out.h5."""
     out = os.path.join(tmp, "out.h5")
-    r = subprocess.run([sys.executable, SCRIPT, os.path.join(tmp, source), out, *args],
-                       capture_output=True, text=True)
+    r = to_hdf5(os.path.join(tmp, source), out, *args)
     lines = r.stderr.strip().splitlines()
     ok = (r.returncode != 0 and len(lines) == 1 and lines[0].startswith("to_hdf5.py: ")
           and needle in lines[0] and "Traceback" not in r.stderr and not os.path.exists(out))
@@ -69,7 +95,7 @@ def main():
         fails(tmp, "i64.npz: row 1: label -3 is not", "i64.npz")
         text(tmp, "exact.csv", "a,t\n1,0\n2,9007199254740993\n")
         r = subprocess.run([sys.executable, SCRIPT, p("exact.csv"), p("exact.h5"), "--labels"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True)  # the command itself, once
         with h5py.File(p("exact.h5"), "r") as f:
             got = f["y"][()].tolist()
         if got != [0, 9007199254740993]:

@@ -30,6 +30,7 @@ import onnx
 
 SOURCE = os.environ["FN_SOURCE_DIR"]
 BUILD = os.environ["FN_BUILD_DIR"]
+sys.dont_write_bytecode = True  # no __pycache__ left in scripts/
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 import verify_export  # noqa: E402
 failures = []
