@@ -4,8 +4,9 @@ scripts/bench_cpu.sh: the same network (Linear -> GroupNorm ->
 LeakyReLU(0.01) -> x + x blocks, a Linear head; scripts/bench_small_torch.py's
 `net`, `eager_stepper` and `epoch`), CrossEntropyLoss, SGD with momentum
 0.9, the set in memory and each batch gathered by a shuffled order (full
-batches: the last partial one is left out, as bench_small_torch.py does). torch.set_num_threads(--threads) before
-anything runs; steps/s is the median of REPS epochs after a warm-up epoch.
+batches: the last partial one is left out, as bench_small_torch.py does).
+torch.set_num_threads(--threads) before anything runs; steps/s is the
+median of REPS epochs after a warm-up epoch.
 
 Prints one line: `torch <steps/s>`.
 

@@ -52,7 +52,8 @@ number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$(awk -v v="$1" 'BEGIN{print (v
 case $case_ in
 bench_cpu)
     BUILD=$build ROWS=512 EPOCHS=3 THREADS=1 WORK=$work PYTHON=$py \
-        scripts/bench_cpu.sh >"$work/out.md" 2>"$work/err" || { rc=$?; cat "$work/err"; fail "exit $rc"; }
+        scripts/bench_cpu.sh >"$work/out.md" 2>"$work/err" ||
+        { rc=$?; cat "$work/err"; fail "exit $rc"; }
     cat "$work/out.md"
     IFS='|' read -r _ threads ours theirs ratio _ <<<"$(first_row "$work/out.md")"
     [ "$(echo $threads)" = 1 ] || fail "no row for 1 thread"
@@ -61,7 +62,8 @@ bench_cpu)
     number $ratio || fail "the ratio is '$ratio'" ;;
 bench_small)
     BUILD=$build DEVICE=cpu TORCH=0 SHAPES=S ROWS=256 EPOCHS=3 WORK=$work PYTHON=$py \
-        scripts/bench_small.sh >"$work/out.md" 2>"$work/err" || { rc=$?; cat "$work/err"; fail "exit $rc"; }
+        scripts/bench_small.sh >"$work/out.md" 2>"$work/err" ||
+        { rc=$?; cat "$work/err"; fail "exit $rc"; }
     cat "$work/out.md"
     IFS="|" read -r _ shape _ _ graphs _ <<<"$(first_row "$work/out.md")"
     [ "$(echo $shape)" = S ] || fail "no row for shape S"
@@ -81,7 +83,8 @@ bench_python_fit)
     grep -q . "$work/out" || fail "printed nothing" ;;
 compare_sklearn)
     FUSENET_LIBRARY=$build/libfusenet.so PYTHONPATH=python timeout 120 "${FN_PYENV_PYTHON:?}" \
-        scripts/compare_sklearn_torch.py 1 >"$work/out" 2>&1 || { rc=$?; cat "$work/out"; fail "exit $rc"; }
+        scripts/compare_sklearn_torch.py 1 >"$work/out" 2>&1 ||
+        { rc=$?; cat "$work/out"; fail "exit $rc"; }
     cat "$work/out"
     grep -q '^| digits' "$work/out" || fail "no row for digits" ;;
 gpu_only)
@@ -108,7 +111,8 @@ PY
     fi
     echo "syntax and --help: $gpu_shell $gpu_python" ;;
 listed)
-    known=" $(echo $covered_elsewhere $covered_through $run_cases $gpu_shell $gpu_python gemm_candidates.cu) "
+    known=" $(echo $covered_elsewhere $covered_through $run_cases $gpu_shell $gpu_python \
+        gemm_candidates.cu) "
     if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
         files=$(git -C "$src" ls-files scripts | cut -d/ -f2 | sort -u)
     else

@@ -96,6 +96,8 @@ def main():
         text(tmp, "exact.csv", "a,t\n1,0\n2,9007199254740993\n")
         r = subprocess.run([sys.executable, SCRIPT, p("exact.csv"), p("exact.h5"), "--labels"],
                            capture_output=True, text=True)  # the command itself, once
+        if r.returncode != 0:
+            failures.append(f"exact.csv: {r.returncode}: {r.stderr}")
         with h5py.File(p("exact.h5"), "r") as f:
             got = f["y"][()].tolist()
         if got != [0, 9007199254740993]:

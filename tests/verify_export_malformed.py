@@ -112,7 +112,8 @@ def main():
                             "--check", valid], check=True, stdout=subprocess.DEVNULL)
             exits(0, "", p(f"m.{fmt}"))
         r = subprocess.run([sys.executable, os.path.join(SOURCE, "scripts", "verify_export.py"),
-                            p("m.onnx"), "--check", p("nowhere.h5")], capture_output=True, text=True)
+                            p("m.onnx"), "--check", p("nowhere.h5")],
+                           capture_output=True, text=True)
         if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1:
             failures.append(f"the command on a missing check file: {r.returncode}:\n{r.stderr}")
         with h5py.File(p("m.onnx.check.h5"), "r") as f:
