@@ -149,8 +149,8 @@ def architecture(meta, path):
         raise Bad(f"{path}: not a fusenet export of format version 1 (metadata "
                   f"format {meta.get('format')!r}, version {meta.get('format_version')!r})")
     n = meta_value(meta, path, "n_layers", int)
-    if not 1 <= n <= 10000:
-        raise Bad(f"{path}: metadata 'n_layers' is {n}, expected 1 or more")
+    if not 1 <= n <= 10000:  # a bound on the loop below, far above any real network
+        raise Bad(f"{path}: metadata 'n_layers' is {n}, expected 1 to 10000")
     layers = []
     for i in range(n):
         p = f"layer{i}"
