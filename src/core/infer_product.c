@@ -153,7 +153,8 @@ void fn_infer_product(fn_context *ctx, float *y, const float *x, const float *w,
     const product p = {.y = y, .x = x, .w = w, .bias = bias, .n = n, .in = in, .out = out,
                        .out_tiles = (out + TILE_OUTS - 1) / TILE_OUTS};
     const int row_tiles = (n + TILE_ROWS - 1) / TILE_ROWS;
-    const double terms = (double)TILE_ROWS * TILE_OUTS * (in > 0 ? in : 1);
+    /* A tile's multiply-adds: a batch of one row has tiles of one row. */
+    const double terms = (double)min_int(n, TILE_ROWS) * min_int(out, TILE_OUTS) * (in > 0 ? in : 1);
     const int grain = terms >= MIN_TERMS_PER_PART ? 1 : (int)(MIN_TERMS_PER_PART / terms) + 1;
     fn_workers_for(ctx ? ctx->workers : NULL, row_tiles * p.out_tiles, grain, tiles, (void *)&p);
 }
