@@ -8,6 +8,7 @@
  * vector once for two products; the rows and outputs a tile leaves over go
  * through the one-element kernel, whose lanes do the same operations, so
  * an element's bits do not depend on which kernel computes it. */
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -108,9 +109,9 @@ typedef struct product {
     const float *w;    /* [out, in] */
     const float *bias; /* [out] or NULL */
     int n, in, out, out_tiles;
+    int first_row_tile; /* the tile numbers of this job start here */
 } product;
 
-/* Rows [r0, r1) x outputs [o0, o1): pairs of both, then what is left. */
 static void tile(const product *p, int r0, int r1, int o0, int o1)
 {
     const size_t in = (size_t)p->in, out = (size_t)p->out;
@@ -140,7 +141,8 @@ static void tiles(void *arg, int t0, int t1)
 {
     const product *p = arg;
     for (int t = t0; t < t1; t++) {
-        const int r0 = (t / p->out_tiles) * TILE_ROWS, o0 = (t % p->out_tiles) * TILE_OUTS;
+        const int r0 = (p->first_row_tile + t / p->out_tiles) * TILE_ROWS;
+        const int o0 = (t % p->out_tiles) * TILE_OUTS;
         tile(p, r0, min_int(r0 + TILE_ROWS, p->n), o0, min_int(o0 + TILE_OUTS, p->out));
     }
 }
@@ -150,11 +152,18 @@ void fn_infer_product(fn_context *ctx, float *y, const float *x, const float *w,
 {
     if (n <= 0 || out <= 0)
         return;
-    const product p = {.y = y, .x = x, .w = w, .bias = bias, .n = n, .in = in, .out = out,
-                       .out_tiles = (out + TILE_OUTS - 1) / TILE_OUTS};
+    product p = {.y = y, .x = x, .w = w, .bias = bias, .n = n, .in = in, .out = out,
+                 .out_tiles = (out + TILE_OUTS - 1) / TILE_OUTS};
     const int row_tiles = (n + TILE_ROWS - 1) / TILE_ROWS;
     /* A tile's multiply-adds: a batch of one row has tiles of one row. */
-    const double terms = (double)min_int(n, TILE_ROWS) * min_int(out, TILE_OUTS) * (in > 0 ? in : 1);
+    const double terms =
+        (double)min_int(n, TILE_ROWS) * min_int(out, TILE_OUTS) * (in > 0 ? in : 1);
     const int grain = terms >= MIN_TERMS_PER_PART ? 1 : (int)(MIN_TERMS_PER_PART / terms) + 1;
-    fn_workers_for(ctx ? ctx->workers : NULL, row_tiles * p.out_tiles, grain, tiles, (void *)&p);
+    /* Jobs of whole row tiles, their tiles counted in an int. */
+    const int per_job = INT_MAX / p.out_tiles;
+    for (int r = 0, rows; r < row_tiles; r += rows) {
+        rows = min_int(per_job, row_tiles - r);
+        p.first_row_tile = r;
+        fn_workers_for(ctx ? ctx->workers : NULL, rows * p.out_tiles, grain, tiles, &p);
+    }
 }

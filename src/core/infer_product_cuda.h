@@ -33,8 +33,8 @@ extern "C" {
  * rounded once). */
 fn_status fn_cuda_infer_product(fn_context *ctx, void *y /* [n, out] */, int y_bf16,
                                 const void *x /* [n, in] */, int x_bf16,
-                                const float *w /* [out, in] */, const float *bias /* [out] or NULL */,
-                                int n, int in, int out);
+                                const float *w /* [out, in] */,
+                                const float *bias /* [out] or NULL */, int n, int in, int out);
 
 #ifdef __cplusplus
 }
