@@ -3,10 +3,13 @@
  * tensor carved into the column partial sums and, in the TF32 modes, the
  * transposes and TF32 splits of the operands, in bf16 mode their bfloat16
  * copies (block_products_cuda.h). The products run through gemm_cuda.h in
- * the context's math mode. */
+ * the context's math mode; in a network built for inference
+ * (fn_layer.forward_only) the forward product is the batch-invariant one of
+ * infer_product_cuda.h instead. */
 #include "nn/block_products_cuda.h"
 #include "core/cuda_runtime.h"
 #include "core/gemm_cuda.h"
+#include "core/infer_product_cuda.h"
 #include "core/launch_cuda.cuh"
 
 static float *carve(float *base, size_t *at, size_t n)
@@ -69,6 +72,14 @@ extern "C" fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor 
     const float *w = weight->value.data;
     fn_block_ws ws;
     fn_block_ws_layout(b, b->scratch.data, &ws);
+    if (l->forward_only) {
+        /* z (bf16: z_h) from x, or in bf16 from x_h where the layer before
+         * wrote the input there; w rounded as it is read. */
+        const bool x_h = !x->data;
+        return fn_cuda_infer_product(l->ctx, ws.z_h ? (void *)ws.z_h : (void *)b->z.data,
+                                     ws.z_h != NULL, x_h ? (const void *)ws.x_h : x->data, x_h,
+                                     w, NULL, N, in, C);
+    }
     if (ws.x_h) {
         /* w_h is the weight's copy: kept current by its writers, or made here;
          * x_h holds the input already where x has no data (the layer before

@@ -1,11 +1,14 @@
 /* linear_cuda.cu — the affine output layer y = x W^T + b on the GPU: the
  * products through gemm_cuda.h, a bias-add kernel, and db as a deterministic
  * column sum of dy in one launch (reduce_cuda.cuh), beside dx on the side
- * stream. */
+ * stream. In a network built for inference (fn_layer.forward_only) forward
+ * is the batch-invariant product of infer_product_cuda.h, bias included,
+ * so a row's outputs do not depend on the batch it is predicted in. */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
+#include "core/infer_product_cuda.h"
 #include "core/launch_cuda.cuh"
 #include "nn/linear_impl.h"
 #include "core/kernel_launch_cuda.cuh"
@@ -83,6 +86,14 @@ static fn_status linear_cuda_forward_unbiased(fn_layer *layer, const fn_tensor *
 
 static fn_status linear_cuda_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *y)
 {
+    if (layer->forward_only) {
+        fn_linear *l = (fn_linear *)layer;
+        l->x = *x;
+        return fn_cuda_infer_product(layer->ctx, y->data, 0, x->data, 0,
+                                     l->params[FN_LINEAR_WEIGHT].value.data,
+                                     l->params[FN_LINEAR_BIAS].value.data, x->rows,
+                                     layer->in_features, layer->out_features);
+    }
     const float *bias;
     FN_TRY(linear_cuda_forward_unbiased(layer, x, y, &bias));
     const int C = layer->out_features;

@@ -4,7 +4,12 @@
  * device and standardising it with the given statistics, the forward
  * pass), and the outputs come back to host memory in the set's order.
  * Outputs are the last layer's values: logits for a classifier (argmax
- * them, or softmax them with fn_softmax_rows, evaluation.h). */
+ * them, or softmax them with fn_softmax_rows, evaluation.h). A network
+ * built to predict (fn_weights_build, or from a safetensors file) gives a
+ * row the same bits in any batch and at any place in it, on either device
+ * and in every math mode (its products reduce each output in one fixed
+ * order); a trainer's network computes as training does (BLAS, cuBLAS),
+ * and its outputs may differ in the last bits between batch sizes. */
 #ifndef FUSENET_INFERENCE_H
 #define FUSENET_INFERENCE_H
 

@@ -10,13 +10,16 @@
  * results are the same bits on any number of threads, deterministic, and
  * close to the float64 reference. A residual block adds its input to y as
  * it is written, and backward starts dx from dy, onto which the dx product
- * adds. */
+ * adds. A network built for inference (fn_layer.forward_only) takes the
+ * forward product from core/infer_product.h instead of BLAS, so that a
+ * row's outputs do not depend on the batch it is predicted in. */
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "core/device_impl.h"
+#include "core/infer_product.h"
 #include "core/workers.h"
 #include "nn/block_impl.h"
 #include "nn/reduce_cpu.h"
@@ -71,12 +74,17 @@ typedef struct block_pass {
 
 /* ---- forward ---- */
 
-/* z = x W^T, without the bias. */
-static void forward_product(float *z /* [B, H] */, const float *x /* [B, in] */,
+/* z = x W^T, without the bias: in a network built for inference the
+ * batch-invariant product (core/infer_product.h), a row's z the same bits
+ * in any batch; in training BLAS's. */
+static void forward_product(const fn_layer *l, float *z /* [B, H] */, const float *x /* [B, in] */,
                             const float *w /* [H, in] */, int B, int in, int H)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, H, in, 1.0f, x, in, w, in, 0.0f, z,
-                H);
+    if (l->forward_only)
+        fn_infer_product(l->ctx, z, x, w, NULL, B, in, H);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, H, in, 1.0f, x, in, w, in, 0.0f,
+                    z, H);
 }
 
 /* Mean and 1/sqrt(var + eps) of one (sample, group)'s K values of z + b,
@@ -140,7 +148,7 @@ static fn_status block_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
     fn_block *b = (fn_block *)l;
     const fn_block_config *c = &b->cfg;
     const int B = x->rows;
-    forward_product(b->z.data, x->data, b->params[FN_BLOCK_WEIGHT].value.data, B,
+    forward_product(l, b->z.data, x->data, b->params[FN_BLOCK_WEIGHT].value.data, B,
                     c->in_features, c->out_features);
     block_pass p = {
         .y = y->data,

@@ -61,9 +61,11 @@ size_t fn_block_ws_weight_floats(const fn_block *b);
  * whatever its owner left there. */
 fn_status fn_block_cuda_clear_tickets(fn_block *b);
 
-/* b->z [N, out] = x W^T, without the bias (in tf32x3 after splitting x and
- * w into the workspace, in bf16 after rounding x there and, unless its
- * copy is kept, w; backward finds them; in bf16 into z_h instead of b->z).
+/* b->z [N, out] = x W^T, without the bias (a forward-only block: the
+ * batch-invariant product of core/infer_product_cuda.h, w rounded as it is
+ * read; else in tf32x3 after splitting x and w into the workspace, in
+ * bf16 after rounding x there and, unless its copy is kept, w; backward
+ * finds them; in bf16 into z_h instead of b->z).
  * In bf16, x without data: x_h holds the input already (layer.h,
  * bf16_input), x gives only its rows. */
 fn_status fn_block_cuda_forward_product(fn_block *b, const fn_tensor *x /* [N, in] */);

@@ -1,7 +1,12 @@
 /* linear_cpu.c — the affine layer y = x W^T + b on the CPU, float32, with
- * OpenBLAS for the products and a double-accumulated column sum for db. */
+ * OpenBLAS for the products and a double-accumulated column sum for db; in
+ * a network built for inference (fn_layer.forward_only) forward is the
+ * batch-invariant product of core/infer_product.h, so a row's outputs do
+ * not depend on the batch it is predicted in. */
 #include <cblas.h>
 #include <stddef.h>
+
+#include "core/infer_product.h"
 
 #include "nn/linear_impl.h"
 #include "nn/reduce_cpu.h"
@@ -13,12 +18,16 @@ static fn_status linear_forward(fn_layer *layer, const fn_tensor *x, fn_tensor *
     const int B = x->rows, in = layer->in_features, out = layer->out_features;
     const float *w = l->params[FN_LINEAR_WEIGHT].value.data; /* [out, in] */
     const float *bias = l->params[FN_LINEAR_BIAS].value.data; /* [out] */
+    l->x = *x;
+    if (layer->forward_only) {
+        fn_infer_product(layer->ctx, y->data, x->data, w, bias, B, in, out);
+        return FN_OK;
+    }
     for (int n = 0; n < B; n++)
         for (int c = 0; c < out; c++)
             y->data[(size_t)n * out + (size_t)c] = bias[c];
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out, in, 1.0f, x->data, in, w, in,
                 1.0f, y->data, out);
-    l->x = *x;
     return FN_OK;
 }
 
