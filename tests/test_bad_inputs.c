@@ -87,7 +87,7 @@ static const bad_input cases[] = {
           "negative_width.ini"),
     TRAIN("zero groups", 1, "zero_groups.ini:5: model.groups: 0 is out of range", "zero_groups.ini"),
     TRAIN("groups not dividing", 1,
-          "groups_not_dividing.ini:5: model.groups: groups 8 does not divide the width 12 of layer 2",
+          "groups_not_dividing.ini:5: model.groups: groups 8 does not divide the width 12 of layer 1",
           "groups_not_dividing.ini"),
     TRAIN("bad layer kind", 1, "bad_layer_kind.ini:4: model.layers: item 2: unknown layer kind 'conv'",
           "bad_layer_kind.ini"),
