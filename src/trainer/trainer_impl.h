@@ -52,6 +52,7 @@ struct fn_trainer {
     double epoch_started;  /* monotonic seconds */
     long long seen_before; /* state.seen when this epoch (or its resumed part) began */
     double epoch_rate;     /* samples/s of the last epoch's training */
+    double epoch_seconds;  /* the last epoch's training time */
     long long run_rows;    /* rows trained by this process ... */
     double run_seconds;    /* ... in this much training time (steps, not validation) */
     /* Data parallelism (trainer_dist.c) */
