@@ -28,6 +28,7 @@
 # shellcheck source=dist_common.sh
 . "$(dirname "$0")/dist_common.sh" dist_train "$@"
 HOOKS=${3:-0}
+[ "${FN_TEST_HOOKS_OFF:-}" = 1 ] && HOOKS=0 # a hooks build answering as one without
 mpi() { # mpi N [ENV=VALUE ...] -- train arguments...
     local n=$1; shift
     local envs=()
