@@ -13,6 +13,11 @@ bce_with_logits the first step's train_acc must also be the fraction of
 labels torch's logits predict right (logit > 0 against target >= 0.5). The parameters
 after a step carry the loss's gradient, so they check it too.
 
+The validation loss under class_weights is the weighted mean over the
+whole set, sum(w[y] l) / sum(w[y]) (torch.nn.CrossEntropyLoss(weight=)
+over the set in one batch, in float64), at batch sizes 1, 7 (an uneven
+last batch) and the whole set, and the same at each within 1e-6.
+
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest); exits non-zero on any
 mismatch or failure."""
 import csv
@@ -133,12 +138,64 @@ def run_case(tmp, i, name, make, keys, criterion):
     return loss_err <= RTOL and worst <= RTOL and acc_ok
 
 
+# The batch sizes of the validation case: one row a batch, batches of 7
+# over 50 rows (the last of 1), and the whole set.
+VALID_BATCHES = (1, 7, 50)
+# Between batch sizes the one weighted mean moves only by rounding: each
+# batch's value is rounded to float32 once (2^-24, 6e-8 relative) and a
+# row's float32 logits may differ by a few ulps with the batch's shape
+# (1e-7 relative in the loss); 1e-6 is ten times that. Weighting the
+# batches by rows instead (the set's mean of per-batch means) moves it by
+# about 1e-2 here.
+SAME_RTOL = 1e-6
+
+
+def valid_case(tmp):
+    """cross_entropy with class_weights and a validation set of 50 rows:
+    the validation loss of the init weights (a learning rate too small to
+    move them) at each of VALID_BATCHES, against PyTorch's weighted mean over
+    the set; True when every one matches and they agree."""
+    x, y = classes_case(tmp, "valid", 11)
+    xv, yv = classes_case(tmp, "valid", 12)
+    xv, yv = xv[:50], yv[:50]
+    with h5py.File(os.path.join(tmp, "vset.h5"), "w") as f:
+        f.create_dataset("X", data=xv)
+        f.create_dataset("y", data=yv)
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    config, _ = write_case(
+        tmp, "vcase", x, y,
+        f"valid = vset.h5\n[model]\nlayers = block 16, linear 5\ngroups = 4\n[train]\n"
+        f"batch_size = 16\nseed = 3\nclass_weights = {weights}\n")
+    init = train(config, os.path.join(tmp, "vinit"), ["train.epochs=1", "train.lr=0.1"])
+    model = weights_to_torch.load(init).double()
+    with torch.no_grad():
+        theirs = float(torch.nn.CrossEntropyLoss(weight=f32s(WEIGHTS))(
+            model(torch.from_numpy(xv.astype(np.float64))), torch.from_numpy(yv.astype(np.int64))))
+    ok, seen = True, []
+    for b in VALID_BATCHES:
+        out = os.path.join(tmp, f"vrun{b}")
+        # lr 1e-30 moves no weight (a step of 1e-30 is below half an ulp of
+        # every nonzero parameter): the validation sees the init weights.
+        train(config, out, [f"model.init={init}", f"train.batch_size={b}", "train.lr=1e-30"])
+        with open(os.path.join(out, "metrics.csv")) as f:
+            ours = float(list(csv.DictReader(f))[-1]["valid_loss"])
+        err = abs(ours - theirs) / max(abs(theirs), 1.0)
+        print(f"valid loss under class_weights, batch {b}: ours {ours:.9g}, torch {theirs:.9g} "
+              f"(relative {err:.3g})")
+        ok &= err <= RTOL
+        seen.append(ours)
+    spread = (max(seen) - min(seen)) / max(abs(theirs), 1.0)
+    print(f"valid loss over batch sizes {VALID_BATCHES}: spread {spread:.3g} (at most {SAME_RTOL})")
+    return ok and spread <= SAME_RTOL
+
+
 def main():
     torch.set_num_threads(1)
     ok = True
     with tempfile.TemporaryDirectory(prefix="fn_interop_loss_") as tmp:
         for i, (name, make, keys, criterion) in enumerate(CASES):
             ok &= run_case(tmp, i, name, make, keys, criterion)
+        ok &= valid_case(tmp)
     if not ok:
         sys.exit(f"interop_loss: a loss differs from PyTorch by more than {RTOL} relative")
     print("interop_loss: the losses match PyTorch")

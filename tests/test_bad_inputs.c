@@ -87,7 +87,7 @@ static const bad_input cases[] = {
           "negative_width.ini"),
     TRAIN("zero groups", 1, "zero_groups.ini:5: model.groups: 0 is out of range", "zero_groups.ini"),
     TRAIN("groups not dividing", 1,
-          "groups_not_dividing.ini:5: model.groups: groups 8 does not divide the width 12 of layer 2",
+          "groups_not_dividing.ini:5: model.groups: groups 8 does not divide the width 12 of layer 1",
           "groups_not_dividing.ini"),
     TRAIN("bad layer kind", 1, "bad_layer_kind.ini:4: model.layers: item 2: unknown layer kind 'conv'",
           "bad_layer_kind.ini"),
@@ -193,7 +193,8 @@ static const bad_input cases[] = {
     DATA("corrupt_header.h5", "corrupt_header.h5: 'X' is not a readable dataset"),
     DATA("corrupt_values.h5", "corrupt_values.h5: dataset 'X' row 0 column 0 is NaN"),
     DATA("corrupt_chunk.h5", "corrupt_chunk.h5: dataset 'X': cannot read rows 0 to 23: inflate"),
-    DATA("not_hdf5.h5", "not_hdf5.h5: not a readable HDF5 file"),
+    DATA("not_hdf5.h5", "not_hdf5.h5 is a text file (a CSV?), not HDF5: data sets are read "
+                        "from HDF5; convert it first (docs/data.md shows how)"),
     TRAIN("valid x_nan.h5", 1, "x_nan.h5: dataset 'X' row 3 column 2 is NaN", "train.ini", "--set",
           "data.valid=x_nan.h5"),
     /* Fuzz findings (tests/fuzz/regressions/): a 4 GiB "integer" label type,
@@ -296,6 +297,10 @@ static const bad_input cases[] = {
     PREDICT("weights_corrupt.h5", "good.h5",
             "weights_corrupt.h5: group 'layer1': 'weight' is not a readable dataset"),
     PREDICT("not_hdf5.h5", "good.h5", "not_hdf5.h5 is a text file (a CSV?), not HDF5"),
+    /* Inputs in a text file: the message train gives for a data set. */
+    PREDICT("good_weights.h5", "not_hdf5.h5",
+            "not_hdf5.h5 is a text file (a CSV?), not HDF5: data sets are read from HDF5; "
+            "convert it first (docs/data.md shows how)"),
     PREDICT("nothere.h5", "good.h5", "nothere.h5: cannot open: No such file"),
     PREDICT("good_weights.h5", "x_cols5.h5", "x_cols5.h5: dataset 'X' has 5 columns, expected 6"),
     PREDICT("good_weights.h5", "x_nan.h5", "x_nan.h5: dataset 'X' row 3 column 2 is NaN"),

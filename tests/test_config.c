@@ -321,7 +321,7 @@ static void test_bad_layer_lists(void **state)
                  NULL, FN_ERR_INVALID,
                  "run.ini:4: model.layers: residual 8 takes inputs of 16 columns: a residual "
                  "layer adds its input to its output",
-                 "of layer 6 (residual 8)");
+                 "of layer 5 (residual 8)");
 }
 
 static void test_groups_must_divide(void **state)
@@ -329,7 +329,7 @@ static void test_groups_must_divide(void **state)
     EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 16, block 12, linear 5\n"
                  "groups = 8\n",
                  NULL, FN_ERR_INVALID,
-                 "run.ini:5: model.groups: groups 8 does not divide the width 12 of layer 2", NULL);
+                 "run.ini:5: model.groups: groups 8 does not divide the width 12 of layer 1", NULL);
     /* With the default groups, the layer list is where the problem is. */
     EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 20\n", NULL, FN_ERR_INVALID,
                  "run.ini:4: model.layers: groups 8 does not divide the width 20", NULL);

@@ -105,6 +105,11 @@ static void test_missing_file(void **state)
     FILE *t = fopen(f->path, "w");
     fputs("not hdf5\n", t);
     fclose(t);
+    EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5 is a text file (a CSV?), not HDF5");
+    /* Bytes that are not text: HDF5's own word. */
+    t = fopen(f->path, "wb");
+    fputs("\x01\x02not hdf5\n", t);
+    fclose(t);
     EXPECT_OPEN_ERROR(&opt, FN_ERR_FORMAT, "set.h5: not a readable HDF5 file");
 }
 

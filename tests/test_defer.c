@@ -323,8 +323,7 @@ static void test_momentum_folded_in_one_process(void **state)
 
 static void test_deferred_run_is_eager_run(void **state)
 {
-    if (!fn_test_hooks_enabled())
-        skip();
+    skip_without_test_hooks();
     fixture *f = *state;
     char msg[MSG_CAP];
     fn_status st;
@@ -378,8 +377,7 @@ static void test_deferred_nonfinite_stop(void **state)
 
 static void test_deferred_resume(void **state)
 {
-    if (!fn_test_hooks_enabled())
-        skip();
+    skip_without_test_hooks();
     const fixture *f = *state;
     fn_config *cfg = NULL;
     fn_trainer *t = expect_resumed_as_whole(f->dir, f->ini, NULL, "3", 10, &cfg); /* mid epoch 2 */

@@ -121,18 +121,10 @@ static ino_t inode_of(const char *path)
     return st.st_ino;
 }
 
-static void skip_without_hooks(void)
-{
-    if (!fn_test_hooks_enabled()) {
-        print_message("skipped: needs the test-only hooks (cmake -DFN_TEST_HOOKS=ON)\n");
-        skip();
-    }
-}
-
 static void test_loser_removes_nothing(void **state)
 {
     race *r = *state;
-    skip_without_hooks();
+    skip_without_test_hooks();
     pid_t run = start_held_run(r); /* it made <out>: there was none */
     fn_dir_lock *winner = NULL, *third = NULL;
     EXPECT_OK(fn_dir_lock_take(&winner, r->out));
@@ -156,7 +148,7 @@ static void test_loser_removes_nothing(void **state)
 static void test_holder_removed_directory(void **state)
 {
     race *r = *state;
-    skip_without_hooks();
+    skip_without_test_hooks();
     fn_dir_lock *holder = NULL;
     EXPECT_OK(fn_dir_lock_take(&holder, r->out)); /* made by the holder */
     pid_t run = start_held_run(r);
@@ -176,7 +168,7 @@ static void test_holder_removed_directory(void **state)
 static void test_directory_replaced(void **state)
 {
     race *r = *state;
-    skip_without_hooks();
+    skip_without_test_hooks();
     fn_dir_lock *holder = NULL, *third = NULL;
     EXPECT_OK(fn_dir_lock_take(&holder, r->out));
     pid_t run = start_held_run(r);

@@ -83,8 +83,7 @@ static void test_resumed_as_whole(void **state)
 
 static void test_deferred_is_eager(void **state)
 {
-    if (!fn_test_hooks_enabled())
-        skip();
+    skip_without_test_hooks();
     const fixture *f = *state;
     fn_config *ce = NULL, *cd = NULL;
     fn_trainer *e = run(f, "eager", NULL, NULL, &ce);

@@ -353,11 +353,9 @@ static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
 static void test_sigkill_while_writing(void **state)
 {
     fixture *f = *state;
-    if (!fn_test_hooks_enabled()) {
-        printf("skipped: the kills aimed inside a write need FN_TEST_WRITE_DELAY_MS, "
-               "compiled in only with cmake -DFN_TEST_HOOKS=ON\n");
-        skip();
-    }
+    if (!fn_test_hooks_enabled())
+        printf("the kills aimed inside a write need FN_TEST_WRITE_DELAY_MS\n");
+    skip_without_test_hooks();
     write_config(f, "block 1024, block 1024, linear 4",
                  "batch_size = 24\nepochs = 5\nlr = 0.01\nmomentum = 0.9\ncheckpoint_every = 1");
     static references r;

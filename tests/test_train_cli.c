@@ -416,6 +416,44 @@ static void test_init_takes_eps_and_slope(void **state)
     assert_int_equal(run(f, same), 0);
 }
 
+/* A dropout first keeps the data's width, so the layer after it is
+ * checked against the data's columns, not against 0; fine-tuning from
+ * weights that hold a dropout layer takes [model] eps and negative_slope
+ * (a dropout stores neither), and a dropout p other than the file's is an
+ * error naming both items. Layers are numbered from 0 in the summary and
+ * in every message. */
+static void test_dropout_first_and_init(void **state)
+{
+    fixture *f = *state;
+    char cfg[128], set_init[224], set_out[192];
+    write_digits_config(f, "drop.ini", "drop", "dropout 0.2, residual 64, linear 10",
+                        "epochs = 1\n");
+    snprintf(cfg, sizeof cfg, "%s/drop.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    expect_output(f, "out.txt", "0      dropout           64 -> 64");
+    expect_output(f, "out.txt", "1      residual          64 -> 64");
+    const char *narrow[] = {cfg, "--set", "model.layers=dropout 0.2, residual 8, linear 10",
+                            "--set", "output.dir=narrow", NULL};
+    EXPECT_FAILURE(narrow, 1, "layer 1 (residual 8): residual 8 takes inputs of 64 columns");
+    const char *inner[] = {cfg, "--set", "model.layers=block 32, residual 16, linear 10", "--set",
+                           "output.dir=inner", NULL};
+    EXPECT_FAILURE(inner, 1, "residual 16 takes inputs of 32 columns");
+    expect_output(f, "err.txt", "of layer 1 (residual 16)");
+
+    snprintf(set_init, sizeof set_init, "model.init=%s/drop/weights.h5", f->dir);
+    snprintf(set_out, sizeof set_out, "output.dir=%s/tuned", f->dir);
+    const char *tune[] = {cfg, "--set", set_init, "--set", set_out, "--set", "model.eps=1e-5",
+                          "--set", "model.negative_slope=0.01", NULL};
+    assert_int_equal(run(f, tune), 0);
+    const char *other_p[] = {cfg, "--set", set_init, "--set", set_out, "--overwrite", "--set",
+                             "model.layers=dropout 0.3, residual 64, linear 10", NULL};
+    EXPECT_FAILURE(other_p, 1, "drop.ini: [model] layers has 'dropout 0.3' as layer 0, but "
+                               "layer 0 (dropout) of [model] init ");
+    expect_output(f, "err.txt", "drop/weights.h5 is 'dropout 0.2'; set the item to "
+                                "'dropout 0.2' to train with the file's value");
+}
+
 /* The float32 contents of every dataset of group layerI in a weights file. */
 static size_t read_layer_values(const char *path, int layer, float *buf, size_t cap)
 {
@@ -730,8 +768,10 @@ static void test_summary_and_throughput(void **state)
     const char *done = strstr(out, "done: ");
     assert_non_null(done);
     assert_non_null(strstr(done, " samples/s; weights written to "));
-    /* Times to the millisecond: "(0.012 s, " and "steps, 0.013 s, ". */
-    expect_milliseconds(strstr(out, "epoch 1/1: "), " (");
+    /* Times to the millisecond, each named: "(epoch 0.012 s, total
+     * 0.012 s, " and "steps, 0.013 s, ". */
+    expect_milliseconds(strstr(out, "epoch 1/1: "), " (epoch ");
+    expect_milliseconds(strstr(out, "epoch 1/1: "), ", total ");
     expect_milliseconds(done, " steps, ");
     free(out);
     /* Dampening keeps the momentum out of backward: gradients of their own. */
@@ -924,6 +964,35 @@ static void test_optimizer_by_set(void **state)
                                 "ignored, as --set train.optimizer=adam chose adam\n");
 }
 
+/* Without a validation set the epoch line has no "valid loss" part; a
+ * network of 12 outputs for the digits' labels 0 to 9 trains with a
+ * notice naming the two outputs no row asks for. */
+static void test_epoch_line_and_unused_outputs(void **state)
+{
+    fixture *f = *state;
+    char text[1024], cfg[128];
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s\n[model]\nlayers = block 32, linear 12\n[train]\n"
+             "batch_size = 64\nepochs = 1\n[run]\ndevice = cpu\nlog_every = 0\n"
+             "[output]\ndir = wide\n", f->digits);
+    write_file(f, "wide.ini", text);
+    snprintf(cfg, sizeof cfg, "%s/wide.ini", f->dir);
+    const char *argv[] = {cfg, NULL};
+    assert_int_equal(run(f, argv), 0);
+    expect_output(f, "out.txt", "digits_train.h5: no row is labelled 10 to 11, but the network "
+                                "has 12 outputs (one a class): training only pushes those "
+                                "outputs down; for the classes 0 to 9, end [model] layers with "
+                                "a width of 10\n");
+    expect_output(f, "out.txt", "epoch 1/1: train loss ");
+    char *out = slurp(path_in_dir(f, "out.txt", (char[256]){0}, 256));
+    const char *line = strstr(out, "epoch 1/1: ");
+    assert_non_null(line);
+    if (strncmp(strstr(line, "%") + 1, " (epoch ", 8) != 0)
+        fail_msg("the epoch line goes on after the training figures: %.120s", line);
+    assert_null(strstr(out, "valid loss"));
+    free(out);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 /* --- notices ---------------------------------------------------------------------- */
 
@@ -964,4 +1033,4 @@ TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_e
           T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
           T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
           T(test_extend_finished_run), T(test_monitor_and_min_delta), T(test_optimizer_by_set),
-          T(test_notices))
+          T(test_notices), T(test_dropout_first_and_init), T(test_epoch_line_and_unused_outputs))

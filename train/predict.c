@@ -306,8 +306,9 @@ static fn_status build_net(job *j, const options *o)
 }
 
 /* The weights argument is not a weights file, or the inputs one is: the
- * arguments swapped, a checkpoint, a CSV file. Anything else is left to
- * the loaders, whose messages say what is wrong. */
+ * arguments swapped, a checkpoint, a CSV file of weights. Anything else is
+ * left to the loaders, whose messages say what is wrong (inputs in a CSV
+ * file: the data sets' message, which train gives too). */
 static fn_status check_roles(const options *o)
 {
     const fn_file_role w = fn_file_role_of(o->weights, NULL, 0);
@@ -323,12 +324,9 @@ static fn_status check_roles(const options *o)
     if (in == FN_FILE_WEIGHTS || in == FN_FILE_CHECKPOINT)
         return fn_fail(FN_ERR_INVALID, "%s is a %s, not inputs: %s", o->inputs_path,
                        in == FN_FILE_WEIGHTS ? "weights file" : "checkpoint", order);
-    const char *text[2][2] = {{"weights", o->weights}, {"inputs", o->inputs_path}};
-    for (int i = 0; i < 2; i++)
-        if ((i ? in : w) == FN_FILE_TEXT)
-            return fn_fail(FN_ERR_INVALID, "%s is a text file (a CSV?), not HDF5: predict reads "
-                           "the %s from HDF5; %s", text[i][1], text[i][0],
-                           i ? "convert the inputs first (docs/data.md shows how)" : order);
+    if (w == FN_FILE_TEXT)
+        return fn_fail(FN_ERR_INVALID, "%s is a text file (a CSV?), not HDF5: predict reads "
+                       "the weights from HDF5; %s", o->weights, order);
     return FN_OK;
 }
 

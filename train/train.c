@@ -293,24 +293,28 @@ static void format_metric(char *buf, size_t n, double v, int percent)
         snprintf(buf, n, percent ? "%.2f%%" : "%.4f", percent ? 100 * v : v);
 }
 
+/* The epoch's line: its training figures, the validation set's when
+ * there is one, and its own time beside the run's so far. */
 static void on_epoch(void *user, const fn_train_epoch *e)
 {
     const display *d = user;
-    char tl[32], ta[32], vl[32], va[32];
+    char tl[32], ta[32], vl[32], va[32], valid[96] = "";
     format_metric(tl, sizeof tl, e->train.loss, 0);
     format_metric(ta, sizeof ta, e->train.acc, 1);
     format_metric(vl, sizeof vl, e->valid.loss, 0);
     format_metric(va, sizeof va, e->valid.acc, 1);
+    if (!isnan(e->valid.loss)) /* NaN: no validation set */
+        snprintf(valid, sizeof valid, ", valid loss %s acc %s", vl, va);
     char best[48] = "";
     if (e->improved)
         snprintf(best, sizeof best, ", best");
     else if (e->since_best > 0)
         snprintf(best, sizeof best, ", %lld epoch%s since the best", e->since_best,
                  e->since_best == 1 ? "" : "s");
-    printf("%sepoch %lld/%d: train loss %s acc %s, valid loss %s acc %s (%.3f s, %.0f "
+    printf("%sepoch %lld/%d: train loss %s acc %s%s (epoch %.3f s, total %.3f s, %.0f "
            "samples/s%s)\n",
-           d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, vl, va, e->seconds,
-           e->samples_per_s, best);
+           d->tty ? "\r\033[K" : "", e->epoch + 1, e->epochs, tl, ta, valid, e->epoch_seconds,
+           e->seconds, e->samples_per_s, best);
     fflush(stdout);
 }
 

@@ -155,6 +155,10 @@ fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *co
 /* The same for the target columns of a set of values (mse; fn_data_out_features
  * entries each), for `[data] standardize_targets`. */
 fn_status fn_data_target_stats(fn_data *data, double *mean, double *std, int *constant);
+/* For a set of class labels: used[c] = 1 when some row is labelled c, else
+ * 0, for each of the fn_data_out_features classes (a network's outputs
+ * that no row asks for). Read as fn_data_column_stats reads. */
+fn_status fn_data_labels_used(fn_data *data, unsigned char *used);
 
 /* What the set is, to compare the sets of several processes: its
  * datasets' names, shapes and stored types into text ("'X' [1437, 64]

@@ -100,6 +100,12 @@ typedef struct fn_loss_kind {
      * an element, the bits the layer's forward gives). NULL or 0: the
      * tally adds it first and partials gets NULL. */
     int (*takes_bias)(const void *options);
+    /* Optional: the weight of a batch's value, the divisor read's mean
+     * took, in rows (cross_entropy with class_weights: the sum of its rows'
+     * label weights, torch.nn.CrossEntropyLoss's); host_labels [rows] in
+     * host memory, NULL for values. A set's loss over several batches is
+     * sum(value * weight) / sum(weight), whatever the batches. NULL: rows. */
+    double (*mean_weight)(const void *options, const int32_t *host_labels, int rows);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;

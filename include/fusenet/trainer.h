@@ -117,11 +117,13 @@ typedef struct fn_train_epoch {
     int epochs;
     fn_train_metrics train; /* over this epoch's steps (and, resumed, those before) */
     fn_train_metrics valid; /* NaN without a validation set */
-    double seconds;         /* training time so far, this epoch's validation not counted */
+    double seconds;         /* the run's time so far (every epoch's training and the earlier
+                             * epochs' validation; metrics.csv's seconds) */
     double samples_per_s;   /* this epoch's rows (its resumed part's) over its training time */
     int improved;           /* keep_best or patience: the watched metric ([train] monitor) is
                              * the best yet */
     long long since_best;   /* keep_best or patience: epochs since the best */
+    double epoch_seconds;   /* this epoch's training time (its resumed part's) */
 } fn_train_epoch;
 
 /* The run's end. */

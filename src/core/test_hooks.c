@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,7 +13,11 @@
 
 #ifdef FN_TEST_HOOKS
 
-int fn_test_hooks_enabled(void) { return 1; }
+int fn_test_hooks_enabled(void)
+{
+    const char *off = getenv("FN_TEST_HOOKS_OFF");
+    return !(off && strcmp(off, "1") == 0);
+}
 
 void fn_test_write_delay(void)
 {

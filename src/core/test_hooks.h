@@ -6,7 +6,9 @@
 #define FUSENET_SRC_TEST_HOOKS_H
 
 /* 1 when the library was built with the hooks: a test that needs one skips
- * without them. */
+ * without them. FN_TEST_HOOKS_OFF=1 makes a build with them answer 0, as
+ * one without, so a test (hooks_off_skips) checks those skips where every
+ * build has the hooks. */
 int fn_test_hooks_enabled(void);
 
 /* FN_TEST_WRITE_DELAY_MS=N makes every atomic commit wait N ms (at most

@@ -313,6 +313,21 @@ fn_status fn_data_target_stats(fn_data *d, double *mean, double *std, int *const
     return stats_of(d, 1, mean, std, constant);
 }
 
+fn_status fn_data_labels_used(fn_data *d, unsigned char *used)
+{
+    if (fn_data_target_kind(d) != FN_DATA_LABELS)
+        return fn_fail(FN_ERR_INVALID, "%s: the labels used need class labels, not values",
+                       d->path);
+    memset(used, 0, (size_t)d->out);
+    for (int64_t k = 0; k < d->n_slabs; k++) {
+        FN_TRY(load_slab(d, k));
+        const int64_t rows = slab_length(d, k);
+        for (int64_t i = 0; i < rows; i++)
+            used[d->view_l[i]] = 1; /* in [0, out): checked as the slab loaded */
+    }
+    return FN_OK;
+}
+
 /* --- fingerprint ---------------------------------------------------------- */
 
 fn_status fn_data_fingerprint(fn_data *d, char *text, size_t cap, uint64_t *checksum)

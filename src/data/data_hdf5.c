@@ -14,6 +14,7 @@
 #include "data/data_impl.h"
 #include "store/h5_storage.h"
 #include "store/h5util.h"
+#include "store/regular_file.h"
 
 /* --- opening and checking ----------------------------------------------- */
 
@@ -320,13 +321,25 @@ static const fn_data_source_ops hdf5_source = {
     .close = hdf5_close,
 };
 
+/* fn_h5_open_read for a data set: a text file (a CSV, most likely) is
+ * named as one, with the way to convert it; train and predict say the
+ * same. */
+static fn_status open_set_file(hid_t *file, const char *path)
+{
+    const fn_status st = fn_h5_open_read(file, path);
+    if (st != FN_ERR_FORMAT || !fn_file_looks_like_text(path))
+        return st;
+    return fn_fail(FN_ERR_FORMAT, "%s is a text file (a CSV?), not HDF5: data sets are read "
+                   "from HDF5; convert it first (docs/data.md shows how)", path);
+}
+
 /* checked: the probe's child has read and checked every slab already. */
 static fn_status open_file(fn_data *d, const char *path, const fn_data_options *opt, int checked,
                            fn_h5_child *probe)
 {
     if (!opt->inputs)
         return fn_fail(FN_ERR_INVALID, "fn_data_open: bad options for %s", path);
-    FN_TRY(fn_h5_open_read(&d->file, path));
+    FN_TRY(open_set_file(&d->file, path));
     FN_TRY(open_inputs(d, opt));
     if (d->targets)
         FN_TRY(open_targets(d, opt));
@@ -389,7 +402,7 @@ static fn_status count_rows(const char *path, const fn_data_options *given, int6
                                  .batch_size = 1};
     fn_data *d;
     FN_TRY(fn_data_begin(&d, &hdf5_source, path, &opt));
-    fn_status st = fn_h5_open_read(&d->file, path);
+    fn_status st = open_set_file(&d->file, path);
     if (st == FN_OK)
         st = open_inputs(d, &opt);
     *rows = st == FN_OK ? d->n : 0;

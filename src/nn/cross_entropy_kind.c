@@ -76,6 +76,20 @@ static int ce_takes_bias(const void *options)
     return !smoothing_of(options, &s);
 }
 
+/* With class_weights a batch's value is sum(w[y] l) / sum(w[y]): its
+ * weight is sum(w[y]). The labels were checked in range as the set was
+ * read (data.h). */
+static double ce_mean_weight(const void *options, const int32_t *host_labels, int rows)
+{
+    const fn_cross_entropy_options *o = options;
+    if (!o || !o->class_weights.n || !host_labels)
+        return rows;
+    double w = 0.0;
+    for (int n = 0; n < rows; n++)
+        w += o->class_weights.values[host_labels[n]];
+    return w;
+}
+
 const fn_loss_kind fn_cross_entropy_kind = {
     .name = "cross_entropy",
     .targets = FN_DATA_LABELS,
@@ -89,4 +103,5 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .read = ce_read,
     .partials = ce_partials,
     .takes_bias = ce_takes_bias,
+    .mean_weight = ce_mean_weight,
 };

@@ -1070,7 +1070,10 @@ static fn_status check_required(const fn_config *cfg)
 
 /* Each layer's kind checks its item against the [model] settings (a
  * message on groups, or on layers when groups is not given) and, after
- * the first, against the width before it (a message on layers). */
+ * the first, against the width before it (a message on layers). Layers
+ * that keep their input's width (dropout) at the front have width 0 until
+ * the data's columns are known: the layer after them is checked against
+ * those when the network is made. */
 static fn_status check_layers(const fn_config *cfg)
 {
     const int layers = find_key("model", "layers");
@@ -1084,12 +1087,12 @@ static fn_status check_layers(const fn_config *cfg)
         int where = -1;
         if (s->kind->check && s->kind->check(s, &hp) != FN_OK)
             where = settings;
-        else if (l > 0 && s->kind->check_input &&
+        else if (l > 0 && cfg->layers[l - 1].width > 0 && s->kind->check_input &&
                  s->kind->check_input(s, cfg->layers[l - 1].width) != FN_OK)
             where = layers;
         if (where >= 0) {
             fn_layer_spec_format(s, item, sizeof item);
-            snprintf(problem, sizeof problem, "%s of layer %d (%s)", fn_last_error(), l + 1, item);
+            snprintf(problem, sizeof problem, "%s of layer %d (%s)", fn_last_error(), l, item);
             return key_fail(cfg, FN_ERR_INVALID, where, problem);
         }
     }

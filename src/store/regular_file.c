@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,4 +64,21 @@ fn_status fn_open_regular_file(const char *path, int *fd, long long *size)
     *fd = f;
     *size = (long long)st.st_size;
     return FN_OK;
+}
+
+int fn_file_looks_like_text(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0; /* a FIFO would hold the read; no message is left */
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    unsigned char head[512];
+    const size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (head[i] < 0x20 && head[i] != '\n' && head[i] != '\r' && head[i] != '\t')
+            return 0;
+    return n > 0;
 }

@@ -26,4 +26,9 @@ fn_status fn_require_regular_file(const char *path);
  * fn_require_regular_file. */
 fn_status fn_open_regular_file(const char *path, int *fd, long long *size);
 
+/* 1 when the file's first bytes (up to 512) are printable text (a CSV, a
+ * config, JSON), for a message that says what a file is where a binary
+ * format was expected; 0 otherwise or when it cannot be read. */
+int fn_file_looks_like_text(const char *path);
+
 #endif

@@ -46,16 +46,17 @@ int fn_trainer_dist_stop(fn_trainer *t)
     return flag;
 }
 
-fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long *correct,
-                                      long long *seen)
+fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, double *weight_sum,
+                                      long long *correct, long long *seen)
 {
     if (!t->dist)
         return FN_OK;
-    double v[3] = {*loss_sum, (double)*correct, (double)*seen};
-    FN_TRY(fn_comm_sum_doubles(t->comm, v, 3));
+    double v[4] = {*loss_sum, *weight_sum, (double)*correct, (double)*seen};
+    FN_TRY(fn_comm_sum_doubles(t->comm, v, 4));
     *loss_sum = v[0];
-    *correct = (long long)v[1];
-    *seen = (long long)v[2];
+    *weight_sum = v[1];
+    *correct = (long long)v[2];
+    *seen = (long long)v[3];
     return FN_OK;
 }
 

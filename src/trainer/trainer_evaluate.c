@@ -1,6 +1,10 @@
 /* trainer_evaluate.c — the mean loss (and accuracy) of the net over every
  * batch of a set, summed over the ranks; a non-finite loss names the
- * first non-finite value. */
+ * first non-finite value. The set's loss is its batches' values weighted
+ * by their mean's divisor (fn_loss_kind.mean_weight: the rows, or with
+ * class weights the rows' label weights), so it is the loss of the whole
+ * set as one batch, whatever the batch size (PyTorch's
+ * CrossEntropyLoss(weight=) over the set: sum(w l) / sum(w)). */
 #include <math.h>
 #include <stdio.h>
 
@@ -16,9 +20,17 @@ static fn_status nonfinite_eval(fn_trainer *t, const fn_batch *b, float loss)
                    t->state.epoch + 1, fn_trainer_number_name(loss), (long long)b->index[0], first);
 }
 
+/* The weight of batch b's loss in the set's mean (its mean's divisor). */
+static double batch_weight(const fn_trainer *t, const fn_batch *b)
+{
+    const fn_loss_kind *kind = t->cfg->loss;
+    return kind->mean_weight ? kind->mean_weight(t->cfg->loss_options, b->host_labels, b->rows)
+                             : (double)b->rows;
+}
+
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m)
 {
-    double loss_sum = 0;
+    double loss_sum = 0, weight_sum = 0;
     long long correct = 0, seen = 0;
     FN_TRY(fn_trainer_set_pass(t, NULL, 0)); /* dropout off */
     FN_TRY(fn_loader_start(set, 0, 0));
@@ -34,14 +46,20 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
         float loss = 0;
         int ok = 0;
         FN_TRY(fn_trainer_batch_loss(t, &b, &y, NULL, &loss, &ok));
-        if (!isfinite(loss))
+        /* Rows that all weigh 0 have no mean (0 / 0) and add nothing to
+         * the set's; their predictions still count in the accuracy. */
+        const double w = batch_weight(t, &b);
+        if (w != 0 && !isfinite(loss))
             return nonfinite_eval(t, &b, loss);
-        loss_sum += (double)loss * b.rows;
+        if (w != 0) {
+            loss_sum += (double)loss * w;
+            weight_sum += w;
+        }
         correct += ok;
         seen += b.rows;
     }
-    FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &correct, &seen));
-    m->loss = loss_sum / (double)seen;
+    FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &weight_sum, &correct, &seen));
+    m->loss = loss_sum / weight_sum;
     m->acc = fn_trainer_metric(t, correct, seen);
     return FN_OK;
 }

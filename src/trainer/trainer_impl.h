@@ -52,6 +52,7 @@ struct fn_trainer {
     double epoch_started;  /* monotonic seconds */
     long long seen_before; /* state.seen when this epoch (or its resumed part) began */
     double epoch_rate;     /* samples/s of the last epoch's training */
+    double epoch_seconds;  /* the last epoch's training time */
     long long run_rows;    /* rows trained by this process ... */
     double run_seconds;    /* ... in this much training time (steps, not validation) */
     /* Data parallelism (trainer_dist.c) */
@@ -238,8 +239,8 @@ int fn_trainer_dist_rows(const fn_trainer *t);
 /* The stop every rank agrees on (any rank asked for one). */
 int fn_trainer_dist_stop(fn_trainer *t);
 /* A validation's sums, over every rank's share. */
-fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, long long *correct,
-                                      long long *seen);
+fn_status fn_trainer_dist_sum_metrics(fn_trainer *t, double *loss_sum, double *weight_sum,
+                                      long long *correct, long long *seen);
 /* After rank 0 wrote a file (its status st; the others' FN_OK): every rank
  * waits for it and returns its failure, so no rank ends (and, exiting
  * non-zero, has the launcher kill the job) while rank 0 still writes. */

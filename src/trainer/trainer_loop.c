@@ -84,7 +84,8 @@ static fn_status report_epoch(fn_trainer *t, fn_train_metrics train, fn_train_me
     const fn_train_epoch e = {.epoch = s->epoch, .epochs = t->cfg->epochs, .train = train,
                               .valid = valid, .seconds = s->seconds,
                               .samples_per_s = t->epoch_rate, .improved = watching && improved,
-                              .since_best = watching ? s->since_best : 0};
+                              .since_best = watching ? s->since_best : 0,
+                              .epoch_seconds = t->epoch_seconds};
     if (t->cb.on_epoch)
         t->cb.on_epoch(t->user, &e);
     if (!fn_trainer_writes(t))
@@ -164,6 +165,7 @@ static fn_status train_epoch(fn_trainer *t, fn_train_metrics *m)
     const double seconds = now() - t->epoch_started;
     const long long rows = s->seen - t->seen_before;
     t->epoch_rate = seconds > 0 ? (double)rows / seconds : 0;
+    t->epoch_seconds = seconds;
     t->run_rows += rows;
     t->run_seconds += seconds;
     m->loss = s->seen ? s->loss_sum / (double)s->seen : NAN;

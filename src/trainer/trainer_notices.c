@@ -1,8 +1,11 @@
 /* trainer_notices.c — what the user should know before a run that is no
  * error (fn_trainer_callbacks.on_notice): how a set's targets were read
  * when not as declared (fn_data_reading); a last layer of bounded outputs
- * under a loss that reads logits; and, without [data] standardize, input
- * columns whose scales differ by more than SCALE_RATIO. */
+ * under a loss that reads logits; outputs that no training label asks
+ * for; and, without [data] standardize, input columns whose scales differ
+ * by more than SCALE_RATIO. The last two only for a training set held
+ * whole in memory: a set read in slabs is not read once more for a
+ * notice. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,73 @@ static void notice_last_layer(const fn_trainer *t)
     notice(t, text);
 }
 
+/* The classes c with used[c] == 0 of n, as ranges ("3, 7 to 9"), cut
+ * after MAX_RANGES ranges ("and 12 more"); the count into *unused. */
+enum { MAX_RANGES = 8 };
+static void unused_list(const unsigned char *used, int n, char *buf, size_t cap, int *unused)
+{
+    size_t len = 0;
+    int ranges = 0, left = 0;
+    buf[0] = '\0';
+    *unused = 0;
+    for (int c = 0; c < n; c++) {
+        if (used[c])
+            continue;
+        int end = c;
+        while (end + 1 < n && !used[end + 1])
+            end++;
+        *unused += end - c + 1;
+        if (ranges++ < MAX_RANGES && len < cap) {
+            const int w = end == c ? snprintf(buf + len, cap - len, "%s%d", len ? ", " : "", c)
+                                   : snprintf(buf + len, cap - len, "%s%d to %d",
+                                              len ? ", " : "", c, end);
+            len += w > 0 ? (size_t)w : 0;
+        } else {
+            left += end - c + 1;
+        }
+        c = end;
+    }
+    if (left && len < cap)
+        snprintf(buf + len, cap - len, " and %d more", left);
+}
+
+/* A network of more outputs than the training labels use: under a loss of
+ * class labels, the outputs no row is labelled with, which training only
+ * pushes down. */
+static fn_status notice_unused_outputs(fn_trainer *t)
+{
+    fn_data *d = t->train;
+    if (t->cfg->loss->targets != FN_DATA_LABELS || !t->cb.on_notice ||
+        fn_data_slab_rows(d) != fn_data_rows(d))
+        return FN_OK;
+    const int out = fn_data_out_features(d);
+    unsigned char *used = malloc((size_t)out);
+    if (!used)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory");
+    fn_status st = fn_data_labels_used(d, used);
+    char list[256];
+    int unused = 0, top = out; /* the outputs from top on are all unused */
+    if (st == FN_OK) {
+        unused_list(used, out, list, sizeof list, &unused);
+        while (top > 0 && !used[top - 1])
+            top--;
+    }
+    free(used);
+    FN_TRY(st);
+    if (!unused)
+        return FN_OK;
+    char text[640], fix[160] = "";
+    if (top > 0 && out - top == unused)
+        snprintf(fix, sizeof fix, "; for the classes 0 to %d, end [model] layers with a width "
+                 "of %d", top - 1, top);
+    snprintf(text, sizeof text,
+             "%s: no row is labelled %s, but the network has %d outputs (one a class): "
+             "training only pushes %s down%s", fn_data_path(d), list, out,
+             unused == 1 ? "that output" : "those outputs", fix);
+    notice(t, text);
+    return FN_OK;
+}
+
 /* Without [data] standardize: the columns of smallest and largest root
  * mean square (all-zero columns aside) when they are more than
  * SCALE_RATIO apart. Only for a set held whole in memory: a set read in
@@ -100,5 +170,6 @@ fn_status fn_trainer_notices(fn_trainer *t)
 {
     notice_readings(t);
     notice_last_layer(t);
+    FN_TRY(notice_unused_outputs(t));
     return notice_scales(t);
 }

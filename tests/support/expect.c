@@ -29,12 +29,25 @@ void skip_without_gpu(void)
     }
 }
 
+static int hook_skips; /* the tests of this process skipped for want of the test hooks */
+
 void skip_without_test_hooks(void)
 {
     if (!fn_test_hooks_enabled()) {
-        printf("skipped: the library was built without FN_TEST_HOOKS\n");
+        printf("skipped: the library was built without FN_TEST_HOOKS (cmake -DFN_TEST_HOOKS=ON)\n");
+        hook_skips++;
         skip();
     }
+}
+
+int test_program_status(int failed)
+{
+    if (failed)
+        return failed;
+    if (hook_skips)
+        printf("%d test%s skipped without the test hooks: exit status %d, which ctest shows as "
+               "skipped\n", hook_skips, hook_skips == 1 ? "" : "s", GPU_TESTS_SKIPPED);
+    return hook_skips ? GPU_TESTS_SKIPPED : 0;
 }
 
 int gpu_program_status(int failed)
@@ -44,7 +57,7 @@ int gpu_program_status(int failed)
     if (gpu_skips)
         printf("%d test%s skipped without a GPU: exit status %d, which ctest shows as skipped\n",
                gpu_skips, gpu_skips == 1 ? "" : "s", GPU_TESTS_SKIPPED);
-    return gpu_skips ? GPU_TESTS_SKIPPED : 0;
+    return gpu_skips ? GPU_TESTS_SKIPPED : test_program_status(0);
 }
 
 fn_context *context_or_skip(fn_device device)

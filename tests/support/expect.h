@@ -47,19 +47,26 @@ void must(fn_status st);
  * counts the skip for gpu_program_status. */
 void skip_without_gpu(void);
 
-/* Skips the test when the library was built without FN_TEST_HOOKS (the
- * tests that stop or slow a run from inside). */
+/* Skips the test (with a line saying why) when the library was built
+ * without FN_TEST_HOOKS (the tests that stop or slow a run from inside),
+ * and counts the skip for test_program_status. */
 void skip_without_test_hooks(void);
 
-/* The exit status ctest reads as "skipped" (SKIP_RETURN_CODE of the gpu
- * tests in tests/CMakeLists.txt). */
+/* The exit status ctest reads as "skipped" (SKIP_RETURN_CODE of every
+ * test program in tests/CMakeLists.txt). */
 enum { GPU_TESTS_SKIPPED = 77 };
+
+/* The exit status of a test program (TEST_MAIN) whose group ended with
+ * `failed` failures: those when any, else GPU_TESTS_SKIPPED when a test
+ * skipped for want of the test hooks, so that a build without them shows
+ * the program skipped, not passed (its other tests still ran and passed). */
+int test_program_status(int failed);
 
 /* The exit status of a GPU test program (test_*_cuda.c) whose group ended
  * with `failed` failures: those when any, else GPU_TESTS_SKIPPED when a
  * test skipped for want of a GPU, so that ctest's summary shows the
  * program skipped, not passed (its CPU-only tests, where it has some, still
- * ran and passed). */
+ * ran and passed); else test_program_status's. */
 int gpu_program_status(int failed);
 
 /* An fp32 context on device (GPU 0 for CUDA); skips the test for CUDA
