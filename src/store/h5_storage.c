@@ -210,19 +210,37 @@ static double allocated_chunks(hid_t set)
     return ok ? (double)allocated : -1;
 }
 
+/* The filters of dcpl's pipeline that may store less than they are given
+ * (deflate, szip, plugins): a checksum (Fletcher-32, as fusenet writes its
+ * weights) or a byte shuffle stores every value, so data with only those
+ * must be stored in full. */
+static int compressing_filters(hid_t dcpl)
+{
+    int count = H5Pget_nfilters(dcpl), n = 0;
+    for (int i = 0; i < count; i++) {
+        unsigned flags = 0, config = 0;
+        size_t nvalues = 0;
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, NULL, 0, NULL,
+                                         &config);
+        n += id != H5Z_FILTER_FLETCHER32 && id != H5Z_FILTER_SHUFFLE;
+    }
+    return n;
+}
+
 /* Fill values need no storage, so a dataset can declare far more than its
  * file holds (72 bytes declaring 2^47 rows), and reading it would allocate
- * and convert all of it. Unfiltered data must be stored in full; filtered
+ * and convert all of it. Uncompressed data must be stored in full; filtered
  * (compressed) data must have every chunk its extent needs and declare at
- * most MAX_COMPRESSION times what it stores. Nor may the storage exceed the
- * file that holds it (HDF5 allocates what the layout claims before it
+ * most MAX_COMPRESSION times what it stores, and store it in full when
+ * none of its filters compresses (a checksum). Nor may the storage exceed
+ * the file that holds it (HDF5 allocates what the layout claims before it
  * reads; through an external link that is the link's target) or a chunk a
  * fixed dimension. */
 static fn_status check_in_file(hid_t set, hid_t dcpl, const char *where, const char *name,
                                const extent *e)
 {
     double stored = (double)H5Dget_storage_size(set);
-    int filters = H5Pget_nfilters(dcpl);
+    int filters = H5Pget_nfilters(dcpl), compressing = compressing_filters(dcpl);
     int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;
     double needed = chunked ? chunks_needed(dcpl, e) : 0;
     hsize_t file_size = 0;
@@ -250,6 +268,11 @@ static fn_status check_in_file(hid_t set, hid_t dcpl, const char *where, const c
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s in %.0f chunks but stores only "
                        "%.0f of them: the others would read as zeros", where, name, e->shape,
                        needed, allocated);
+    /* Every chunk there, yet less than the values when nothing compresses:
+     * short chunks (a checksum alone stores every value). */
+    if (!compressing && stored < e->bytes)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s but stores only %.0f bytes "
+                       "and is not compressed: truncated or corrupt", where, name, e->shape, stored);
     return FN_OK;
 }
 
