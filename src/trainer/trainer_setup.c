@@ -3,6 +3,7 @@
  * from a checkpoint, the step strategy (step_choice.c). The epochs run in
  * trainer_loop.c; what a caller may read of the run is trainer.c's. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,14 +125,23 @@ static fn_status build(fn_trainer *t)
 
 /* --- resuming ------------------------------------------------------------------ */
 
-/* Appends a difference, fmt with its two numbers, to the list in buf. */
-static void add_difference(char *buf, size_t cap, const char *fmt, long long was, long long is)
+/* Appends a difference, fmt with its two values, to the list in buf. */
+static void add_difference(char *buf, size_t cap, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void add_difference(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t len = strlen(buf);
     if (len + 2 < cap)
         snprintf(buf + len, cap - len, "%s", len ? "; " : "");
     len = strlen(buf);
-    snprintf(buf + len, cap - len, fmt, was, is);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
 }
 
 /* The checkpoint must continue this config's run: its data order depends
@@ -147,7 +157,7 @@ static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
         add_difference(diff, sizeof diff, "seed %lld (the config: %lld)", (long long)s->seed,
                        (long long)c->seed);
     if (s->batch_size != c->batch_size)
-        add_difference(diff, sizeof diff, "batch_size %lld (the config: %lld)", s->batch_size,
+        add_difference(diff, sizeof diff, "batch_size %d (the config: %d)", s->batch_size,
                        c->batch_size);
     if (s->rows != rows)
         add_difference(diff, sizeof diff, "a training set of %lld rows (this one: %lld)", s->rows,
@@ -156,6 +166,11 @@ static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
         add_difference(diff, sizeof diff,
                        "the set read in slabs of %lld rows (memory_budget_mb makes %lld)",
                        s->slab_rows, slab);
+    /* Its outputs were trained in standardised units or in the targets'. */
+    if (s->standardize_targets >= 0 && s->standardize_targets != c->standardize_targets)
+        add_difference(diff, sizeof diff, "[data] standardize_targets = %s (the config: %s)",
+                       s->standardize_targets ? "true" : "false",
+                       c->standardize_targets ? "true" : "false");
     if (!diff[0])
         return FN_OK;
     return fn_fail(FN_ERR_INVALID,
@@ -282,6 +297,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
                                     (long long)fn_data_slab_rows(t->train));
     if (t->resuming)
         FN_TRY(resume(t));
+    t->state.standardize_targets = t->cfg->standardize_targets;
     FN_TRY(fn_trainer_make_provenance(t));
     return fn_trainer_choose_step(t);
 }
