@@ -142,6 +142,19 @@ static const bad_input cases[] = {
           "t_rank1.h5: dataset 't' has rank 1 ([N]), but the model has 4 outputs: mse takes "
           "values [N, 4]", "train.ini", "--set", "train.loss=mse", "--set", "data.targets=t",
           "--set", "data.train=t_rank1.h5"),
+    /* The loss configured is named, not mse. */
+    TRAIN("data good.h5 y (huber, four outputs)", 1,
+          "good.h5: dataset 'y' has rank 1 ([N]), but the model has 4 outputs: huber takes "
+          "values [N, 4]", "train.ini", "--set", "train.loss=huber"),
+    /* class_weights whose sum is 0 make every batch's weighted mean 0/0:
+     * refused at set-up, naming the key; a batch whose every row weighs 0
+     * stops naming the key, not the learning rate or the inputs. */
+    TRAIN("class_weights all 0", 1, "--set train.class_weights=0,0,0,0: every weight is 0, so "
+          "the weighted loss sum(w l) / sum(w) is 0/0 on every batch", "train.ini", "--set",
+          "train.class_weights=0,0,0,0"),
+    TRAIN("class_weights: a batch of weight 0", 1, "step 1 (epoch 1, batch 1): loss is nan: "
+          "every row of this batch is of a class whose [train] class_weights weight is 0",
+          "train.ini", "--set", "train.class_weights=1,0,0,0", "--set", "train.batch_size=1"),
     DATA("y_fraction.h5", "y_fraction.h5: dataset 'y' row 0 holds 0.5: float labels for "
          "cross_entropy must be whole numbers"),
     DATA("y_two_columns.h5", "y_two_columns.h5: dataset 'y' has rank 2 with several columns, "
