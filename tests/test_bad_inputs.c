@@ -13,8 +13,9 @@
  * must fail at once (within FAST_SECONDS), saying what it is. And predict
  * must refuse an outputs path that is, or links to, one of its inputs.
  * Storage rows (x_unwritten.h5 ... x_soft_cycle.h5, weights_unwritten.h5,
- * weights_missing_chunk.h5): data HDF5 would read as zeros, links that lead
- * nowhere, a filter this HDF5 lacks, each refused naming the dataset. */
+ * weights_missing_chunk.h5, weights_lzf.h5): data HDF5 would read as
+ * zeros, links that lead nowhere, a filter this HDF5 lacks, each refused
+ * naming the dataset. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <setjmp.h>
@@ -304,6 +305,9 @@ static const bad_input cases[] = {
      {"weights_huge_layers.h5", "good.h5", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
      "weights_huge_layers.h5: the network needs at least 1125900.8 GB of host memory (parameters "
      "1125900.6 GB, activations for batches of 1 row 0.2 GB)"},
+    /* Refused before the values' memory is allocated, not at the read. */
+    PREDICT("weights_lzf.h5", "good.h5", "weights_lzf.h5: group 'layer1': dataset 'weight' is "
+            "compressed with filter 32000 'lzf', which this HDF5 lacks"),
     PREDICT("weights_truncated.h5", "good.h5",
             "weights_truncated.h5: not a readable HDF5 file: truncated file"),
     PREDICT("weights_corrupt.h5", "good.h5",

@@ -418,6 +418,8 @@ static fn_status open_floats(hid_t loc, const char *where, const char *name, int
     /* A chunk missing from a weights file or checkpoint reads as zeros. */
     if (st == FN_OK)
         st = fn_h5_check_storage(*set, where, name);
+    if (st == FN_OK)
+        st = fn_h5_check_filters(*set, where, name);
     if (st != FN_OK) {
         H5Dclose(*set);
         *set = -1;
