@@ -13,8 +13,9 @@
  * must fail at once (within FAST_SECONDS), saying what it is. And predict
  * must refuse an outputs path that is, or links to, one of its inputs.
  * Storage rows (x_unwritten.h5 ... x_soft_cycle.h5, weights_unwritten.h5,
- * weights_missing_chunk.h5): data HDF5 would read as zeros, links that lead
- * nowhere, a filter this HDF5 lacks, each refused naming the dataset. */
+ * weights_missing_chunk.h5, weights_lzf.h5): data HDF5 would read as
+ * zeros, links that lead nowhere, a filter this HDF5 lacks, each refused
+ * naming the dataset. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <setjmp.h>
@@ -142,6 +143,19 @@ static const bad_input cases[] = {
           "t_rank1.h5: dataset 't' has rank 1 ([N]), but the model has 4 outputs: mse takes "
           "values [N, 4]", "train.ini", "--set", "train.loss=mse", "--set", "data.targets=t",
           "--set", "data.train=t_rank1.h5"),
+    /* The loss configured is named, not mse. */
+    TRAIN("data good.h5 y (huber, four outputs)", 1,
+          "good.h5: dataset 'y' has rank 1 ([N]), but the model has 4 outputs: huber takes "
+          "values [N, 4]", "train.ini", "--set", "train.loss=huber"),
+    /* class_weights whose sum is 0 make every batch's weighted mean 0/0:
+     * refused at set-up, naming the key; a batch whose every row weighs 0
+     * stops naming the key, not the learning rate or the inputs. */
+    TRAIN("class_weights all 0", 1, "--set train.class_weights=0,0,0,0: every weight is 0, so "
+          "the weighted loss sum(w l) / sum(w) is 0/0 on every batch", "train.ini", "--set",
+          "train.class_weights=0,0,0,0"),
+    TRAIN("class_weights: a batch of weight 0", 1, "step 1 (epoch 1, batch 1): loss is nan: "
+          "every row of this batch is of a class whose [train] class_weights weight is 0",
+          "train.ini", "--set", "train.class_weights=1,0,0,0", "--set", "train.batch_size=1"),
     DATA("y_fraction.h5", "y_fraction.h5: dataset 'y' row 0 holds 0.5: float labels for "
          "cross_entropy must be whole numbers"),
     DATA("y_two_columns.h5", "y_two_columns.h5: dataset 'y' has rank 2 with several columns, "
@@ -292,6 +306,9 @@ static const bad_input cases[] = {
      {"weights_huge_layers.h5", "good.h5", "@/out.h5", "--device", "cpu", NULL}, NULL, 1,
      "weights_huge_layers.h5: the network needs at least 1125900.8 GB of host memory (parameters "
      "1125900.6 GB, activations for batches of 1 row 0.2 GB)"},
+    /* Refused before the values' memory is allocated, not at the read. */
+    PREDICT("weights_lzf.h5", "good.h5", "weights_lzf.h5: group 'layer1': dataset 'weight' is "
+            "compressed with filter 32000 'lzf', which this HDF5 lacks"),
     PREDICT("weights_truncated.h5", "good.h5",
             "weights_truncated.h5: not a readable HDF5 file: truncated file"),
     PREDICT("weights_corrupt.h5", "good.h5",

@@ -1011,12 +1011,15 @@ static void test_did_you_mean(void **state)
     assert_null(strstr(fn_last_error(), "did you mean"));
 }
 
-/* standardize_targets is for values (mse), not class labels. */
+/* standardize_targets is for values (mse), not class labels or bce's 0/1. */
 static void test_standardize_targets(void **state)
 {
     const char *ce[] = {"data.standardize_targets=true", NULL};
     EXPECT_ERROR(minimal, ce, FN_ERR_INVALID, "--set data.standardize_targets=true: applies to a "
                  "loss of values (mse), not loss = cross_entropy's class labels", NULL);
+    const char *bce[] = {"data.standardize_targets=true", "train.loss=bce_with_logits", NULL};
+    EXPECT_ERROR(minimal, bce, FN_ERR_INVALID, "--set data.standardize_targets=true: applies to a "
+                 "loss of values (mse), not loss = bce_with_logits's targets in [0, 1]", NULL);
     fn_config *cfg = NULL;
     const char *mse[] = {"data.standardize_targets=true", "train.loss=mse", NULL};
     if (load(*state, minimal, mse, &cfg) != FN_OK)

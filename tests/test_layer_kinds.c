@@ -261,6 +261,31 @@ static void test_dense_sizes(void **state)
     }
 }
 
+/* Every kind's param_names are its layers' parameters, in order, shaped
+ * as the weights format stores them ("weight" [out, in], others [out]):
+ * a weights file's datasets are checked against them before a layer of
+ * the sizes its group claims is built (run/weights.c). */
+static void test_param_names(void **state)
+{
+    for (int k = 0; k < fn_layer_kind_count(); k++) {
+        const fn_layer_kind *kind = fn_layer_kind_at(k);
+        const fn_layer_spec spec = {kind, 4, 0.25};
+        const fn_layer_hparams hp = {.groups = 2, .eps = 1e-5f, .negative_slope = 0.01f};
+        fn_layer *l = make(*state, &spec, 4, &hp);
+        int n = 0;
+        for (; kind->param_names && kind->param_names[n]; n++) {
+            assert_true(n < l->n_params);
+            assert_string_equal(l->params[n].name, kind->param_names[n]);
+            const int is_weight = strcmp(kind->param_names[n], "weight") == 0;
+            assert_int_equal(fn_tensor_count(&l->params[n].value), is_weight ? 16 : 4);
+        }
+        if (n != l->n_params)
+            fail_msg("kind %s: param_names lists %d parameters, its layer has %d", kind->name, n,
+                     l->n_params);
+        fn_layer_destroy(l);
+    }
+}
+
 /* "dropout P": a probability in [0, 1), its input's width, read back as
  * written; the weights file's attribute p. */
 static void test_dropout_item(void **state)
@@ -464,7 +489,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_lookup),          T(test_unknown_kind),          T(test_kind_of_layer),
         T(test_parse_and_check), T(test_block_attrs_round_trip), T(test_linear_has_no_attrs),
-        T(test_residual), T(test_dense_sizes), T(test_dropout_item), T(test_dropout_masks),
+        T(test_residual), T(test_dense_sizes), T(test_param_names), T(test_dropout_item),
+        T(test_dropout_masks),
         T(test_no_fused_step_on_the_cpu), T(test_memory_need), T(test_memory_need_bf16_joins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
  * --report the confusion matrix (its diagonal the rows classified right)
  * and the per-class precision, recall and F1; the
  * errors (a missing targets dataset, regression targets of the wrong width,
- * --probabilities with regression targets, usage) exit 1 or 2 with one
+ * --probabilities with regression targets or on a regression network,
+ * --report on one, usage) exit 1 or 2 with one
  * line naming the cause and leave no output file; so do input
  * standardisation that overflows on the file's first rows (a std of
  * 1e-45, a mean of 3.4e38: each passes the statistics' own checks) and an
@@ -371,10 +372,47 @@ static void test_wrong_files(void **state)
                               "network of");
 }
 
+/* A regression network, as its file says (loss = mse in its provenance,
+ * or /target_norm), is refused by --probabilities and --report, naming
+ * the option and the task, before the inputs are read. */
+static void test_regression_network(void **state)
+{
+    fixture *f = *state;
+    write_values(f, 1);
+    char weights[2][CAP];
+    for (int standardized = 0; standardized < 2; standardized++) {
+        char dir[CAP + 16], data[CAP + 16];
+        snprintf(dir, sizeof dir, "output.dir=%s/reg%d", f->files->dir, standardized);
+        snprintf(data, sizeof data, "data.train=%s", f->values);
+        snprintf(weights[standardized], CAP, "%s/reg%d/weights.h5", f->files->dir, standardized);
+        const char *argv[] = {source_path("data/example.ini"), "--set", dir, "--set", data,
+                              "--set", "data.valid=", "--set", "data.targets=t", "--set",
+                              "train.loss=mse", "--set", "model.layers=block 16, linear 1",
+                              "--set", standardized ? "data.standardize_targets=true"
+                                                    : "data.standardize_targets=false",
+                              "--set", "train.epochs=1", "--set", "run.device=cpu", NULL};
+        assert_int_equal(run(f, "train", argv), 0);
+    }
+    const char *probs[] = {weights[0], f->valid, f->out, "--probabilities", NULL};
+    EXPECT_FAILURE(probs, 1, "--probabilities: ");
+    expect_failure(f, probs, 1, "reg0/weights.h5 is a regression network (trained with loss = "
+                   "mse): its outputs are values, not class scores", __LINE__);
+    const char *report[] = {weights[0], f->valid, f->out, "--targets", "y", "--report", NULL};
+    expect_failure(f, report, 1, "--report: ", __LINE__);
+    expect_failure(f, report, 1, "reg0/weights.h5 is a regression network (trained with loss = "
+                   "mse); the report is for a classifier", __LINE__);
+    const char *scaled[] = {weights[1], f->valid, f->out, "--probabilities", NULL};
+    expect_failure(f, scaled, 1, "reg1/weights.h5 is a regression network", __LINE__);
+    /* Without either option the network predicts. */
+    const char *plain[] = {weights[0], f->valid, f->out, NULL};
+    assert_int_equal(run(f, "predict", plain), 0);
+}
+
 TEST_MAIN(NULL, NULL,
           cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_errors, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_report, setup, program_files_teardown),
+          cmocka_unit_test_setup_teardown(test_regression_network, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_version, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown),
           cmocka_unit_test_setup_teardown(test_wrong_files, setup, program_files_teardown))

@@ -8,8 +8,14 @@
  *   1048576 over the corpus' 24 rows runs (its batches hold 24 rows); a
  *   network whose activations for all 60000 rows of its inputs do not fit
  *   is refused naming the capped batch and the --batch that would fit.
- *   These skip under AddressSanitizer, which cannot run under RLIMIT_AS. */
+ *   These skip under AddressSanitizer, which cannot run under RLIMIT_AS.
+ * - A weights file of a few KB or MB claiming a 16384 x 16384 layer (1 GiB,
+ *   within the limit), whose datasets are too small or declared but not
+ *   stored: predict, export and train's [model] init each refuse it naming
+ *   the dataset, with a peak resident size (the program's and its probe
+ *   child's, from wait4) far below what the claim would take. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* wait4 */
 #include <fcntl.h>
 #include <hdf5.h>
 #include <setjmp.h>
@@ -124,11 +130,13 @@ static void test_built_forward_only(void **state)
     fn_context_destroy(cpu);
 }
 
-/* predict argv (NULL-terminated) under RLIMIT_AS = LIMIT: its exit status;
- * stdout and stderr in f->out and f->err. */
-static int predict_limited(const program_files *f, const char *const *argv)
+/* program argv (NULL-terminated) under RLIMIT_AS = LIMIT: its exit status;
+ * stdout and stderr in f->out and f->err; *peak_kb (when not NULL) the
+ * largest resident size of it and the children it waited for. */
+static int run_limited(const program_files *f, const char *program, const char *const *argv,
+                       long *peak_kb)
 {
-    const char *full[16] = {program_path("predict")};
+    const char *full[16] = {program_path(program)};
     int n = 1;
     for (; argv[n - 1] && n < 15; n++)
         full[n] = argv[n - 1];
@@ -147,10 +155,18 @@ static int predict_limited(const program_files *f, const char *const *argv)
         _exit(127);
     }
     int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    struct rusage usage = {0};
+    assert_int_equal(wait4(pid, &status, 0, &usage), pid);
     if (!WIFEXITED(status))
-        fail_msg("predict died of signal %d under RLIMIT_AS", WTERMSIG(status));
+        fail_msg("%s died of signal %d under RLIMIT_AS", program, WTERMSIG(status));
+    if (peak_kb)
+        *peak_kb = usage.ru_maxrss;
     return WEXITSTATUS(status);
+}
+
+static int predict_limited(const program_files *f, const char *const *argv)
+{
+    return run_limited(f, "predict", argv, NULL);
 }
 
 static void skip_under_asan(void)
@@ -218,6 +234,147 @@ static void test_suggests_batch(void **state)
     assert_int_not_equal(access(out, F_OK), 0);
 }
 
+/* --- sizes a weights file claims ------------------------------------------ */
+
+enum { CLAIM = 16384 }; /* a CLAIM x CLAIM layer: 1 GiB of float32 */
+
+static void set_int_attr(hid_t obj, const char *name, int value)
+{
+    if (H5Aexists(obj, name) > 0)
+        assert_true(H5Adelete(obj, name) >= 0);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(obj, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(attr >= 0);
+    assert_true(H5Awrite(attr, H5T_NATIVE_INT, &value) >= 0);
+    H5Aclose(attr);
+    H5Sclose(space);
+}
+
+/* Dataset name of shape [rows, cols] as fusenet writes it (chunked by
+ * rows, Fletcher-32), its first chunk of 16 rows written and no other. */
+static void put_first_chunk(hid_t group, const char *name, hsize_t rows, hsize_t cols)
+{
+    if (H5Lexists(group, name, H5P_DEFAULT) > 0)
+        assert_true(H5Ldelete(group, name, H5P_DEFAULT) >= 0);
+    hsize_t dims[2] = {rows, cols}, chunk[2] = {16, cols}, start[2] = {0, 0};
+    hid_t space = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0 && H5Pset_fletcher32(dcpl) >= 0);
+    hid_t set = H5Dcreate2(group, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    assert_true(set >= 0);
+    float *values = calloc(16 * cols, sizeof *values);
+    assert_non_null(values);
+    hid_t mem = H5Screate_simple(2, chunk, NULL);
+    assert_true(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL) >= 0);
+    assert_true(H5Dwrite(set, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, values) >= 0);
+    free(values);
+    H5Sclose(mem);
+    H5Dclose(set);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+}
+
+/* A weights file of "linear CLAIM, linear CLAIM, linear 4" for IN inputs
+ * whose groups claim those sizes: with `declared`, layer 0 and 2 stored in
+ * full and layer 1's weight [CLAIM, CLAIM] declared with one chunk of
+ * 1024 written (1.1 MB of file); without, every dataset of a "linear 4,
+ * linear 4, linear 4" file (13 KB). */
+static void write_claim(const char *path, int declared)
+{
+    fn_context *cpu = NULL;
+    EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
+    const fn_layer_kind *linear = NULL;
+    EXPECT_OK(fn_layer_kind_find("linear", &linear));
+    const int width = declared ? CLAIM : 4;
+    const fn_layer_spec specs[] = {{linear, width, 0}, {linear, width, 0}, {linear, 4, 0}};
+    const fn_layer_hparams hp = {0};
+    fn_net *net = NULL;
+    /* Layer 1 of width 4 when declared: its datasets are replaced below. */
+    const fn_layer_spec small[] = {{linear, width, 0}, {linear, 4, 0}, {linear, 4, 0}};
+    EXPECT_OK(fn_model_create(&net, cpu, declared ? small : specs, 3, IN, &hp, 1, 1));
+    EXPECT_OK(fn_weights_save(net, path, NULL));
+    fn_net_destroy(net);
+    fn_context_destroy(cpu);
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(file >= 0);
+    const char *groups[] = {"layer0", "layer1", "layer2"};
+    const char *keys[] = {"out_features", "in_features", "out_features", "in_features"};
+    for (int k = 0; k < 4; k++) {
+        hid_t g = H5Gopen2(file, groups[(k + 1) / 2], H5P_DEFAULT);
+        assert_true(g >= 0);
+        set_int_attr(g, keys[k], CLAIM);
+        if (declared && k == 1) {
+            put_first_chunk(g, "weight", CLAIM, CLAIM);
+            float bias[CLAIM] = {0};
+            assert_true(H5Ldelete(g, "bias", H5P_DEFAULT) >= 0);
+            h5_put(g, "bias", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, CLAIM, 0, bias);
+        }
+        H5Gclose(g);
+    }
+    if (declared) { /* layer2's weight [4, CLAIM] */
+        hid_t g = H5Gopen2(file, "layer2", H5P_DEFAULT);
+        float *w = calloc(4 * CLAIM, sizeof *w);
+        assert_true(g >= 0 && w);
+        assert_true(H5Ldelete(g, "weight", H5P_DEFAULT) >= 0);
+        h5_put(g, "weight", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, 4, CLAIM, w);
+        free(w);
+        H5Gclose(g);
+    }
+    H5Fclose(file);
+}
+
+/* The program refuses the file, exit 1, stderr holding want, its peak
+ * resident size under 256 MB (the claim alone is 1024 MB; the programs
+ * take about 20 MB). */
+static void expect_refused_small(const program_files *f, const char *program,
+                                 const char *const *argv, const char *want)
+{
+    long peak_kb = 0;
+    int status = run_limited(f, program, argv, &peak_kb);
+    char *err = program_slurp(f->err);
+    if (status != 1 || !strstr(err, want))
+        fail_msg("%s: exit status %d (expected 1, naming '%s'); stderr:\n%s", program, status,
+                 want, err);
+    free(err);
+    if (peak_kb > 256 * 1024)
+        fail_msg("%s: peak resident size %ld KB before refusing a file of a few KB or MB "
+                 "(expected under 256 MB)", program, peak_kb);
+}
+
+static void refused_by(const program_files *f, const char *weights, const char *want)
+{
+    char out[CAP], dir[CAP], init[CAP + 16];
+    snprintf(out, sizeof out, "%s", program_files_at(f, "out.h5"));
+    snprintf(dir, sizeof dir, "output.dir=%s", program_files_at(f, "run"));
+    snprintf(init, sizeof init, "model.init=%s", weights);
+    const char *predict[] = {weights, source_path("tests/bad_inputs/good.h5"), out, "--device",
+                             "cpu", NULL};
+    expect_refused_small(f, "predict", predict, want);
+    snprintf(out, sizeof out, "%s", program_files_at(f, "model.onnx"));
+    const char *export[] = {weights, out, NULL};
+    expect_refused_small(f, "export", export, want);
+    char ini[CAP], data[CAP + 16];
+    snprintf(ini, sizeof ini, "%s", source_path("tests/bad_inputs/train.ini"));
+    snprintf(data, sizeof data, "data.train=%s", source_path("tests/bad_inputs/good.h5"));
+    const char *train[] = {ini, "--set", init, "--set", dir, "--set", data, NULL};
+    expect_refused_small(f, "train", train, want);
+    assert_int_not_equal(access(out, F_OK), 0);
+}
+
+static void test_claimed_layers_not_stored(void **state)
+{
+    skip_under_asan();
+    program_files *f = *state;
+    char weights[CAP];
+    snprintf(weights, sizeof weights, "%s", program_files_at(f, "w.h5"));
+    write_claim(weights, 0);
+    refused_by(f, weights, "w.h5: group 'layer0': dataset 'weight' has shape [4, 6], expected "
+               "[16384, 6]");
+    write_claim(weights, 1);
+    refused_by(f, weights, "w.h5: group 'layer1': dataset 'weight' declares [16384, 16384] in "
+               "1024 chunks but stores only 1 of them");
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_built_forward_only, setup, teardown),
           cmocka_unit_test_setup_teardown(test_batch_capped_at_rows, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_suggests_batch, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_suggests_batch, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_claimed_layers_not_stored, setup, teardown))

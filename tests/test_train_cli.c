@@ -641,6 +641,70 @@ static void test_resume_needs_same_order(void **state)
     expect_output(f, "out.txt", "resuming from");
 }
 
+/* A run's outputs are trained in standardised units or in the targets'
+ * ([data] standardize_targets): --resume refuses the other, naming the
+ * key and both values, either way. */
+static void test_resume_needs_same_target_units(void **state)
+{
+    fixture *f = *state;
+    char text[2048], cfg[128];
+    const char *source = getenv("FN_SOURCE_DIR");
+    for (int standardized = 0; standardized < 2; standardized++) {
+        snprintf(text, sizeof text,
+                 "[data]\ntrain = %s/tests/bad_inputs/good.h5\ntargets = t\n"
+                 "standardize_targets = %s\n[model]\nlayers = block 8, linear 4\ngroups = 2\n"
+                 "[train]\nloss = mse\nbatch_size = 8\nepochs = 1\ncheckpoint_every = 1\n"
+                 "[run]\ndevice = cpu\nlog_every = 0\n[output]\ndir = units%d\n",
+                 source, standardized ? "true" : "false", standardized);
+        write_file(f, "units.ini", text);
+        snprintf(cfg, sizeof cfg, "%s/units.ini", f->dir);
+        const char *first[] = {cfg, NULL};
+        assert_int_equal(run(f, first), 0);
+        const char *other[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                               standardized ? "data.standardize_targets=false"
+                                            : "data.standardize_targets=true", NULL};
+        EXPECT_FAILURE(other, 1, standardized
+                                     ? "was written by another run: [data] standardize_targets "
+                                       "= true (the config: false)"
+                                     : "was written by another run: [data] standardize_targets "
+                                       "= false (the config: true)");
+        const char *same[] = {cfg, "--resume", "--set", "train.epochs=2", NULL};
+        assert_int_equal(run(f, same), 0);
+    }
+}
+
+/* A checkpoint lacks the optimiser state that other options keep
+ * (rmsprop's centered and momentum, sgd's momentum): --resume names the
+ * option with the checkpoint's value and the config's, not the dataset. */
+static void test_resume_needs_same_optimizer_options(void **state)
+{
+    fixture *f = *state;
+    char text[2048], cfg[128];
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s/tests/bad_inputs/good.h5\n[model]\nlayers = block 8, linear 4\n"
+             "groups = 2\n[train]\nbatch_size = 8\nepochs = 1\ncheckpoint_every = 1\n"
+             "optimizer = rmsprop\n[run]\ndevice = cpu\nlog_every = 0\n[output]\ndir = opts\n",
+             getenv("FN_SOURCE_DIR"));
+    write_file(f, "opts.ini", text);
+    snprintf(cfg, sizeof cfg, "%s/opts.ini", f->dir);
+    const char *first[] = {cfg, NULL};
+    assert_int_equal(run(f, first), 0);
+    const char *centered[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                              "train.centered=true", NULL};
+    EXPECT_FAILURE(centered, 1, "opts/checkpoint.h5 was written with other rmsprop options, "
+                                "[train] centered = false (the config: true), so it lacks the "
+                                "optimiser state this config needs");
+    const char *momentum[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                              "train.momentum=0.5", NULL};
+    EXPECT_FAILURE(momentum, 1, "[train] momentum = 0 (the config: 0.5)");
+    const char *sgd[] = {cfg, "--overwrite", "--set", "train.optimizer=sgd", NULL};
+    assert_int_equal(run(f, sgd), 0);
+    const char *sgd_momentum[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                                  "train.optimizer=sgd", "--set", "train.momentum=0.5", NULL};
+    EXPECT_FAILURE(sgd_momentum, 1, "was written with other sgd options, [train] momentum = 0 "
+                                    "(the config: 0.5)");
+}
+
 /* --- output folders ------------------------------------------------------------- */
 
 static int exists_in(const fixture *f, const char *name)
@@ -1029,7 +1093,9 @@ static void test_notices(void **state)
 TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_errors),
           T(test_example_one_epoch), T(test_example_adamw), T(test_init_from_weights),
           T(test_interrupt_and_resume), T(test_interrupt_and_resume_fused_cuda),
-          T(test_resume_needs_same_order), T(test_hangup_and_closed_stdout),
+          T(test_resume_needs_same_order), T(test_resume_needs_same_target_units),
+          T(test_resume_needs_same_optimizer_options),
+          T(test_hangup_and_closed_stdout),
           T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
           T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),
           T(test_extend_finished_run), T(test_monitor_and_min_delta), T(test_optimizer_by_set),

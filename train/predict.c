@@ -25,6 +25,7 @@
 #include "fusenet/evaluation.h"
 #include "fusenet/file_role.h"
 #include "fusenet/input_norm.h"
+#include "fusenet/loss_kind.h"
 #include "fusenet/loader.h"
 #include "fusenet/outputs.h"
 #include "fusenet/provenance.h"
@@ -330,6 +331,46 @@ static fn_status check_roles(const options *o)
     return FN_OK;
 }
 
+/* The network's task as its file says: regression when it was trained with
+ * a loss of values (its provenance's [train] loss: mse, huber) or with
+ * [data] standardize_targets (/target_norm); into why, "loss = mse". */
+static int is_regression(const job *j, const options *o, char *why, size_t cap)
+{
+    fn_provenance *prov = NULL;
+    char loss[64] = "";
+    int found = fn_provenance_read(&prov, o->weights) == FN_OK &&
+                fn_provenance_setting(prov, "train", "loss", loss, sizeof loss);
+    fn_provenance_destroy(prov);
+    const fn_loss_kind *kind = NULL;
+    if (found && fn_loss_kind_find(loss, &kind) == FN_OK && kind->targets == FN_DATA_FLOATS &&
+        !kind->unit_targets) {
+        snprintf(why, cap, "loss = %s", loss);
+        return 1;
+    }
+    if (j->target_norm) {
+        snprintf(why, cap, "[data] standardize_targets");
+        return 1;
+    }
+    return 0;
+}
+
+/* --probabilities and --report are a classifier's: a network whose file
+ * says it is a regression's gives values, which neither may treat as
+ * class scores. */
+static fn_status check_task(const job *j, const options *o)
+{
+    char why[96];
+    if ((!o->probabilities && !o->report) || !is_regression(j, o, why, sizeof why))
+        return FN_OK;
+    if (o->probabilities)
+        return fn_fail(FN_ERR_INVALID, "--probabilities: %s is a regression network (trained "
+                       "with %s): its outputs are values, not class scores; probabilities are "
+                       "for a classifier (loss = cross_entropy)", o->weights, why);
+    return fn_fail(FN_ERR_INVALID, "--report: %s is a regression network (trained with %s); "
+                   "the report is for a classifier (loss = cross_entropy): --targets alone "
+                   "prints a regression's figures", o->weights, why);
+}
+
 /* The inputs' rows are counted first: a batch never holds more. */
 static fn_status predict(job *j, const options *given)
 {
@@ -346,6 +387,7 @@ static fn_status predict(job *j, const options *given)
     FN_TRY(build_net(j, o));
     FN_TRY(fn_input_norm_load(&j->norm, j->ctx, o->weights, fn_net_in_features(j->net)));
     FN_TRY(fn_target_norm_load(&j->target_norm, j->ctx, o->weights, fn_net_out_features(j->net)));
+    FN_TRY(check_task(j, o));
     FN_TRY(open_inputs(j, o));
     FN_TRY(alloc_host(j, o));
     FN_TRY(fn_outputs_create(&j->outputs, o->outputs_path, fn_data_rows(j->data),

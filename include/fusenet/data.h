@@ -53,6 +53,8 @@ typedef struct fn_data_options {
                                   * or values [N, out] */
     int unit_targets;    /* values [N, out] each in [0, 1] (bce_with_logits): others are
                           * refused naming the row */
+    const char *loss;    /* the loss that reads the targets, for messages ("huber");
+                          * NULL: cross_entropy for labels, mse for values */
     int targets_by_rank; /* predict --targets: labels when the targets have rank 1,
                           * values when rank 2, whatever `target_kind` says */
     int in_features;     /* required input columns; 0: any */

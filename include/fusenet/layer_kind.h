@@ -103,6 +103,12 @@ struct fn_layer_kind {
      * overflows an int. */
     double (*param_floats)(int in_features, const fn_layer_spec *spec);
     double (*row_floats)(const fn_layer_spec *spec, const fn_layer_hparams *hp);
+    /* Its layers' parameters by name (fn_param.name), in their order,
+     * ended by NULL; NULL for a kind without parameters. In a weights
+     * file "weight" is stored as [out, in] and every other as [out], so a
+     * file's datasets are checked against the sizes its group claims
+     * before a layer of that size is allocated. */
+    const char *const *param_names;
     /* Optional: the bytes of copies of l's parameters that it keeps in
      * another precision (the block's bfloat16 weight in bf16 mode on the
      * GPU), counted with the weights in the run's memory summary and not in

@@ -76,6 +76,13 @@ typedef struct fn_loss_kind {
     const fn_option *options;
     int n_options;
     fn_status (*check)(const void *options, int outputs, const char **key);
+    /* Optional: when a batch's targets alone make its loss not finite
+     * with these options (cross_entropy: every row of a class whose
+     * class_weights weight is 0, a weighted mean of 0/0), says why into
+     * buf (snprintf's rules), naming the key, and returns 1; else 0.
+     * host_labels: [rows] in host memory (NULL for values). */
+    int (*explain_nonfinite)(const void *options, const int32_t *host_labels, int rows,
+                             char *buf, size_t cap);
     /* The loss into loss [1, 1] and *value, the gradient assigned to dpred
      * (NULL: the value only), the correct count into *correct (0 without
      * a metric); waits for the device. */

@@ -28,6 +28,12 @@ void fn_provenance_destroy(fn_provenance *prov); /* NULL is fine */
 fn_status fn_provenance_set(fn_provenance *prov, const char *name, const char *value);
 /* The value of name, or NULL when the provenance has none. */
 const char *fn_provenance_get(const fn_provenance *prov, const char *name);
+/* The value the run used for [section] key, from the entry "config" (the
+ * resolved configuration: "key = value  ; source" under "[section]"), as
+ * snprintf into value; 1 when found, 0 when the provenance has no such
+ * setting (a file written before the group existed, or another key). */
+int fn_provenance_setting(const fn_provenance *prov, const char *section, const char *key,
+                          char *value, size_t cap);
 /* The entries one by one, 0 <= i < fn_provenance_count, in the order set
  * (in name order when read from a file). */
 int fn_provenance_count(const fn_provenance *prov);

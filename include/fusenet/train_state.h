@@ -39,6 +39,10 @@ typedef struct fn_train_state {
      * to the run keeps it; zeros for the others and before the first
      * epoch's end). */
     double schedule[FN_SCHEDULE_STATE_MAX];
+    /* [data] standardize_targets of the run (1 or 0): a run resumed with
+     * the other would train its outputs in other units. -1: unknown (from
+     * fn_train_state_start, or a checkpoint that does not record it). */
+    int standardize_targets;
 } fn_train_state;
 
 /* The start of a run: epoch 0, nothing taken. */

@@ -153,6 +153,11 @@ static fn_status copy_name(char **dst, const char *src)
     return *dst ? FN_OK : fn_fail(FN_ERR_NOMEM, "out of memory");
 }
 
+const char *fn_data_loss(const fn_data *d)
+{
+    return d->loss[0] ? d->loss : d->labels ? "cross_entropy" : "mse";
+}
+
 static fn_status begin_data(fn_data *d, const char *path, const fn_data_options *opt)
 {
     if (opt->batch_size < 1 || (opt->targets && opt->out_features < 1))
@@ -165,6 +170,7 @@ static fn_status begin_data(fn_data *d, const char *path, const fn_data_options 
     d->labels = opt->target_kind == FN_DATA_LABELS;
     d->by_rank = opt->targets_by_rank;
     d->unit = opt->unit_targets && !d->labels;
+    snprintf(d->loss, sizeof d->loss, "%s", opt->loss ? opt->loss : "");
     d->out = opt->out_features;
     d->batch_size = opt->batch_size;
     d->shuffle = opt->shuffle;

@@ -156,8 +156,9 @@ static fn_status check_target_shape(const fn_data *d, int rank, const hsize_t *d
     const char *name = d->targets;
     int want_rank = fn_target_form_rank(d);
     if (rank != want_rank)
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected %s", d->path, name,
-                       rank, d->labels ? "1 ([N] labels for cross_entropy)" : "2 ([N, out] for mse)");
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has rank %d, expected %s for %s", d->path,
+                       name, rank, d->labels ? "1 ([N] labels)" : "2 ([N, out])",
+                       fn_data_loss(d));
     if ((int64_t)dims[0] != d->n)
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' has %llu rows but '%s' has %lld", d->path,
                        name, (unsigned long long)dims[0], d->inputs, (long long)d->n);

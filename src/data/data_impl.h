@@ -32,6 +32,7 @@ struct fn_data {
     int labels;         /* targets are integer labels */
     int unit;           /* target values must lie in [0, 1] */
     int by_rank;        /* labels decided by the targets' rank (predict) */
+    char loss[32];      /* fn_data_options.loss, "" when not given (fn_data_loss) */
     int tform;          /* how a file's targets are read (fn_target_form) */
     int tcols;          /* the targets' columns in the file; 0: rank 1 */
     int64_t n;          /* rows */
@@ -79,6 +80,10 @@ typedef enum fn_target_form {
 fn_status fn_target_form_choose(fn_data *d, int rank, const hsize_t *dims, int is_float);
 /* The targets' rank in the file that d->tform reads. */
 int fn_target_form_rank(const fn_data *d);
+
+/* The loss that reads d's targets, for messages: fn_data_options.loss, or
+ * cross_entropy for labels and mse for values. */
+const char *fn_data_loss(const fn_data *d);
 /* Reads rows [row0, row0 + rows) of a form other than as declared into
  * the slab's labels or targets, each value checked (labels' range aside). */
 fn_status fn_target_form_load(fn_data *d, int64_t row0, int64_t rows);

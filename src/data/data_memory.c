@@ -48,8 +48,9 @@ static fn_status check_targets(fn_data *d)
                        "integer class labels (fn_memory_set_labels), or use loss = mse",
                        d->path, cols);
     if (!d->labels && has_labels)
-        return fn_fail(FN_ERR_INVALID, "%s holds class labels; mse needs float targets [N, out] "
-                       "(fn_memory_set_values), or use loss = cross_entropy", d->path);
+        return fn_fail(FN_ERR_INVALID, "%s holds class labels; %s needs float targets [N, out] "
+                       "(fn_memory_set_values), or use loss = cross_entropy", d->path,
+                       fn_data_loss(d));
     if (!d->labels && cols != d->out)
         return fn_fail(FN_ERR_INVALID, "%s has %d target columns, expected %d (the model's "
                        "outputs)", d->path, cols, d->out);

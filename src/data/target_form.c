@@ -53,8 +53,9 @@ fn_status fn_target_form_choose(fn_data *d, int rank, const hsize_t *dims, int i
         d->tform = FN_FORM_VALUES_1D;
     else if (rank == 1)
         return fn_fail(FN_ERR_FORMAT,
-                       "%s: dataset '%s' has rank 1 ([N]), but the model has %d outputs: mse "
-                       "takes values [N, %d]", d->path, d->targets, d->out, d->out);
+                       "%s: dataset '%s' has rank 1 ([N]), but the model has %d outputs: %s "
+                       "takes values [N, %d]", d->path, d->targets, d->out, fn_data_loss(d),
+                       d->out);
     return FN_OK;
 }
 
@@ -77,8 +78,8 @@ void fn_target_form_describe(const fn_data *d, char *text, size_t cap)
     switch (d->tform) {
     case FN_FORM_AS_DECLARED: return;
     case FN_FORM_VALUES_1D:
-        snprintf(text, cap, "%s: dataset '%s' [%lld] %s read as [%lld, 1], the mse targets of "
-                 "the model's one output", d->path, d->targets, n, d->ttype, n);
+        snprintf(text, cap, "%s: dataset '%s' [%lld] %s read as [%lld, 1], the %s targets of "
+                 "the model's one output", d->path, d->targets, n, d->ttype, n, fn_data_loss(d));
         return;
     case FN_FORM_LABEL_COLUMN:
         snprintf(text, cap, "%s: dataset '%s' [%lld, 1] %s read as class labels [%lld]",

@@ -70,6 +70,9 @@ fn_status fn_block_kind_get_attrs(const fn_layer *l, fn_layer_attr_value *values
 fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_features,
                                   int out_features, fn_layer_hparams *hp);
 double fn_block_kind_param_floats(int in_features, const fn_layer_spec *spec);
+/* weight, bias, gamma, beta: the block's parameters (block.c), for the
+ * kinds' param_names. */
+extern const char *const fn_block_kind_param_names[];
 double fn_block_kind_row_floats(const fn_layer_spec *spec, const fn_layer_hparams *hp);
 fn_block_config fn_block_kind_config(int in_features, const fn_layer_spec *spec,
                                      const fn_layer_hparams *hp);

@@ -65,6 +65,8 @@ fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_feat
     return FN_OK;
 }
 
+const char *const fn_block_kind_param_names[] = {"weight", "bias", "gamma", "beta", NULL};
+
 /* weight [out, in], bias, gamma and beta [out] (block.c's alloc_params). */
 double fn_block_kind_param_floats(int in_features, const fn_layer_spec *spec)
 {
@@ -91,6 +93,7 @@ const fn_layer_kind fn_block_kind = {
     .set_attrs = fn_block_kind_set_attrs,
     .buffer_bytes = fn_block_buffer_bytes,
     .param_floats = fn_block_kind_param_floats,
+    .param_names = fn_block_kind_param_names,
     .row_floats = fn_block_kind_row_floats,
     .weight_copy_bytes = fn_block_weight_copy_bytes,
     .bf16_output = 1,

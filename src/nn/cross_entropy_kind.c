@@ -5,6 +5,7 @@
  * and label_smoothing). Without them the plain loss of loss.h runs; with
  * either, cross_entropy_options.h's. */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "nn/cross_entropy_options.h"
 #include "nn/loss_backends.h"
@@ -39,7 +40,34 @@ static fn_status ce_check(const void *options, int outputs, const char **key)
     if (n > FN_CE_MAX_WEIGHTS)
         return fn_fail(FN_ERR_INVALID, "%d weights: at most %d classes take weights", n,
                        FN_CE_MAX_WEIGHTS);
+    /* The loss is sum(w l) / sum(w) over a batch's rows: with every weight
+     * 0 it is 0/0 on every batch. */
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += o->class_weights.values[i];
+    if (n && !(sum > 0))
+        return fn_fail(FN_ERR_INVALID, "every weight is 0, so the weighted loss sum(w l) / "
+                       "sum(w) is 0/0 on every batch; give at least one class a weight above 0");
     return FN_OK;
+}
+
+/* A batch whose every row is of a class of weight 0: its weighted mean is
+ * 0/0, whatever the learning rate or the inputs. */
+static int ce_explain_nonfinite(const void *options, const int32_t *labels, int rows, char *buf,
+                                size_t cap)
+{
+    const fn_cross_entropy_options *o = options;
+    const int n = o ? o->class_weights.n : 0;
+    if (!n || !labels || rows < 1)
+        return 0;
+    for (int i = 0; i < rows; i++)
+        if (labels[i] < 0 || labels[i] >= n || o->class_weights.values[labels[i]] != 0.0f)
+            return 0;
+    snprintf(buf, cap, "every row of this batch is of a class whose [train] class_weights weight "
+             "is 0 (class %d of its first row), so its weighted loss sum(w l) / sum(w) is 0/0; "
+             "give those classes a weight above 0, or train with a batch_size that mixes in "
+             "other classes", (int)labels[0]);
+    return 1;
 }
 
 static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *pred,
@@ -99,6 +127,7 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .options = ce_options,
     .n_options = sizeof ce_options / sizeof ce_options[0],
     .check = ce_check,
+    .explain_nonfinite = ce_explain_nonfinite,
     .takes_logits = 1,
     .read = ce_read,
     .partials = ce_partials,

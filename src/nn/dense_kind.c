@@ -21,6 +21,8 @@ static fn_status create_gelu(fn_layer **layer, fn_context *ctx, int in_features,
 }
 
 /* weight [out, in] and bias [out] (linear.c). */
+static const char *const param_names[] = {"weight", "bias", NULL};
+
 static double param_floats(int in_features, const fn_layer_spec *spec)
 {
     return (double)spec->width * ((double)in_features + 1.0);
@@ -39,6 +41,7 @@ const fn_layer_kind fn_relu_kind = {
     .create = create_relu,
     .buffer_bytes = fn_dense_buffer_bytes,
     .param_floats = param_floats,
+    .param_names = param_names,
     .row_floats = row_floats,
 };
 
@@ -49,5 +52,6 @@ const fn_layer_kind fn_gelu_kind = {
     .create = create_gelu,
     .buffer_bytes = fn_dense_buffer_bytes,
     .param_floats = param_floats,
+    .param_names = param_names,
     .row_floats = row_floats,
 };

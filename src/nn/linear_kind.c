@@ -13,6 +13,8 @@ static fn_status create(fn_layer **layer, fn_context *ctx, int in_features,
 }
 
 /* weight [out, in] and bias [out] (linear.c). */
+static const char *const param_names[] = {"weight", "bias", NULL};
+
 static double param_floats(int in_features, const fn_layer_spec *spec)
 {
     return (double)spec->width * ((double)in_features + 1.0);
@@ -25,4 +27,5 @@ const fn_layer_kind fn_linear_kind = {
     .create = create,
     .buffer_bytes = fn_linear_buffer_bytes,
     .param_floats = param_floats,
+    .param_names = param_names,
 };

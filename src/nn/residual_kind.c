@@ -39,6 +39,7 @@ const fn_layer_kind fn_residual_kind = {
     .set_attrs = fn_block_kind_set_attrs,
     .buffer_bytes = fn_block_buffer_bytes,
     .param_floats = fn_block_kind_param_floats,
+    .param_names = fn_block_kind_param_names,
     .row_floats = fn_block_kind_row_floats,
     .weight_copy_bytes = fn_block_weight_copy_bytes,
     .bf16_output = 1, /* its input stays float: its skip adds it */

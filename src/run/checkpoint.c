@@ -108,6 +108,8 @@ static fn_status write_state(hid_t file, const char *path, const fn_train_state 
     FN_TRY(fn_h5_put_int(file, path, "best_epoch", s->best_epoch));
     FN_TRY(fn_h5_put_int(file, path, "since_best", s->since_best));
     FN_TRY(fn_h5_put_doubles(file, path, "schedule_state", s->schedule, FN_SCHEDULE_STATE_MAX));
+    if (s->standardize_targets >= 0)
+        FN_TRY(fn_h5_put_int(file, path, "standardize_targets", s->standardize_targets));
     return fn_h5_put_double(file, path, "seconds", s->seconds);
 }
 
@@ -209,6 +211,15 @@ static fn_status read_state(hid_t file, const char *path, fn_train_state *s)
     if (H5Aexists(file, "schedule_state") > 0)
         FN_TRY(fn_h5_get_doubles(file, path, "schedule_state", s->schedule,
                                  FN_SCHEDULE_STATE_MAX));
+    /* Whether the run standardised its targets; unknown in a checkpoint
+     * written before it was recorded. */
+    long long targets = -1;
+    if (H5Aexists(file, "standardize_targets") > 0)
+        FN_TRY(fn_h5_get_int(file, path, "standardize_targets", &targets));
+    if (targets < -1 || targets > 1)
+        return fn_fail(FN_ERR_FORMAT, "%s: standardize_targets is %lld, expected 0 or 1", path,
+                       targets);
+    s->standardize_targets = (int)targets;
     s->seed = (uint64_t)seed;
     s->batch_size = batch >= 1 && batch <= INT_MAX ? (int)batch : 0;
     return fn_train_state_check(s, path);

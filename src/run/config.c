@@ -1252,14 +1252,21 @@ static fn_status resolve_path(fn_config *cfg, int i)
     return FN_OK;
 }
 
-/* standardize_targets is for a loss of values (mse), not of labels. */
+/* standardize_targets is for a loss of values (mse), not of labels, nor
+ * of targets in [0, 1]: bce_with_logits' would become other numbers than
+ * 0 and 1, and predict would rescale its logits. */
 static fn_status check_standardize_targets(const fn_config *cfg)
 {
-    if (!cfg->standardize_targets || cfg->loss->targets == FN_DATA_FLOATS)
+    if (!cfg->standardize_targets ||
+        (cfg->loss->targets == FN_DATA_FLOATS && !cfg->loss->unit_targets))
         return FN_OK;
-    char why[128];
-    snprintf(why, sizeof why, "applies to a loss of values (mse), not loss = %s's class labels",
-             cfg->loss->name);
+    char why[192];
+    if (cfg->loss->targets == FN_DATA_FLOATS)
+        snprintf(why, sizeof why, "applies to a loss of values (mse), not loss = %s's targets in "
+                 "[0, 1] (standardised, they would no longer be 0 and 1)", cfg->loss->name);
+    else
+        snprintf(why, sizeof why, "applies to a loss of values (mse), not loss = %s's class "
+                 "labels", cfg->loss->name);
     return key_fail(cfg, FN_ERR_INVALID, find_key("data", "standardize_targets"), why);
 }
 

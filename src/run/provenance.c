@@ -98,6 +98,42 @@ const char *fn_provenance_value(const fn_provenance *prov, int i)
     return prov && i >= 0 && i < prov->n ? prov->entries[i].value : NULL;
 }
 
+/* Whether line (of n bytes) is "<key> = ..."; *value then points after "= ". */
+static int setting_line(const char *line, size_t n, const char *key, const char **value)
+{
+    const size_t k = strlen(key);
+    if (n < k + 3 || strncmp(line, key, k) != 0 || strncmp(line + k, " = ", 3) != 0)
+        return 0;
+    *value = line + k + 3;
+    return 1;
+}
+
+int fn_provenance_setting(const fn_provenance *prov, const char *section, const char *key,
+                          char *value, size_t cap)
+{
+    const char *text = fn_provenance_get(prov, "config");
+    int in_section = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t n = end ? (size_t)(end - line) : strlen(line);
+        const char *v = NULL;
+        if (line[0] == '[')
+            in_section = n == strlen(section) + 2 && strncmp(line + 1, section, n - 2) == 0 &&
+                         line[n - 1] == ']';
+        else if (in_section && setting_line(line, n, key, &v)) {
+            /* The value ends where its source comment begins ("  ; "). */
+            const char *stop = strstr(v, "  ;");
+            size_t len = stop && stop < line + n ? (size_t)(stop - v) : n - (size_t)(v - line);
+            while (len > 0 && v[len - 1] == ' ')
+                len--;
+            snprintf(value, cap, "%.*s", (int)len, v);
+            return 1;
+        }
+        line = end ? end + 1 : line + n;
+    }
+    return 0;
+}
+
 /* --- the group ------------------------------------------------------------- */
 
 fn_status fn_provenance_write(hid_t file, const char *path, const fn_provenance *prov)

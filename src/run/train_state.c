@@ -9,7 +9,8 @@ fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long row
                                     long long slab_rows)
 {
     return (fn_train_state){.seed = seed, .batch_size = batch_size, .rows = rows,
-                            .slab_rows = slab_rows, .grad_norm = NAN};
+                            .slab_rows = slab_rows, .grad_norm = NAN,
+                            .standardize_targets = -1 /* the trainer's own run sets it */};
 }
 
 void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct)

@@ -536,6 +536,31 @@ static fn_status add_described_layer(const char *path, const char *name, const l
     return st;
 }
 
+/* Every parameter dataset a described layer needs is there, of the shape
+ * its group claims ("weight" [out, in], every other [out]), and stored in
+ * full: a few KB of file claiming a 65536 x 65536 layer is refused here,
+ * before a layer of that size is allocated. */
+static fn_status check_stored(hid_t file, const char *path, const char *name,
+                              const layer_desc *d)
+{
+    const char *const *params = d->spec.kind->param_names;
+    if (!params)
+        return FN_OK;
+    char where[WHERE_CAP];
+    snprintf(where, sizeof where, "%s: group '%s'", path, name);
+    hid_t group = -1;
+    FN_TRY(open_group(file, path, name, &group));
+    fn_status st = FN_OK;
+    const long long out = fn_layer_spec_out(&d->spec, d->in);
+    for (int p = 0; st == FN_OK && params[p]; p++) {
+        const int is_matrix = strcmp(params[p], "weight") == 0;
+        const long long dims[2] = {out, is_matrix ? d->in : 0};
+        st = fn_h5_check_floats(group, where, params[p], is_matrix ? 2 : 1, dims);
+    }
+    H5Gclose(group);
+    return st;
+}
+
 /* The sizes a file claims are checked against the memory before anything
  * is allocated: a 13 KB file may claim a 65536 x 65536 layer. Each layer
  * has the settings of its own group. */
@@ -568,6 +593,8 @@ static fn_status build_layers(hid_t file, const char *path, fn_net *net)
     }
     if (st == FN_OK)
         st = check_described(path, net, d, n);
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = check_stored(file, path, names[i], &d[i]);
     /* The values are read right after, so the generator's numbers are
      * unused; one stream continued layer after layer is the cheap way to
      * draw them (init.c). */

@@ -99,9 +99,28 @@ fn_status fn_h5_open_dataset(hid_t loc, const char *where, const char *name, hid
 
 /* --- filters ------------------------------------------------------------- */
 
+/* Whether the first chunk of set went through filter i of its pipeline:
+ * an optional filter (h5py's lzf) is skipped for a chunk it cannot shrink,
+ * which then reads without it. 0 when unknown. */
+static int first_chunk_filtered(hid_t set, int i)
+{
+    hid_t space = H5Dget_space(set);
+    hsize_t offset[H5S_MAX_RANK];
+    unsigned mask = 0;
+    haddr_t addr = 0;
+    hsize_t size = 0;
+    int ok = space >= 0 && H5Dget_chunk_info(set, space, 0, offset, &mask, &addr, &size) >= 0;
+    if (space >= 0)
+        H5Sclose(space);
+    H5Eclear2(H5E_DEFAULT);
+    return ok && i < 32 && !(mask & (1u << i));
+}
+
 /* The first filter of dcpl's pipeline that this HDF5 cannot run, as
- * "32000 'lzf'" in buf; 0 when all are available. */
-static int missing_filter(hid_t dcpl, char *buf, size_t n)
+ * "32000 'lzf'" in buf; 0 when all are available. With a dataset `set`
+ * (else -1), only a filter its first chunk needs: mandatory, or optional
+ * and applied to it. */
+static int missing_filter(hid_t dcpl, hid_t set, char *buf, size_t n)
 {
     int count = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl);
     for (int i = 0; i < count; i++) {
@@ -110,12 +129,28 @@ static int missing_filter(hid_t dcpl, char *buf, size_t n)
         char fname[64] = "";
         H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, NULL, sizeof fname,
                                          fname, &config);
-        if (id < 0 || H5Zfilter_avail(id) > 0)
+        if (id < 0 || H5Zfilter_avail(id) > 0 ||
+            (set >= 0 && (flags & H5Z_FLAG_OPTIONAL) && !first_chunk_filtered(set, i)))
             continue;
         snprintf(buf, n, "%d '%s'", (int)id, fname[0] ? fname : "unnamed");
         return 1;
     }
     return 0;
+}
+
+fn_status fn_h5_check_filters(hid_t set, const char *where, const char *name)
+{
+    char filter[96];
+    hid_t dcpl = H5Dget_create_plist(set);
+    int missing = missing_filter(dcpl, set, filter, sizeof filter);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    H5Eclear2(H5E_DEFAULT);
+    if (!missing)
+        return FN_OK;
+    return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is compressed with filter %s, which this HDF5 "
+                   "lacks (no such filter built in or installed as a plugin)", where, name,
+                   filter);
 }
 
 fn_status fn_h5_read_fail(hid_t set, fn_status status, const char *fmt, ...)
@@ -130,7 +165,7 @@ fn_status fn_h5_read_fail(hid_t set, fn_status status, const char *fmt, ...)
     char kept[1024], filter[96];
     snprintf(kept, sizeof kept, "%s", fn_last_error());
     hid_t dcpl = H5Dget_create_plist(set);
-    int missing = missing_filter(dcpl, filter, sizeof filter);
+    int missing = missing_filter(dcpl, -1, filter, sizeof filter);
     if (dcpl >= 0)
         H5Pclose(dcpl);
     H5Eclear2(H5E_DEFAULT);
@@ -210,19 +245,37 @@ static double allocated_chunks(hid_t set)
     return ok ? (double)allocated : -1;
 }
 
+/* The filters of dcpl's pipeline that may store less than they are given
+ * (deflate, szip, plugins): a checksum (Fletcher-32, as fusenet writes its
+ * weights) or a byte shuffle stores every value, so data with only those
+ * must be stored in full. */
+static int compressing_filters(hid_t dcpl)
+{
+    int count = H5Pget_nfilters(dcpl), n = 0;
+    for (int i = 0; i < count; i++) {
+        unsigned flags = 0, config = 0;
+        size_t nvalues = 0;
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, NULL, 0, NULL,
+                                         &config);
+        n += id != H5Z_FILTER_FLETCHER32 && id != H5Z_FILTER_SHUFFLE;
+    }
+    return n;
+}
+
 /* Fill values need no storage, so a dataset can declare far more than its
  * file holds (72 bytes declaring 2^47 rows), and reading it would allocate
- * and convert all of it. Unfiltered data must be stored in full; filtered
+ * and convert all of it. Uncompressed data must be stored in full; filtered
  * (compressed) data must have every chunk its extent needs and declare at
- * most MAX_COMPRESSION times what it stores. Nor may the storage exceed the
- * file that holds it (HDF5 allocates what the layout claims before it
+ * most MAX_COMPRESSION times what it stores, and store it in full when
+ * none of its filters compresses (a checksum). Nor may the storage exceed
+ * the file that holds it (HDF5 allocates what the layout claims before it
  * reads; through an external link that is the link's target) or a chunk a
  * fixed dimension. */
 static fn_status check_in_file(hid_t set, hid_t dcpl, const char *where, const char *name,
                                const extent *e)
 {
     double stored = (double)H5Dget_storage_size(set);
-    int filters = H5Pget_nfilters(dcpl);
+    int filters = H5Pget_nfilters(dcpl), compressing = compressing_filters(dcpl);
     int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;
     double needed = chunked ? chunks_needed(dcpl, e) : 0;
     hsize_t file_size = 0;
@@ -250,6 +303,11 @@ static fn_status check_in_file(hid_t set, hid_t dcpl, const char *where, const c
         return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s in %.0f chunks but stores only "
                        "%.0f of them: the others would read as zeros", where, name, e->shape,
                        needed, allocated);
+    /* Every chunk there, yet less than the values when nothing compresses:
+     * short chunks (a checksum alone stores every value). */
+    if (!compressing && stored < e->bytes)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' declares %s but stores only %.0f bytes "
+                       "and is not compressed: truncated or corrupt", where, name, e->shape, stored);
     return FN_OK;
 }
 

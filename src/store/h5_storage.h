@@ -25,6 +25,12 @@ fn_status fn_h5_open_dataset(hid_t loc, const char *where, const char *name, hid
  * sources of a virtual dataset (each checked in turn). */
 fn_status fn_h5_check_storage(hid_t set, const char *where, const char *name);
 
+/* FN_ERR_FORMAT "<where>: dataset '<name>' is compressed with filter 32000
+ * 'lzf', which this HDF5 lacks ..." when its pipeline holds a filter this
+ * HDF5 cannot run: checked before memory for the values is allocated, as
+ * the read would fail only after. */
+fn_status fn_h5_check_filters(hid_t set, const char *where, const char *name);
+
 /* After a failed H5Dread of set: fn_h5_fail(status, fmt, ...), with the
  * filter named when the dataset's pipeline holds one this HDF5 lacks
  * (HDF5's own text is about its plugin directory). */

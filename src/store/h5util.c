@@ -405,18 +405,44 @@ static fn_status check_float_set(hid_t set, const char *where, const char *name,
     return FN_OK;
 }
 
+/* Opens dataset name and checks it as fn_h5_check_floats says; *set is
+ * open only on FN_OK. */
+static fn_status open_floats(hid_t loc, const char *where, const char *name, int rank,
+                             const long long *dims, hid_t *set)
+{
+    *set = -1;
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is missing", where, name);
+    FN_TRY(fn_h5_open_dataset(loc, where, name, set));
+    fn_status st = check_float_set(*set, where, name, rank, dims);
+    /* A chunk missing from a weights file or checkpoint reads as zeros. */
+    if (st == FN_OK)
+        st = fn_h5_check_storage(*set, where, name);
+    if (st == FN_OK)
+        st = fn_h5_check_filters(*set, where, name);
+    if (st != FN_OK) {
+        H5Dclose(*set);
+        *set = -1;
+    }
+    return st;
+}
+
+fn_status fn_h5_check_floats(hid_t loc, const char *where, const char *name, int rank,
+                             const long long *dims)
+{
+    hid_t set = -1;
+    FN_TRY(open_floats(loc, where, name, rank, dims, &set));
+    H5Dclose(set);
+    return FN_OK;
+}
+
 fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float *data, int rank,
                            const long long *dims)
 {
-    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: dataset '%s' is missing", where, name);
     hid_t set = -1;
-    FN_TRY(fn_h5_open_dataset(loc, where, name, &set));
-    fn_status st = check_float_set(set, where, name, rank, dims);
-    /* A chunk missing from a weights file or checkpoint reads as zeros. */
-    if (st == FN_OK)
-        st = fn_h5_check_storage(set, where, name);
-    if (st == FN_OK && H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    FN_TRY(open_floats(loc, where, name, rank, dims, &set));
+    fn_status st = FN_OK;
+    if (H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
         st = fn_h5_read_fail(set, FN_ERR_FORMAT, "%s: cannot read dataset '%s'", where, name);
     H5Dclose(set);
     FN_TRY(st);

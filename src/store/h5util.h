@@ -67,5 +67,11 @@ fn_status fn_h5_put_floats(hid_t loc, const char *where, const char *name, const
  * and hold finite values only (a weights file's or checkpoint's). */
 fn_status fn_h5_get_floats(hid_t loc, const char *where, const char *name, float *data, int rank,
                            const long long *dims);
+/* fn_h5_get_floats' checks without the read: the dataset is there, float32
+ * of this rank and these dims, and its storage holds every value
+ * (h5_storage.h). For sizes a file claims, before memory of that size is
+ * allocated. */
+fn_status fn_h5_check_floats(hid_t loc, const char *where, const char *name, int rank,
+                             const long long *dims);
 
 #endif

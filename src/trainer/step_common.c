@@ -122,6 +122,20 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
     fn_status st = find_bad_input(b, &row, &col, &value, &bad);
     if (st == FN_OK && bad)
         return stop_bad_input(t, row, col, value);
+    const fn_loss_kind *kind = t->cfg->loss;
+    char why[512], kept[512];
+    if (st == FN_OK && kind->explain_nonfinite &&
+        kind->explain_nonfinite(t->cfg->loss_options, b->host_labels, b->rows, why, sizeof why)) {
+        /* Neither the learning rate nor the initial weights, which
+         * fn_trainer_describe_kept's advice would blame. */
+        snprintf(kept, sizeof kept, "no weights written%s%s%s",
+                 t->checkpoint_ours ? "; " : "", t->checkpoint_ours ? t->checkpoint_path : "",
+                 t->checkpoint_ours ? " is kept" : "");
+        const fn_train_state *s = &t->state;
+        return fn_fail(FN_ERR_NUMERIC, "step %lld (epoch %lld, batch %lld): loss is %s: %s; "
+                       "stopped: %s", s->global_step + 1, s->epoch + 1, s->step + 1,
+                       fn_trainer_number_name(loss), why, kept);
+    }
     fn_nonfinite nf;
     /* Backward writes the gradients (param.h): no zeroing first. Where the
      * optimiser folded its state into backward (step_choice.c) the .grad
@@ -139,7 +153,7 @@ fn_status fn_trainer_stop_nonfinite(fn_trainer *t, const fn_batch *b, const fn_t
         st = fn_net_backward(t->net, dy);
     if (st == FN_OK)
         st = fn_net_find_nonfinite(t->net, 1, &nf);
-    char first[256], kept[512];
+    char first[256];
     fn_trainer_describe_nonfinite(st, &nf, first, sizeof first);
     fn_trainer_describe_kept(t, kept, sizeof kept);
     const fn_train_state *s = &t->state;

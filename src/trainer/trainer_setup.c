@@ -3,6 +3,7 @@
  * from a checkpoint, the step strategy (step_choice.c). The epochs run in
  * trainer_loop.c; what a caller may read of the run is trainer.c's. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 
 #include "fusenet/checkpoint.h"
 #include "fusenet/model.h"
+#include "fusenet/optimizer_kind.h"
+#include "fusenet/provenance.h"
 #include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
@@ -58,7 +61,7 @@ static fn_status open_sets(fn_trainer *t)
     const fn_config *c = t->cfg;
     fn_data_options opt = {
         .inputs = c->inputs, .targets = c->targets, .target_kind = c->loss->targets,
-        .unit_targets = c->loss->unit_targets,
+        .unit_targets = c->loss->unit_targets, .loss = c->loss->name,
         .in_features = 0,
         .out_features = c->layers[c->n_layers - 1].width, .batch_size = c->batch_size,
         .memory_budget = (size_t)(c->memory_budget_mb * 1048576.0), .shuffle = 1, .seed = c->seed,
@@ -124,14 +127,23 @@ static fn_status build(fn_trainer *t)
 
 /* --- resuming ------------------------------------------------------------------ */
 
-/* Appends a difference, fmt with its two numbers, to the list in buf. */
-static void add_difference(char *buf, size_t cap, const char *fmt, long long was, long long is)
+/* Appends a difference, fmt with its two values, to the list in buf. */
+static void add_difference(char *buf, size_t cap, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void add_difference(char *buf, size_t cap, const char *fmt, ...)
 {
     size_t len = strlen(buf);
     if (len + 2 < cap)
         snprintf(buf + len, cap - len, "%s", len ? "; " : "");
     len = strlen(buf);
-    snprintf(buf + len, cap - len, fmt, was, is);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
 }
 
 /* The checkpoint must continue this config's run: its data order depends
@@ -147,7 +159,7 @@ static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
         add_difference(diff, sizeof diff, "seed %lld (the config: %lld)", (long long)s->seed,
                        (long long)c->seed);
     if (s->batch_size != c->batch_size)
-        add_difference(diff, sizeof diff, "batch_size %lld (the config: %lld)", s->batch_size,
+        add_difference(diff, sizeof diff, "batch_size %d (the config: %d)", s->batch_size,
                        c->batch_size);
     if (s->rows != rows)
         add_difference(diff, sizeof diff, "a training set of %lld rows (this one: %lld)", s->rows,
@@ -156,12 +168,45 @@ static fn_status check_resumable(const fn_trainer *t, const fn_train_state *s)
         add_difference(diff, sizeof diff,
                        "the set read in slabs of %lld rows (memory_budget_mb makes %lld)",
                        s->slab_rows, slab);
+    /* Its outputs were trained in standardised units or in the targets'. */
+    if (s->standardize_targets >= 0 && s->standardize_targets != c->standardize_targets)
+        add_difference(diff, sizeof diff, "[data] standardize_targets = %s (the config: %s)",
+                       s->standardize_targets ? "true" : "false",
+                       c->standardize_targets ? "true" : "false");
     if (!diff[0])
         return FN_OK;
     return fn_fail(FN_ERR_INVALID,
                    "%s was written by another run: %s; --resume continues only the same run "
                    "(--overwrite starts afresh)",
                    t->checkpoint_path, diff);
+}
+
+/* The optimiser's own [train] keys whose values differ between the run
+ * that wrote the checkpoint (its provenance's resolved config) and this
+ * config, as "centered = false (the config: true)" into buf; "" when none
+ * differs or the checkpoint does not record them. */
+static void optimizer_differences(const fn_trainer *t, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    fn_provenance *theirs = NULL, *ours = NULL;
+    char *text = NULL;
+    if (fn_provenance_read(&theirs, t->checkpoint_path) != FN_OK ||
+        fn_provenance_create(&ours) != FN_OK ||
+        fn_config_resolved_text(t->cfg, 0, &text) != FN_OK ||
+        fn_provenance_set(ours, "config", text) != FN_OK)
+        goto done;
+    const fn_optimizer_kind *kind = t->cfg->optimizer;
+    for (int i = 0; i < kind->n_options; i++) {
+        const char *key = kind->options[i].name;
+        char was[128], is[128];
+        if (fn_provenance_setting(theirs, "train", key, was, sizeof was) &&
+            fn_provenance_setting(ours, "train", key, is, sizeof is) && strcmp(was, is) != 0)
+            add_difference(buf, cap, "[train] %s = %s (the config: %s)", key, was, is);
+    }
+done:
+    free(text);
+    fn_provenance_destroy(ours);
+    fn_provenance_destroy(theirs);
 }
 
 static fn_status resume(fn_trainer *t)
@@ -171,6 +216,18 @@ static fn_status resume(fn_trainer *t)
      * differs ("group 'layer0': out_features is 32, the model has 64"). */
     fn_status st = fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s);
     if (st != FN_OK) {
+        /* State that options of this optimiser make (rmsprop's centered,
+         * momentum) is missing: name the options rather than the dataset. */
+        char diff[512], why[1024];
+        if (st == FN_ERR_FORMAT && strstr(fn_last_error(), " is missing")) {
+            snprintf(why, sizeof why, "%s", fn_last_error());
+            optimizer_differences(t, diff, sizeof diff);
+            if (diff[0])
+                return fn_fail(FN_ERR_INVALID, "--resume: %s was written with other %s options, "
+                               "%s, so it lacks the optimiser state this config needs (%s); "
+                               "resume with the checkpoint's values, or --overwrite to start "
+                               "afresh", t->checkpoint_path, t->cfg->optimizer->name, diff, why);
+        }
         fn_error_prefix("--resume: ");
         return st;
     }
@@ -282,6 +339,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
                                     (long long)fn_data_slab_rows(t->train));
     if (t->resuming)
         FN_TRY(resume(t));
+    t->state.standardize_targets = t->cfg->standardize_targets;
     FN_TRY(fn_trainer_make_provenance(t));
     return fn_trainer_choose_step(t);
 }

@@ -323,6 +323,16 @@ def main():
         for row in (0, 1, 3):
             d[row] = w[row]
     weights("weights_missing_chunk.h5", edit=missing_chunk)
+
+    def lzf_weight(f):
+        # A filter Debian's HDF5 lacks: refused before the values' memory
+        # is allocated, not when the read fails. Constant values, which
+        # lzf compresses (h5py's lzf is optional: a chunk it cannot
+        # shrink is stored as it is, and that reads without the filter).
+        w = np.full((OUT, HIDDEN), 0.25, np.float32)
+        del f["layer1/weight"]
+        f["layer1"].create_dataset("weight", data=w, compression="lzf")
+    weights("weights_lzf.h5", edit=lzf_weight)
     # 13 KB claiming two layers of 2^24 features (a petabyte of weights):
     # refused before anything is allocated. The datasets are never reached.
     l = good_layers()
