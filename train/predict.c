@@ -23,6 +23,7 @@
 #include "fusenet/confusion.h"
 #include "fusenet/data.h"
 #include "fusenet/evaluation.h"
+#include "fusenet/export.h"
 #include "fusenet/file_role.h"
 #include "fusenet/input_norm.h"
 #include "fusenet/loader.h"
@@ -305,6 +306,27 @@ static fn_status build_net(job *j, const options *o)
     return fn_fail(st, "%s: give --batch %ld or less", message, rows);
 }
 
+/* A data set, an export or a check file where predict reads weights, or
+ * an export where it reads inputs: named as what it is. */
+static fn_status check_foreign(const options *o, fn_file_role w, fn_file_role in)
+{
+    char what[320];
+    if (w == FN_FILE_HDF5 ||
+        (w != FN_FILE_WEIGHTS && (fn_export_file_is(o->weights, FN_EXPORT_ONNX) ||
+                                  fn_export_file_is(o->weights, FN_EXPORT_SAFETENSORS) ||
+                                  fn_export_check_file_is(o->weights))))
+        return fn_fail(FN_ERR_INVALID, "%s is %s, not a weights file: predict reads the network "
+                       "from a weights file (weights.h5, best.h5); predict takes weights.h5 "
+                       "inputs.h5 outputs.h5, in that order",
+                       o->weights, fn_export_file_kind(o->weights, what, sizeof what));
+    if (in != FN_FILE_HDF5 && (fn_export_file_is(o->inputs_path, FN_EXPORT_ONNX) ||
+                               fn_export_file_is(o->inputs_path, FN_EXPORT_SAFETENSORS)))
+        return fn_fail(FN_ERR_INVALID, "%s is %s, not inputs: predict takes weights.h5 "
+                       "inputs.h5 outputs.h5, in that order", o->inputs_path,
+                       fn_export_file_kind(o->inputs_path, what, sizeof what));
+    return FN_OK;
+}
+
 /* The weights argument is not a weights file, or the inputs one is: the
  * arguments swapped, a checkpoint, a CSV file. Anything else is left to
  * the loaders, whose messages say what is wrong. */
@@ -329,7 +351,7 @@ static fn_status check_roles(const options *o)
             return fn_fail(FN_ERR_INVALID, "%s is a text file (a CSV?), not HDF5: predict reads "
                            "the %s from HDF5; %s", text[i][1], text[i][0],
                            i ? "convert the inputs first (docs/data.md shows how)" : order);
-    return FN_OK;
+    return check_foreign(o, w, in);
 }
 
 /* The inputs' rows are counted first: a batch never holds more. */
@@ -439,7 +461,7 @@ static void release(job *j)
 static int print_info(const char *path)
 {
     char line[4096];
-    if (fn_provenance_file_summary(path, line, sizeof line) != FN_OK) {
+    if (fn_export_file_info(path, line, sizeof line) != FN_OK) {
         fprintf(stderr, "predict: %s\n", fn_last_error());
         return EXIT_ERROR;
     }

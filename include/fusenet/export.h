@@ -8,11 +8,13 @@
  *
  * Every layer kind has a row in the export table (src/export/export_kind.c):
  * its parameters' state_dict names and its ONNX nodes; a kind without one
- * is refused by name. Files are written atomically (temporary, fsync,
- * rename): a failed export leaves nothing at the path. A safetensors file
- * reads back as a network (safetensors.h). */
+ * is refused by name. Files are written atomically (a temporary of the
+ * process, fsync, rename): a failed export leaves nothing at the path. A
+ * safetensors file reads back as a network (safetensors.h). */
 #ifndef FUSENET_EXPORT_H
 #define FUSENET_EXPORT_H
+
+#include <stddef.h>
 
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
@@ -56,6 +58,40 @@ fn_status fn_export_write(const fn_net *net, const fn_input_norm *norm, const fn
  * inputs and compares. Written atomically. */
 fn_status fn_export_check_write(const char *path, const float *inputs, const float *outputs,
                                 int rows, int in, int out);
+
+/* fn_export_write and its check file at check_path published together:
+ * the model and (with inputs; NULL: none) the check file of
+ * fn_export_check_write, inputs [rows, in] and outputs [rows, out], are
+ * each written in full to a temporary of this process first; then an
+ * earlier check file at check_path (one an export wrote) is removed, the
+ * model renamed into place and the check file after it. Any failure before
+ * the renames leaves both paths as they were and no temporary; a kill
+ * between the renames leaves the new model without a check file, never
+ * beside an older one's. */
+fn_status fn_export_write_with_check(const fn_net *net, const fn_input_norm *norm,
+                                     const fn_export_meta *meta, fn_export_format format,
+                                     const char *path, const char *check_path,
+                                     const float *inputs, const float *outputs, int rows);
+
+/* 1 when the file at path is a model fusenet exported in `format` (its
+ * metadata's format is fusenet-export), 0 otherwise (absent, unreadable,
+ * another program's, or the other format). */
+int fn_export_file_is(const char *path, fn_export_format format);
+/* 1 when the file at path is a check file (HDF5 whose root attribute
+ * format is fusenet-export-check). */
+int fn_export_check_file_is(const char *path);
+
+/* What the file at path is, in words, for a program given the wrong file:
+ * "an ONNX export", "a safetensors export", "an export's check file", "a
+ * fusenet weights file", "a fusenet checkpoint", "an HDF5 data file
+ * (datasets 'X', 'y')", "a text file", "a file of another kind" or "not
+ * a readable file"; into out (cap bytes). Returns out. */
+const char *fn_export_file_kind(const char *path, char *out, size_t cap);
+
+/* What `export --info` and `predict --info` print: the provenance line of
+ * a weights file or checkpoint (fn_provenance_file_summary); any other
+ * file (a data set, an export, a check file) is refused as what it is. */
+fn_status fn_export_file_info(const char *path, char *line, size_t cap);
 
 #ifdef __cplusplus
 }

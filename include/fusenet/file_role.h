@@ -28,6 +28,11 @@ typedef enum fn_file_role {
  * group ("'X', 'y'") into datasets (cap bytes, may be 0). */
 fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap);
 
+/* The root attribute `format` of the HDF5 file at path ("fusenet-weights",
+ * "fusenet-export-check") into format (cap bytes, cap > 0); "" when the
+ * file is no readable HDF5 file or has no such text attribute. */
+void fn_file_format(const char *path, char *format, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -43,7 +43,7 @@ fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, in
     if (!o->path)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     memcpy(o->path, path, n);
-    FN_TRY(fn_h5_create_tmp(&o->file, path, &o->tmp));
+    FN_TRY(fn_h5_create_own_tmp(&o->file, path, &o->tmp));
     return create_set(o, rows);
 }
 

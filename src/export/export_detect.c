@@ -1,0 +1,194 @@
+/* export_detect.c — fn_export_file_is (export.h): whether a file is a model
+ * fusenet exported, so that `export` replaces an earlier export of its own
+ * without --overwrite and nothing else. An ONNX model is read as far as
+ * its top-level fields (protobuf: a varint key, then the field by its wire
+ * type), looking for the metadata entry format = fusenet-export; a
+ * safetensors file by its reader's header checks (safetensors.c). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "export/export_impl.h"
+#include "fusenet/file_role.h"
+#include "fusenet/provenance.h"
+#include "store/regular_file.h"
+
+enum { MODEL_METADATA = 14, ENTRY_KEY = 1, ENTRY_VALUE = 2 };
+enum { WIRE_VARINT = 0, WIRE_64 = 1, WIRE_BYTES = 2, WIRE_32 = 5 };
+
+static int varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *at < n; shift += 7) {
+        const unsigned char b = p[(*at)++];
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 1;
+    }
+    return 0;
+}
+
+/* The next field at *at: its number, wire type and, for bytes, where they
+ * are; 0 at a malformed field. *at moves past it. */
+static int next_field(const unsigned char *p, size_t n, size_t *at, int *field,
+                      const unsigned char **bytes, size_t *len)
+{
+    uint64_t key = 0, v = 0;
+    if (!varint(p, n, at, &key))
+        return 0;
+    *field = (int)(key >> 3);
+    *bytes = NULL;
+    switch (key & 7) {
+    case WIRE_VARINT:
+        return varint(p, n, at, &v);
+    case WIRE_64:
+    case WIRE_32: {
+        const size_t size = (key & 7) == WIRE_64 ? 8 : 4;
+        if (n - *at < size)
+            return 0;
+        *at += size;
+        return 1;
+    }
+    case WIRE_BYTES:
+        if (!varint(p, n, at, &v) || v > n - *at)
+            return 0;
+        *bytes = p + *at;
+        *len = (size_t)v;
+        *at += (size_t)v;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int text_is(const unsigned char *bytes, size_t len, const char *want)
+{
+    return bytes && len == strlen(want) && memcmp(bytes, want, len) == 0;
+}
+
+/* A metadata entry (key 1, value 2) of format = fusenet-export. */
+static int export_entry(const unsigned char *p, size_t n)
+{
+    int key = 0, value = 0, field = 0;
+    const unsigned char *bytes = NULL;
+    size_t at = 0, len = 0;
+    while (at < n) {
+        if (!next_field(p, n, &at, &field, &bytes, &len))
+            return 0;
+        if (field == ENTRY_KEY)
+            key = text_is(bytes, len, "format");
+        else if (field == ENTRY_VALUE)
+            value = text_is(bytes, len, FN_EXPORT_FORMAT);
+    }
+    return key && value;
+}
+
+static int onnx_is_export(const unsigned char *p, size_t n)
+{
+    int field = 0, found = 0;
+    const unsigned char *bytes = NULL;
+    size_t at = 0, len = 0;
+    while (at < n) {
+        if (!next_field(p, n, &at, &field, &bytes, &len))
+            return 0;
+        if (field == MODEL_METADATA && bytes && export_entry(bytes, len))
+            found = 1;
+    }
+    return found;
+}
+
+/* The whole file, or NULL (not a regular file, unreadable, out of memory). */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    int fd = -1;
+    long long size = 0;
+    if (fn_open_regular_file(path, &fd, &size) != FN_OK)
+        return NULL;
+    unsigned char *p = malloc((size_t)size + 1);
+    size_t got = 0;
+    while (p && got < (size_t)size) {
+        const ssize_t r = read(fd, p + got, (size_t)size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (p && got != (size_t)size) {
+        free(p);
+        return NULL;
+    }
+    *n = got;
+    return p;
+}
+
+int fn_export_file_is(const char *path, fn_export_format format)
+{
+    if (!path)
+        return 0;
+    if (format == FN_EXPORT_SAFETENSORS)
+        return fn_safetensors_is_export(path);
+    if (format != FN_EXPORT_ONNX)
+        return 0;
+    size_t n = 0;
+    unsigned char *p = slurp(path, &n);
+    const int is = p && onnx_is_export(p, n);
+    free(p);
+    return is;
+}
+
+const char *fn_export_file_kind(const char *path, char *out, size_t cap)
+{
+    char datasets[256];
+    const char *kind = "a file of another kind";
+    if (fn_export_file_is(path, FN_EXPORT_ONNX))
+        kind = "an ONNX export";
+    else if (fn_export_file_is(path, FN_EXPORT_SAFETENSORS))
+        kind = "a safetensors export";
+    else if (fn_export_check_file_is(path))
+        kind = "an export's check file";
+    else
+        switch (fn_file_role_of(path, datasets, sizeof datasets)) {
+        case FN_FILE_WEIGHTS:
+            kind = "a fusenet weights file";
+            break;
+        case FN_FILE_CHECKPOINT:
+            kind = "a fusenet checkpoint";
+            break;
+        case FN_FILE_HDF5:
+            snprintf(out, cap, "an HDF5 data file (datasets %s)", datasets[0] ? datasets : "none");
+            return out;
+        case FN_FILE_TEXT:
+            kind = "a text file";
+            break;
+        case FN_FILE_OTHER:
+            break;
+        default:
+            if (fn_require_regular_file(path) != FN_OK)
+                kind = "not a readable file";
+        }
+    snprintf(out, cap, "%s", kind);
+    return out;
+}
+
+fn_status fn_export_file_info(const char *path, char *line, size_t cap)
+{
+    const fn_file_role role = fn_file_role_of(path, NULL, 0);
+    const int other = role != FN_FILE_WEIGHTS && role != FN_FILE_CHECKPOINT &&
+                      (role != FN_FILE_UNKNOWN || fn_export_check_file_is(path));
+    if (!other)
+        return fn_provenance_file_summary(path, line, cap);
+    char what[320];
+    fn_export_file_kind(path, what, sizeof what);
+    const int export = fn_export_file_is(path, FN_EXPORT_ONNX) ||
+                       fn_export_file_is(path, FN_EXPORT_SAFETENSORS);
+    return fn_fail(FN_ERR_INVALID, "%s: is %s, not a weights file: --info prints where a weights "
+                   "file or checkpoint came from%s", path, what,
+                   export ? "; an export carries that as its metadata's provenance.* entries"
+                          : "");
+}
