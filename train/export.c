@@ -15,6 +15,7 @@
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +276,19 @@ static fn_status check_outputs(job *j, const options *o)
     FN_TRY(fn_memory_set_inputs(&set, o->check, j->x, j->rows, fn_net_in_features(j->net)));
     fn_status st = fn_infer(j->net, j->norm, set, j->y);
     fn_memory_set_destroy(set);
-    return st;
+    FN_TRY(st);
+    const size_t n = (size_t)j->rows * (size_t)fn_net_out_features(j->net);
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(j->y[k])) {
+            char largest[160];
+            FN_TRY(fn_export_largest_value(j->net, largest, sizeof largest));
+            return fn_fail(FN_ERR_NUMERIC, "%s: fusenet's output for row %zu of %s is %g: the "
+                           "network overflows float32 there (the largest value of %s is %s); "
+                           "nothing written", o->weights,
+                           k / (size_t)fn_net_out_features(j->net), o->check, (double)j->y[k],
+                           o->weights, largest);
+        }
+    return FN_OK;
 }
 
 static fn_status run(job *j, const options *o)

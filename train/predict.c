@@ -311,8 +311,12 @@ static fn_status build_net(job *j, const options *o)
 static fn_status check_foreign(const options *o, fn_file_role w, fn_file_role in)
 {
     char what[320];
-    if (w == FN_FILE_HDF5 ||
-        (w != FN_FILE_WEIGHTS && (fn_export_file_is(o->weights, FN_EXPORT_ONNX) ||
+    if (w == FN_FILE_HDF5)
+        return fn_fail(FN_ERR_INVALID, "%s: not a fusenet-weights file: the root attribute "
+                       "'format' is missing; it is %s, as a data set is: predict takes "
+                       "weights.h5 inputs.h5 outputs.h5, in that order", o->weights,
+                       fn_export_file_kind(o->weights, what, sizeof what));
+    if ((w != FN_FILE_WEIGHTS && (fn_export_file_is(o->weights, FN_EXPORT_ONNX) ||
                                   fn_export_file_is(o->weights, FN_EXPORT_SAFETENSORS) ||
                                   fn_export_check_file_is(o->weights))))
         return fn_fail(FN_ERR_INVALID, "%s is %s, not a weights file: predict reads the network "
@@ -354,6 +358,17 @@ static fn_status check_roles(const options *o)
     return check_foreign(o, w, in);
 }
 
+/* Non-finite outputs: the message names the weights file's largest
+ * value, the usual cause (a weight of 3e38 overflows any sum it enters). */
+static fn_status name_largest(job *j, const options *o, fn_status st)
+{
+    char message[1024], largest[160];
+    snprintf(message, sizeof message, "%s", fn_last_error());
+    if (fn_export_largest_value(j->net, largest, sizeof largest) != FN_OK)
+        return fn_fail(st, "%s", message);
+    return fn_fail(st, "%s; the largest value of %s is %s", message, o->weights, largest);
+}
+
 /* The inputs' rows are counted first: a batch never holds more. */
 static fn_status predict(job *j, const options *given)
 {
@@ -376,7 +391,10 @@ static fn_status predict(job *j, const options *given)
                              fn_net_out_features(j->net)));
     if (j->classify)
         FN_TRY(fn_outputs_add_classes(j->outputs));
-    FN_TRY(forward_all(j));
+    fn_status st = forward_all(j);
+    if (st == FN_ERR_NUMERIC)
+        return name_largest(j, o, st);
+    FN_TRY(st);
     return fn_outputs_commit(j->outputs);
 }
 

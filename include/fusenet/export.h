@@ -88,6 +88,10 @@ int fn_export_check_file_is(const char *path);
  * a readable file"; into out (cap bytes). Returns out. */
 const char *fn_export_file_kind(const char *path, char *out, size_t cap);
 
+/* The parameter value of net of the largest magnitude, for a message on
+ * outputs that overflow: "3e+38 (layer 2's weight)" into text (cap bytes). */
+fn_status fn_export_largest_value(const fn_net *net, char *text, size_t cap);
+
 /* What `export --info` and `predict --info` print: the provenance line of
  * a weights file or checkpoint (fn_provenance_file_summary); any other
  * file (a data set, an export, a check file) is refused as what it is. */

@@ -6,6 +6,7 @@
  * safetensors file by its reader's header checks (safetensors.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,4 +192,30 @@ fn_status fn_export_file_info(const char *path, char *line, size_t cap)
                    "file or checkpoint came from%s", path, what,
                    export ? "; an export carries that as its metadata's provenance.* entries"
                           : "");
+}
+
+fn_status fn_export_largest_value(const fn_net *net, char *text, size_t cap)
+{
+    double largest = -1;
+    for (int i = 0; i < fn_net_n_layers(net); i++) {
+        const fn_layer *l = fn_net_layer(net, i);
+        for (int p = 0; p < l->n_params; p++) {
+            const size_t n = fn_tensor_count(&l->params[p].value);
+            float *host = malloc(n * sizeof *host + 1);
+            if (!host)
+                return fn_fail(FN_ERR_NOMEM, "out of memory");
+            fn_status st = fn_tensor_download(&l->params[p].value, host, n);
+            for (size_t k = 0; st == FN_OK && k < n; k++)
+                if (fabs((double)host[k]) > largest) {
+                    largest = fabs((double)host[k]);
+                    snprintf(text, cap, "%g (layer %d's %s)", (double)host[k], i,
+                             l->params[p].name);
+                }
+            free(host);
+            FN_TRY(st);
+        }
+    }
+    if (largest < 0)
+        snprintf(text, cap, "none (no parameters)");
+    return FN_OK;
 }

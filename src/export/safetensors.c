@@ -55,11 +55,39 @@ static void close_file(in_file *f)
     *f = (in_file){0};
 }
 
+/* The header's length (the first 8 bytes, little-endian) against the
+ * 100 MiB cap and the file's size, before the file is read. */
+static fn_status check_length(const in_file *f, int fd, long long size)
+{
+    unsigned char head[8];
+    if (size < 8 || pread(fd, head, 8, 0) != 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: %lld bytes, too short for a safetensors file", f->path,
+                       size);
+    uint64_t n = 0;
+    for (int b = 0; b < 8; b++)
+        n |= (uint64_t)head[b] << (8 * b);
+    if (n > HEADER_MAX)
+        return fn_fail(FN_ERR_FORMAT, "%s: the header length %llu is over the %llu bytes (100 "
+                       "MiB) a safetensors header may take (the safetensors package's limit "
+                       "too): not a file fusenet wrote", f->path, (unsigned long long)n,
+                       (unsigned long long)HEADER_MAX);
+    if (n > (uint64_t)size - 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: the header length %llu exceeds the file's %lld bytes "
+                       "(not a safetensors file, or a truncated one)", f->path,
+                       (unsigned long long)n, size);
+    return FN_OK;
+}
+
 static fn_status read_bytes(in_file *f)
 {
     int fd = -1;
     long long size = 0;
     FN_TRY(fn_open_regular_file(f->path, &fd, &size));
+    fn_status checked = check_length(f, fd, size);
+    if (checked != FN_OK) {
+        close(fd);
+        return checked;
+    }
     f->bytes = malloc((size_t)size + 1);
     if (!f->bytes) {
         close(fd);
@@ -291,17 +319,8 @@ static fn_status open_file(in_file *f, const char *path)
     uint64_t n = 0;
     for (int b = 0; st == FN_OK && f->size >= 8 && b < 8; b++)
         n |= (uint64_t)f->bytes[b] << (8 * b);
-    if (st == FN_OK && f->size < 8)
-        st = fn_fail(FN_ERR_FORMAT, "%s: %zu bytes, too short for a safetensors file", path,
-                     f->size);
-    else if (st == FN_OK && n > HEADER_MAX && n <= f->size - 8)
-        st = fn_fail(FN_ERR_FORMAT, "%s: the header takes %llu bytes, more than the %llu (100 "
-                     "MiB) a safetensors header may (the safetensors package's limit too)", path,
-                     (unsigned long long)n, (unsigned long long)HEADER_MAX);
-    else if (st == FN_OK && n > f->size - 8)
-        st = fn_fail(FN_ERR_FORMAT, "%s: the header length %llu exceeds the file's %zu bytes "
-                     "(not a safetensors file, or a truncated one)", path,
-                     (unsigned long long)n, f->size);
+    if (st == FN_OK && (f->size < 8 || n > f->size - 8)) /* the file changed since */
+        st = fn_fail(FN_ERR_FORMAT, "%s: the file changed while read", path);
     char what[WHERE_CAP];
     snprintf(what, sizeof what, "%s: header", path);
     if (st == FN_OK)
