@@ -17,7 +17,8 @@ the run that made the weights (its train and valid sets, by device and
 inode) never. A re-export without --check removes the earlier check file,
 and one whose check rows are not finite publishes neither file. A file
 at "<path>.tmp" (another process's temporary) is left alone by export and
-predict. --info and predict given a data set or an export say what it is.
+predict. --info and predict given a data set or an export say what it is, and print text from
+files escaped.
 
 Needs FN_BUILD_DIR and FN_SOURCE_DIR (set by ctest)."""
 import os
@@ -177,6 +178,16 @@ def foreign_files(tmp, weights):
         result = subprocess.run([predict, path, VALID, os.path.join(tmp, "p.h5")],
                                 capture_output=True, text=True)
         expect(result, 1, f"{path} is {what}, not a weights file")
+    # Text from a file reaches the terminal escaped, never raw.
+    escaped = os.path.join(tmp, "escaped.h5")
+    shutil.copy(weights, escaped)
+    with h5py.File(escaped, "a") as f:
+        f["provenance"].attrs["train_path"] = "/x\x1b[2J.h5"
+    for program in (EXPORT, predict):
+        result = subprocess.run([program, "--info", escaped], capture_output=True, text=True)
+        expect(result, 0, "train /x\\x1b[2J.h5")
+        if "\x1b" in result.stdout:
+            fail("--info printed a raw escape byte", result)
 
 
 def main():

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/escape.h"
 #include "export/export_impl.h"
 #include "fusenet/file_role.h"
 #include "fusenet/provenance.h"
@@ -182,8 +183,13 @@ fn_status fn_export_file_info(const char *path, char *line, size_t cap)
     const fn_file_role role = fn_file_role_of(path, NULL, 0);
     const int other = role != FN_FILE_WEIGHTS && role != FN_FILE_CHECKPOINT &&
                       (role != FN_FILE_UNKNOWN || fn_export_check_file_is(path));
-    if (!other)
-        return fn_provenance_file_summary(path, line, cap);
+    if (!other) {
+        /* The file's texts (paths, versions) reach a terminal: escaped. */
+        char raw[4096];
+        FN_TRY(fn_provenance_file_summary(path, raw, sizeof raw));
+        fn_escape_str(raw, line, cap);
+        return FN_OK;
+    }
     char what[320];
     fn_export_file_kind(path, what, sizeof what);
     const int export = fn_export_file_is(path, FN_EXPORT_ONNX) ||

@@ -1,5 +1,7 @@
 /* outputs.c — the predictions file of outputs.h, through the atomic
- * temporary-and-rename of atomic_file.h (fn_h5_create_tmp, fn_h5_commit). */
+ * temporary-and-rename of atomic_file.h, under a name of this process
+ * (fn_h5_create_own_tmp, fn_h5_commit): predict holds no lock on the
+ * directory, and two predicts to one path must not share a temporary. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
