@@ -252,7 +252,9 @@ static fn_status tensor_entry(const in_file *f, const char *name, const fn_json 
 static int compare_range(const void *a, const void *b)
 {
     const range *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
 }
 
 /* Every tensor of the header checked, and no two sharing a byte: another
@@ -269,15 +271,21 @@ static fn_status check_tensors(const in_file *f)
             st = tensor_entry(f, f->header.keys[i], &f->header.items[i], &r[n++]);
     if (st == FN_OK)
         qsort(r, (size_t)n, sizeof *r, compare_range);
-    for (int i = 1; st == FN_OK && i < n; i++)
-        if (r[i].begin < r[i - 1].end && r[i].end > r[i].begin && r[i - 1].end > r[i - 1].begin) {
+    /* last: of the non-empty ranges so far, the one that ends last. */
+    const range *last = NULL;
+    for (int i = 0; st == FN_OK && i < n; i++) {
+        if (r[i].end == r[i].begin)
+            continue;
+        if (last && r[i].begin < last->end) {
             char a[SHOWN_CAP], b[SHOWN_CAP];
             st = fn_fail(FN_ERR_FORMAT, "%s: tensors '%s' [%zu, %zu) and '%s' [%zu, %zu) share "
                          "bytes of the data: each tensor has its own range", f->path,
-                         fn_escape_str(r[i - 1].name, a, sizeof a), r[i - 1].begin,
-                         r[i - 1].end, fn_escape_str(r[i].name, b, sizeof b), r[i].begin,
-                         r[i].end);
+                         fn_escape_str(last->name, a, sizeof a), last->begin, last->end,
+                         fn_escape_str(r[i].name, b, sizeof b), r[i].begin, r[i].end);
         }
+        if (!last || r[i].end > last->end)
+            last = &r[i];
+    }
     free(r);
     return st;
 }
