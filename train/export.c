@@ -193,7 +193,7 @@ static fn_status check_output(const char *out, const options *o, int (*is_earlie
     char what[320];
     return fn_fail(FN_ERR_INVALID, "%s: exists and is %s, not an earlier %s: the export would "
                    "replace it; give another path, or --overwrite to replace it", out,
-                   fn_export_file_kind(out, what, sizeof what), kind);
+                   fn_file_describe(out, what, sizeof what), kind);
 }
 
 static int earlier_onnx(const char *path) { return fn_export_file_is(path, FN_EXPORT_ONNX); }
@@ -329,11 +329,11 @@ static void release(job *j)
     fn_context_destroy(j->ctx);
 }
 
-/* --info: "<file>: <its provenance in one line>" (fn_export_file_info). */
+/* --info: "<file>: <its provenance in one line>" (fn_file_info). */
 static int print_info(const char *path)
 {
     char line[4096];
-    if (fn_export_file_info(path, line, sizeof line) != FN_OK) {
+    if (fn_file_info(path, line, sizeof line) != FN_OK) {
         fprintf(stderr, "export: %s\n", fn_last_error());
         return EXIT_ERROR;
     }

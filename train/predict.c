@@ -315,19 +315,19 @@ static fn_status check_foreign(const options *o, fn_file_role w, fn_file_role in
         return fn_fail(FN_ERR_INVALID, "%s: not a fusenet-weights file: the root attribute "
                        "'format' is missing; it is %s, as a data set is: predict takes "
                        "weights.h5 inputs.h5 outputs.h5, in that order", o->weights,
-                       fn_export_file_kind(o->weights, what, sizeof what));
+                       fn_file_describe(o->weights, what, sizeof what));
     if ((w != FN_FILE_WEIGHTS && (fn_export_file_is(o->weights, FN_EXPORT_ONNX) ||
                                   fn_export_file_is(o->weights, FN_EXPORT_SAFETENSORS) ||
                                   fn_export_check_file_is(o->weights))))
         return fn_fail(FN_ERR_INVALID, "%s is %s, not a weights file: predict reads the network "
                        "from a weights file (weights.h5, best.h5); predict takes weights.h5 "
                        "inputs.h5 outputs.h5, in that order",
-                       o->weights, fn_export_file_kind(o->weights, what, sizeof what));
+                       o->weights, fn_file_describe(o->weights, what, sizeof what));
     if (in != FN_FILE_HDF5 && (fn_export_file_is(o->inputs_path, FN_EXPORT_ONNX) ||
                                fn_export_file_is(o->inputs_path, FN_EXPORT_SAFETENSORS)))
         return fn_fail(FN_ERR_INVALID, "%s is %s, not inputs: predict takes weights.h5 "
                        "inputs.h5 outputs.h5, in that order", o->inputs_path,
-                       fn_export_file_kind(o->inputs_path, what, sizeof what));
+                       fn_file_describe(o->inputs_path, what, sizeof what));
     return FN_OK;
 }
 
@@ -479,7 +479,7 @@ static void release(job *j)
 static int print_info(const char *path)
 {
     char line[4096];
-    if (fn_export_file_info(path, line, sizeof line) != FN_OK) {
+    if (fn_file_info(path, line, sizeof line) != FN_OK) {
         fprintf(stderr, "predict: %s\n", fn_last_error());
         return EXIT_ERROR;
     }

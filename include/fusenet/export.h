@@ -81,21 +81,9 @@ int fn_export_file_is(const char *path, fn_export_format format);
  * format is fusenet-export-check). */
 int fn_export_check_file_is(const char *path);
 
-/* What the file at path is, in words, for a program given the wrong file:
- * "an ONNX export", "a safetensors export", "an export's check file", "a
- * fusenet weights file", "a fusenet checkpoint", "an HDF5 data file
- * (datasets 'X', 'y')", "a text file", "a file of another kind" or "not
- * a readable file"; into out (cap bytes). Returns out. */
-const char *fn_export_file_kind(const char *path, char *out, size_t cap);
-
 /* The parameter value of net of the largest magnitude, for a message on
  * outputs that overflow: "3e+38 (layer 2's weight)" into text (cap bytes). */
 fn_status fn_export_largest_value(const fn_net *net, char *text, size_t cap);
-
-/* What `export --info` and `predict --info` print: the provenance line of
- * a weights file or checkpoint (fn_provenance_file_summary); any other
- * file (a data set, an export, a check file) is refused as what it is. */
-fn_status fn_export_file_info(const char *path, char *line, size_t cap);
 
 #ifdef __cplusplus
 }

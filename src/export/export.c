@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "export/export_impl.h"
-#include "fusenet/file_role.h"
 #include "store/atomic_file.h"
+#include "store/h5_root_format.h"
 #include "store/h5util.h"
 
 static const char *const format_names[FN_EXPORT_FORMATS] = {"onnx", "safetensors"};
@@ -125,6 +125,6 @@ fn_status fn_export_check_write(const char *path, const float *inputs, const flo
 int fn_export_check_file_is(const char *path)
 {
     char format[64];
-    fn_file_format(path, format, sizeof format);
+    fn_h5_root_format(path, format, sizeof format);
     return strcmp(format, "fusenet-export-check") == 0;
 }
