@@ -2,12 +2,11 @@
  * fusenet exported, so that `export` replaces an earlier export of its own
  * without --overwrite and nothing else. An ONNX model is read as far as
  * its top-level fields (protobuf: a varint key, then the field by its wire
- * type), looking for the metadata entry format = fusenet-export; a
- * safetensors file by its reader's header checks (safetensors.c). And the
- * largest value of a network, which names the usual cause of outputs that
- * overflow. */
+ * type, the graph skipped unread), looking for the metadata entry format =
+ * fusenet-export; a safetensors file by its reader's header checks
+ * (safetensors.c), its data unread. And the largest value of a network,
+ * which names the usual cause of outputs that overflow. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,44 +87,75 @@ static int export_entry(const unsigned char *p, size_t n)
     return key && value;
 }
 
-static int onnx_is_export(const unsigned char *p, size_t n)
+/* An ONNX file read a top-level field at a time (pread): a model is a few
+ * small fields, the graph (most of the file, skipped unread) and the
+ * metadata entries, so a file of any size, an export or not, costs a few
+ * small reads and no more memory than its largest entry. */
+typedef struct stream {
+    int fd;
+    uint64_t size, at;
+} stream;
+
+enum { ENTRY_MAX = 1 << 24, FIELDS_MAX = 1 << 20 };
+
+static int stream_varint(stream *s, uint64_t *v)
 {
-    int field = 0, found = 0;
-    const unsigned char *bytes = NULL;
-    size_t at = 0, len = 0;
-    while (at < n) {
-        if (!next_field(p, n, &at, &field, &bytes, &len))
+    *v = 0;
+    for (int shift = 0; shift < 64 && s->at < s->size; shift += 7) {
+        unsigned char b = 0;
+        if (pread(s->fd, &b, 1, (off_t)s->at) != 1)
             return 0;
-        if (field == MODEL_METADATA && bytes && export_entry(bytes, len))
-            found = 1;
+        s->at++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 1;
     }
-    return found;
+    return 0;
 }
 
-/* The whole file, or NULL (not a regular file, unreadable, out of memory). */
-static unsigned char *slurp(const char *path, size_t *n)
+/* The metadata entry of len bytes at s->at: format = fusenet-export? */
+static int stream_entry(const stream *s, uint64_t len)
 {
-    int fd = -1;
-    long long size = 0;
-    if (fn_open_regular_file(path, &fd, &size) != FN_OK)
-        return NULL;
-    unsigned char *p = malloc((size_t)size + 1);
-    size_t got = 0;
-    while (p && got < (size_t)size) {
-        const ssize_t r = read(fd, p + got, (size_t)size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
+    if (len > ENTRY_MAX)
+        return 0;
+    unsigned char *p = malloc((size_t)len + 1);
+    const int is = p && pread(s->fd, p, (size_t)len, (off_t)s->at) == (ssize_t)len &&
+                   export_entry(p, (size_t)len);
+    free(p);
+    return is;
+}
+
+static int onnx_is_export(int fd, uint64_t size)
+{
+    stream s = {fd, size, 0};
+    int found = 0;
+    for (long fields = 0; s.at < s.size; fields++) {
+        uint64_t key = 0, v = 0, skip = 0;
+        if (fields > FIELDS_MAX || !stream_varint(&s, &key))
+            return 0;
+        switch (key & 7) {
+        case WIRE_VARINT:
+            if (!stream_varint(&s, &v))
+                return 0;
             break;
-        got += (size_t)r;
+        case WIRE_64:
+        case WIRE_32:
+            skip = (key & 7) == WIRE_64 ? 8 : 4;
+            break;
+        case WIRE_BYTES:
+            if (!stream_varint(&s, &skip) || skip > s.size - s.at)
+                return 0;
+            if (key >> 3 == MODEL_METADATA && stream_entry(&s, skip))
+                found = 1;
+            break;
+        default:
+            return 0;
+        }
+        if (skip > s.size - s.at)
+            return 0;
+        s.at += skip;
     }
-    close(fd);
-    if (p && got != (size_t)size) {
-        free(p);
-        return NULL;
-    }
-    *n = got;
-    return p;
+    return found;
 }
 
 int fn_export_file_is(const char *path, fn_export_format format)
@@ -136,10 +166,12 @@ int fn_export_file_is(const char *path, fn_export_format format)
         return fn_safetensors_is_export(path);
     if (format != FN_EXPORT_ONNX)
         return 0;
-    size_t n = 0;
-    unsigned char *p = slurp(path, &n);
-    const int is = p && onnx_is_export(p, n);
-    free(p);
+    int fd = -1;
+    long long size = 0;
+    if (fn_open_regular_file(path, &fd, &size) != FN_OK)
+        return 0;
+    const int is = onnx_is_export(fd, (uint64_t)size);
+    close(fd);
     return is;
 }
 

@@ -41,7 +41,8 @@ int fn_safetensors_path(const char *path)
 typedef struct in_file {
     const char *path;
     unsigned char *bytes;
-    size_t size;
+    size_t size;               /* the file's */
+    int header_only;           /* bytes: the length and header alone; data is NULL */
     const unsigned char *data; /* after the header */
     size_t data_size;
     fn_json header;
@@ -57,7 +58,7 @@ static void close_file(in_file *f)
 
 /* The header's length (the first 8 bytes, little-endian) against the
  * 100 MiB cap and the file's size, before the file is read. */
-static fn_status check_length(const in_file *f, int fd, long long size)
+static fn_status check_length(const in_file *f, int fd, long long size, uint64_t *length)
 {
     unsigned char head[8];
     if (size < 8 || pread(fd, head, 8, 0) != 8)
@@ -75,6 +76,7 @@ static fn_status check_length(const in_file *f, int fd, long long size)
         return fn_fail(FN_ERR_FORMAT, "%s: the header length %llu exceeds the file's %lld bytes "
                        "(not a safetensors file, or a truncated one)", f->path,
                        (unsigned long long)n, size);
+    *length = n;
     return FN_OK;
 }
 
@@ -83,19 +85,21 @@ static fn_status read_bytes(in_file *f)
     int fd = -1;
     long long size = 0;
     FN_TRY(fn_open_regular_file(f->path, &fd, &size));
-    fn_status checked = check_length(f, fd, size);
+    uint64_t length = 0;
+    fn_status checked = check_length(f, fd, size, &length);
     if (checked != FN_OK) {
         close(fd);
         return checked;
     }
-    f->bytes = malloc((size_t)size + 1);
+    const size_t want = f->header_only ? 8 + (size_t)length : (size_t)size;
+    f->bytes = malloc(want + 1);
     if (!f->bytes) {
         close(fd);
-        return fn_fail(FN_ERR_NOMEM, "%s: out of memory for %lld bytes", f->path, size);
+        return fn_fail(FN_ERR_NOMEM, "%s: out of memory for %zu bytes", f->path, want);
     }
     size_t got = 0;
-    while (got < (size_t)size) {
-        ssize_t n = read(fd, f->bytes + got, (size_t)size - got);
+    while (got < want) {
+        ssize_t n = read(fd, f->bytes + got, want - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -107,7 +111,7 @@ static fn_status read_bytes(in_file *f)
         got += (size_t)n;
     }
     close(fd);
-    f->size = got;
+    f->size = (size_t)size;
     return FN_OK;
 }
 
@@ -320,21 +324,21 @@ static fn_status check_header(in_file *f)
     return FN_OK;
 }
 
-static fn_status open_file(in_file *f, const char *path)
+/* header_only: the header is read and checked, the data is not read (a
+ * look at what the file is). */
+static fn_status open_file(in_file *f, const char *path, int header_only)
 {
-    *f = (in_file){.path = path};
-    fn_status st = read_bytes(f);
+    *f = (in_file){.path = path, .header_only = header_only};
+    fn_status st = read_bytes(f); /* checked the length against the size */
     uint64_t n = 0;
-    for (int b = 0; st == FN_OK && f->size >= 8 && b < 8; b++)
+    for (int b = 0; st == FN_OK && b < 8; b++)
         n |= (uint64_t)f->bytes[b] << (8 * b);
-    if (st == FN_OK && (f->size < 8 || n > f->size - 8)) /* the file changed since */
-        st = fn_fail(FN_ERR_FORMAT, "%s: the file changed while read", path);
     char what[WHERE_CAP];
     snprintf(what, sizeof what, "%s: header", path);
     if (st == FN_OK)
         st = fn_json_parse((const char *)f->bytes + 8, (size_t)n, what, &f->header);
     if (st == FN_OK) {
-        f->data = f->bytes + 8 + n;
+        f->data = header_only ? NULL : f->bytes + 8 + n;
         f->data_size = f->size - 8 - (size_t)n;
         st = check_header(f);
     }
@@ -572,7 +576,7 @@ fn_status fn_safetensors_build(fn_net **out, fn_context *ctx, const char *path, 
 {
     *out = NULL;
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     layer_desc *d = NULL;
     int n = 0;
     fn_net *net = NULL;
@@ -643,7 +647,7 @@ static fn_status check_layers(const in_file *f, const fn_net *net)
 fn_status fn_safetensors_load(fn_net *net, const char *path)
 {
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     fn_status st = check_layers(&f, net);
     if (st == FN_OK)
         st = load_values(&f, net);
@@ -688,7 +692,7 @@ fn_status fn_safetensors_input_norm(fn_input_norm **norm, fn_context *ctx, const
 {
     *norm = NULL;
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     fn_status st = read_norm(&f, norm, ctx, features);
     close_file(&f);
     return st;
@@ -697,7 +701,7 @@ fn_status fn_safetensors_input_norm(fn_input_norm **norm, fn_context *ctx, const
 int fn_safetensors_is_export(const char *path)
 {
     in_file f;
-    if (open_file(&f, path) != FN_OK)
+    if (open_file(&f, path, 1) != FN_OK)
         return 0;
     close_file(&f);
     return 1;
