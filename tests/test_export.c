@@ -5,8 +5,16 @@
  * the same values bit for bit; damaged or foreign safetensors files (short,
  * a header longer than the file, bad JSON, another format or version, a
  * missing tensor, a wrong shape, a NaN) are refused naming the problem;
- * and a write that fails (a directory at the path, a full disk) leaves no
- * file and no temporary. */
+ * a header's keys, tensors and byte ranges are checked before anything
+ * its sizes claim is allocated (a key twice, two tensors sharing bytes, a
+ * small file claiming 6 GiB, a header over the 100 MiB cap), and reading
+ * 200000 short metadata strings takes memory of the header's size; its
+ * metadata is named as what it is (a slope out of range, a number where
+ * text goes, sizes that disagree, a kind's raw bytes escaped); a write that
+ * fails (a directory at the path, a full disk) leaves no file and no
+ * temporary, and a temporary of another process at "<path>.tmp" is left
+ * alone; a model and its check file are published together or not at
+ * all, and an export without one removes the earlier check file. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -94,12 +103,31 @@ static int exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+/* No temporary of path's ("<path>.tmp", "<path>.<pid>-<n>.tmp") in its
+ * directory. */
+static void expect_no_tmp(const char *path)
+{
+    char dir[CAP];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    const char *base = slash + 1;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, base, strlen(base)) == 0 && n > 4 &&
+            strcmp(e->d_name + n - 4, ".tmp") == 0)
+            fail_msg("%s/%s was left behind", dir, e->d_name);
+    }
+    closedir(d);
+}
+
 static void expect_nothing_at(const char *path)
 {
-    char tmp[CAP + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     assert_false(exists(path));
-    assert_false(exists(tmp));
+    expect_no_tmp(path);
 }
 
 static void expect_error(fn_status st, fn_status want, const char *part)
@@ -348,6 +376,7 @@ static void write_st(const char *path, const char *header, size_t n, int nan)
 
 #define META_1 "\"__metadata__\":{\"format\":\"fusenet-export\",\"format_version\":\"1\"," \
                "\"n_layers\":\"1\",\"standardize\":\"false\",\"in_features\":\"2\","       \
+               "\"out_features\":\"1\","                                                   \
                "\"layer0.kind\":\"linear\",\"layer0.in_features\":\"2\","               \
                "\"layer0.out_features\":\"1\"}"
 #define WEIGHT "\"layer0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}"
@@ -370,7 +399,7 @@ static void bad_safetensors_are_refused(void **state)
         {"{" META_1 "," WEIGHT "}", 12, 0, "tensor 'layer0.bias' is missing"},
         {"{" META_1 "," WEIGHT "," BIAS "}", 8, 0, "data_offsets are not a range of 4 bytes"},
         {"{" META_1 ",\"layer0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":"
-         "[0,8]}," BIAS "}", 12, 0, "tensor 'layer0.weight': shape is not the model's [1, 2]"},
+         "[0,8]}," BIAS "}", 12, 0, "tensor 'layer0.weight' is [2, 1], but the layer's sizes"},
         {"{" META_1 ",\"layer0.weight\":{\"dtype\":\"F16\",\"shape\":[1,2],\"data_offsets\":"
          "[0,4]}," BIAS "}", 12, 0, "dtype is F16, expected F32"},
         {"{\"__metadata__\":{\"format\":\"fusenet-export\",\"format_version\":\"2\"}}", 0, 0,
@@ -401,6 +430,188 @@ static void bad_safetensors_are_refused(void **state)
     assert_int_equal(mkdir(path, 0755), 0);
     expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_IO, "is a directory");
     rmdir(path);
+}
+
+/* The header's own checks, before anything its sizes claim is allocated:
+ * a key twice (among the tensors or the metadata), two tensors sharing
+ * bytes (both named), a file of a few hundred bytes whose metadata claims
+ * a layer of 6 GiB, a tensor whose shape claims more than the data holds,
+ * a header length over the 100 MiB cap. */
+static void header_checks_come_first(void **state)
+{
+    fixture *f = *state;
+    char path[CAP];
+    path_in(f, "ranges.safetensors", path);
+    fn_net *net = NULL;
+#define META_HUGE "\"__metadata__\":{\"format\":\"fusenet-export\",\"format_version\":\"1\","    \
+                  "\"n_layers\":\"1\",\"standardize\":\"false\",\"in_features\":\"65536\","  \
+                  "\"out_features\":\"24576\",\"layer0.kind\":\"linear\","                  \
+                  "\"layer0.in_features\":\"65536\",\"layer0.out_features\":\"24576\"}"
+    struct {
+        const char *header;
+        size_t data;
+        const char *message;
+    } cases[] = {
+        {"{" META_1 "," WEIGHT "," BIAS "," BIAS "}", 12,
+         "the header holds the key 'layer0.bias' twice"},
+        {"{\"__metadata__\":{\"format\":\"fusenet-export\",\"format\":\"x\"}," WEIGHT "}", 8,
+         "__metadata__ holds the key 'format' twice"},
+        {"{" META_1 "," WEIGHT ",\"layer0.bias\":{\"dtype\":\"F32\",\"shape\":[1],"
+         "\"data_offsets\":[4,8]}}", 12,
+         "tensors 'layer0.weight' [0, 8) and 'layer0.bias' [4, 8) share bytes"},
+        {"{" META_HUGE "," WEIGHT "," BIAS "}", 12,
+         "the metadata's layers have 1610637312 parameters (6442549248 bytes as float32), but "
+         "the file holds 12 bytes"},
+        {"{" META_1 ",\"big\":{\"dtype\":\"F32\",\"shape\":[1048576,1048576],"
+         "\"data_offsets\":[0,8]}," WEIGHT "," BIAS "}", 12,
+         "tensor 'big': its shape is not a list of sizes whose values fit in the file's 12"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_st(path, cases[i].header, cases[i].data, 0);
+        expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_FORMAT, cases[i].message);
+        assert_null(net);
+    }
+    /* 200 MiB claimed by the length field of an 18-byte file. */
+    write_bytes(path, "\x00\x00\x80\x0c\x00\x00\x00\x00{}\0\0\0\0\0\0\0\0", 18);
+    expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_FORMAT,
+                 "the header length 209715200 is over the 104857600 bytes (100 MiB)");
+#undef META_HUGE
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* The process's address space now, in bytes (/proc/self/statm). */
+static size_t address_space(void)
+{
+    FILE *in = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!in || fscanf(in, "%lu", &pages) != 1)
+        pages = 0;
+    if (in)
+        fclose(in);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A 3.6 MB header of 200000 short metadata strings is read (and refused
+ * as no fusenet export) within 256 MiB more address space: the reader
+ * takes memory of the header's size, not the rest of the header for every
+ * string (3.3 GB and more). In a child, under RLIMIT_AS; skipped under
+ * AddressSanitizer, which cannot run under RLIMIT_AS. */
+static void many_strings_take_header_memory(void **state)
+{
+    fixture *f = *state;
+    if (UNDER_ASAN)
+        skip();
+    enum { STRINGS = 200000 };
+    char path[CAP];
+    path_in(f, "strings.safetensors", path);
+    char *header = malloc((size_t)STRINGS * 24 + 64);
+    size_t n = (size_t)sprintf(header, "{\"__metadata__\":{");
+    for (int i = 0; i < STRINGS; i++)
+        n += (size_t)sprintf(header + n, "%s\"k%06d\":\"vvvvv\"", i ? "," : "", i);
+    n += (size_t)sprintf(header + n, "}}");
+    assert_true(n > 3500000);
+    write_st(path, header, 0, 0);
+    free(header);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const size_t cap = address_space() + ((size_t)256 << 20);
+        struct rlimit lim = {.rlim_cur = cap, .rlim_max = RLIM_INFINITY};
+        setrlimit(RLIMIT_AS, &lim);
+        fn_net *net = NULL;
+        fn_status st = fn_weights_build(&net, f->ctx, path, 1);
+        _exit(st == FN_ERR_FORMAT && strstr(fn_last_error(), "not a fusenet export") ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* good's bytes with the first `from` of its header replaced by `to` (the
+ * length field rewritten), written to path. */
+static void rewrite_header(const char *good, const char *path, const char *from, const char *to)
+{
+    char *bytes = program_slurp(good);
+    struct stat st;
+    assert_int_equal(stat(good, &st), 0);
+    uint64_t h = 0;
+    for (int b = 0; b < 8; b++)
+        h |= (uint64_t)(unsigned char)bytes[b] << (8 * b);
+    const size_t data = (size_t)st.st_size - 8 - (size_t)h;
+    char *header = calloc(h + 1, 1);
+    memcpy(header, bytes + 8, h);
+    char *at = strstr(header, from);
+    if (!at)
+        fail_msg("the header lacks %s", from);
+    const size_t nf = strlen(from), nt = strlen(to), h2 = h - nf + nt;
+    unsigned char *out = malloc(8 + h2 + data + 1);
+    for (int b = 0; b < 8; b++)
+        out[b] = (unsigned char)((uint64_t)h2 >> (8 * b));
+    memcpy(out + 8, header, (size_t)(at - header));
+    memcpy(out + 8 + (at - header), to, nt);
+    memcpy(out + 8 + (at - header) + nt, at + nf, h - (size_t)(at - header) - nf);
+    memcpy(out + 8 + h2, bytes + 8 + h, data);
+    write_bytes(path, out, 8 + h2 + data);
+    free(out);
+    free(header);
+    free(bytes);
+}
+
+/* Metadata named as what it is, with the file: a slope out of [model]'s
+ * range, a number where safetensors holds text, sizes that disagree with
+ * each other or with the tensors; a kind's raw bytes come out escaped. */
+static void metadata_is_named(void **state)
+{
+    fixture *f = *state;
+    char good[CAP], path[CAP];
+    path_in(f, "named_good.safetensors", good);
+    path_in(f, "named.safetensors", path);
+    EXPECT_OK(fn_export_write(f->net, f->norm, NULL, FN_EXPORT_SAFETENSORS, good));
+    struct {
+        const char *from, *to, *message;
+    } cases[] = {
+        {"\"layer0.negative_slope\":\"0.2", "\"layer0.negative_slope\":\"1e30\",\"x\":\"0.2",
+         "layer 0 (metadata 'layer0.*'): negative_slope 1e+30 is out of range"},
+        {"\"format_version\":\"1\"", "\"format_version\":1",
+         "metadata 'format_version' is a JSON number, expected a string"},
+        {"\"in_features\":\"6\"", "\"in_features\":\"7\"",
+         "metadata 'layer0.in_features' is 6, but 'in_features' is 7"},
+        {"\"layer1.in_features\":\"8\"", "\"layer1.in_features\":\"9\"",
+         "metadata 'layer1.in_features' is 9, but the layer before gives 8"},
+        {"\"out_features\":\"3\"", "\"out_features\":\"4\"",
+         "metadata 'out_features' is 4, but the last layer gives 3"},
+        {"\"layer1.out_features\":\"3\"", "\"layer1.out_features\":\"2\"",
+         "metadata 'out_features' is 3, but the last layer gives 2"},
+        {"\"layer0.kind\":\"block\"", "\"layer0.kind\":\"\\u001b[2Jblock\\n\"",
+         "unknown layer kind '\\x1b[2Jblock\\n'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rewrite_header(good, path, cases[i].from, cases[i].to);
+        fn_net *net = NULL;
+        fn_status st = fn_weights_build(&net, f->ctx, path, 1);
+        assert_int_not_equal(st, FN_OK);
+        if (!strstr(fn_last_error(), cases[i].message) || !strstr(fn_last_error(), path))
+            fail_msg("case %zu: '%s' lacks '%s' or the file", i, fn_last_error(),
+                     cases[i].message);
+        assert_null(strchr(fn_last_error(), '\x1b'));
+    }
+    /* The tensors against sizes that agree with each other but not with them. */
+    rewrite_header(good, path, "\"layer1.out_features\":\"3\"", "\"layer1.out_features\":\"2\"");
+    rewrite_header(path, path, "\"out_features\":\"3\"", "\"out_features\":\"2\"");
+    fn_net *net = NULL;
+    expect_error(fn_weights_build(&net, f->ctx, path, 1), FN_ERR_FORMAT,
+                 "tensor 'layer1.weight' is [3, 8], but the layer's sizes");
 }
 
 /* Every truncation of a good file, and every byte of its length field and
@@ -465,9 +676,7 @@ static void directory_path_leaves_nothing(void **state)
     struct stat st;
     assert_int_equal(stat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    char tmp[CAP + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
-    assert_false(exists(tmp));
+    expect_no_tmp(dir);
     rmdir(dir);
 }
 
@@ -497,11 +706,124 @@ static void full_disk_leaves_nothing(void **state)
     }
 }
 
+/* --- temporaries and publication ---------------------------------------------------- */
+
+/* A file at "<path>.tmp" (another writer's temporary in flight) is neither
+ * removed nor renamed into place: an export writes and renames only a
+ * temporary of its own process. */
+static void other_temporaries_are_left_alone(void **state)
+{
+    fixture *f = *state;
+    char path[CAP], tmp[CAP + 8];
+    for (int format = 0; format < FN_EXPORT_FORMATS; format++) {
+        path_in(f, format == FN_EXPORT_ONNX ? "own.onnx" : "own.safetensors", path);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        write_bytes(tmp, "in flight", 9);
+        EXPECT_OK(fn_export_write(f->net, f->norm, NULL, (fn_export_format)format, path));
+        assert_true(fn_export_file_is(path, (fn_export_format)format));
+        char *kept = program_slurp(tmp);
+        assert_string_equal(kept, "in flight");
+        free(kept);
+        assert_int_equal(remove(tmp), 0);
+        expect_no_tmp(path);
+    }
+}
+
+static void expect_bytes(const char *path, const char *bytes, size_t n)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal((size_t)st.st_size, n);
+    char *now = program_slurp(path);
+    assert_memory_equal(now, bytes, n);
+    free(now);
+}
+
+static size_t size_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (size_t)st.st_size;
+}
+
+/* The model and its check file stand together or not at all: a check
+ * file that cannot be written (a non-finite output, a full disk) leaves
+ * the earlier pair byte for byte and no temporary; an export without a
+ * check file removes the earlier one (but not a file of another kind). */
+static void model_and_check_stand_together(void **state)
+{
+    fixture *f = *state;
+    char model[CAP], check[CAP + 16];
+    path_in(f, "pair.onnx", model);
+    snprintf(check, sizeof check, "%s.check.h5", model);
+    float x[2 * IN], y[2 * 3];
+    for (int k = 0; k < 2 * IN; k++)
+        x[k] = 0.125f * (float)k;
+    for (int k = 0; k < 2 * 3; k++)
+        y[k] = (float)k;
+    EXPECT_OK(fn_export_write_with_check(f->net, f->norm, NULL, FN_EXPORT_ONNX, model, check, x,
+                                         y, 2));
+    assert_true(fn_export_file_is(model, FN_EXPORT_ONNX));
+    assert_true(fn_export_check_file_is(check));
+    const size_t model_size = size_of(model), check_size = size_of(check);
+    char *model_bytes = program_slurp(model), *check_bytes = program_slurp(check);
+
+    /* A NaN among the outputs: the check file fails after the model is
+     * written, so neither is published. The same net as safetensors would
+     * differ from the ONNX bytes kept. */
+    y[4] = NAN;
+    assert_int_not_equal(fn_export_write_with_check(f->net, NULL, NULL, FN_EXPORT_ONNX, model,
+                                                    check, x, y, 2), FN_OK);
+    expect_bytes(model, model_bytes, model_size);
+    expect_bytes(check, check_bytes, check_size);
+    expect_no_tmp(model);
+    expect_no_tmp(check);
+    y[4] = 4.0f;
+
+    /* A full disk for the check file only, in a child. */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {.rlim_cur = model_size + 256, .rlim_max = RLIM_INFINITY};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        fn_status st = fn_export_write_with_check(f->net, NULL, NULL, FN_EXPORT_ONNX, model,
+                                                  check, x, y, 2);
+        _exit(st == FN_ERR_IO ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    expect_bytes(model, model_bytes, model_size);
+    expect_bytes(check, check_bytes, check_size);
+    expect_no_tmp(model);
+    expect_no_tmp(check);
+
+    /* Without a check file: the earlier one goes, the model is the new one. */
+    EXPECT_OK(fn_export_write_with_check(f->net, NULL, NULL, FN_EXPORT_ONNX, model, check, NULL,
+                                         NULL, 0));
+    assert_false(exists(check));
+    assert_true(fn_export_file_is(model, FN_EXPORT_ONNX));
+    /* A file of another kind at that name is not a check file: it stays. */
+    write_bytes(check, "notes", 5);
+    EXPECT_OK(fn_export_write_with_check(f->net, NULL, NULL, FN_EXPORT_ONNX, model, check, NULL,
+                                         NULL, 0));
+    expect_bytes(check, "notes", 5);
+    free(model_bytes);
+    free(check_bytes);
+}
+
 TEST_MAIN(setup, teardown, cmocka_unit_test(unmapped_kind_is_refused),
           cmocka_unit_test(safetensors_round_trip_is_bit_identical),
           cmocka_unit_test(every_kind_round_trips),
           cmocka_unit_test(safetensors_load_checks_layers),
           cmocka_unit_test(bad_safetensors_are_refused),
+          cmocka_unit_test(header_checks_come_first),
+          cmocka_unit_test(many_strings_take_header_memory),
+          cmocka_unit_test(metadata_is_named),
           cmocka_unit_test(mutated_safetensors_fail_cleanly),
           cmocka_unit_test(directory_path_leaves_nothing),
-          cmocka_unit_test(full_disk_leaves_nothing))
+          cmocka_unit_test(full_disk_leaves_nothing),
+          cmocka_unit_test(other_temporaries_are_left_alone),
+          cmocka_unit_test(model_and_check_stand_together))

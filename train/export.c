@@ -2,15 +2,20 @@
  * as an ONNX model or a safetensors file (export.h), written atomically;
  * with --check, beside it "<model>.check.h5": the first rows of a data
  * file's inputs and fusenet's own outputs for them (CPU, fp32), which
- * scripts/verify_export.py feeds to ONNX Runtime or PyTorch.
+ * scripts/verify_export.py feeds to ONNX Runtime or PyTorch. The two are
+ * published together, and an export without --check removes an earlier
+ * check file of its path. An existing file is replaced only when it is an
+ * earlier export of the same kind, or with --overwrite; never an input
+ * (the weights file, --check's data, the data sets the weights' run read).
  *
  *   export weights.h5 model.onnx|model.safetensors [--format F]
- *          [--check data.h5] [--inputs X] [--rows N]
+ *          [--check data.h5] [--inputs X] [--rows N] [--overwrite]
  *   export --info weights.h5    (one line: where the file came from)
  *
  * Exit status: 0 done, 1 a file or run error, 2 a usage error. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 
 #include "fusenet/data.h"
 #include "fusenet/export.h"
+#include "fusenet/file_role.h"
 #include "fusenet/inference.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/provenance.h"
@@ -43,6 +49,9 @@ static const char usage[] =
     "                      scripts/verify_export.py <model> to compare\n"
     "  --inputs NAME       the inputs dataset of --check's file (default X)\n"
     "  --rows N            rows --check stores (default 64; at most the file's)\n"
+    "  --overwrite         replace a file at the model's (or check file's) path that\n"
+    "                      is not an earlier export of that format (one is replaced\n"
+    "                      without it); an input of the weights' run never is\n"
     "  --info              print one line on where weights.h5 came from (its\n"
     "                      provenance: version, device, data, times) and exit\n"
     "  --help              this text\n"
@@ -57,7 +66,8 @@ typedef struct options {
     const char *inputs;
     long rows;
     int help, version;
-    int info; /* --info: the weights file's provenance, nothing written */
+    int info;      /* --info: the weights file's provenance, nothing written */
+    int overwrite; /* --overwrite: replace a file that is no earlier export */
 } options;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -104,6 +114,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->version = 1;
         } else if (strcmp(argv[i], "--info") == 0) {
             o->info = 1;
+        } else if (strcmp(argv[i], "--overwrite") == 0) {
+            o->overwrite = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             int status = parse_option(argc, argv, &i, o);
             if (status)
@@ -116,7 +128,8 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (o->help || o->version)
         return 0;
-    if (o->info && (n != 1 || o->format || o->check || o->rows || strcmp(o->inputs, "X") != 0))
+    if (o->info && (n != 1 || o->format || o->check || o->rows || o->overwrite ||
+                    strcmp(o->inputs, "X") != 0))
         return usage_error("%s", "--info takes one file and no other option: export --info "
                                  "weights.h5");
     if (o->info)
@@ -136,9 +149,33 @@ static int same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
-/* An output replaces the file at its path: it must be no input, and a
- * directory there is refused before anything is computed. */
-static fn_status check_output(const char *out, const options *o)
+/* The data sets the weights' run read, as its provenance records them
+ * ("train_path", "valid_path": every entry named *_path): an export
+ * replaces none of them, even with --overwrite. */
+static fn_status check_run_inputs(const char *out, const options *o)
+{
+    fn_provenance *prov = NULL;
+    if (fn_provenance_read(&prov, o->weights) != FN_OK)
+        return FN_OK; /* the weights' own loader says what is wrong with it */
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < fn_provenance_count(prov); i++) {
+        const char *name = fn_provenance_name(prov, i), *path = fn_provenance_value(prov, i);
+        const size_t n = strlen(name);
+        if (n > 5 && strcmp(name + n - 5, "_path") == 0 && same_file(out, path))
+            st = fn_fail(FN_ERR_INVALID, "%s: is %s (or a link to it), which the run that made "
+                         "%s read (its provenance's %s): an export never replaces an input, "
+                         "--overwrite or not; give another path", out, path, o->weights, name);
+    }
+    fn_provenance_destroy(prov);
+    return st;
+}
+
+/* An output replaces the file at its path: it must be no input, a
+ * directory there is refused, and any file there but an earlier output of
+ * the same kind (is_earlier) needs --overwrite; all before anything is
+ * computed. */
+static fn_status check_output(const char *out, const options *o, int (*is_earlier)(const char *),
+                              const char *kind)
 {
     const char *inputs[2][2] = {{"weights", o->weights}, {"--check data", o->check}};
     for (int i = 0; i < 2; i++)
@@ -146,12 +183,25 @@ static fn_status check_output(const char *out, const options *o)
             return fn_fail(FN_ERR_INVALID, "%s: is the %s file %s (or a link to it): the export "
                            "would replace it; give another path", out, inputs[i][0],
                            inputs[i][1]);
+    FN_TRY(check_run_inputs(out, o));
     struct stat st;
     if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
         return fn_fail(FN_ERR_INVALID, "%s: is a directory; give the model's file path "
                        "(model.onnx or model.safetensors)", out);
-    return FN_OK;
+    if (o->overwrite || lstat(out, &st) != 0 || is_earlier(out))
+        return FN_OK;
+    char what[320];
+    return fn_fail(FN_ERR_INVALID, "%s: exists and is %s, not an earlier %s: the export would "
+                   "replace it; give another path, or --overwrite to replace it", out,
+                   fn_file_describe(out, what, sizeof what), kind);
 }
+
+static int earlier_onnx(const char *path) { return fn_export_file_is(path, FN_EXPORT_ONNX); }
+static int earlier_safetensors(const char *path)
+{
+    return fn_export_file_is(path, FN_EXPORT_SAFETENSORS);
+}
+static int earlier_check(const char *path) { return fn_export_check_file_is(path); }
 
 typedef struct job {
     fn_context *ctx;
@@ -226,7 +276,19 @@ static fn_status check_outputs(job *j, const options *o)
     FN_TRY(fn_memory_set_inputs(&set, o->check, j->x, j->rows, fn_net_in_features(j->net)));
     fn_status st = fn_infer(j->net, j->norm, set, j->y);
     fn_memory_set_destroy(set);
-    return st;
+    FN_TRY(st);
+    const size_t n = (size_t)j->rows * (size_t)fn_net_out_features(j->net);
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(j->y[k])) {
+            char largest[160];
+            FN_TRY(fn_export_largest_value(j->net, largest, sizeof largest));
+            return fn_fail(FN_ERR_NUMERIC, "%s: fusenet's output for row %zu of %s is %g: the "
+                           "network overflows float32 there (the largest value of %s is %s); "
+                           "nothing written", o->weights,
+                           k / (size_t)fn_net_out_features(j->net), o->check, (double)j->y[k],
+                           o->weights, largest);
+        }
+    return FN_OK;
 }
 
 static fn_status run(job *j, const options *o)
@@ -239,9 +301,11 @@ static fn_status run(job *j, const options *o)
         return fn_fail(FN_ERR_INVALID, "%s: export reads a weights file (HDF5: weights.h5, "
                        "best.h5), not a safetensors file", o->weights);
     snprintf(j->check_path, sizeof j->check_path, "%s.check.h5", o->model);
-    FN_TRY(check_output(o->model, o));
+    const int onnx = j->format == FN_EXPORT_ONNX;
+    FN_TRY(check_output(o->model, o, onnx ? earlier_onnx : earlier_safetensors,
+                        onnx ? "ONNX export" : "safetensors export"));
     if (o->check)
-        FN_TRY(check_output(j->check_path, o));
+        FN_TRY(check_output(j->check_path, o, earlier_check, "export's check file"));
     if (o->check)
         FN_TRY(count_rows(j, o));
     FN_TRY(fn_context_create(&j->ctx, FN_CPU, -1, FN_MATH_FP32));
@@ -251,11 +315,8 @@ static fn_status run(job *j, const options *o)
     FN_TRY(fn_export_meta_read(&j->meta, o->weights));
     if (o->check)
         FN_TRY(check_outputs(j, o));
-    FN_TRY(fn_export_write(j->net, j->norm, j->meta, j->format, o->model));
-    if (!o->check)
-        return FN_OK;
-    return fn_export_check_write(j->check_path, j->x, j->y, j->rows, fn_net_in_features(j->net),
-                                 fn_net_out_features(j->net));
+    return fn_export_write_with_check(j->net, j->norm, j->meta, j->format, o->model,
+                                      j->check_path, j->x, j->y, j->rows);
 }
 
 static void release(job *j)
@@ -268,11 +329,11 @@ static void release(job *j)
     fn_context_destroy(j->ctx);
 }
 
-/* --info: "<file>: <its provenance in one line>". */
+/* --info: "<file>: <its provenance in one line>" (fn_file_info). */
 static int print_info(const char *path)
 {
     char line[4096];
-    if (fn_provenance_file_summary(path, line, sizeof line) != FN_OK) {
+    if (fn_file_info(path, line, sizeof line) != FN_OK) {
         fprintf(stderr, "export: %s\n", fn_last_error());
         return EXIT_ERROR;
     }

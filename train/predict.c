@@ -23,6 +23,7 @@
 #include "fusenet/confusion.h"
 #include "fusenet/data.h"
 #include "fusenet/evaluation.h"
+#include "fusenet/export.h"
 #include "fusenet/file_role.h"
 #include "fusenet/input_norm.h"
 #include "fusenet/loss_kind.h"
@@ -306,6 +307,31 @@ static fn_status build_net(job *j, const options *o)
     return fn_fail(st, "%s: give --batch %ld or less", message, rows);
 }
 
+/* A data set, an export or a check file where predict reads weights, or
+ * an export where it reads inputs: named as what it is. */
+static fn_status check_foreign(const options *o, fn_file_role w, fn_file_role in)
+{
+    char what[320];
+    if (w == FN_FILE_HDF5)
+        return fn_fail(FN_ERR_INVALID, "%s: not a fusenet-weights file: the root attribute "
+                       "'format' is missing; it is %s, as a data set is: predict takes "
+                       "weights.h5 inputs.h5 outputs.h5, in that order", o->weights,
+                       fn_file_describe(o->weights, what, sizeof what));
+    if ((w != FN_FILE_WEIGHTS && (fn_export_file_is(o->weights, FN_EXPORT_ONNX) ||
+                                  fn_export_file_is(o->weights, FN_EXPORT_SAFETENSORS) ||
+                                  fn_export_check_file_is(o->weights))))
+        return fn_fail(FN_ERR_INVALID, "%s is %s, not a weights file: predict reads the network "
+                       "from a weights file (weights.h5, best.h5); predict takes weights.h5 "
+                       "inputs.h5 outputs.h5, in that order",
+                       o->weights, fn_file_describe(o->weights, what, sizeof what));
+    if (in != FN_FILE_HDF5 && (fn_export_file_is(o->inputs_path, FN_EXPORT_ONNX) ||
+                               fn_export_file_is(o->inputs_path, FN_EXPORT_SAFETENSORS)))
+        return fn_fail(FN_ERR_INVALID, "%s is %s, not inputs: predict takes weights.h5 "
+                       "inputs.h5 outputs.h5, in that order", o->inputs_path,
+                       fn_file_describe(o->inputs_path, what, sizeof what));
+    return FN_OK;
+}
+
 /* The weights argument is not a weights file, or the inputs one is: the
  * arguments swapped, a checkpoint, a CSV file of weights. Anything else is
  * left to the loaders, whose messages say what is wrong (inputs in a CSV
@@ -328,7 +354,18 @@ static fn_status check_roles(const options *o)
     if (w == FN_FILE_TEXT)
         return fn_fail(FN_ERR_INVALID, "%s is a text file (a CSV?), not HDF5: predict reads "
                        "the weights from HDF5; %s", o->weights, order);
-    return FN_OK;
+    return check_foreign(o, w, in);
+}
+
+/* Non-finite outputs: the message names the weights file's largest
+ * value, the usual cause (a weight of 3e38 overflows any sum it enters). */
+static fn_status name_largest(job *j, const options *o, fn_status st)
+{
+    char message[1024], largest[160];
+    snprintf(message, sizeof message, "%s", fn_last_error());
+    if (fn_export_largest_value(j->net, largest, sizeof largest) != FN_OK)
+        return fn_fail(st, "%s", message);
+    return fn_fail(st, "%s; the largest value of %s is %s", message, o->weights, largest);
 }
 
 /* The network's task as its file says: regression when it was trained with
@@ -394,7 +431,10 @@ static fn_status predict(job *j, const options *given)
                              fn_net_out_features(j->net)));
     if (j->classify)
         FN_TRY(fn_outputs_add_classes(j->outputs));
-    FN_TRY(forward_all(j));
+    fn_status st = forward_all(j);
+    if (st == FN_ERR_NUMERIC)
+        return name_largest(j, o, st);
+    FN_TRY(st);
     return fn_outputs_commit(j->outputs);
 }
 
@@ -479,7 +519,7 @@ static void release(job *j)
 static int print_info(const char *path)
 {
     char line[4096];
-    if (fn_provenance_file_summary(path, line, sizeof line) != FN_OK) {
+    if (fn_file_info(path, line, sizeof line) != FN_OK) {
         fprintf(stderr, "predict: %s\n", fn_last_error());
         return EXIT_ERROR;
     }

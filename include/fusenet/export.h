@@ -8,11 +8,13 @@
  *
  * Every layer kind has a row in the export table (src/export/export_kind.c):
  * its parameters' state_dict names and its ONNX nodes; a kind without one
- * is refused by name. Files are written atomically (temporary, fsync,
- * rename): a failed export leaves nothing at the path. A safetensors file
- * reads back as a network (safetensors.h). */
+ * is refused by name. Files are written atomically (a temporary of the
+ * process, fsync, rename): a failed export leaves nothing at the path. A
+ * safetensors file reads back as a network (safetensors.h). */
 #ifndef FUSENET_EXPORT_H
 #define FUSENET_EXPORT_H
+
+#include <stddef.h>
 
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
@@ -56,6 +58,32 @@ fn_status fn_export_write(const fn_net *net, const fn_input_norm *norm, const fn
  * inputs and compares. Written atomically. */
 fn_status fn_export_check_write(const char *path, const float *inputs, const float *outputs,
                                 int rows, int in, int out);
+
+/* fn_export_write and its check file at check_path published together:
+ * the model and (with inputs; NULL: none) the check file of
+ * fn_export_check_write, inputs [rows, in] and outputs [rows, out], are
+ * each written in full to a temporary of this process first; then an
+ * earlier check file at check_path (one an export wrote) is removed, the
+ * model renamed into place and the check file after it. Any failure before
+ * the renames leaves both paths as they were and no temporary; a kill
+ * between the renames leaves the new model without a check file, never
+ * beside an older one's. */
+fn_status fn_export_write_with_check(const fn_net *net, const fn_input_norm *norm,
+                                     const fn_export_meta *meta, fn_export_format format,
+                                     const char *path, const char *check_path,
+                                     const float *inputs, const float *outputs, int rows);
+
+/* 1 when the file at path is a model fusenet exported in `format` (its
+ * metadata's format is fusenet-export), 0 otherwise (absent, unreadable,
+ * another program's, or the other format). */
+int fn_export_file_is(const char *path, fn_export_format format);
+/* 1 when the file at path is a check file (HDF5 whose root attribute
+ * format is fusenet-export-check). */
+int fn_export_check_file_is(const char *path);
+
+/* The parameter value of net of the largest magnitude, for a message on
+ * outputs that overflow: "3e+38 (layer 2's weight)" into text (cap bytes). */
+fn_status fn_export_largest_value(const fn_net *net, char *text, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 
 #include "export/export_impl.h"
 #include "store/atomic_file.h"
+#include "store/h5_root_format.h"
 #include "store/h5util.h"
 
 static const char *const format_names[FN_EXPORT_FORMATS] = {"onnx", "safetensors"};
@@ -62,22 +63,21 @@ static fn_status write_all(int fd, const char *tmp, const void *data, size_t n)
     return FN_OK;
 }
 
-fn_status fn_export_file_write(const char *path, const void *const *parts, const size_t *sizes,
-                               int n)
+fn_status fn_export_file_stage(const char *path, const void *const *parts, const size_t *sizes,
+                               int n, char **tmp)
 {
-    char *tmp = NULL;
     int fd = -1;
-    FN_TRY(fn_atomic_create(path, &tmp, &fd));
+    FN_TRY(fn_atomic_create_own(path, tmp, &fd));
     fn_status st = FN_OK;
     for (int i = 0; st == FN_OK && i < n; i++)
-        st = write_all(fd, tmp, parts[i], sizes[i]);
+        st = write_all(fd, *tmp, parts[i], sizes[i]);
     if (close(fd) != 0 && st == FN_OK)
-        st = fn_fail(FN_ERR_IO, "%s: cannot close: %s", tmp, strerror(errno));
-    if (st == FN_OK)
-        st = fn_atomic_commit(tmp, path);
-    else
-        fn_atomic_abandon(tmp);
-    free(tmp);
+        st = fn_fail(FN_ERR_IO, "%s: cannot close: %s", *tmp, strerror(errno));
+    if (st != FN_OK) {
+        fn_atomic_abandon(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
     return st;
 }
 
@@ -93,13 +93,38 @@ static fn_status write_check(hid_t file, const char *path, const float *inputs,
     return fn_h5_put_floats(file, path, "outputs", outputs, 2, out_dims);
 }
 
-fn_status fn_export_check_write(const char *path, const float *inputs, const float *outputs,
-                                int rows, int in, int out)
+fn_status fn_export_check_stage(const char *path, const float *inputs, const float *outputs,
+                                int rows, int in, int out, char **tmp)
 {
+    *tmp = NULL;
     if (!path || !inputs || !outputs || rows < 1 || in < 1 || out < 1)
         return fn_fail(FN_ERR_INVALID, "fn_export_check_write: bad arguments");
     hid_t file = -1;
+    FN_TRY(fn_h5_create_own_tmp(&file, path, tmp));
+    fn_status st = write_check(file, path, inputs, outputs, rows, in, out);
+    if (H5Fclose(file) < 0 && st == FN_OK)
+        st = fn_h5_fail(FN_ERR_IO, "%s: cannot close", *tmp);
+    if (st != FN_OK) {
+        fn_atomic_abandon(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return st;
+}
+
+fn_status fn_export_check_write(const char *path, const float *inputs, const float *outputs,
+                                int rows, int in, int out)
+{
     char *tmp = NULL;
-    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    return fn_h5_finish(file, tmp, path, write_check(file, path, inputs, outputs, rows, in, out));
+    FN_TRY(fn_export_check_stage(path, inputs, outputs, rows, in, out, &tmp));
+    fn_status st = fn_atomic_commit(tmp, path);
+    free(tmp);
+    return st;
+}
+
+int fn_export_check_file_is(const char *path)
+{
+    char format[64];
+    fn_h5_root_format(path, format, sizeof format);
+    return strcmp(format, "fusenet-export-check") == 0;
 }

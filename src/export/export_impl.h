@@ -33,14 +33,25 @@ void fn_export_meta_clear(fn_export_meta *meta);
 fn_status fn_export_describe(const fn_net *net, const fn_input_norm *norm,
                              const fn_export_meta *meta, fn_export_meta *all);
 
-/* Writes the n parts to "<path>.tmp", then commits it over path; on any
- * failure nothing is left at path or at the temporary. */
-fn_status fn_export_file_write(const char *path, const void *const *parts, const size_t *sizes,
-                               int n);
+/* Writes the n parts to a new temporary of this process
+ * ("<path>.<pid>-<n>.tmp", atomic_file.h), closed and named in *tmp
+ * (malloc'ed); fn_atomic_commit publishes it at path. On failure nothing
+ * is left and *tmp is NULL. */
+fn_status fn_export_file_stage(const char *path, const void *const *parts, const size_t *sizes,
+                               int n, char **tmp);
 
+/* The check file of fn_export_check_write, staged the same way. */
+fn_status fn_export_check_stage(const char *path, const float *inputs, const float *outputs,
+                                int rows, int in, int out, char **tmp);
+
+/* The formats' writers: the model staged for path, as fn_export_file_stage. */
 fn_status fn_export_onnx(const fn_net *net, const fn_input_norm *norm, const fn_export_meta *all,
-                         const char *path);
+                         const char *path, char **tmp);
 fn_status fn_export_safetensors(const fn_net *net, const fn_input_norm *norm,
-                                const fn_export_meta *all, const char *path);
+                                const fn_export_meta *all, const char *path, char **tmp);
+
+/* 1 when the file at path is a safetensors file fusenet exported (its
+ * header reads and its metadata's format is fusenet-export). */
+int fn_safetensors_is_export(const char *path);
 
 #endif

@@ -1,23 +1,51 @@
 /* json.c — a recursive-descent JSON reader (json.h), strict (RFC 8259:
  * no trailing commas, no comments, control characters escaped in
- * strings), with its nesting depth bounded. */
+ * strings), with its nesting depth bounded and its memory bounded by the
+ * text's length: a string takes as many bytes as it has, and the tree as a
+ * whole at most MEMORY_PER_BYTE times the text (a header fusenet writes
+ * takes under 10; a value costs sizeof(fn_json), about 64 bytes, and the
+ * shortest takes 2 bytes of text, so 32 admits any text of short strings
+ * and numbers while a hostile one cannot make the reader take more). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/json.h"
 
-enum { MAX_DEPTH = 16 };
+enum { MAX_DEPTH = 16, MEMORY_PER_BYTE = 32, MEMORY_BASE = 1 << 20 };
 
 typedef struct reader {
     const char *s;
     size_t len, at;
     const char *what;
+    size_t used, budget; /* bytes the tree takes, and its bound */
 } reader;
 
 static fn_status bad(const reader *r, const char *problem)
 {
     return fn_fail(FN_ERR_FORMAT, "%s: invalid JSON at byte %zu: %s", r->what, r->at, problem);
+}
+
+/* Counts n more bytes of the tree against the budget. */
+static fn_status charge(reader *r, size_t n)
+{
+    if (n > r->budget - r->used)
+        return fn_fail(FN_ERR_FORMAT, "%s: the JSON of %zu bytes would take more than %zu bytes "
+                       "of memory to read (%d a byte of text): not a header fusenet writes",
+                       r->what, r->len, r->budget, MEMORY_PER_BYTE);
+    r->used += n;
+    return FN_OK;
+}
+
+/* The length of the string's source from r->at (after its opening quote)
+ * to its closing quote, escapes included; the whole rest when there is
+ * none (the parse then says so). */
+static size_t string_span(const reader *r)
+{
+    size_t at = r->at;
+    while (at < r->len && r->s[at] != '"')
+        at += r->s[at] == '\\' ? 2 : 1;
+    return (at < r->len ? at : r->len) - r->at;
 }
 
 static void blanks(reader *r)
@@ -112,12 +140,15 @@ static fn_status escape(reader *r, char *out, size_t *n)
     return FN_OK;
 }
 
-/* A string at r->at (its opening quote); the text is at most as long as
- * the source, so one allocation of that size holds it. */
+/* A string at r->at (its opening quote); its text is at most as long as
+ * its source (an escape is never shorter than what it stands for), so one
+ * allocation of the source's length holds it. */
 static fn_status parse_string(reader *r, char **text, size_t *text_len)
 {
     r->at++;
-    char *out = malloc(r->len - r->at + 1);
+    const size_t span = string_span(r);
+    FN_TRY(charge(r, span + 1));
+    char *out = malloc(span + 1);
     if (!out)
         return fn_fail(FN_ERR_NOMEM, "%s: out of memory", r->what);
     size_t n = 0;
@@ -191,7 +222,10 @@ static fn_status add_item(reader *r, fn_json *v, int *cap)
 {
     if (v->n < *cap)
         return FN_OK;
-    int grown = *cap ? 2 * *cap : 8;
+    int grown = *cap ? 2 * *cap : 2;
+    const size_t more = (size_t)(grown - *cap) *
+                        (sizeof(fn_json) + (v->type == FN_JSON_OBJECT ? sizeof(char *) : 0));
+    FN_TRY(charge(r, more));
     fn_json *items = realloc(v->items, (size_t)grown * sizeof *items);
     if (items)
         v->items = items;
@@ -274,7 +308,10 @@ static fn_status parse_value(reader *r, fn_json *v, int depth)
 
 fn_status fn_json_parse(const char *text, size_t len, const char *what, fn_json *out)
 {
-    reader r = {.s = text, .len = len, .at = 0, .what = what};
+    reader r = {.s = text, .len = len, .at = 0, .what = what, .used = 0,
+                .budget = MEMORY_BASE + (len < ((size_t)-1 - MEMORY_BASE) / MEMORY_PER_BYTE
+                                             ? len * MEMORY_PER_BYTE
+                                             : (size_t)-1 / 2)};
     fn_status st = parse_value(&r, out, 0);
     if (st == FN_OK) {
         blanks(&r);

@@ -116,7 +116,7 @@ static void metadata(fn_pb *model, const fn_export_meta *all)
 }
 
 fn_status fn_export_onnx(const fn_net *net, const fn_input_norm *norm, const fn_export_meta *all,
-                         const char *path)
+                         const char *path, char **tmp)
 {
     fn_pb model = {0};
     header(&model);
@@ -132,7 +132,7 @@ fn_status fn_export_onnx(const fn_net *net, const fn_input_norm *norm, const fn_
     const void *parts[1] = {model.data};
     const size_t sizes[1] = {model.len};
     if (st == FN_OK)
-        st = fn_export_file_write(path, parts, sizes, 1);
+        st = fn_export_file_stage(path, parts, sizes, 1, tmp);
     fn_pb_free(&model);
     return st;
 }

@@ -1,9 +1,12 @@
 /* safetensors.c — a network from a safetensors file that fusenet exported
  * (safetensors.h; safetensors_write.c writes them): the whole file read,
- * its JSON header parsed (json.h) and checked (format and version in
- * "__metadata__", each tensor's dtype, shape and byte range), the
- * architecture built from the metadata, the values read by their
- * state_dict names (export_kind.c), every one finite. */
+ * its JSON header parsed (json.h) and checked before anything its sizes
+ * claim is allocated: no key twice, format and version in "__metadata__"
+ * (text values only), every tensor's dtype, shape and byte range within
+ * the data and no two ranges overlapping; the architecture built from the
+ * metadata once its parameters fit in the file's data; the values read by
+ * their state_dict names (export_kind.c), every one finite. Text from the
+ * file reaches messages escaped (core/escape.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/escape.h"
 #include "export/export_impl.h"
 #include "export/export_kind.h"
 #include "export/json.h"
@@ -22,7 +26,7 @@
 #include "fusenet/safetensors.h"
 #include "store/regular_file.h"
 
-enum { NAME_CAP = FN_EXPORT_NAME_CAP, WHERE_CAP = 1024 };
+enum { NAME_CAP = FN_EXPORT_NAME_CAP, WHERE_CAP = 1024, SHOWN_CAP = 160 };
 /* A header longer than this is not one fusenet wrote (the safetensors
  * package refuses more than 100 MB too). */
 #define HEADER_MAX ((uint64_t)100 << 20)
@@ -37,7 +41,8 @@ int fn_safetensors_path(const char *path)
 typedef struct in_file {
     const char *path;
     unsigned char *bytes;
-    size_t size;
+    size_t size;               /* the file's */
+    int header_only;           /* bytes: the length and header alone; data is NULL */
     const unsigned char *data; /* after the header */
     size_t data_size;
     fn_json header;
@@ -51,19 +56,50 @@ static void close_file(in_file *f)
     *f = (in_file){0};
 }
 
+/* The header's length (the first 8 bytes, little-endian) against the
+ * 100 MiB cap and the file's size, before the file is read. */
+static fn_status check_length(const in_file *f, int fd, long long size, uint64_t *length)
+{
+    unsigned char head[8];
+    if (size < 8 || pread(fd, head, 8, 0) != 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: %lld bytes, too short for a safetensors file", f->path,
+                       size);
+    uint64_t n = 0;
+    for (int b = 0; b < 8; b++)
+        n |= (uint64_t)head[b] << (8 * b);
+    if (n > HEADER_MAX)
+        return fn_fail(FN_ERR_FORMAT, "%s: the header length %llu is over the %llu bytes (100 "
+                       "MiB) a safetensors header may take (the safetensors package's limit "
+                       "too): not a file fusenet wrote", f->path, (unsigned long long)n,
+                       (unsigned long long)HEADER_MAX);
+    if (n > (uint64_t)size - 8)
+        return fn_fail(FN_ERR_FORMAT, "%s: the header length %llu exceeds the file's %lld bytes "
+                       "(not a safetensors file, or a truncated one)", f->path,
+                       (unsigned long long)n, size);
+    *length = n;
+    return FN_OK;
+}
+
 static fn_status read_bytes(in_file *f)
 {
     int fd = -1;
     long long size = 0;
     FN_TRY(fn_open_regular_file(f->path, &fd, &size));
-    f->bytes = malloc((size_t)size + 1);
+    uint64_t length = 0;
+    fn_status checked = check_length(f, fd, size, &length);
+    if (checked != FN_OK) {
+        close(fd);
+        return checked;
+    }
+    const size_t want = f->header_only ? 8 + (size_t)length : (size_t)size;
+    f->bytes = malloc(want + 1);
     if (!f->bytes) {
         close(fd);
-        return fn_fail(FN_ERR_NOMEM, "%s: out of memory for %lld bytes", f->path, size);
+        return fn_fail(FN_ERR_NOMEM, "%s: out of memory for %zu bytes", f->path, want);
     }
     size_t got = 0;
-    while (got < (size_t)size) {
-        ssize_t n = read(fd, f->bytes + got, (size_t)size - got);
+    while (got < want) {
+        ssize_t n = read(fd, f->bytes + got, want - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -75,78 +111,90 @@ static fn_status read_bytes(in_file *f)
         got += (size_t)n;
     }
     close(fd);
-    f->size = got;
+    f->size = (size_t)size;
     return FN_OK;
 }
 
-static const char *meta_text(const in_file *f, const char *key)
+static const char *json_type_name(fn_json_type t)
+{
+    static const char *const names[] = {"null", "boolean", "number", "string", "array",
+                                        "object"};
+    return t >= 0 && t <= FN_JSON_OBJECT ? names[t] : "?";
+}
+
+/* The text of metadata `key`: missing, or a value other than a string
+ * (safetensors metadata maps text to text), is named as what it is. */
+static fn_status need_text(const in_file *f, const char *key, const char **out)
 {
     const fn_json *v = fn_json_get(f->meta, key);
-    return v && v->type == FN_JSON_STRING ? v->text : NULL;
+    if (!v)
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is missing", f->path, key);
+    if (v->type != FN_JSON_STRING)
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is a JSON %s, expected a string: "
+                       "safetensors metadata values are text (\"1\", not 1)", f->path, key,
+                       json_type_name(v->type));
+    *out = v->text;
+    return FN_OK;
 }
 
 static fn_status meta_int(const in_file *f, const char *key, long long lo, long long hi,
                           long long *out)
 {
-    const char *s = meta_text(f, key);
-    if (!s)
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is missing", f->path, key);
-    char *end = NULL;
+    const char *s = NULL;
+    FN_TRY(need_text(f, key, &s));
+    char *end = NULL, shown[SHOWN_CAP];
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (end == s || *end || errno || v < lo || v > hi)
         return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is '%s', expected an integer from %lld "
-                       "to %lld", f->path, key, s, lo, hi);
+                       "to %lld", f->path, key, fn_escape_str(s, shown, sizeof shown), lo, hi);
     *out = v;
     return FN_OK;
 }
 
-static fn_status check_header(in_file *f)
+/* --- the header's own checks: keys, tensors and their byte ranges ------------------------ */
+
+static int compare_text(const void *a, const void *b)
 {
-    if (f->header.type != FN_JSON_OBJECT)
-        return fn_fail(FN_ERR_FORMAT, "%s: the header is not a JSON object", f->path);
-    f->meta = fn_json_get(&f->header, "__metadata__");
-    const char *format = meta_text(f, "format");
-    if (!f->meta || !format)
-        return fn_fail(FN_ERR_FORMAT, "%s: not a fusenet export: the metadata has no 'format' "
-                       "(fusenet reads the safetensors files its `export` writes)", f->path);
-    if (strcmp(format, FN_EXPORT_FORMAT) != 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata 'format' is '%s', expected '%s'", f->path,
-                       format, FN_EXPORT_FORMAT);
-    long long version = 0;
-    FN_TRY(meta_int(f, "format_version", LLONG_MIN, LLONG_MAX, &version));
-    if (version < 1 || version > FN_EXPORT_VERSION)
-        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %d", f->path,
-                       version, FN_EXPORT_VERSION);
-    return FN_OK;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static fn_status open_file(in_file *f, const char *path)
+/* No key twice in object v (`what` in the message): readers differ on
+ * which of two they take. */
+static fn_status unique_keys(const in_file *f, const fn_json *v, const char *what)
 {
-    *f = (in_file){.path = path};
-    fn_status st = read_bytes(f);
-    uint64_t n = 0;
-    for (int b = 0; st == FN_OK && f->size >= 8 && b < 8; b++)
-        n |= (uint64_t)f->bytes[b] << (8 * b);
-    if (st == FN_OK && f->size < 8)
-        st = fn_fail(FN_ERR_FORMAT, "%s: %zu bytes, too short for a safetensors file", path,
-                     f->size);
-    else if (st == FN_OK && (n > f->size - 8 || n > HEADER_MAX))
-        st = fn_fail(FN_ERR_FORMAT, "%s: the header length %llu exceeds the file's %zu bytes "
-                     "(not a safetensors file, or a truncated one)", path,
-                     (unsigned long long)n, f->size);
-    char what[WHERE_CAP];
-    snprintf(what, sizeof what, "%s: header", path);
-    if (st == FN_OK)
-        st = fn_json_parse((const char *)f->bytes + 8, (size_t)n, what, &f->header);
-    if (st == FN_OK) {
-        f->data = f->bytes + 8 + n;
-        f->data_size = f->size - 8 - (size_t)n;
-        st = check_header(f);
-    }
-    if (st != FN_OK)
-        close_file(f);
+    if (v->n < 2)
+        return FN_OK;
+    char **keys = malloc((size_t)v->n * sizeof *keys);
+    if (!keys)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of memory", f->path);
+    memcpy(keys, v->keys, (size_t)v->n * sizeof *keys);
+    qsort(keys, (size_t)v->n, sizeof *keys, compare_text);
+    fn_status st = FN_OK;
+    for (int i = 1; st == FN_OK && i < v->n; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0) {
+            char shown[SHOWN_CAP];
+            st = fn_fail(FN_ERR_FORMAT, "%s: %s holds the key '%s' twice (readers differ on "
+                         "which they take): not a file fusenet wrote", f->path, what,
+                         fn_escape_str(keys[i], shown, sizeof shown));
+        }
+    free(keys);
     return st;
+}
+
+/* The bytes of one element of a safetensors dtype; 0 for an unknown one. */
+static size_t dtype_size(const char *dtype)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+    } sizes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4},
+                 {"I16", 2}, {"I8", 1},  {"U64", 8},  {"U32", 4},  {"U16", 2}, {"U8", 1},
+                 {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strcmp(dtype, sizes[i].name) == 0)
+            return sizes[i].size;
+    return 0;
 }
 
 static int json_count(const fn_json *v, long long lo, long long hi, long long *out)
@@ -158,7 +206,149 @@ static int json_count(const fn_json *v, long long lo, long long hi, long long *o
     return 1;
 }
 
-/* The tensor's byte range, checked against its dtype, shape and the data. */
+/* One tensor's range [begin, end) of the data. */
+typedef struct range {
+    size_t begin, end;
+    const char *name;
+} range;
+
+/* Entry t of the header, named name: its dtype known, its shape's bytes
+ * (without overflow) those of its data_offsets, which lie in the data. */
+static fn_status tensor_entry(const in_file *f, const char *name, const fn_json *t, range *r)
+{
+    char shown[SHOWN_CAP];
+    fn_escape_str(name, shown, sizeof shown);
+    if (t->type != FN_JSON_OBJECT)
+        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s' is a JSON %s, expected an object with "
+                       "dtype, shape and data_offsets", f->path, shown, json_type_name(t->type));
+    const fn_json *dtype = fn_json_get(t, "dtype"), *shape = fn_json_get(t, "shape");
+    const fn_json *offsets = fn_json_get(t, "data_offsets");
+    size_t bytes = dtype && dtype->type == FN_JSON_STRING ? dtype_size(dtype->text) : 0;
+    if (!bytes) {
+        char d[SHOWN_CAP];
+        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s': dtype %s is not a safetensors dtype",
+                       f->path, shown, dtype && dtype->type == FN_JSON_STRING
+                                           ? fn_escape_str(dtype->text, d, sizeof d) : "missing");
+    }
+    int ok = shape && shape->type == FN_JSON_ARRAY;
+    for (int k = 0; ok && k < shape->n; k++) {
+        long long d = 0;
+        ok = json_count(&shape->items[k], 0, 1LL << 53, &d) &&
+             (d == 0 || bytes <= f->data_size / (size_t)d);
+        bytes = ok ? bytes * (size_t)d : 0;
+    }
+    if (!ok)
+        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s': its shape is not a list of sizes whose "
+                       "values fit in the file's %zu bytes of data", f->path, shown,
+                       f->data_size);
+    long long b = 0, e = 0;
+    if (!offsets || offsets->type != FN_JSON_ARRAY || offsets->n != 2 ||
+        !json_count(&offsets->items[0], 0, (long long)f->data_size, &b) ||
+        !json_count(&offsets->items[1], b, (long long)f->data_size, &e) ||
+        (size_t)(e - b) != bytes)
+        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s': data_offsets are not a range of %zu bytes "
+                       "(its shape and dtype) within the file's %zu bytes of data", f->path,
+                       shown, bytes, f->data_size);
+    *r = (range){(size_t)b, (size_t)e, name};
+    return FN_OK;
+}
+
+static int compare_range(const void *a, const void *b)
+{
+    const range *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Every tensor of the header checked, and no two sharing a byte: another
+ * reader would read one tensor's bytes as another's. */
+static fn_status check_tensors(const in_file *f)
+{
+    range *r = malloc(((size_t)f->header.n + 1) * sizeof *r);
+    if (!r)
+        return fn_fail(FN_ERR_NOMEM, "%s: out of memory", f->path);
+    fn_status st = FN_OK;
+    int n = 0;
+    for (int i = 0; st == FN_OK && i < f->header.n; i++)
+        if (strcmp(f->header.keys[i], "__metadata__") != 0)
+            st = tensor_entry(f, f->header.keys[i], &f->header.items[i], &r[n++]);
+    if (st == FN_OK)
+        qsort(r, (size_t)n, sizeof *r, compare_range);
+    /* last: of the non-empty ranges so far, the one that ends last. */
+    const range *last = NULL;
+    for (int i = 0; st == FN_OK && i < n; i++) {
+        if (r[i].end == r[i].begin)
+            continue;
+        if (last && r[i].begin < last->end) {
+            char a[SHOWN_CAP], b[SHOWN_CAP];
+            st = fn_fail(FN_ERR_FORMAT, "%s: tensors '%s' [%zu, %zu) and '%s' [%zu, %zu) share "
+                         "bytes of the data: each tensor has its own range", f->path,
+                         fn_escape_str(last->name, a, sizeof a), last->begin, last->end,
+                         fn_escape_str(r[i].name, b, sizeof b), r[i].begin, r[i].end);
+        }
+        if (!last || r[i].end > last->end)
+            last = &r[i];
+    }
+    free(r);
+    return st;
+}
+
+static fn_status check_header(in_file *f)
+{
+    if (f->header.type != FN_JSON_OBJECT)
+        return fn_fail(FN_ERR_FORMAT, "%s: the header is not a JSON object", f->path);
+    FN_TRY(unique_keys(f, &f->header, "the header"));
+    f->meta = fn_json_get(&f->header, "__metadata__");
+    if (f->meta && f->meta->type != FN_JSON_OBJECT)
+        return fn_fail(FN_ERR_FORMAT, "%s: __metadata__ is a JSON %s, expected an object of "
+                       "texts", f->path, json_type_name(f->meta->type));
+    if (f->meta)
+        FN_TRY(unique_keys(f, f->meta, "__metadata__"));
+    FN_TRY(check_tensors(f));
+    const fn_json *format_value = fn_json_get(f->meta, "format");
+    if (!format_value)
+        return fn_fail(FN_ERR_FORMAT, "%s: not a fusenet export: the metadata has no 'format' "
+                       "(fusenet reads the safetensors files its `export` writes)", f->path);
+    const char *format = NULL;
+    FN_TRY(need_text(f, "format", &format));
+    char shown[SHOWN_CAP];
+    if (strcmp(format, FN_EXPORT_FORMAT) != 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata 'format' is '%s', expected '%s'", f->path,
+                       fn_escape_str(format, shown, sizeof shown), FN_EXPORT_FORMAT);
+    long long version = 0;
+    FN_TRY(meta_int(f, "format_version", LLONG_MIN, LLONG_MAX, &version));
+    if (version < 1 || version > FN_EXPORT_VERSION)
+        return fn_fail(FN_ERR_FORMAT, "%s: format_version is %lld, this build reads %d", f->path,
+                       version, FN_EXPORT_VERSION);
+    return FN_OK;
+}
+
+/* header_only: the header is read and checked, the data is not read (a
+ * look at what the file is). */
+static fn_status open_file(in_file *f, const char *path, int header_only)
+{
+    *f = (in_file){.path = path, .header_only = header_only};
+    fn_status st = read_bytes(f); /* checked the length against the size */
+    uint64_t n = 0;
+    for (int b = 0; st == FN_OK && b < 8; b++)
+        n |= (uint64_t)f->bytes[b] << (8 * b);
+    char what[WHERE_CAP];
+    snprintf(what, sizeof what, "%s: header", path);
+    if (st == FN_OK)
+        st = fn_json_parse((const char *)f->bytes + 8, (size_t)n, what, &f->header);
+    if (st == FN_OK) {
+        f->data = header_only ? NULL : f->bytes + 8 + n;
+        f->data_size = f->size - 8 - (size_t)n;
+        st = check_header(f);
+    }
+    if (st != FN_OK)
+        close_file(f);
+    return st;
+}
+
+/* The tensor's byte range, checked against its dtype, shape and the data
+ * (check_tensors saw the range lie in the data). */
 static fn_status tensor_range(const in_file *f, const char *name, const fn_json *t, int rank,
                               const long long *dims, size_t *begin)
 {
@@ -172,9 +362,17 @@ static fn_status tensor_range(const in_file *f, const char *name, const fn_json 
         long long d = 0;
         same = json_count(&shape->items[k], 0, 1LL << 40, &d) && d == dims[k];
     }
-    if (!same)
-        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s': shape is not the model's [%lld%s%lld]",
-                       f->path, name, dims[0], rank == 2 ? ", " : "", rank == 2 ? dims[1] : 0LL);
+    if (!same) {
+        char held[64] = "?";
+        size_t len = 0;
+        for (int k = 0; shape && shape->type == FN_JSON_ARRAY && k < shape->n && len < 40; k++)
+            len += (size_t)snprintf(held + len, sizeof held - len, "%s%.0f", k ? ", " : "",
+                                    shape->items[k].number);
+        return fn_fail(FN_ERR_FORMAT, "%s: tensor '%s' is [%s], but the layer's sizes (the "
+                       "metadata's in_features and out_features, or the model it loads into) "
+                       "make it [%lld%s%lld]: the sizes and the tensors disagree", f->path, name,
+                       held, dims[0], rank == 2 ? ", " : "", rank == 2 ? dims[1] : 0LL);
+    }
     long long b = 0, e = 0;
     const size_t bytes = (size_t)dims[0] * (size_t)(rank == 2 ? dims[1] : 1) * 4;
     if (!offsets || offsets->type != FN_JSON_ARRAY || offsets->n != 2 ||
@@ -257,15 +455,14 @@ static fn_status parse_attr(const in_file *f, const char *key, const fn_layer_at
 {
     if (a->type == FN_LAYER_ATTR_INT)
         return meta_int(f, key, LLONG_MIN, LLONG_MAX, &v->i);
-    const char *s = meta_text(f, key);
-    char *end = NULL;
-    if (!s)
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is missing", f->path, key);
+    const char *s = NULL;
+    char *end = NULL, shown[SHOWN_CAP];
+    FN_TRY(need_text(f, key, &s));
     errno = 0;
     v->d = strtod(s, &end);
     if (end == s || *end || errno || !isfinite(v->d))
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is '%s', expected a number", f->path,
-                       key, s);
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is '%s', expected a finite number",
+                       f->path, key, fn_escape_str(s, shown, sizeof shown));
     return FN_OK;
 }
 
@@ -273,9 +470,8 @@ static fn_status describe_layer(const in_file *f, int i, layer_desc *d)
 {
     char key[NAME_CAP];
     snprintf(key, sizeof key, "layer%d.kind", i);
-    const char *kind_name = meta_text(f, key);
-    if (!kind_name)
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata '%s' is missing", f->path, key);
+    const char *kind_name = NULL;
+    FN_TRY(need_text(f, key, &kind_name));
     const fn_layer_kind *kind = NULL;
     if (fn_layer_kind_find(kind_name, &kind) != FN_OK) {
         fn_error_prefix("%s: metadata '%s': ", f->path, key);
@@ -292,12 +488,33 @@ static fn_status describe_layer(const in_file *f, int i, layer_desc *d)
         FN_TRY(parse_attr(f, key, &kind->attrs[a], &d->values[a]));
     }
     if (kind->set_attrs && kind->set_attrs(d->values, d->in, d->spec.width, &d->hp) != FN_OK) {
-        fn_error_prefix("%s: layer %d: ", f->path, i);
+        fn_error_prefix("%s: layer %d (metadata 'layer%d.*'): ", f->path, i, i);
         return FN_ERR_FORMAT;
     }
     if (kind->spec_value)
         d->spec.value = kind->spec_value(d->values);
     d->hp.forward_only = 1;
+    return FN_OK;
+}
+
+/* The layers' sizes chain (each takes what the one before gives) from the
+ * metadata's in_features to its out_features. */
+static fn_status check_chain(const in_file *f, const layer_desc *d, int n)
+{
+    long long in = 0, out = 0;
+    FN_TRY(meta_int(f, "in_features", 1, 1 << 24, &in));
+    FN_TRY(meta_int(f, "out_features", 1, 1 << 24, &out));
+    long long gives = in;
+    for (int i = 0; i < n; i++) {
+        if (d[i].in != gives)
+            return fn_fail(FN_ERR_FORMAT, "%s: metadata 'layer%d.in_features' is %d, but %s "
+                           "%lld: the metadata's sizes disagree", f->path, i, d[i].in,
+                           i ? "the layer before gives" : "'in_features' is", gives);
+        gives = fn_layer_spec_out(&d[i].spec, d[i].in);
+    }
+    if (gives != out)
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata 'out_features' is %lld, but the last layer "
+                       "gives %lld: the metadata's sizes disagree", f->path, out, gives);
     return FN_OK;
 }
 
@@ -311,6 +528,8 @@ static fn_status describe_all(const in_file *f, layer_desc **out, int *n_out)
     fn_status st = FN_OK;
     for (int i = 0; st == FN_OK && i < n; i++)
         st = describe_layer(f, i, &d[i]);
+    if (st == FN_OK)
+        st = check_chain(f, d, (int)n);
     if (st != FN_OK) {
         free(d);
         return st;
@@ -327,6 +546,13 @@ static fn_status build_layers(const in_file *f, fn_net *net, const layer_desc *d
     fn_model_memory_start(&need, fn_context_device(ctx), fn_context_math(ctx));
     for (int i = 0; i < n; i++)
         fn_model_memory_add(&need, &d[i].spec, d[i].in, &d[i].hp, fn_net_max_batch(net), i == 0);
+    /* Every parameter is a float32 tensor of the data, so a header that
+     * claims more than the file holds is refused before it is allocated. */
+    if (need.params > (double)f->data_size)
+        return fn_fail(FN_ERR_FORMAT, "%s: the metadata's layers have %.0f parameters (%.0f "
+                       "bytes as float32), but the file holds %zu bytes of tensors: the sizes "
+                       "claim more than the file has", f->path, need.params / 4, need.params,
+                       f->data_size);
     if (fn_model_memory_fits(fn_net_context(net), &need, fn_net_max_batch(net)) != FN_OK) {
         fn_error_prefix("%s: ", f->path);
         return FN_ERR_NOMEM;
@@ -350,7 +576,7 @@ fn_status fn_safetensors_build(fn_net **out, fn_context *ctx, const char *path, 
 {
     *out = NULL;
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     layer_desc *d = NULL;
     int n = 0;
     fn_net *net = NULL;
@@ -421,7 +647,7 @@ static fn_status check_layers(const in_file *f, const fn_net *net)
 fn_status fn_safetensors_load(fn_net *net, const char *path)
 {
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     fn_status st = check_layers(&f, net);
     if (st == FN_OK)
         st = load_values(&f, net);
@@ -431,13 +657,14 @@ fn_status fn_safetensors_load(fn_net *net, const char *path)
 
 static fn_status read_norm(const in_file *f, fn_input_norm **norm, fn_context *ctx, int features)
 {
-    const char *standardize = meta_text(f, "standardize");
+    const char *standardize = NULL;
+    FN_TRY(need_text(f, "standardize", &standardize));
     const int has = fn_json_get(&f->header, "input_norm.mean") != NULL;
-    if (!standardize || strcmp(standardize, has ? "true" : "false") != 0)
-        return fn_fail(FN_ERR_FORMAT, "%s: metadata 'standardize' is %s%s%s but the file %s the "
-                       "tensor input_norm.mean", f->path, standardize ? "'" : "",
-                       standardize ? standardize : "missing", standardize ? "'" : "",
-                       has ? "holds" : "lacks");
+    char shown[SHOWN_CAP];
+    if (strcmp(standardize, has ? "true" : "false") != 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: metadata 'standardize' is '%s' but the file %s the "
+                       "tensor input_norm.mean", f->path,
+                       fn_escape_str(standardize, shown, sizeof shown), has ? "holds" : "lacks");
     if (!has)
         return FN_OK;
     long long in = 0;
@@ -465,8 +692,17 @@ fn_status fn_safetensors_input_norm(fn_input_norm **norm, fn_context *ctx, const
 {
     *norm = NULL;
     in_file f;
-    FN_TRY(open_file(&f, path));
+    FN_TRY(open_file(&f, path, 0));
     fn_status st = read_norm(&f, norm, ctx, features);
     close_file(&f);
     return st;
+}
+
+int fn_safetensors_is_export(const char *path)
+{
+    in_file f;
+    if (open_file(&f, path, 1) != FN_OK)
+        return 0;
+    close_file(&f);
+    return 1;
 }

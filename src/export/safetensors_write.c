@@ -177,7 +177,7 @@ static unsigned char *data_bytes(const out_tensor *ts, int n, size_t *size)
 }
 
 static fn_status write_file(const char *path, const out_tensor *ts, int n,
-                            const fn_export_meta *all)
+                            const fn_export_meta *all, char **tmp)
 {
     text header = {0};
     header_text(&header, ts, n, all);
@@ -190,14 +190,14 @@ static fn_status write_file(const char *path, const out_tensor *ts, int n,
     const void *parts[3] = {length, header.s, data};
     const size_t sizes[3] = {8, header.len, data_size};
     if (st == FN_OK)
-        st = fn_export_file_write(path, parts, sizes, 3);
+        st = fn_export_file_stage(path, parts, sizes, 3, tmp);
     free(data);
     free(header.s);
     return st;
 }
 
 fn_status fn_export_safetensors(const fn_net *net, const fn_input_norm *norm,
-                                const fn_export_meta *all, const char *path)
+                                const fn_export_meta *all, const char *path, char **tmp)
 {
     const int most = fn_net_n_params(net) + 2;
     out_tensor *ts = calloc((size_t)most, sizeof *ts);
@@ -206,7 +206,7 @@ fn_status fn_export_safetensors(const fn_net *net, const fn_input_norm *norm,
     int n = 0;
     fn_status st = collect(net, norm, ts, &n);
     if (st == FN_OK)
-        st = write_file(path, ts, n, all);
+        st = write_file(path, ts, n, all, tmp);
     for (int i = 0; i < most; i++)
         free(ts[i].owned);
     free(ts);

@@ -50,8 +50,10 @@ fn_status fn_block_kind_get_attrs(const fn_layer *l, fn_layer_attr_value *values
     return FN_OK;
 }
 
-/* Only what could not be allocated is refused here; create checks the rest
- * (groups dividing the width, eps and the slope) with its own messages. */
+/* What could not be allocated is refused here, and eps and the slope out
+ * of [model]'s ranges (a file's 1e30 slope would overflow every negative
+ * output); create checks the rest (groups dividing the width) with its
+ * own messages. */
 fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_features,
                                   int out_features, fn_layer_hparams *hp)
 {
@@ -59,6 +61,12 @@ fn_status fn_block_kind_set_attrs(const fn_layer_attr_value *values, int in_feat
     if (groups < 1 || groups > out_features)
         return fn_fail(FN_ERR_FORMAT, "sizes in %d, out %d, groups %lld are not valid",
                        in_features, out_features, groups);
+    const double eps = values[ATTR_EPS].d, slope = values[ATTR_SLOPE].d;
+    if (!(eps > 0.0 && eps <= 1.0))
+        return fn_fail(FN_ERR_FORMAT, "eps %g is out of range: [model] eps takes (0, 1]", eps);
+    if (!(slope >= 0.0 && slope <= 1e6))
+        return fn_fail(FN_ERR_FORMAT, "negative_slope %g is out of range: [model] "
+                       "negative_slope takes 0 to 1e6", slope);
     *hp = (fn_layer_hparams){.groups = (int)groups,
                              .eps = (float)values[ATTR_EPS].d,
                              .negative_slope = (float)values[ATTR_SLOPE].d};

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "fusenet/block.h"
 #include "fusenet/dense.h"
 #include "fusenet/dropout.h"
@@ -40,8 +41,9 @@ fn_status fn_layer_kind_find(const char *name, const fn_layer_kind **kind)
     *kind = lookup(name);
     if (*kind)
         return FN_OK;
-    char known[256];
-    return fn_fail(FN_ERR_INVALID, "unknown layer kind '%s' (expected %s)", name ? name : "",
+    char known[256], shown[96]; /* a name from a file: escaped, never raw */
+    return fn_fail(FN_ERR_INVALID, "unknown layer kind '%s' (expected %s)",
+                   fn_escape_str(name ? name : "", shown, sizeof shown),
                    fn_layer_kind_list(known, sizeof known, 0));
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/model.h"
@@ -205,9 +206,10 @@ static fn_status check_format(hid_t file, const char *path, const char *format)
                        path, format);
     FN_TRY(fn_h5_get_string(file, path, "format", &got));
     int same = strcmp(got, format) == 0;
+    char shown[160]; /* the file's bytes, escaped for the terminal */
     fn_status st = same ? FN_OK
-                        : fn_fail(FN_ERR_FORMAT, "%s: format is '%s', expected '%s'", path, got,
-                                  format);
+                        : fn_fail(FN_ERR_FORMAT, "%s: format is '%s', expected '%s'", path,
+                                  fn_escape_str(got, shown, sizeof shown), format);
     free(got);
     FN_TRY(st);
     long long version = 0;
@@ -322,9 +324,10 @@ static fn_status check_layer(hid_t group, const char *where, const fn_layer *l, 
     char *kind = NULL;
     FN_TRY(fn_h5_get_string(group, where, "kind", &kind));
     int same = strcmp(kind, layer_kind(l)) == 0;
+    char shown[160]; /* the file's bytes, escaped for the terminal */
     fn_status st = same ? FN_OK
                         : fn_fail(FN_ERR_FORMAT, "%s: kind is '%s', the model has '%s'", where,
-                                  kind, layer_kind(l));
+                                  fn_escape_str(kind, shown, sizeof shown), layer_kind(l));
     free(kind);
     FN_TRY(st);
     FN_TRY(expect_int(group, where, "in_features", l->in_features));

@@ -20,9 +20,22 @@ char *fn_atomic_tmp_name(const char *path)
     return tmp;
 }
 
-fn_status fn_atomic_prepare(const char *path, char **tmp)
+char *fn_atomic_own_tmp_name(const char *path)
 {
-    *tmp = fn_atomic_tmp_name(path);
+    /* n: two writes to one path within one process get two names too. */
+    static _Atomic unsigned serial;
+    const unsigned n = serial++;
+    size_t cap = strlen(path) + 48;
+    char *tmp = malloc(cap);
+    if (tmp)
+        snprintf(tmp, cap, "%s.%ld-%u.tmp", path, (long)getpid(), n);
+    return tmp;
+}
+
+/* Removes what is left under the name *tmp (a link itself, never its
+ * target); *tmp freed and NULL on failure. */
+static fn_status make_way(char **tmp)
+{
     if (!*tmp)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     /* unlink removes a symbolic link itself, never its target. */
@@ -36,9 +49,21 @@ fn_status fn_atomic_prepare(const char *path, char **tmp)
     return FN_OK;
 }
 
-fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
+fn_status fn_atomic_prepare(const char *path, char **tmp)
 {
-    FN_TRY(fn_atomic_prepare(path, tmp));
+    *tmp = fn_atomic_tmp_name(path);
+    return make_way(tmp);
+}
+
+fn_status fn_atomic_prepare_own(const char *path, char **tmp)
+{
+    *tmp = fn_atomic_own_tmp_name(path);
+    return make_way(tmp);
+}
+
+/* The prepared temporary *tmp, created exclusively. */
+static fn_status create_prepared(char **tmp, int *fd)
+{
     *fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (*fd < 0) {
         fn_status st = fn_fail(FN_ERR_IO, "%s: cannot create: %s", *tmp, strerror(errno));
@@ -47,6 +72,18 @@ fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
         return st;
     }
     return FN_OK;
+}
+
+fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
+{
+    FN_TRY(fn_atomic_prepare(path, tmp));
+    return create_prepared(tmp, fd);
+}
+
+fn_status fn_atomic_create_own(const char *path, char **tmp, int *fd)
+{
+    FN_TRY(fn_atomic_prepare_own(path, tmp));
+    return create_prepared(tmp, fd);
 }
 
 static fn_status fsync_path(const char *path, int flags)

@@ -30,6 +30,15 @@ fn_status fn_atomic_create(const char *path, char **tmp, int *fd);
  * the temporary is removed and path is untouched. */
 fn_status fn_atomic_commit(const char *tmp, const char *path);
 
+/* The same for writers that hold no lock on the path's directory (export,
+ * predict): the temporary is "<path>.<pid>-<n>.tmp", a name no other live
+ * process uses, so two writes to one path never share one and each renames
+ * only its own file (the last rename wins, whole). A temporary of a killed
+ * run stays, under its process's id. */
+char *fn_atomic_own_tmp_name(const char *path);
+fn_status fn_atomic_prepare_own(const char *path, char **tmp);
+fn_status fn_atomic_create_own(const char *path, char **tmp, int *fd);
+
 /* Removes an unfinished temporary; NULL is fine. */
 void fn_atomic_abandon(const char *tmp);
 

@@ -69,10 +69,9 @@ static hid_t checksummed_metadata(void)
     return fapl;
 }
 
-fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
+/* The prepared temporary *tmp, created exclusively as an HDF5 file. */
+static fn_status create_prepared(hid_t *file, char **tmp)
 {
-    fn_h5_quiet();
-    FN_TRY(fn_atomic_prepare(path, tmp));
     /* EXCL: HDF5 opens it with O_CREAT | O_EXCL, so it never follows a
      * link or truncates a file that is not this call's own. */
     hid_t fapl = checksummed_metadata();
@@ -86,6 +85,20 @@ fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
         return st;
     }
     return FN_OK;
+}
+
+fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
+{
+    fn_h5_quiet();
+    FN_TRY(fn_atomic_prepare(path, tmp));
+    return create_prepared(file, tmp);
+}
+
+fn_status fn_h5_create_own_tmp(hid_t *file, const char *path, char **tmp)
+{
+    fn_h5_quiet();
+    FN_TRY(fn_atomic_prepare_own(path, tmp));
+    return create_prepared(file, tmp);
 }
 
 fn_status fn_h5_commit(hid_t file, const char *tmp, const char *path)

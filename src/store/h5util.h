@@ -24,6 +24,9 @@ fn_status fn_h5_open_read(hid_t *file, const char *path);
 /* The atomic write of an HDF5 file (atomic_file.h). Creates "<path>.tmp"
  * exclusively, removing what an earlier run left there; *tmp is malloc'ed. */
 fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
+/* The same under a name unique to the process ("<path>.<pid>-<n>.tmp",
+ * fn_atomic_prepare_own), for writers that hold no lock on the directory. */
+fn_status fn_h5_create_own_tmp(hid_t *file, const char *path, char **tmp);
 /* Closes file, fsyncs the temporary, renames it over path and fsyncs the
  * directory. On failure the temporary is removed and path is untouched. */
 fn_status fn_h5_commit(hid_t file, const char *tmp, const char *path);
