@@ -8,7 +8,13 @@
 
 #include "fusenet/config.h"
 #include "run/config_impl.h"
+#include "fusenet/block.h"
 #include "fusenet/weights.h"
+
+int fn_config_groups(const fn_config *cfg, int width)
+{
+    return cfg->groups > 0 ? cfg->groups : fn_block_auto_groups(width);
+}
 
 /* Layer i of the init file's settings, as its kind reads them back. */
 static fn_status file_layer_settings(const fn_layer *l, fn_layer_hparams *hp)
@@ -70,7 +76,7 @@ fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, in
     if (!hp)
         return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", cfg->n_layers);
     for (int i = 0; i < cfg->n_layers; i++)
-        hp[i] = (fn_layer_hparams){.groups = cfg->groups,
+        hp[i] = (fn_layer_hparams){.groups = fn_config_groups(cfg, cfg->layers[i].width),
                                    .eps = cfg->eps,
                                    .negative_slope = cfg->negative_slope};
     fn_status st = cfg->init ? init_settings(cfg, hp) : FN_OK;
