@@ -34,7 +34,8 @@ static const struct {
     const char *name;
     size_t size;
 } structs[] = {
-    SIZE(fn_train_metrics),     SIZE(fn_train_epoch), SIZE(fn_train_progress),
+    SIZE(fn_train_metrics),     SIZE(fn_train_epoch),     SIZE(fn_train_progress),
+    SIZE(fn_train_layer),       SIZE(fn_train_memory),    SIZE(fn_train_model),
     SIZE(fn_trainer_callbacks), SIZE(fn_trainer_options), SIZE(fn_block_config),
     SIZE(fn_block_memory),
 };
