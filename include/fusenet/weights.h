@@ -72,8 +72,9 @@ fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const cha
                                 int features);
 
 /* The loss the network of a weights file was trained with: the [train]
- * loss of the config the file holds (the default loss when it names
- * none), from the loss registry, so a caller learns whether the network
+ * loss of the run's resolved config (its provenance's, every --set
+ * applied; in an older file, the config text it holds; the default loss
+ * when it names none), from the loss registry, so a caller learns whether the network
  * predicts classes or values (fn_loss_kind_targets) without naming a loss.
  * FN_ERR_FORMAT for a file that is no weights file, and for a safetensors
  * export, which holds no config. */

@@ -84,9 +84,9 @@ class FusenetBase(TagsMixin, BaseEstimator):
         self.settings = settings
 
     # ---- what the subclasses say about y: its loss, encoding, sets ----
-    def _encode(self, y, keep):
+    def _encode(self, y, keep, partial):
         """y as the library takes it; keep: the classes or columns of the
-        model so far must stay."""
+        model so far must stay (partial: y may hold some of the classes)."""
         raise NotImplementedError
 
     def _set(self, handles, name, X, y):
@@ -131,9 +131,8 @@ class FusenetBase(TagsMixin, BaseEstimator):
 
     # ---- fitting ----
     def _validate(self, X, y, reset):
-        regress = self._loss in ("mse", "huber")
         return validate_data(self, X, y, dtype=np.float32, reset=reset, multi_output=True,
-                             y_numeric=regress)
+                             y_numeric=True)
 
     def _run(self, X, y, sample_weight=None, partial=False):
         """One training run over X, y: fit's (epochs, early stopping, warm
@@ -141,7 +140,7 @@ class FusenetBase(TagsMixin, BaseEstimator):
         keep = hasattr(self, "_weights") and (partial or self.warm_start)
         X, y = self._validate(X, y, reset=not keep)
         loss_settings = self._loss_settings(y, sample_weight, partial, keep)
-        y = self._encode(y, keep)
+        y = self._encode(y, keep, partial)
         seed = seed_of(self.random_state)
         if partial:  # another shuffle each call, the same calls giving the same model
             seed = (seed + getattr(self, "n_iter_", 0)) % 2**32

@@ -92,7 +92,7 @@ def train(config, overwrite=False, **overrides):
     for key, value in overrides.items():
         assignment = _core.setting(key.replace("__", "."), value)
         settings.append(assignment)
-        spelled[assignment] = "the override %s=%r" % (key, value)
+        spelled[assignment] = "%s=%r" % (key, value)
     run = _core.run_training(config_path=config, settings=settings, overwrite=overwrite,
                              spelled=spelled)
     return Model(run.weights, history=run.history, weights_path=run.weights_path,

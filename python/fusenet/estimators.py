@@ -22,6 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from . import _core
 from ._estimator_base import FusenetBase, _layers_text  # noqa: F401 - _layers_text: tests
 from ._model import sigmoid
+from ._sklearn_compat import validate_data
 
 
 def _classes_of(classes, out, where):
@@ -74,6 +75,13 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
     def _fusenet_tags(self):
         return {"multilabel": True}
 
+    def _validate(self, X, y, reset):
+        # A column y [N, 1] is one label per row (raveled with scikit-learn's
+        # warning); a matrix of several columns, multi-label.
+        shape = y.shape if hasattr(y, "shape") else np.asarray(y).shape
+        several = len(shape) == 2 and shape[1] > 1
+        return validate_data(self, X, y, dtype=np.float32, reset=reset, multi_output=several)
+
     def _loss_settings(self, y, sample_weight, partial, keep):
         multilabel = type_of_target(y) == "multilabel-indicator"
         if multilabel:
@@ -101,18 +109,19 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
         given = getattr(self, "_partial_classes", None)
         return given if given is not None else np.unique(y)
 
-    def _encode(self, y, keep):
+    def _encode(self, y, keep, partial):
         self._partial_classes = getattr(self, "_partial_classes", None)
         if type_of_target(y) == "multilabel-indicator":
             return self._encode_multilabel(np.asarray(y), keep)
         check_classification_targets(y)
-        y = np.ravel(y) if np.ndim(y) == 2 and np.shape(y)[1] == 1 else y
         classes = self._labels_for(y, keep)
+        if keep and not partial and not np.array_equal(np.unique(y), classes):
+            raise ValueError("warm_start: y holds the classes %s, but the model was trained on "
+                             "%s" % (list(np.unique(y)), list(classes)))
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):
-            raise ValueError("y holds the labels %s, which the model's classes %s lack%s"
-                             % (list(unknown), list(classes),
-                                " (warm_start keeps the classes)" if keep else ""))
+            raise ValueError("y holds the labels %s, which the model's classes %s lack"
+                             % (list(unknown), list(classes)))
         self.classes_, self._multilabel = classes, False
         self._outputs = max(len(classes), 2)
         return np.searchsorted(classes, y).astype(np.int32)
@@ -181,7 +190,7 @@ class FusenetRegressor(RegressorMixin, FusenetBase):
     def _fusenet_tags(self):
         return {"multioutput": True}
 
-    def _encode(self, y, keep):
+    def _encode(self, y, keep, partial):
         y = np.asarray(y, dtype=np.float64)
         y2 = y.reshape(len(y), -1).astype(np.float32)
         if keep and y2.shape[1] != self._outputs:

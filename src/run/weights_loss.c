@@ -1,14 +1,37 @@
 /* weights_loss.c — the loss a weights file's network was trained with
- * (fn_weights_loss, weights.h): the root attribute `config` is read (in a
- * probe's child first, as every weights read is), parsed as a config and
- * its [train] loss looked up in the registry. */
+ * (fn_weights_loss, weights.h): the run's resolved configuration (the
+ * provenance's `config`, every --set applied) or, in a file written before
+ * provenance, the root attribute `config` is read (in a probe's child
+ * first, as every weights read is), parsed as a config and its [train]
+ * loss looked up in the registry. The root attribute alone would not do:
+ * it holds the config file's text, with each --set only as a comment. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fusenet/config.h"
 #include "fusenet/safetensors.h"
 #include "fusenet/weights.h"
+#include "run/ini_reader.h"
 #include "run/weights_impl.h"
 #include "store/h5util.h"
+
+enum { LOSS_CAP = 64 };
+
+/* The provenance's resolved config into *text when the file has one. */
+static fn_status resolved_text(hid_t file, const char *path, char **text)
+{
+    if (H5Lexists(file, "provenance", H5P_DEFAULT) <= 0)
+        return FN_OK;
+    hid_t group = H5Gopen2(file, "provenance", H5P_DEFAULT);
+    if (group < 0)
+        return fn_fail(FN_ERR_FORMAT, "%s: cannot open the group 'provenance'", path);
+    fn_status st = H5Aexists(group, "config") > 0
+                       ? fn_h5_get_string(group, path, "config", text)
+                       : FN_OK;
+    H5Gclose(group);
+    return st;
+}
 
 /* The file's config text (*text malloc'ed; "" for a file without one). */
 static fn_status read_config_text(const char *path, char **text)
@@ -17,7 +40,9 @@ static fn_status read_config_text(const char *path, char **text)
     hid_t file = -1;
     FN_TRY(fn_h5_open_read(&file, path));
     fn_status st = fn_weights_check_format(file, path, FN_WEIGHTS_FORMAT);
-    if (st == FN_OK && H5Aexists(file, "config") > 0)
+    if (st == FN_OK)
+        st = resolved_text(file, path, text);
+    if (st == FN_OK && !*text && H5Aexists(file, "config") > 0)
         st = fn_h5_get_string(file, path, "config", text);
     H5Fclose(file);
     if (st == FN_OK && !*text && !(*text = calloc(1, 1)))
@@ -35,19 +60,40 @@ static fn_status probe_config(fn_h5_child *probe, void *arg)
     return st;
 }
 
+/* [train] loss of an INI text: its last value, or "" (the default). */
+static fn_status on_key(void *arg, const char *section, const char *name, const char *value,
+                        int line)
+{
+    (void)line;
+    char *loss = arg;
+    if (strcmp(section, "train") == 0 && strcmp(name, "loss") == 0)
+        snprintf(loss, LOSS_CAP, "%s", value);
+    return FN_OK;
+}
+
+/* Only [train] loss is read: the resolved text's other values (paths of
+ * memory sets left empty, keys of options not chosen) need not make a
+ * config that could run again. */
 static fn_status loss_of_text(const char *path, const char *text, const fn_loss_kind **kind)
 {
-    fn_config *cfg = NULL;
-    fn_status st = fn_config_parse(&cfg, path, text);
-    char name[64];
-    if (st == FN_OK)
-        st = fn_config_get(cfg, "train.loss", name, sizeof name);
-    fn_config_destroy(cfg);
+    char name[LOSS_CAP] = "";
+    fn_status st = fn_ini_parse(path, text, on_key, name);
     if (st != FN_OK) {
         fn_error_prefix("%s: the config it holds: ", path);
         return st;
     }
-    return fn_loss_kind_find(name, kind);
+    if (!name[0]) {
+        fn_config *cfg = NULL; /* the default loss: an empty config's */
+        st = fn_config_parse(&cfg, path, "");
+        if (st == FN_OK)
+            st = fn_config_get(cfg, "train.loss", name, sizeof name);
+        fn_config_destroy(cfg);
+        FN_TRY(st);
+    }
+    st = fn_loss_kind_find(name, kind);
+    if (st != FN_OK)
+        fn_error_prefix("%s: [train] loss: ", path);
+    return st;
 }
 
 fn_status fn_weights_loss(const char *path, const fn_loss_kind **kind)
