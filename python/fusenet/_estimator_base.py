@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
+from ._sklearn_compat import TagsMixin, validate_data  # first: names the extra
 from . import _core
-from ._sklearn_compat import TagsMixin, validate_data
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state

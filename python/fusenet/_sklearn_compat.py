@@ -63,8 +63,9 @@ class TagsMixin:
 def check_estimator(estimator, expected_failed):
     """Runs scikit-learn's checks on estimator; returns (failed, passed,
     skipped): the names of those that raised and were not expected to
-    ({name: message}), that passed, and that skipped themselves, with
-    those in expected_failed ({name: why}) skipped by scikit-learn."""
+    ({name: message}), that passed ({name}), and that were skipped
+    ({name: why}): those in expected_failed ({name: why}) and those that
+    skipped themselves."""
     from sklearn.utils import estimator_checks
     if NEW_TAGS:
         results = estimator_checks.check_estimator(estimator,
@@ -73,20 +74,21 @@ def check_estimator(estimator, expected_failed):
         failed = {r["check_name"]: str(r["exception"])[:500] for r in results
                   if r["status"] == "failed"}
         passed = {r["check_name"] for r in results if r["status"] == "passed"}
-        skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
+        skipped = {r["check_name"]: str(r["exception"]) for r in results
+                   if r["status"] == "skipped"}
         return failed, passed, skipped
     import unittest
-    failed, passed, skipped = {}, set(), set()
+    failed, passed, skipped = {}, set(), {}
     for est, check in estimator_checks.check_estimator(estimator, generate_only=True):
         name = getattr(check, "func", check).__name__
         if name in expected_failed:
-            skipped.add(name)
+            skipped[name] = expected_failed[name]
             continue
         try:
             check(est)
             passed.add(name)
-        except unittest.SkipTest:
-            skipped.add(name)
+        except unittest.SkipTest as why:
+            skipped[name] = str(why)
         except Exception as exc:  # noqa: B902 - a failed check, of any kind
             failed[name] = ("%s: %s" % (type(exc).__name__, exc))[:500]
     return failed, passed, skipped

@@ -15,6 +15,9 @@ partial_fit trains one epoch over the rows it is given, from the model so
 far (its optimiser state starts afresh each call).
 """
 import numpy as np
+
+# First: without scikit-learn, its ImportError names the extra to install.
+from ._sklearn_compat import validate_data
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -22,7 +25,6 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from . import _core
 from ._estimator_base import FusenetBase, _layers_text  # noqa: F401 - _layers_text: tests
 from ._model import sigmoid
-from ._sklearn_compat import validate_data
 
 
 def _classes_of(classes, out, where):

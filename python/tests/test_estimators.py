@@ -4,6 +4,7 @@ warm starts, early stopping, the library's errors as exceptions, no files
 left behind, and the weights file shared with `train` and `predict`."""
 import os
 import pickle
+import re
 import subprocess
 
 import numpy as np
@@ -38,7 +39,12 @@ def test_check_estimator(estimator):
     # the newest's check_estimator, whichever this environment has.
     failed, passed, skipped = check_estimator(estimator, XFAIL)
     assert not failed
-    assert skipped <= set(XFAIL) | {"check_array_api_input"}
+    # Besides XFAIL, only checks that skip themselves for a package this
+    # environment lacks (pandas under Debian's scikit-learn 1.2, the array
+    # API's switch) or a method the estimators do not have.
+    for name, why in skipped.items():
+        assert name in XFAIL or re.search(
+            r"not installed|SCIPY_ARRAY_API|decision_function", why), (name, why)
     assert len(passed) > 30
     assert "check_fit2d_1sample" in passed and "check_supervised_y_2d" in passed
 
