@@ -124,13 +124,17 @@ _CLI_ADVICE = [
 ]
 
 
-def _spoken(exc, spelled):
+def _spoken(exc, spelled, paths):
     """exc with its message in the caller's words: each "--set k=v" the
     package made for a parameter named as the caller named it (spelled:
-    {assignment: "groups=7"}), the program's options as parameters."""
+    {assignment: "groups=7"}), each of the package's own files as what it
+    holds (paths: {path: "the model so far"}), the program's options as
+    parameters."""
     message = str(exc)
     for assignment, words in spelled.items():
         message = message.replace("--set " + assignment, words)
+    for path, words in paths.items():
+        message = message.replace(path, words)
     for cli, words in _CLI_ADVICE:
         message = message.replace(cli, words)
     if message == str(exc):
@@ -222,15 +226,16 @@ def _configure(handles, config_path, name, folder, settings, train, valid):
 
 def run_training(config_path=None, settings=(), train=None, valid=None, output_dir=None,
                  use_best=False, on_epoch=None, name="fusenet", overwrite=False, verbose=0,
-                 spelled=None):
+                 spelled=None, paths=None):
     """Trains through the library's trainer. config_path: a config file, or
     None for an empty config named `name`; settings: "section.key=value"
     assignments applied in order; train/valid: memory sets (handles) for
     [data] train and valid; output_dir: where the run's files stay (None: a
     temporary folder, removed); overwrite: a run may replace an earlier
     run's files there (else refused, as `train` refuses); verbose: the
-    summary, epoch lines and notices to stderr; spelled: how the caller
-    named each assignment, for messages. Returns a RunResult."""
+    summary, epoch lines and notices to stderr; spelled, paths: how the
+    caller named each assignment, and what each of the package's own files
+    is, for messages (_spoken). Returns a RunResult."""
     with _interrupt_flag() as interrupted, _Handles() as handles, \
             _private_dir(output_dir) as folder:
         report = _Reporter(verbose, on_epoch, interrupted)
@@ -245,7 +250,7 @@ def run_training(config_path=None, settings=(), train=None, valid=None, output_d
             handles.add(trainer, lib.fn_trainer_destroy)
             check(lib.fn_trainer_run(trainer))
         except _lib.FusenetError as exc:
-            raise _spoken(exc, spelled or {}) from None
+            raise _spoken(exc, spelled or {}, paths or {}) from None
         if report.errors:
             raise report.errors[0]
         if interrupted:

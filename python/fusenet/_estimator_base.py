@@ -160,7 +160,8 @@ class FusenetBase(TagsMixin, BaseEstimator):
             run = _core.run_training(settings=settings, train=train, valid=valid,
                                      output_dir=self.output_dir, use_best=valid is not None,
                                      name="fit", overwrite=self.overwrite, verbose=self.verbose,
-                                     spelled=spelled)
+                                     spelled=spelled,
+                                     paths={init: "the model so far"} if init else {})
         self._weights = run.weights
         self._network = _core.Network(run.weights, self.device, self.math)
         curve = [row["train_loss"] for row in run.history]

@@ -129,9 +129,10 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
         return np.searchsorted(classes, y).astype(np.int32)
 
     def _encode_multilabel(self, y, keep):
-        if keep and (not self._multilabel or y.shape[1] != self._outputs):
+        if keep and (not getattr(self, "_multilabel", False) or y.shape[1] != self._outputs):
             raise ValueError("y has %d label columns, but the model was trained on %s"
-                             % (y.shape[1], "%d" % self._outputs if self._multilabel
+                             % (y.shape[1], "%d" % self._outputs
+                                if getattr(self, "_multilabel", False)
                                 else "one label per row"))
         self.classes_, self._multilabel = np.arange(y.shape[1]), True
         self._outputs = y.shape[1]
@@ -144,13 +145,13 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
 
     def predict(self, X):
         outputs = self._outputs_of(X)
-        if self._multilabel:
+        if getattr(self, "_multilabel", False):
             return (outputs > 0).astype(np.int64)
         return self.classes_[_core.argmax(outputs[:, :len(self.classes_)])]
 
     def predict_proba(self, X):
         logits = self._outputs_of(X)
-        if self._multilabel:
+        if getattr(self, "_multilabel", False):
             return sigmoid(logits)
         if len(self.classes_) == 1:
             return np.ones((logits.shape[0], 1))

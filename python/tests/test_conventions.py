@@ -164,3 +164,12 @@ def test_messages_name_the_users_file(tmp_path):
         with pytest.raises(fusenet.FusenetError) as info:
             read()
         assert str(bad) in str(info.value) and "fusenet-" not in str(info.value)
+
+
+def test_a_warm_start_s_messages_name_the_model_not_a_temporary_copy():
+    X, y = _digits()
+    clf = fusenet.FusenetClassifier(epochs=1, device="cpu", warm_start=True).fit(X, y)
+    with pytest.raises(fusenet.FusenetValueError) as info:
+        clf.set_params(eps=1e-3).fit(X, y)
+    assert "init the model so far has eps = 1e-05" in str(info.value)
+    assert "fusenet-" not in str(info.value) and "init.h5" not in str(info.value)
