@@ -92,7 +92,7 @@ class FusenetBase(TagsMixin, BaseEstimator):
     def _set(self, handles, name, X, y):
         raise NotImplementedError
 
-    def _loss_settings(self, y, sample_weight, partial, keep):
+    def _loss_settings(self, y, partial, keep):
         """(loss name, extra "key=value" settings, their spellings) for y."""
         return self._loss, [], {}
 
@@ -124,7 +124,8 @@ class FusenetBase(TagsMixin, BaseEstimator):
     def _split(self, X, y, seed):
         if not self.early_stopping:
             return X, y, None, None
-        stratify = y if getattr(self, "_stratify", False) else None
+        # A classifier's split keeps each class's share (one label a row).
+        stratify = y if getattr(self, "_stratify", False) and y.ndim == 1 else None
         X, Xv, y, yv = train_test_split(X, y, test_size=self.validation_fraction,
                                         random_state=seed, stratify=stratify)
         return X, y, Xv, yv
@@ -134,12 +135,12 @@ class FusenetBase(TagsMixin, BaseEstimator):
         return validate_data(self, X, y, dtype=np.float32, reset=reset, multi_output=True,
                              y_numeric=True)
 
-    def _run(self, X, y, sample_weight=None, partial=False):
+    def _run(self, X, y, partial=False):
         """One training run over X, y: fit's (epochs, early stopping, warm
         start) or partial_fit's (one epoch from the model so far)."""
         keep = hasattr(self, "_weights") and (partial or self.warm_start)
         X, y = self._validate(X, y, reset=not keep)
-        loss_settings = self._loss_settings(y, sample_weight, partial, keep)
+        loss_settings = self._loss_settings(y, partial, keep)
         y = self._encode(y, keep, partial)
         seed = seed_of(self.random_state)
         if partial:  # another shuffle each call, the same calls giving the same model

@@ -84,7 +84,7 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
         several = len(shape) == 2 and shape[1] > 1
         return validate_data(self, X, y, dtype=np.float32, reset=reset, multi_output=several)
 
-    def _loss_settings(self, y, sample_weight, partial, keep):
+    def _loss_settings(self, y, partial, keep):
         multilabel = type_of_target(y) == "multilabel-indicator"
         if multilabel:
             if self.class_weight is not None:

@@ -92,6 +92,9 @@ def test_multilabel_y_trains_with_bce_with_logits():
     assert (pred == Y).mean() > 0.85
     proba = clf.predict_proba(X)
     assert proba.shape == Y.shape and ((proba > 0.5) == pred).all()
+    stopped = fusenet.FusenetClassifier(epochs=200, early_stopping=True, n_iter_no_change=3,
+                                        device="cpu").fit(X, Y)  # no stratified split here
+    assert stopped.n_iter_ < 200 and len(stopped.validation_scores_) == stopped.n_iter_
     path = "%s/ml.h5" % os.environ.get("TMPDIR", "/tmp")
     clf.save_weights(path)
     try:

@@ -119,3 +119,11 @@ def test_import_needs_no_optional_package(source_dir, tmp_path):
     assert status == 0, out
     assert "estimators: fusenet's estimators need scikit-learn: pip install " \
         "'fusenet[sklearn]'" in out
+
+
+def test_the_package_version_is_the_project_s(source_dir):
+    # _version.py against CMake's project version, which the library reports.
+    import re
+    with open(os.path.join(source_dir, "CMakeLists.txt")) as f:
+        project = re.search(r"project\(fusenet VERSION (\S+)", f.read()).group(1)
+    assert fusenet.__version__ == project == _lib.version()
