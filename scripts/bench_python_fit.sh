@@ -40,7 +40,7 @@ def train_once(extra):
         return time.perf_counter() - t
 
 clf = fusenet.FusenetClassifier(layers=(128, 128), groups=8, optimizer="sgd", lr=0.05,
-                                momentum=0.9, epochs=20, batch_size=32, seed=1,
+                                momentum=0.9, epochs=20, batch_size=32, random_state=1,
                                 standardize=False, device="cpu")
 def fit_once():
     t = time.perf_counter()

@@ -8,6 +8,7 @@ set -euo pipefail
 
 packages=(cmake pkg-config gcc g++ libhdf5-dev libcmocka-dev libinih-dev libopenblas-dev
           hdf5-tools python3-numpy python3-h5py python3-torch python3-scipy python3-matplotlib python3-venv python3-pip
+          python3-sklearn python3-pytest
           libopenmpi-dev openmpi-bin dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do

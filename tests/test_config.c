@@ -16,6 +16,9 @@
 
 #include "expect.h"
 #include "fusenet/adam.h"
+#include "fusenet/block.h"
+#include "fusenet/layer_kind.h"
+#include "fusenet/model.h"
 #include "fusenet/config.h"
 #include "fusenet/rmsprop.h"
 #include "fusenet/sgd.h"
@@ -333,6 +336,48 @@ static void test_groups_must_divide(void **state)
     /* With the default groups, the layer list is where the problem is. */
     EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 20\n", NULL, FN_ERR_INVALID,
                  "run.ini:4: model.layers: groups 8 does not divide the width 20", NULL);
+}
+
+/* The groups a built layer holds (its kind's attribute "groups"). */
+static int built_groups(const fn_layer *l)
+{
+    const fn_layer_kind *k = fn_layer_kind_of(l);
+    fn_layer_attr_value v[FN_LAYER_ATTRS_MAX];
+    assert_int_equal(k->get_attrs(l, v), FN_OK);
+    for (int i = 0; i < k->n_attrs; i++)
+        if (strcmp(k->attrs[i].name, "groups") == 0)
+            return (int)v[i].i;
+    return 0;
+}
+
+/* groups = auto: each block gets the largest divisor of its width up to 8,
+ * so widths 8 does not divide (30, scikit-learn's 100) build. */
+static void test_groups_auto(void **state)
+{
+    const int widths[] = {64, 30, 100, 13, 12, 1}, want[] = {8, 6, 5, 1, 6, 1};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(fn_block_auto_groups(widths[i]), want[i]);
+    fn_config *cfg = NULL;
+    assert_int_equal(load(*state, "[data]\ntrain = train.h5\n[model]\nlayers = block 30, "
+                                  "residual 30, block 100, block 13, linear 4\ngroups = auto\n",
+                          NULL, &cfg),
+                     FN_OK);
+    char value[16];
+    assert_int_equal(fn_config_get(cfg, "model.groups", value, sizeof value), FN_OK);
+    assert_string_equal(value, "auto");
+    fn_context *ctx = NULL;
+    fn_net *net = NULL;
+    assert_int_equal(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
+    assert_int_equal(fn_model_build(&net, ctx, cfg, 7), FN_OK);
+    const int built[] = {6, 6, 5, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(built_groups(fn_net_layer(net, i)), built[i]);
+    fn_net_destroy(net);
+    fn_context_destroy(ctx);
+    fn_config_destroy(cfg);
+    EXPECT_ERROR("[data]\ntrain = train.h5\n[model]\nlayers = block 16, linear 4\n"
+                 "groups = nine\n", NULL, FN_ERR_INVALID,
+                 "model.groups: expected auto or a whole number, got 'nine'", NULL);
 }
 
 static void test_nesterov_needs_momentum(void **state)
@@ -1049,7 +1094,7 @@ TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_value
           T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
           T(test_duplicate_key), T(test_syntax_error), T(test_not_a_number), T(test_out_of_range),
           T(test_float_range_after_narrowing), T(test_zero_and_negative_sizes),
-          T(test_bad_layer_lists), T(test_groups_must_divide), T(test_nesterov_needs_momentum),
+          T(test_bad_layer_lists), T(test_groups_must_divide), T(test_groups_auto), T(test_nesterov_needs_momentum),
           T(test_momentum_bf16_needs_momentum),
           T(test_bad_enums), T(test_missing_required), T(test_missing_data_file),
           T(test_missing_config_file), T(test_bad_overrides), T(test_long_line),

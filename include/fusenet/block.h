@@ -33,6 +33,10 @@ typedef struct fn_block_config {
     int residual;         /* 1: y = x + block(x); in_features must equal out_features */
 } fn_block_config;
 
+/* [model] groups = auto: the largest number of groups up to 8 that
+ * divides `width` (8 for 64, 6 for 30, 5 for 100, 1 for a prime). */
+int fn_block_auto_groups(int width);
+
 /* PyTorch's defaults for the given sizes. */
 fn_block_config fn_block_config_default(int in_features, int out_features, int groups);
 

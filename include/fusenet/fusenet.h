@@ -5,6 +5,7 @@
 #define FUSENET_FUSENET_H
 
 #include "fusenet/adam.h"
+#include "fusenet/binding.h"
 #include "fusenet/block.h"
 #include "fusenet/checkpoint.h"
 #include "fusenet/clip.h"

@@ -130,6 +130,14 @@ const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name);
 /* The table's names, "a", "a or b", "a, b or c", into buf. */
 const char *fn_loss_kind_list(char *buf, size_t cap);
 
+/* A kind's name and the targets it takes, for bindings that do not mirror
+ * the struct: FN_DATA_LABELS (classes), FN_DATA_FLOATS (values), and
+ * whether those values are each in [0, 1] (bce_with_logits: labels of a
+ * multi-label set). */
+const char *fn_loss_kind_name(const fn_loss_kind *kind);
+fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind);
+int fn_loss_kind_unit_targets(const fn_loss_kind *kind);
+
 /* The metric of a loss that counts rows classified right: correct / rows. */
 double fn_loss_row_accuracy(long long correct, long long rows, int outputs);
 

@@ -20,6 +20,7 @@
 #define FUSENET_WEIGHTS_H
 
 #include "fusenet/input_norm.h"
+#include "fusenet/loss_kind.h"
 #include "fusenet/net.h"
 #include "fusenet/provenance.h"
 
@@ -69,6 +70,15 @@ fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int 
  * checkpoint or an exported safetensors file holds; *norm NULL: none. */
 fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
                                 int features);
+
+/* The loss the network of a weights file was trained with: the [train]
+ * loss of the run's resolved config (its provenance's, every --set
+ * applied; in an older file, the config text it holds; the default loss
+ * when it names none), from the loss registry, so a caller learns whether the network
+ * predicts classes or values (fn_loss_kind_targets) without naming a loss.
+ * FN_ERR_FORMAT for a file that is no weights file, and for a safetensors
+ * export, which holds no config. */
+fn_status fn_weights_loss(const char *path, const fn_loss_kind **kind);
 
 #ifdef __cplusplus
 }

@@ -1,25 +1,30 @@
 """fusenet — Python doors to fusenet's C library (libfusenet.so, through
 ctypes; nothing is computed here that the library does not compute):
 
-  FusenetClassifier, FusenetRegressor  scikit-learn estimators (estimators.py)
+  FusenetClassifier, FusenetRegressor  scikit-learn estimators (estimators.py;
+                                       pip install fusenet[sklearn])
   train(config, **overrides)           a config file's run, as `train` does
   load(weights)                        a weights file's model, to predict
   fusenet.torch.FusedBlock             the fused block as a torch.nn.Module
+                                       (pip install fusenet[torch])
 
 Errors of the library arrive as FusenetError (or its ValueError and OSError
-kinds) carrying the library's message.
+kinds) carrying the library's message. `import fusenet` needs numpy alone;
+`library` says which libfusenet it loaded.
 """
-from ._lib import FusenetError, FusenetIOError, FusenetValueError, version as _version
+from ._lib import FusenetError, FusenetIOError, FusenetValueError, describe as _describe
 from ._model import Model, load, train
+from ._version import VERSION as __version__
 
-__version__ = _version()
+library = _describe()
 
 __all__ = ["FusenetClassifier", "FusenetRegressor", "FusenetError", "FusenetIOError",
-           "FusenetValueError", "Model", "load", "train", "__version__"]
+           "FusenetValueError", "Model", "load", "train", "library", "__version__"]
 
 
 def __getattr__(name):
-    # The estimators need scikit-learn; import it only when they are asked for.
+    # The estimators need scikit-learn: imported only when asked for, and
+    # without it the error names the extra that brings it.
     if name in ("FusenetClassifier", "FusenetRegressor"):
         from . import estimators
         return getattr(estimators, name)

@@ -4,6 +4,7 @@ warm starts, early stopping, the library's errors as exceptions, no files
 left behind, and the weights file shared with `train` and `predict`."""
 import os
 import pickle
+import re
 import subprocess
 
 import numpy as np
@@ -11,16 +12,17 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_classification, make_regression
 from sklearn.model_selection import train_test_split
-from sklearn.utils.estimator_checks import check_estimator
 
 import fusenet
+from fusenet._sklearn_compat import check_estimator
 
-# check_estimator's invariance checks compare the predictions (a
-# regressor's values, a classifier's probabilities) of rows in another
-# order or batch to within rtol 1e-7, less than one float32 ulp (2^-23 =
-# 1.19e-7): the library's float32 products (OpenBLAS sgemm) round a row's
-# sums by where the row falls in the batch, so values agree to a few ulps,
-# not bit for bit. Predicted classes are the same.
+# Predictions that depend on a row's place in its batch: the library's
+# float32 products (OpenBLAS sgemm) round a row's sums by where it falls in
+# the batch, so a row predicted in another order or subset differs in the
+# last bits, and these two checks (rtol 1e-7, under one float32 ulp of
+# 1.19e-7) fail. They become passes when inference is batch-invariant (a
+# fixed reduction order per output element): then remove them from here
+# and from docs/python.md.
 XFAIL = {
     "check_methods_sample_order_invariance":
         "float32 outputs differ in the last bits with a row's place in the batch",
@@ -29,18 +31,22 @@ XFAIL = {
 }
 
 
-@pytest.mark.parametrize("estimator, xfail", [
-    (fusenet.FusenetClassifier(device="cpu"), XFAIL),
-    (fusenet.FusenetRegressor(device="cpu"), XFAIL),
+@pytest.mark.parametrize("estimator", [
+    fusenet.FusenetClassifier(device="cpu"), fusenet.FusenetRegressor(device="cpu"),
 ], ids=["classifier", "regressor"])
-def test_check_estimator(estimator, xfail):
-    results = check_estimator(estimator, expected_failed_checks=xfail, on_fail=None)
-    failed = [(r["check_name"], str(r["exception"])[:500]) for r in results
-              if r["status"] == "failed"]
+def test_check_estimator(estimator):
+    # Through _sklearn_compat: scikit-learn 1.2's generator of checks or
+    # the newest's check_estimator, whichever this environment has.
+    failed, passed, skipped = check_estimator(estimator, XFAIL)
     assert not failed
-    skipped = {r["check_name"] for r in results if r["status"] == "skipped"}
-    assert skipped <= set(xfail) | {"check_array_api_input"}
-    assert len(results) > 40
+    # Besides XFAIL, only checks that skip themselves for a package this
+    # environment lacks (pandas under Debian's scikit-learn 1.2, the array
+    # API's switch) or a method the estimators do not have.
+    for name, why in skipped.items():
+        assert name in XFAIL or re.search(
+            r"not installed|SCIPY_ARRAY_API|decision_function", why), (name, why)
+    assert len(passed) > 30
+    assert "check_fit2d_1sample" in passed and "check_supervised_y_2d" in passed
 
 
 def _digits():
@@ -70,7 +76,7 @@ def test_same_seed_same_model_any_input_dtype():
     a = fusenet.FusenetClassifier(epochs=3, device="cpu").fit(X, y)
     b = fusenet.FusenetClassifier(epochs=3, device="cpu").fit(X.astype(np.int64), y + 10)
     np.testing.assert_array_equal(a._outputs_of(X), b._outputs_of(X))
-    c = fusenet.FusenetClassifier(epochs=3, device="cpu", seed=2).fit(X, y)
+    c = fusenet.FusenetClassifier(epochs=3, device="cpu", random_state=2).fit(X, y)
     assert (a._outputs_of(X) != c._outputs_of(X)).any()
 
 
@@ -122,11 +128,16 @@ def test_early_stopping_keeps_the_best_epoch():
 
 
 def test_library_errors_arrive_with_their_message():
+    # The library's message, with the setting named as the caller named it.
     X, y = make_classification(n_samples=50, random_state=0)
-    with pytest.raises(fusenet.FusenetError, match="groups"):
+    with pytest.raises(fusenet.FusenetError,
+                       match=r"^groups=7: groups 7 does not divide the width 30"):
         fusenet.FusenetClassifier(layers=(30,), groups=7, device="cpu").fit(X, y)
-    with pytest.raises(fusenet.FusenetValueError, match="train.lr"):
+    with pytest.raises(fusenet.FusenetValueError, match=r"^lr='fast': expected a number"):
         fusenet.FusenetClassifier(lr="fast", device="cpu").fit(X, y)
+    with pytest.raises(fusenet.FusenetValueError,
+                       match=r"^settings=\{'train.clip_grad_norm': -1\}: -1 is out of range"):
+        fusenet.FusenetClassifier(settings={"train.clip_grad_norm": -1}, device="cpu").fit(X, y)
     with pytest.raises(ValueError):
         fusenet.FusenetClassifier(optimizer="nadam", device="cpu").fit(X, y)
 

@@ -14,6 +14,14 @@ static const char *const param_names[FN_BLOCK_N_PARAMS] = {
     [FN_BLOCK_BETA] = "beta",
 };
 
+int fn_block_auto_groups(int width)
+{
+    int g = 8;
+    while (g > 1 && (width < 1 || width % g != 0))
+        g--;
+    return g;
+}
+
 fn_block_config fn_block_config_default(int in_features, int out_features, int groups)
 {
     return (fn_block_config){

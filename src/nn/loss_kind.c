@@ -29,6 +29,15 @@ int fn_loss_kind_count(void) { return N_KINDS; }
 
 const fn_loss_kind *fn_loss_kind_at(int i) { return i >= 0 && i < N_KINDS ? kinds[i] : NULL; }
 
+const char *fn_loss_kind_name(const fn_loss_kind *kind) { return kind ? kind->name : ""; }
+
+fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind)
+{
+    return kind ? kind->targets : FN_DATA_NO_TARGETS;
+}
+
+int fn_loss_kind_unit_targets(const fn_loss_kind *kind) { return kind ? kind->unit_targets : 0; }
+
 const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name)
 {
     return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;

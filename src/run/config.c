@@ -26,6 +26,7 @@ typedef enum key_type {
     T_PATH,   /* a path, resolved against the config's directory at finish */
     T_OPTPATH, /* a path that may be empty: not set */
     T_INT,
+    T_AUTO_INT, /* auto, or an int in range: an int 0 (auto) */
     T_FLOAT,
     T_DOUBLE,
     T_BOOL,
@@ -63,7 +64,7 @@ static const key_spec keys[] = {
     {"data", "standardize", T_BOOL, AT(standardize), 0, 0, 0, "false"},
     {"data", "standardize_targets", T_BOOL, AT(standardize_targets), 0, 0, 0, "false"},
     {"model", "layers", T_LAYERS, AT(layers), 0, 0, 0, NULL},
-    {"model", "groups", T_INT, AT(groups), 1, 1 << 20, 0, "8"},
+    {"model", "groups", T_AUTO_INT, AT(groups), 1, 1 << 20, 0, "8"},
     {"model", "eps", T_FLOAT, AT(eps), 0, 1, 1, "1e-5"},
     {"model", "negative_slope", T_FLOAT, AT(negative_slope), 0, 1e6, 0, "0.01"},
     {"model", "init", T_OPTPATH, AT(init), 0, 0, 0, ""},
@@ -412,7 +413,7 @@ static fn_status check_range(const key_spec *k, double v, const char *text)
         return FN_OK;
     const char *op = k->min_exclusive ? ">" : ">=";
     /* An integer key's limits read as integers: "<= 1048576", not "1.04858e+06". */
-    if (k->type == T_INT)
+    if (k->type == T_INT || k->type == T_AUTO_INT)
         return fn_fail(FN_ERR_INVALID, "%s is out of range: expected %s %lld and <= %lld", text,
                        op, (long long)k->min, (long long)k->max);
     /* Ten digits: whole limits read whole ("<= 16777216"), not "1.67772e+07". */
@@ -651,7 +652,7 @@ static fn_status parse_math(const char *text, fn_math *math)
 static fn_status set_number(char *base, const key_spec *k, const char *text)
 {
     char *field = base + k->offset;
-    if (k->type == T_INT) {
+    if (k->type == T_INT || k->type == T_AUTO_INT) {
         long v = 0;
         FN_TRY(parse_long(text, &v));
         FN_TRY(check_range(k, (double)v, text));
@@ -675,6 +676,19 @@ static fn_status set_number(char *base, const key_spec *k, const char *text)
     return FN_OK;
 }
 
+/* "auto" (0: chosen per layer, [model] groups), or an int in the key's range. */
+static fn_status parse_auto_int(fn_config *cfg, const key_spec *k, const char *text)
+{
+    if (strcasecmp(text, "auto") == 0) {
+        *(int *)((char *)cfg + k->offset) = 0;
+        return FN_OK;
+    }
+    long v = 0;
+    if (parse_long(text, &v) != FN_OK)
+        return fn_fail(FN_ERR_INVALID, "expected auto or a whole number, got '%s'", text);
+    return set_number((char *)cfg, k, text);
+}
+
 static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
 {
     char *field = (char *)cfg + k->offset;
@@ -691,6 +705,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return parse_bool(text, (int *)field);
     case T_AUTO_BOOL:
         return parse_auto_bool(text, (int *)field);
+    case T_AUTO_INT:
+        return parse_auto_int(cfg, k, text);
     case T_SEED:
         return parse_seed(text, (uint64_t *)field);
     case T_LOSS:
@@ -1079,11 +1095,11 @@ static fn_status check_layers(const fn_config *cfg)
     const int layers = find_key("model", "layers");
     const int settings = key_given(cfg, find_key("model", "groups")) ? find_key("model", "groups")
                                                                       : layers;
-    const fn_layer_hparams hp = {.groups = cfg->groups, .eps = cfg->eps,
-                               .negative_slope = cfg->negative_slope};
     char problem[512], item[64];
     for (int l = 0; l < cfg->n_layers; l++) {
         const fn_layer_spec *s = &cfg->layers[l];
+        const fn_layer_hparams hp = {.groups = fn_config_groups(cfg, s->width), .eps = cfg->eps,
+                                     .negative_slope = cfg->negative_slope};
         int where = -1;
         if (s->kind->check && s->kind->check(s, &hp) != FN_OK)
             where = settings;
@@ -1412,6 +1428,11 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
     case T_FLOAT: n = snprintf(buf, cap, "%.9g", (double)*(const float *)field); break;
     case T_DOUBLE: n = snprintf(buf, cap, "%.17g", *(const double *)field); break;
     case T_BOOL: n = snprintf(buf, cap, "%s", *(const int *)field ? "true" : "false"); break;
+    case T_AUTO_INT: {
+        const int v = *(const int *)field;
+        n = v == 0 ? snprintf(buf, cap, "auto") : snprintf(buf, cap, "%d", v);
+        break;
+    }
     case T_AUTO_BOOL: {
         const int v = *(const int *)field;
         n = snprintf(buf, cap, "%s", v < 0 ? "auto" : v ? "true" : "false");

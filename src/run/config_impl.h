@@ -34,7 +34,7 @@ struct fn_config {
     /* [model] */
     fn_layer_spec *layers; /* [n_layers], required: the items, "block 128" or "linear 10" */
     int n_layers;
-    int groups;           /* 8, must divide every block width */
+    int groups;           /* 8, must divide every block width; 0: auto (fn_config_groups) */
     float eps;            /* 1e-5 */
     float negative_slope; /* 0.01 */
     char *init;           /* NULL, or weights.h5 to start from (resolved) */
@@ -83,6 +83,11 @@ struct fn_config {
 
     struct fn_config_keys *keys; /* private: where each value came from */
 };
+
+/* The groups of a block of `width` columns: [model] groups, or with
+ * groups = auto the largest divisor of the width up to 8
+ * (fn_block_auto_groups). */
+int fn_config_groups(const fn_config *cfg, int width);
 
 /* "dir/name" unless name is absolute, normalised; malloc'ed, NULL when out
  * of memory. */

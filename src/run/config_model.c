@@ -10,7 +10,13 @@
 
 #include "fusenet/config.h"
 #include "run/config_impl.h"
+#include "fusenet/block.h"
 #include "fusenet/weights.h"
+
+int fn_config_groups(const fn_config *cfg, int width)
+{
+    return cfg->groups > 0 ? cfg->groups : fn_block_auto_groups(width);
+}
 
 /* Whether layers of `kind` store the attribute `name` in a weights file:
  * only those settings of the file are the file's to give. */
@@ -106,7 +112,7 @@ fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, in
     if (!hp)
         return fn_fail(FN_ERR_NOMEM, "out of memory for %d layers", cfg->n_layers);
     for (int i = 0; i < cfg->n_layers; i++)
-        hp[i] = (fn_layer_hparams){.groups = cfg->groups,
+        hp[i] = (fn_layer_hparams){.groups = fn_config_groups(cfg, cfg->layers[i].width),
                                    .eps = cfg->eps,
                                    .negative_slope = cfg->negative_slope};
     fn_status st = cfg->init ? init_settings(cfg, hp) : FN_OK;

@@ -198,7 +198,7 @@ fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm
 
 /* --- reading --------------------------------------------------------------- */
 
-static fn_status check_format(hid_t file, const char *path, const char *format)
+fn_status fn_weights_check_format(hid_t file, const char *path, const char *format)
 {
     char *got = NULL;
     if (H5Aexists(file, "format") <= 0)
@@ -384,7 +384,7 @@ fn_status fn_weights_read_host(hid_t file, const char *path, const char *format,
                                const fn_net *net, fn_weights_host *host)
 {
     *host = (fn_weights_host){0};
-    FN_TRY(check_format(file, path, format));
+    FN_TRY(fn_weights_check_format(file, path, format));
     char **names = NULL;
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));
@@ -582,7 +582,7 @@ static fn_status check_described(const char *path, const fn_net *net, const laye
 
 static fn_status build_layers(hid_t file, const char *path, fn_net *net)
 {
-    FN_TRY(check_format(file, path, FN_WEIGHTS_FORMAT));
+    FN_TRY(fn_weights_check_format(file, path, FN_WEIGHTS_FORMAT));
     char **names = NULL;
     int n = 0;
     FN_TRY(read_layer_names(file, path, &names, &n));

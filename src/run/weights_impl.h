@@ -31,6 +31,10 @@ fn_status fn_weights_read_host(hid_t file, const char *path, const char *format,
 fn_status fn_weights_upload(fn_net *net, const fn_weights_host *host);
 void fn_weights_host_free(fn_weights_host *host);
 
+/* The root attributes format (= format) and format_version (one this
+ * build reads, with the groups that version says the file holds). */
+fn_status fn_weights_check_format(hid_t file, const char *path, const char *format);
+
 /* fn_weights_read_host, then fn_weights_upload. */
 fn_status fn_weights_read(hid_t file, const char *path, const char *format, fn_net *net);
 
