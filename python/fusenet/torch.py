@@ -326,7 +326,12 @@ if HAS_CUSTOM_OP:
         x, weight, bias, gamma, beta, groups, eps, negative_slope, math = inputs
         _, z, mean, rstd, scratch = output
         ctx.args = (groups, eps, negative_slope, math)
-        ctx.save_for_backward(x, weight, bias, gamma, beta, z, mean, rstd, scratch)
+        ctx.save_for_backward(x, weight, bias, gamma, beta, z, mean, rstd)
+        # The scratch is the library's workspace, whose backward part each
+        # backward rewrites (so the operator declares it mutated): held
+        # outside save_for_backward, whose version check would refuse the
+        # second backward of a retained graph for that write.
+        ctx.scratch = scratch
         ctx.mark_non_differentiable(z, mean, rstd, scratch)
         # The caches get no gradient: none is made of zeros for them.
         ctx.set_materialize_grads(False)
@@ -336,7 +341,8 @@ if HAS_CUSTOM_OP:
         if dy is None:
             return (None,) * 9
         dx, *grads = torch.ops.fusenet.block_backward(dy.contiguous(), *ctx.saved_tensors,
-                                                      *ctx.args, ctx.needs_input_grad[0])
+                                                      ctx.scratch, *ctx.args,
+                                                      ctx.needs_input_grad[0])
         return _grad_outputs(ctx, dy, dx, grads) + (None,) * 4
 
     block_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -421,7 +427,6 @@ class FusedBlock(nn.Module):
                     x = x.float()
                 if autocast == torch.bfloat16:
                     math = _BF16
-        lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
@@ -429,7 +434,7 @@ class FusedBlock(nn.Module):
             weight = weight.contiguous()
         y = _apply(x2, weight, bias.contiguous(), gamma.contiguous(), beta.contiguous(),
                    self.groups, float(self.eps), float(self.negative_slope), math)
-        return y if x.dim() == 2 else y.reshape(lead + (self.out_features,))
+        return y if x.dim() == 2 else y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self):
         return "in_features=%d, out_features=%d, groups=%d, eps=%g, negative_slope=%g" % (

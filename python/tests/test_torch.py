@@ -324,6 +324,17 @@ def test_non_contiguous_inputs_and_parameters_are_made_contiguous():
     assert block.linear.weight.grad.shape == (16, 8)
 
 
+def test_a_retained_graph_backs_twice():
+    torch.manual_seed(9)
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(6, 8, requires_grad=True)
+    y = block(x)
+    y.sum().backward(retain_graph=True)
+    once = block.linear.weight.grad.clone()
+    y.sum().backward()
+    assert torch.equal(block.linear.weight.grad, 2 * once)
+
+
 def test_an_empty_batch():
     block = ft.FusedBlock(8, 16, 4)
     x = torch.randn(0, 8, requires_grad=True)
