@@ -217,11 +217,14 @@ def _block_forward(x, weight, bias, gamma, beta, groups, eps, negative_slope, ma
 
 
 def _block_backward(dy, x, weight, bias, gamma, beta, z, mean, rstd, scratch, groups, eps,
-                    negative_slope, math, input_grad):
+                    negative_slope, math, input_grad, scratch_writable):
     """(dx, dweight, dbias, dgamma, dbeta) from dy [rows, out] and what
     _block_forward left; dx is empty unless input_grad. The library
-    assigns the gradients (no zeroing); an empty batch's are zero. Writes
-    the scratch (its backward workspace)."""
+    assigns the gradients (no zeroing); an empty batch's are zero. The
+    library's backward also writes its own workspace, which is part of the
+    scratch (block_memory.h): unless scratch_writable, it works on a copy,
+    so the scratch, a saved tensor, is never changed (what an operator's
+    schema promises, and compiled graphs rely on)."""
     n_in, n_out = _check_args(x, weight, bias, gamma, beta, groups)
     rows = x.shape[0]
     if tuple(dy.shape) != (rows, n_out) or dy.dtype != torch.float32 \
@@ -237,6 +240,8 @@ def _block_backward(dy, x, weight, bias, gamma, beta, z, mean, rstd, scratch, gr
              torch.empty_like(beta))
     device = x.device
     dz = torch.empty_like(z) if _keeps_float_z(device, math) else None
+    if scratch.numel() and not scratch_writable:
+        scratch = scratch.clone()
     ctx, index = _context(device, math)
     if index >= 0:
         _on_current_stream(ctx, index)
@@ -280,8 +285,10 @@ class _FusedBlockFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         _refuse_second_derivative()
+        # The Function's scratch is no one else's: the library's backward
+        # writes its workspace there directly.
         dx, *grads = _block_backward(dy.contiguous(), *ctx.saved_tensors, *ctx.args,
-                                     ctx.needs_input_grad[0])
+                                     ctx.needs_input_grad[0], True)
         return _grad_outputs(ctx, dy, dx, grads) + (None,) * 4
 
 
@@ -304,15 +311,15 @@ if HAS_CUSTOM_OP:
         return (x.new_empty((rows, n_out)), x.new_empty(z_shape), x.new_empty((rows, groups)),
                 x.new_empty((rows, groups)), x.new_empty((scratch,)))
 
-    @torch.library.custom_op("fusenet::block_backward", mutates_args=("scratch",))
+    @torch.library.custom_op("fusenet::block_backward", mutates_args=())
     def block_backward(dy: Tensor, x: Tensor, weight: Tensor, bias: Tensor, gamma: Tensor,
                        beta: Tensor, z: Tensor, mean: Tensor, rstd: Tensor, scratch: Tensor,
                        groups: int, eps: float, negative_slope: float, math: int,
                        input_grad: bool) -> _Five:
-        """(dx, dweight, dbias, dgamma, dbeta) (_block_backward); the
-        scratch is the library's backward workspace too, hence mutated."""
+        """(dx, dweight, dbias, dgamma, dbeta) (_block_backward), the
+        inputs unchanged."""
         return _block_backward(dy, x, weight, bias, gamma, beta, z, mean, rstd, scratch, groups,
-                               eps, negative_slope, math, input_grad)
+                               eps, negative_slope, math, input_grad, False)
 
     @block_backward.register_fake
     def _block_backward_fake(dy, x, weight, bias, gamma, beta, z, mean, rstd, scratch, groups,
@@ -326,12 +333,7 @@ if HAS_CUSTOM_OP:
         x, weight, bias, gamma, beta, groups, eps, negative_slope, math = inputs
         _, z, mean, rstd, scratch = output
         ctx.args = (groups, eps, negative_slope, math)
-        ctx.save_for_backward(x, weight, bias, gamma, beta, z, mean, rstd)
-        # The scratch is the library's workspace, whose backward part each
-        # backward rewrites (so the operator declares it mutated): held
-        # outside save_for_backward, whose version check would refuse the
-        # second backward of a retained graph for that write.
-        ctx.scratch = scratch
+        ctx.save_for_backward(x, weight, bias, gamma, beta, z, mean, rstd, scratch)
         ctx.mark_non_differentiable(z, mean, rstd, scratch)
         # The caches get no gradient: none is made of zeros for them.
         ctx.set_materialize_grads(False)
@@ -341,8 +343,7 @@ if HAS_CUSTOM_OP:
         if dy is None:
             return (None,) * 9
         dx, *grads = torch.ops.fusenet.block_backward(dy.contiguous(), *ctx.saved_tensors,
-                                                      ctx.scratch, *ctx.args,
-                                                      ctx.needs_input_grad[0])
+                                                      *ctx.args, ctx.needs_input_grad[0])
         return _grad_outputs(ctx, dy, dx, grads) + (None,) * 4
 
     block_forward.register_autograd(_backward, setup_context=_setup_context)
