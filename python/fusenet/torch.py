@@ -152,7 +152,27 @@ _PARAM_NAMES = ("linear.weight", "linear.bias", "norm.weight", "norm.bias")
 def _check_args(x, weight, bias, gamma, beta, groups):
     """What the library takes, checked before it reads a byte: x [rows, in]
     and weight [out, in] and bias, gamma, beta [out], float32, contiguous,
-    on one device; groups divides out."""
+    on one device; groups divides out. Returns (in, out). One cheap test of
+    everything first (a call's overhead); the details when it fails."""
+    if x.dim() == 2 and weight.dim() == 2:
+        n_in, n_out = x.shape[1], weight.shape[0]
+        f32, one = torch.float32, (n_out,)
+        dev = x.get_device()
+        if (weight.shape[1] == n_in and bias.shape == one and gamma.shape == one
+                and beta.shape == one and groups >= 1 and n_out % groups == 0
+                and x.dtype == f32 and weight.dtype == f32 and bias.dtype == f32
+                and gamma.dtype == f32 and beta.dtype == f32
+                and x.is_contiguous() and weight.is_contiguous() and bias.is_contiguous()
+                and gamma.is_contiguous() and beta.is_contiguous()
+                and weight.get_device() == dev and bias.get_device() == dev
+                and gamma.get_device() == dev and beta.get_device() == dev):
+            return n_in, n_out
+    _explain_args(x, weight, bias, gamma, beta, groups)
+    raise AssertionError("unreachable: _explain_args raises")
+
+
+def _explain_args(x, weight, bias, gamma, beta, groups):
+    """Raises the error naming what _check_args found wrong."""
     if x.dim() != 2:
         raise ValueError("fusenet.torch.FusedBlock: the input has shape %s; the block's call "
                          "takes [rows, in_features]" % (list(x.shape),))
@@ -180,7 +200,6 @@ def _check_args(x, weight, bias, gamma, beta, groups):
         if not t.is_contiguous():
             raise ValueError("fusenet.torch.FusedBlock: %s is not contiguous; the library "
                              "reads row-major memory (.contiguous() makes it so)" % name)
-    return n_in, n_out
 
 
 def _ptr(t):
@@ -355,6 +374,13 @@ else:
     _apply = _FusedBlockFunction.apply
 
 
+# Eager calls on plain tensors take the autograd.Function door (see
+# FusedBlock.forward); False sends every call through the operator
+# (scripts/bench_fused_block_torch.py times both).
+_lean_eager = True
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+
 if hasattr(torch, "get_autocast_dtype"):
     def _cuda_autocast_dtype():
         """The dtype of CUDA autocast where it is on, else None."""
@@ -399,23 +425,28 @@ class FusedBlock(nn.Module):
         block._adopt(linear, norm, negative_slope, math)
         return block
 
-    def _check_parameters(self):
+    def _check_parameters(self, weight, bias, gamma, beta):
+        """Raises the error naming a parameter of the wrong shape."""
         expected = ((self.out_features, self.in_features), (self.out_features,),
                     (self.out_features,), (self.out_features,))
-        params = (self.linear.weight, self.linear.bias, self.norm.weight, self.norm.bias)
-        for name, t, shape in zip(_PARAM_NAMES, params, expected):
+        for name, t, shape in zip(_PARAM_NAMES, (weight, bias, gamma, beta), expected):
             if t is None or tuple(t.shape) != shape:
                 raise ValueError("FusedBlock(%d -> %d): %s is %s; expected shape %s"
                                  % (self.in_features, self.out_features, name,
                                     "None" if t is None else "of shape %s" % (list(t.shape),),
                                     list(shape)))
-        return params
 
     def forward(self, x):
         if x.dim() < 1 or x.shape[-1] != self.in_features:
             raise ValueError("FusedBlock: input of shape %s; expected [..., %d]"
                              % (list(x.shape), self.in_features))
-        weight, bias, gamma, beta = self._check_parameters()
+        weight, bias = self.linear.weight, self.linear.bias
+        gamma, beta = self.norm.weight, self.norm.bias
+        one = (self.out_features,)
+        if weight is None or bias is None or beta is None or gamma is None or bias.shape != one \
+                or gamma.shape != one or beta.shape != one \
+                or weight.shape != (self.out_features, self.in_features):
+            self._check_parameters(weight, bias, gamma, beta)
         math = _MATHS[self.math]
         if x.is_cuda:
             autocast = _cuda_autocast_dtype()
@@ -428,13 +459,24 @@ class FusedBlock(nn.Module):
                     x = x.float()
                 if autocast == torch.bfloat16:
                     math = _BF16
-        x2 = x.reshape(-1, self.in_features)
+        x2 = x if x.dim() == 2 else x.reshape(-1, self.in_features)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        if not weight.is_contiguous():
-            weight = weight.contiguous()
-        y = _apply(x2, weight, bias.contiguous(), gamma.contiguous(), beta.contiguous(),
-                   self.groups, float(self.eps), float(self.negative_slope), math)
+        args = (x2, weight.contiguous(), bias.contiguous(), gamma.contiguous(),
+                beta.contiguous(), self.groups, float(self.eps), float(self.negative_slope), math)
+        if _lean_eager and not _compiling() and type(x2) is torch.Tensor:
+            # Outside torch.compile, on plain tensors: the same calls without
+            # the operator's dispatch, whose cost is several times the
+            # library call's at small shapes; without autograd when no
+            # gradient is wanted.
+            if torch.is_grad_enabled() and (x2.requires_grad or weight.requires_grad
+                                            or bias.requires_grad or gamma.requires_grad
+                                            or beta.requires_grad):
+                y = _FusedBlockFunction.apply(*args)
+            else:
+                y = _block_forward(*args)[0]
+        else:
+            y = _apply(*args)
         return y if x.dim() == 2 else y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self):
