@@ -350,6 +350,11 @@ class Double(torch.nn.Module):
         return x + x
 
 
+class Times2(torch.nn.Module):
+    def forward(self, x):
+        return 2 * x
+
+
 class Block(torch.nn.Module):
     """The unfused block as scripts/weights_to_torch.py writes it."""
 
@@ -446,5 +451,10 @@ def test_fuse_of_a_block_itself_and_its_refusals():
                 Block(6, 8, 2).double()):
         kinds = [type(m) for m in odd.modules()]
         assert [type(m) for m in ft.fuse(odd).modules()] == kinds
+    # The doubling written 2 * x is the same chain; math passes through.
+    doubled = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GroupNorm(2, 8),
+                                  torch.nn.LeakyReLU(), Times2())
+    fused = ft.fuse(doubled, math="tf32")
+    assert isinstance(fused[0], ft.FusedBlock) and fused[0].math == "tf32"
     with pytest.raises(ValueError, match="expected one of fp32"):
         ft.fuse(block, math="fp16")
