@@ -16,8 +16,12 @@ Two doors to the same two calls (_block_forward, _block_backward):
     operators fusenet::block_forward and fusenet::block_backward, with
     fake (meta) implementations and the forward's autograd registered, so
     torch.compile(model, fullgraph=True) takes a network of FusedBlocks
-    whole;
-  - older PyTorch: a torch.autograd.Function over the same calls.
+    whole; compiled code, and tensor subclasses (fake tensors), go through
+    them;
+  - a torch.autograd.Function over the same calls: older PyTorch's door,
+    and eager code's on plain tensors in any version, since the
+    operator's dispatch costs several times the library call at small
+    shapes (under no_grad not even the Function: the call alone).
 
 Parameters are nn.Parameters (float32 whatever the default dtype) under the
 state_dict keys of the unfused block (scripts/weights_to_torch.py's Block):
