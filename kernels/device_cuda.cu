@@ -186,8 +186,20 @@ extern "C" fn_status fn_cuda_context_use_stream(fn_context *ctx, void *stream, i
     if (next == s->stream)
         return FN_OK;
     FN_CUDA_CHECK(cudaSetDevice(ctx->gpu));
-    FN_CUDA_CHECK(cudaEventRecord(s->switch_event, s->stream));
-    FN_CUDA_CHECK(cudaStreamWaitEvent(next, s->switch_event, 0));
+    /* Across the edge of a capture (a caller capturing its stream into a
+     * CUDA graph, as torch.cuda.graph does) there is no order to keep, and
+     * none may be made: a capturing stream may not wait on an event
+     * recorded outside its capture, and a stream waiting on a captured
+     * event would join the capture. The caller orders that edge (PyTorch
+     * synchronises before it captures). Between two streams of one
+     * capture the event is the fork or join the graph records. */
+    cudaStreamCaptureStatus was = cudaStreamCaptureStatusNone, will = cudaStreamCaptureStatusNone;
+    FN_CUDA_CHECK(cudaStreamIsCapturing(s->stream, &was));
+    FN_CUDA_CHECK(cudaStreamIsCapturing(next, &will));
+    if ((was == cudaStreamCaptureStatusNone) == (will == cudaStreamCaptureStatusNone)) {
+        FN_CUDA_CHECK(cudaEventRecord(s->switch_event, s->stream));
+        FN_CUDA_CHECK(cudaStreamWaitEvent(next, s->switch_event, 0));
+    }
     FN_CUBLAS_CHECK(cublasSetStream(s->cublas, next));
     s->stream = next;
     return FN_OK;

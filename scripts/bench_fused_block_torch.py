@@ -4,15 +4,24 @@ block as PyTorch modules (Linear -> GroupNorm -> LeakyReLU -> x2), eager and
 under torch.compile, on the GPU: the forward alone (no autograd) and the
 forward with the backward of every parameter and the input, each timed with
 CUDA events over INNER calls queued back to back (the time a call takes in a
-loop of them: host overheads overlap the GPU's work as in training), after
-warm-up, the median of REPS. fp32 ('ieee' products, and
-FusedBlock's math fp32) and tf32 ('tf32' products, FusedBlock's math tf32).
+loop of them: host overheads overlap the GPU's work as in training; at small
+shapes the host's per-call time is what is measured), after warm-up, the
+median of REPS. fp32 ('ieee' products, and FusedBlock's math fp32) and tf32
+('tf32' products, FusedBlock's math tf32).
+
+Columns: "FusedBlock" is the module as it runs in eager code (outside
+torch.compile its calls skip the custom operator's dispatch: the
+autograd.Function door, or no autograd at all under no_grad); "operator"
+the same calls through the custom operator fusenet::block_forward
+(PyTorch 2.4 and later; the dispatch's cost is the difference);
+"compiled" FusedBlock under torch.compile(fullgraph=True), where the
+operator is what runs; "eager" and "compile" the unfused PyTorch block.
 
 Prints a markdown table. Run on a GPU machine from the checkout, with the
 library built (FUSENET_LIBRARY names it):
 
   FUSENET_LIBRARY=build/gpu/libfusenet.so PYTHONPATH=python \\
-      python3 scripts/bench_fused_block_torch.py [--reps 50]
+      python3 scripts/bench_fused_block_torch.py [--reps 50] [--shapes small,tiny]
 """
 import argparse
 import statistics
@@ -22,7 +31,8 @@ import torch.nn as nn
 
 import fusenet.torch as ft
 
-SHAPES = [("benchmark", 1024, 8192, 8192, 512), ("small", 256, 512, 512, 8)]
+SHAPES = [("benchmark", 1024, 8192, 8192, 512), ("small", 256, 512, 512, 8),
+          ("tiny", 32, 64, 128, 8)]
 
 
 class Block(nn.Module):
@@ -67,16 +77,39 @@ def figures(module, x, dy, warmup, reps):
     return time_ms(forward, warmup, reps), time_ms(forward_backward, warmup, reps)
 
 
+class OperatorDoor(nn.Module):
+    """A FusedBlock whose eager calls go through the custom operator (as
+    compiled code's do) instead of the lean door FusedBlock takes."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        ft._lean_eager = False
+        try:
+            return self.block(x)
+        finally:
+            ft._lean_eager = True
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--shapes", default=",".join(s[0] for s in SHAPES),
+                   help="comma-separated names of: " + ", ".join(s[0] for s in SHAPES))
+    p.add_argument("--maths", default="fp32,tf32")
     a = p.parse_args()
-    rows = ["| shape | math | what | FusedBlock ms | PyTorch eager ms | torch.compile ms "
-            "| eager / FusedBlock | compile / FusedBlock |",
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    names = a.shapes.split(",")
+    cols = ["FusedBlock", "operator", "compiled", "eager", "compile"]
+    rows = ["| shape | math | what | " + " | ".join(c + " ms" for c in cols)
+            + " | eager / FusedBlock | compile / FusedBlock |",
+            "| --- | --- | --- | " + " | ".join("---:" for _ in cols) + " | ---: | ---: |"]
     for name, batch, n_in, n_out, groups in SHAPES:
-        for math in ("fp32", "tf32"):
+        if name not in names:
+            continue
+        for math in a.maths.split(","):
             torch.backends.cuda.matmul.fp32_precision = "ieee" if math == "fp32" else "tf32"
             torch.manual_seed(0)
             ref = Block(n_in, n_out, groups).cuda()
@@ -84,13 +117,19 @@ def main():
             fused.load_state_dict(ref.state_dict(), strict=False)
             x = torch.randn(batch, n_in, device="cuda", requires_grad=True)
             dy = torch.randn(batch, n_out, device="cuda")
-            f = figures(fused, x, dy, a.warmup, a.reps)
-            e = figures(ref, x, dy, a.warmup, a.reps)
-            c = figures(torch.compile(ref), x, dy, a.warmup, a.reps)
+            torch._dynamo.reset()
+            t = [figures(fused, x, dy, a.warmup, a.reps),
+                 figures(OperatorDoor(fused), x, dy, a.warmup, a.reps)
+                 if ft.HAS_CUSTOM_OP else (float("nan"),) * 2,
+                 figures(torch.compile(fused, fullgraph=True), x, dy, a.warmup, a.reps),
+                 figures(ref, x, dy, a.warmup, a.reps),
+                 figures(torch.compile(ref), x, dy, a.warmup, a.reps)]
             for i, what in enumerate(("forward", "forward + backward")):
+                op = t[0][i]
                 rows.append(f"| {name} ({batch}, {n_in} → {n_out}, {groups} groups) | {math} | "
-                            f"{what} | {f[i]:.3f} | {e[i]:.3f} | {c[i]:.3f} | "
-                            f"{e[i] / f[i]:.2f}× | {c[i] / f[i]:.2f}× |")
+                            f"{what} | " + " | ".join(f"{c[i]:.3f}" for c in t)
+                            + f" | {t[3][i] / op:.2f}× | {t[4][i] / op:.2f}× |")
+            print(rows[-2] + "\n" + rows[-1], flush=True)
     print("\n".join(rows))
     print(f"\ntorch {torch.__version__} on {torch.cuda.get_device_name()}; medians of {a.reps} "
           f"samples of {INNER} calls each, after {a.warmup} warm-up calls")

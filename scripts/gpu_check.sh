@@ -6,7 +6,8 @@
 # architectures, docs/build.md; ARCHS=native or a list overrides them), runs every
 # ctest test, then runs each GPU test executable (build/gpu/tests/test_*_cuda)
 # under compute-sanitizer's memcheck and racecheck, printing each tool's
-# summary line. Logs go to ${OUT:-/tmp/out}. Exits non-zero if any step
+# summary line, then the PyTorch door's tests (python/tests/test_torch*.py)
+# where python3 has PyTorch and pytest. Logs go to ${OUT:-/tmp/out}. Exits non-zero if any step
 # failed; later steps still run, so one pass reports everything.
 #
 #   scripts/gpu_check.sh
@@ -111,6 +112,29 @@ if [ ${#failed[@]} -eq 0 ]; then
             fi
         done
     done
+fi
+
+# The PyTorch door (python/tests/test_torch*.py: the custom operators,
+# torch.compile, CUDA graphs, autocast on the GPU) with the python3 that has
+# PyTorch here, on this build's library; skipped where it has no PyTorch or
+# no pytest.
+if [ ${#failed[@]} -eq 0 ] && [ -z "${TESTS:-}" ]; then
+    if python3 -c "import torch, pytest" 2>/dev/null; then
+        FUSENET_LIBRARY=$PWD/build/gpu/libfusenet.so python3 -m pytest -q -p no:cacheprovider \
+            python/tests/test_torch.py python/tests/test_torch_op.py 2>&1 |
+            tee "$out/pytest_torch.log" | tail -15
+        [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "python/tests/test_torch*.py"
+    else
+        echo "gpu_check.sh: python3 has no torch or pytest; the PyTorch door's tests are skipped"
+    fi
+fi
+
+if [ "${BENCH:-0}" = 1 ] && python3 -c "import torch" 2>/dev/null; then
+    echo "gpu_check.sh: scripts/bench_fused_block_torch.py"
+    FUSENET_LIBRARY=$PWD/build/gpu/libfusenet.so PYTHONPATH=$PWD/python \
+        python3 scripts/bench_fused_block_torch.py >"$out/bench_fused_block_torch.log" 2>&1 ||
+        note_failure "scripts/bench_fused_block_torch.py"
+    tail -25 "$out/bench_fused_block_torch.log"
 fi
 
 if [ "${BENCH:-0}" = 1 ] && [ -x build/gpu/bench ]; then

@@ -5,8 +5,10 @@
  * values), with the work on the context's own stream and on another
  * (fn_context_use_stream with the legacy default stream, as PyTorch's
  * default stream is); the scratch is sized by
- * fn_block_memory_scratch_floats and a GPU call without one is refused.
- * Skips without a GPU. */
+ * fn_block_memory_scratch_floats and a GPU call without one is refused;
+ * a caller's stream captured into a CUDA graph (as torch.cuda.graph
+ * captures PyTorch's) takes forward and backward, and the graph's replay
+ * gives the same bits. Skips without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cuda_runtime_api.h>
 
 #include "expect.h"
 #include "fusenet/block_memory.h"
@@ -143,6 +146,78 @@ static void test_same_bits_as_the_layer(void **state)
             check_math(maths[i], other);
 }
 
+/* The caller's stream is captured in global mode (PyTorch's default)
+ * after a first call on the context's own stream, so use_stream moves the
+ * context from a stream outside the capture to one inside it; the graph's
+ * replay gives the layer's bits, in fp32 and bf16 (whose weight copy and
+ * caches are in the scratch). */
+static void check_captured(fn_math math)
+{
+    fn_context *ctx = NULL;
+    EXPECT_OK(fn_context_create(&ctx, FN_CUDA, 0, math));
+    fn_block_config cfg = fn_block_config_default(IN, OUT, GROUPS);
+    fn_layer *layer = NULL;
+    fn_rng rng = {.seed = 11};
+    EXPECT_OK(fn_block_create(&layer, ctx, &cfg, ROWS, &rng));
+    const size_t scratch = fn_block_memory_scratch_floats(ctx, &cfg, ROWS);
+    device_arrays d, ref;
+    alloc_arrays(&d, scratch);
+    alloc_arrays(&ref, 1);
+    uint64_t s = 5;
+    fill(&d.x, -2, 2, &s);
+    fill(&d.dy, -1, 1, &s);
+    EXPECT_OK(fn_layer_forward(layer, &d.x, &ref.y));
+    EXPECT_OK(fn_layer_zero_grad(layer));
+    EXPECT_OK(fn_layer_backward(layer, &d.dy, &ref.dx));
+    const fn_block_memory m = {
+        .x = d.x.data,
+        .weight = fn_layer_param(layer, "weight")->value.data,
+        .bias = fn_layer_param(layer, "bias")->value.data,
+        .gamma = fn_layer_param(layer, "gamma")->value.data,
+        .beta = fn_layer_param(layer, "beta")->value.data,
+        .z = d.z.data, .mean = d.mean.data, .rstd = d.rstd.data, .scratch = d.scratch.data};
+    EXPECT_OK(fn_block_memory_forward(ctx, &cfg, ROWS, &m, d.y.data)); /* the warm-up */
+    EXPECT_OK(fn_context_sync(ctx));
+    EXPECT_OK(fn_tensor_zero(&d.y));
+    EXPECT_OK(fn_context_sync(ctx));
+
+    cudaStream_t stream = NULL;
+    assert_int_equal(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    EXPECT_OK(fn_context_use_stream(ctx, stream));
+    EXPECT_OK(fn_block_memory_forward(ctx, &cfg, ROWS, &m, d.y.data));
+    EXPECT_OK(fn_block_memory_backward(ctx, &cfg, ROWS, &m, d.dy.data, d.dz.data, d.dx.data,
+                                       d.dw.data, d.db.data, d.dgamma.data, d.dbeta.data));
+    cudaGraph_t graph = NULL;
+    assert_int_equal(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = NULL;
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; replay++)
+        assert_int_equal(cudaGraphLaunch(exec, stream), cudaSuccess);
+    /* Back to the context's own stream, ordered after the replays. */
+    EXPECT_OK(fn_context_own_stream(ctx));
+    EXPECT_OK(fn_context_sync(ctx));
+    expect_tensors_equal(&d.y, &ref.y, "y replayed");
+    expect_tensors_equal(&d.dx, &ref.dx, "dx replayed");
+    expect_tensors_equal(&d.dw, &fn_layer_param(layer, "weight")->grad, "dW replayed");
+    expect_tensors_equal(&d.dgamma, &fn_layer_param(layer, "gamma")->grad, "dgamma replayed");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    free_arrays(&d);
+    free_arrays(&ref);
+    fn_layer_destroy(layer);
+    fn_context_destroy(ctx);
+}
+
+static void test_a_captured_stream_replays_the_same_bits(void **state)
+{
+    (void)state;
+    skip_without_gpu();
+    check_captured(FN_MATH_FP32);
+    check_captured(FN_MATH_BF16);
+}
+
 static void test_streams_of_a_cpu_context_are_refused(void **state)
 {
     (void)state;
@@ -156,4 +231,5 @@ static void test_streams_of_a_cpu_context_are_refused(void **state)
 }
 
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_same_bits_as_the_layer),
+          cmocka_unit_test(test_a_captured_stream_replays_the_same_bits),
           cmocka_unit_test(test_streams_of_a_cpu_context_are_refused))

@@ -59,7 +59,13 @@ fn_status fn_context_sync(fn_context *ctx);
  * the context's GPU; 0 is the legacy default stream), another library's
  * stream such as PyTorch's current one, until fn_context_own_stream. What
  * was queued before is ordered before what follows (an event on the old
- * stream that the new one waits for), both ways. The caller keeps the
+ * stream that the new one waits for), both ways, unless one stream is being
+ * captured into a CUDA graph and the other is not: then the caller orders
+ * them (PyTorch synchronises before torch.cuda.graph captures), since no
+ * wait may cross a capture's edge. A caller's stream under capture works
+ * as any other: what the context's calls queue there is captured, with no
+ * allocation or synchronisation of the library's (block_memory.h's calls
+ * on arrays the caller allocated before). The caller keeps the
  * stream alive while the context uses it. The context's own copies
  * (fn_tensor_upload, _download) stay ordered by its own stream only.
  * FN_ERR_INVALID on the CPU. */

@@ -172,7 +172,7 @@ def test_no_copy_of_the_input_for_contiguous_float32():
 
 def test_bad_inputs_say_what_is_wrong():
     block = ft.FusedBlock(8, 8, 2)
-    with pytest.raises(ValueError, match=r"expected \[N, 8\]"):
+    with pytest.raises(ValueError, match=r"expected \[\.\.\., 8\]"):
         block(torch.randn(3, 7))
     with pytest.raises(TypeError, match="float32"):
         block(torch.randn(3, 8, dtype=torch.float64))
@@ -230,3 +230,231 @@ def test_cuda_math_modes_within_their_rounding(math, operand_u):
 def test_bad_math_is_refused():
     with pytest.raises(ValueError, match="expected one of fp32"):
         ft.FusedBlock(8, 8, 2, math="fp16")
+
+
+def test_parameters_of_the_wrong_shape_are_refused_before_the_library_reads_them():
+    """A weight smaller than the block (which the library would read past,
+    or fault on) is named with the shape it should have."""
+    block = ft.FusedBlock(4096, 4096, 8)
+    block.linear.weight = torch.nn.Parameter(torch.randn(1, 1))
+    with pytest.raises(ValueError, match=r"linear.weight is of shape \[1, 1\]; "
+                                         r"expected shape \[4096, 4096\]"):
+        block(torch.randn(2, 4096))
+    small = ft.FusedBlock(8, 16, 4)
+    small.linear.bias = torch.nn.Parameter(torch.zeros(15))
+    with pytest.raises(ValueError, match=r"linear.bias is of shape \[15\]; expected shape \[16\]"):
+        small(torch.randn(2, 8))
+    small = ft.FusedBlock(8, 16, 4)
+    small.norm.weight = torch.nn.Parameter(torch.ones(16, 1))
+    with pytest.raises(ValueError, match=r"norm.weight is of shape \[16, 1\]"):
+        small(torch.randn(2, 8))
+    small = ft.FusedBlock(8, 16, 4)
+    small.norm.bias = None
+    with pytest.raises(ValueError, match="norm.bias is None"):
+        small(torch.randn(2, 8))
+
+
+def test_parameters_of_another_dtype_are_refused():
+    block = ft.FusedBlock(8, 16, 4)
+    block.norm.bias.data = block.norm.bias.data.double()
+    with pytest.raises(TypeError, match="norm.bias is torch.float64; the block computes in "
+                                        "float32"):
+        block(torch.randn(2, 8))
+    with pytest.raises(TypeError, match="float32"):
+        ft.FusedBlock(8, 16, 4).double()(torch.randn(2, 8, dtype=torch.float64))
+
+
+def test_float32_parameters_under_a_float64_default_dtype():
+    torch.manual_seed(3)
+    want_block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(5, 8)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        block = ft.FusedBlock(8, 16, 4)
+        assert all(p.dtype == torch.float32 for p in block.parameters())
+        block.load_state_dict(want_block.state_dict())
+        got = block(x)
+    finally:
+        torch.set_default_dtype(old)
+    assert torch.equal(got, want_block(x))
+
+
+def test_a_second_derivative_is_refused_not_dropped():
+    """create_graph=True (a gradient penalty) would need the derivative of
+    the library's backward, which does not exist: an error, not the
+    first-order gradient with the second-order term silently lost."""
+    torch.manual_seed(4)
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(6, 8, requires_grad=True)
+    y = block(x)
+    with pytest.raises(RuntimeError, match="no second derivative"):
+        torch.autograd.grad(y.pow(2).sum(), block.linear.weight, create_graph=True)
+    # A plain backward still works.
+    block(x).sum().backward()
+    assert block.linear.weight.grad is not None
+
+
+def test_leading_dimensions_as_nn_linear():
+    """[..., in] -> [..., out]: the same bits as the rows in one [N, in]
+    batch, and gradients of the input's shape; a 1-D input is one row."""
+    torch.manual_seed(5)
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    y = block(x)
+    assert y.shape == (2, 3, 16)
+    assert torch.equal(y, block(x.detach().reshape(6, 8)).reshape(2, 3, 16))
+    y.sum().backward()
+    assert x.grad.shape == (2, 3, 8)
+    v = torch.randn(8)
+    assert block(v).shape == (16,)
+    assert torch.equal(block(v), block(v.reshape(1, 8))[0])
+
+
+def test_non_contiguous_inputs_and_parameters_are_made_contiguous():
+    torch.manual_seed(6)
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(8, 10).t()  # [10, 8], not contiguous
+    want = block(x.contiguous())
+    block.linear.weight = torch.nn.Parameter(block.linear.weight.detach().t().contiguous().t())
+    assert not block.linear.weight.is_contiguous()
+    got = block(x)
+    assert torch.equal(got, want)
+    got.sum().backward()
+    assert block.linear.weight.grad.shape == (16, 8)
+
+
+def test_a_retained_graph_backs_twice():
+    torch.manual_seed(9)
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(6, 8, requires_grad=True)
+    y = block(x)
+    y.sum().backward(retain_graph=True)
+    once = block.linear.weight.grad.clone()
+    y.sum().backward()
+    assert torch.equal(block.linear.weight.grad, 2 * once)
+
+
+def test_an_empty_batch():
+    block = ft.FusedBlock(8, 16, 4)
+    x = torch.randn(0, 8, requires_grad=True)
+    y = block(x)
+    assert y.shape == (0, 16)
+    y.sum().backward()
+    assert x.grad.shape == (0, 8)
+    assert torch.equal(block.linear.weight.grad, torch.zeros(16, 8))
+
+
+class Double(torch.nn.Module):
+    def forward(self, x):
+        return x + x
+
+
+class Times2(torch.nn.Module):
+    def forward(self, x):
+        return 2 * x
+
+
+class Block(torch.nn.Module):
+    """The unfused block as scripts/weights_to_torch.py writes it."""
+
+    def __init__(self, n_in, n_out, groups, slope=0.01):
+        super().__init__()
+        self.linear = torch.nn.Linear(n_in, n_out)
+        self.norm = torch.nn.GroupNorm(groups, n_out)
+        self.act = torch.nn.LeakyReLU(slope)
+
+    def forward(self, x):
+        y = self.act(self.norm(self.linear(x)))
+        return y + y
+
+
+class NotABlock(Block):
+    def forward(self, x):
+        y = self.act(self.norm(self.linear(x)))
+        return y + y + 1
+
+
+def randomise_norms(model):
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.GroupNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+
+
+def test_fuse_replaces_the_chains_and_keeps_the_parameters():
+    """An nn.Sequential run (Linear, GroupNorm, LeakyReLU, x + x) and a
+    Block module become FusedBlocks holding the same Parameter objects;
+    each one's output is within the float32 bound of the exact block's
+    (the bound test_outputs_and_gradients_within_float32_rounding checks)
+    and so is the unfused one's; the model's output is the fused blocks'
+    composition; what is not exactly the chain stays."""
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(12, 32), torch.nn.GroupNorm(4, 32), torch.nn.LeakyReLU(0.2), Double(),
+        Block(32, 24, 3),
+        torch.nn.Sequential(torch.nn.Linear(24, 16, bias=False), torch.nn.GroupNorm(2, 16),
+                            torch.nn.LeakyReLU(), Double()),
+        NotABlock(16, 16, 2),
+        torch.nn.Linear(16, 3))
+    randomise_norms(model)
+    params = {id(p) for p in model.parameters()}
+    x = torch.randn(20, 12)
+    with torch.no_grad():
+        h1 = model[3](model[2](model[1](model[0](x))))
+    fused = ft.fuse(model)
+    assert fused is model
+    assert isinstance(model[0], ft.FusedBlock)
+    assert all(isinstance(model[i], torch.nn.Identity) for i in (1, 2, 3))
+    assert isinstance(model[4], ft.FusedBlock)
+    assert model[0].negative_slope == 0.2 and model[4].groups == 3
+    # No bias, and a forward that is more than the chain: left as they were.
+    assert isinstance(model[5][0], torch.nn.Linear) and isinstance(model[6], NotABlock)
+    assert {id(p) for p in model.parameters()} == params
+    assert list(model.state_dict())[:4] == ["0.linear.weight", "0.linear.bias",
+                                            "0.norm.weight", "0.norm.bias"]
+    with torch.no_grad():
+        f1 = model[0](x)
+        exact = unfused(model[0], torch.float64)(x.double()) * 2
+        bound = bounds(model[0], x, torch.zeros(20, 32))[0]
+        assert ((f1.double() - exact).abs() <= bound).all()
+        assert ((h1.double() - exact).abs() <= bound).all()
+        # The second block, on the first's fused output.
+        f2 = model[4](f1)
+        exact2 = unfused(model[4], torch.float64)(f1.double()) * 2
+        bound2 = bounds(model[4], f1, torch.zeros(20, 24))[0]
+        assert ((f2.double() - exact2).abs() <= bound2).all()
+        # The model runs through the fused blocks (each checked above: the
+        # layers after them carry the blocks' rounding differences on).
+        assert torch.equal(model(x), model[7](model[6](model[5](f2))))
+
+
+def test_fuse_of_a_block_itself_and_its_refusals():
+    torch.manual_seed(8)
+    block = Block(6, 8, 2, slope=0.1)
+    randomise_norms(block)
+    fused = ft.fuse(block)
+    assert isinstance(fused, ft.FusedBlock)
+    assert fused.linear is block.linear and fused.norm is block.norm
+    assert fused.negative_slope == 0.1
+    x = torch.randn(9, 6)
+    bound = bounds(fused, x, torch.zeros(9, 8))[0]
+    exact = unfused(fused, torch.float64)(x.double()) * 2
+    assert ((fused(x).detach().double() - exact).abs() <= bound).all()
+    assert ((block(x).detach().double() - exact).abs() <= bound).all()
+    # Conservative: other channels, no affine norm, float64 parameters.
+    for odd in (torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GroupNorm(2, 8, affine=False),
+                                    torch.nn.LeakyReLU(), Double()),
+                torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GroupNorm(2, 8),
+                                    torch.nn.ReLU(), Double()),
+                Block(6, 8, 2).double()):
+        kinds = [type(m) for m in odd.modules()]
+        assert [type(m) for m in ft.fuse(odd).modules()] == kinds
+    # The doubling written 2 * x is the same chain; math passes through.
+    doubled = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GroupNorm(2, 8),
+                                  torch.nn.LeakyReLU(), Times2())
+    fused = ft.fuse(doubled, math="tf32")
+    assert isinstance(fused[0], ft.FusedBlock) and fused[0].math == "tf32"
+    with pytest.raises(ValueError, match="expected one of fp32"):
+        ft.fuse(block, math="fp16")
