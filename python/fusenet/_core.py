@@ -156,13 +156,16 @@ def _print_model(model, out):
 
 
 def _epoch_line(row, epochs):
-    """An epoch's line, as `train` prints it."""
+    """An epoch's line, as `train` prints it (no validation part without a
+    validation set)."""
     def metric(v, percent):
         return "-" if v != v else ("%.2f%%" % (100 * v) if percent else "%.4f" % v)
-    return ("epoch %d/%d: train loss %s acc %s, valid loss %s acc %s (%.3f s, %.0f samples/s%s)"
+    valid = ("" if row["valid_loss"] != row["valid_loss"] else ", valid loss %s acc %s"
+             % (metric(row["valid_loss"], 0), metric(row["valid_acc"], 1)))
+    return ("epoch %d/%d: train loss %s acc %s%s (epoch %.3f s, total %.3f s, %.0f samples/s%s)"
             % (row["epoch"], epochs, metric(row["train_loss"], 0), metric(row["train_acc"], 1),
-               metric(row["valid_loss"], 0), metric(row["valid_acc"], 1), row["seconds"],
-               row["samples_per_s"], ", best" if row["improved"] else ""))
+               valid, row["epoch_seconds"], row["seconds"], row["samples_per_s"],
+               ", best" if row["improved"] else ""))
 
 
 class _Reporter:
@@ -177,7 +180,8 @@ class _Reporter:
         e = e.contents
         row = {"epoch": e.epoch + 1, "train_loss": e.train.loss, "train_acc": e.train.acc,
                "valid_loss": e.valid.loss, "valid_acc": e.valid.acc, "seconds": e.seconds,
-               "samples_per_s": e.samples_per_s, "improved": bool(e.improved)}
+               "epoch_seconds": e.epoch_seconds, "samples_per_s": e.samples_per_s,
+               "improved": bool(e.improved)}
         self.history.append(row)
         if self.verbose:
             print(_epoch_line(row, e.epochs), file=sys.stderr, flush=True)

@@ -49,7 +49,8 @@ class TrainMetrics(Structure):
 class TrainEpoch(Structure):
     _fields_ = [("epoch", c_longlong), ("epochs", c_int), ("train", TrainMetrics),
                 ("valid", TrainMetrics), ("seconds", c_double), ("samples_per_s", c_double),
-                ("improved", c_int), ("since_best", c_longlong)]
+                ("improved", c_int), ("since_best", c_longlong),
+                ("epoch_seconds", c_double)]
 
 
 class TrainLayer(Structure):
