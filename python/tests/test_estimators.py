@@ -16,37 +16,23 @@ from sklearn.model_selection import train_test_split
 import fusenet
 from fusenet._sklearn_compat import check_estimator
 
-# Predictions that depend on a row's place in its batch: the library's
-# float32 products (OpenBLAS sgemm) round a row's sums by where it falls in
-# the batch, so a row predicted in another order or subset differs in the
-# last bits, and these two checks (rtol 1e-7, under one float32 ulp of
-# 1.19e-7) fail. They become passes when inference is batch-invariant (a
-# fixed reduction order per output element): then remove them from here
-# and from docs/python.md.
-XFAIL = {
-    "check_methods_sample_order_invariance":
-        "float32 outputs differ in the last bits with a row's place in the batch",
-    "check_methods_subset_invariance":
-        "float32 outputs differ in the last bits with a row's place in the batch",
-}
-
-
 @pytest.mark.parametrize("estimator", [
     fusenet.FusenetClassifier(device="cpu"), fusenet.FusenetRegressor(device="cpu"),
 ], ids=["classifier", "regressor"])
 def test_check_estimator(estimator):
     # Through _sklearn_compat: scikit-learn 1.2's generator of checks or
     # the newest's check_estimator, whichever this environment has.
-    failed, passed, skipped = check_estimator(estimator, XFAIL)
+    failed, passed, skipped = check_estimator(estimator, {})
     assert not failed
-    # Besides XFAIL, only checks that skip themselves for a package this
-    # environment lacks (pandas under Debian's scikit-learn 1.2, the array
+    # Only checks that skip themselves for a package this environment lacks (pandas under Debian's scikit-learn 1.2, the array
     # API's switch) or a method the estimators do not have.
     for name, why in skipped.items():
-        assert name in XFAIL or re.search(
+        assert re.search(
             r"not installed|SCIPY_ARRAY_API|decision_function", why), (name, why)
     assert len(passed) > 30
     assert "check_fit2d_1sample" in passed and "check_supervised_y_2d" in passed
+    # Predictions are the same bits in any batch, order or subset.
+    assert {"check_methods_subset_invariance", "check_methods_sample_order_invariance"} <= passed
 
 
 def _digits():
