@@ -24,16 +24,7 @@ listing() { (cd "$src/python" && find . -name __pycache__ -prune -o -print | sor
 listing >"$work/before"
 
 # The digits as arrays, read with Debian's h5py (environment A has none).
-/usr/bin/python3 - "$src/data" "$work/digits.npz" <<'PY'
-import sys
-import h5py
-import numpy as np
-parts = {}
-for part in ("train", "valid"):
-    with h5py.File(f"{sys.argv[1]}/digits_{part}.h5", "r") as f:
-        parts["X_" + part], parts["y_" + part] = f["X"][...], f["y"][...]
-np.savez(sys.argv[2], **parts)
-PY
+/usr/bin/python3 "$src/tests/digits_npz.py" "$src/data" "$work/digits.npz"
 
 site_of() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])'; }
 
