@@ -47,7 +47,8 @@ fi
 # B: Debian's python3 and its packages.
 /usr/bin/python3 -m venv --system-site-packages "$work/b"
 "$work/b/bin/pip" install "${pip_quiet[@]}" "$cpu" "$src/python"
-if [ -n "$("$work/b/bin/pip" list --local --format=freeze 2>/dev/null | grep -i '^numpy=')" ]; then
+local_packages=$("$work/b/bin/pip" list --local --format=freeze --disable-pip-version-check)
+if grep -qi '^numpy=' <<<"$local_packages"; then
     echo "python_install: pip installed a numpy over Debian's" >&2
     exit 1
 fi
