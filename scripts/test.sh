@@ -5,7 +5,10 @@
 # of the Python-side tests (scripts/python_env.sh, build/pyenv), then
 #   1. builds with warnings as errors and the test-only hooks (FN_TEST_HOOKS,
 #      which test_faults needs), CUDA when the toolkit is there (every GPU
-#      architecture of the default), and runs every ctest test;
+#      architecture of the default), and runs every ctest test (among them
+#      the Python package's install with pip in fresh environments,
+#      python_install, and its self-contained wheel from
+#      scripts/build_wheel.sh, python_wheel: both download from PyPI);
 #   2. builds the CPU tests again under AddressSanitizer +
 #      UndefinedBehaviorSanitizer and runs them (the GPU code for sm_90
 #      alone: no test there runs it);
