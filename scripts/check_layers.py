@@ -8,9 +8,9 @@ The rooms (layers), lowest floor first (docs/design.md):
 A file may include headers of its own layer or lower ones. Where a file
 sits says its layer:
   src/<layer>/*              that layer (also the home of private headers,
-                             included as "nn/block_impl.h")
+                             included as "nn/layers/block/block_impl.h")
   include/fusenet/<x>.h      the layer of the src/ file with stem <x>
-                             (block.h: src/nn/block.c), else FALLBACK
+                             (block.h: src/nn/layers/block/block.c), else FALLBACK
   kernels/<room>/*.cu        that room
   kernels/<x>_cuda.cu        the room of the src/ file with stem <x>
                              (block_cuda.cu: nn)
@@ -37,7 +37,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 def stem_layers(root):
     """Every src/<layer>/<stem>.* file's stem mapped to its layer (a private
-    header of kernels, nn/block_products_cuda.h, also without _cuda)."""
+    header of kernels, nn/layers/block/block_products_cuda.h, also without _cuda)."""
     found = {}
     for f in (root / "src").glob("*/*"):
         layer = f.parent.name

@@ -79,7 +79,7 @@ build_cuda_objects() {
     fi
 }
 
-# src/nn/block.c <-> nn_block.o
+# src/nn/layers/block/block.c <-> nn_block.o
 object_name() { local rel=${1#src/}; echo "${rel%.c}.o" | tr / _; }
 source_of() { local base; base=$(basename "${1%.o}"); echo "src/${base%%_*}/${base#*_}.c"; }
 

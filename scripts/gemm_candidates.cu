@@ -1,4 +1,4 @@
-/* gemm_candidates.cu — the measurement behind kernels/gemm_lt_cuda.cu's
+/* gemm_candidates.cu — the measurement behind kernels/core/gemm_lt_cuda.cu's
  * rule: for the fp32 products of bench_small.sh's S and M networks, the time
  * of cublasGemmEx (cuBLAS's own pick) and of each of cuBLASLt's first eight
  * heuristic candidates, with its split of k (splitK) and the kernels it

@@ -22,12 +22,12 @@
 #include "fusenet/config.h"
 #include "fusenet/rmsprop.h"
 #include "fusenet/sgd.h"
-#include "optim/cosine_schedule.h"
-#include "optim/plateau_schedule.h"
-#include "optim/step_schedule.h"
+#include "optim/schedules/cosine/cosine_schedule.h"
+#include "optim/schedules/plateau/plateau_schedule.h"
+#include "optim/schedules/step/step_schedule.h"
 #include "run/config_impl.h"
-#include "nn/cross_entropy_options.h"
-#include "nn/huber.h"
+#include "nn/losses/cross_entropy/cross_entropy_options.h"
+#include "nn/losses/huber/huber.h"
 #include "test_main.h"
 
 /* A temporary directory holding the config and an (empty) train.h5: the

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "nn/block_impl.h"
+#include "nn/layers/block/block_impl.h"
 #include "check.h"
 #include "expect.h"
 #include "fusenet/sgd.h"

@@ -39,8 +39,8 @@
 #include "fusenet/loss_kind.h"
 #include "fusenet/loss_tally.h"
 #include "fusenet/net.h"
-#include "nn/block_impl.h"
-#include "nn/huber.h"
+#include "nn/layers/block/block_impl.h"
+#include "nn/losses/huber/huber.h"
 #include "test_main.h"
 
 /* A float sum of n terms in any order is within (n - 1) u sum |terms| of

@@ -3,7 +3,7 @@
  * emulation of what the GPU's bf16 block computes, on the CPU, so that the
  * tolerances of test_gradcheck_cuda's bf16 rows are known to cover the bf16
  * arithmetic before a GPU runs them. The emulation rounds to nearest
- * bfloat16 exactly where kernels/block_products_cuda.cu and block_cuda.cu
+ * bfloat16 exactly where kernels/nn/layers/block/block_products_cuda.cu and block_cuda.cu
  * do — x and W before the forward product, z (without the bias) after it,
  * dz before the dx and dW products (db summed from the rounded dz, the
  * group path's reading, the worse of the two) — and to float32 where the
@@ -34,7 +34,7 @@
 #include "expect.h"
 #include "gradcheck.h"
 #include "kind.h"
-#include "nn/block_impl.h"
+#include "nn/layers/block/block_impl.h"
 #include "problem.h"
 #include "runner.h"
 #include "test_main.h"

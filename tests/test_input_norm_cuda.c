@@ -1,5 +1,5 @@
 /* test_input_norm_cuda.c — [data] standardize on the GPU: the kernel of
- * kernels/input_norm_cuda.cu gives the CPU path's bits (both are IEEE
+ * kernels/data/input_norm_cuda.cu gives the CPU path's bits (both are IEEE
  * subtract then divide, each rounded) at several shapes, odd and large;
  * and the loader's background mode on the GPU hands out the same
  * standardised batches as the CPU's synchronous mode, and so does its

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "fusenet/schedule_kind.h"
-#include "optim/cosine_schedule.h"
-#include "optim/plateau_schedule.h"
-#include "optim/step_schedule.h"
+#include "optim/schedules/cosine/cosine_schedule.h"
+#include "optim/schedules/plateau/plateau_schedule.h"
+#include "optim/schedules/step/step_schedule.h"
 #include "test_main.h"
 
 /* The registry's kind called name. */

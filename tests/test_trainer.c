@@ -29,7 +29,7 @@
 #include "expect.h"
 #include "fusenet/config.h"
 #include "fusenet/schedule_kind.h"
-#include "optim/cosine_schedule.h"
+#include "optim/schedules/cosine/cosine_schedule.h"
 #include "fusenet/trainer.h"
 #include "program.h"
 #include "sets.h"

@@ -49,7 +49,7 @@
 
 #include <cuda_runtime.h>
 
-#include "nn/block_impl.h"
+#include "nn/layers/block/block_impl.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
 #include "fusenet/adam.h"

@@ -12,7 +12,7 @@
  * step count plus one (PyTorch keeps one count per parameter: here every
  * parameter steps together, so one count is theirs). The scalars of a step
  * are computed once, in double as PyTorch's Python code does, then rounded
- * to float; both backends (src/optim/adam_cpu.c, kernels/adam_cuda.cu) then
+ * to float; both backends (src/optim/optimizers/adam/adam_cpu.c, kernels/optim/optimizers/adam/adam_cuda.cu) then
  * do the same float arithmetic in the same order, one pass per tensor. */
 #ifndef FUSENET_ADAM_H
 #define FUSENET_ADAM_H

@@ -10,7 +10,7 @@
  * the skip folded into the same kernels (forward adds x as it writes y;
  * backward's normalisation pass copies dy into dx, onto which the dx
  * product adds).
- * CPU code: src/nn/block_cpu.c; CUDA code: kernels/block_cuda.cu. As layer
+ * CPU code: src/nn/layers/block/block_cpu.c; CUDA code: kernels/nn/layers/block/block_cuda.cu. As layer
  * kinds, "block N" and "residual N": a block of width N with [model]
  * groups, eps and negative_slope, which its weights-file group records. */
 #ifndef FUSENET_BLOCK_H

@@ -2,7 +2,7 @@
  * the plain MLP's layer: f = ReLU (max(z, 0)) or GELU in its exact form,
  * z/2 (1 + erf(z / sqrt 2)), as torch.nn.GELU() by default.
  * Parameters: weight [out, in], bias [out], as nn.Linear names them.
- * CPU code: src/nn/dense_cpu.c; CUDA code: kernels/dense_cuda.cu. As layer
+ * CPU code: src/nn/layers/dense/dense_cpu.c; CUDA code: kernels/nn/layers/dense/dense_cuda.cu. As layer
  * kinds, "relu N" and "gelu N": a layer of width N with that activation;
  * their weights-file groups carry no attributes beyond kind and sizes. */
 #ifndef FUSENET_DENSE_H

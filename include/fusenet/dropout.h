@@ -6,7 +6,7 @@
  * seed, the layer, the step and the element's place in the whole batch
  * (row * width + column), so a resumed run, a replayed CUDA graph and a
  * run over several processes draw the masks of one uninterrupted process.
- * CPU code: src/nn/dropout_cpu.c; CUDA code: kernels/dropout_cuda.cu. As a
+ * CPU code: src/nn/layers/dropout/dropout_cpu.c; CUDA code: kernels/nn/layers/dropout/dropout_cuda.cu. As a
  * layer kind, "dropout P" (0 <= P < 1): the width of its input. */
 #ifndef FUSENET_DROPOUT_H
 #define FUSENET_DROPOUT_H

@@ -1,6 +1,6 @@
 /* linear.h — the affine layer y = x W^T + b, for output heads.
  * Parameters: weight [out, in], bias [out], as nn.Linear names them.
- * CPU code: src/nn/linear_cpu.c; CUDA code: kernels/linear_cuda.cu. As a
+ * CPU code: src/nn/layers/linear/linear_cpu.c; CUDA code: kernels/nn/layers/linear/linear_cuda.cu. As a
  * layer kind, "linear N": a linear layer of width N. */
 #ifndef FUSENET_LINEAR_H
 #define FUSENET_LINEAR_H

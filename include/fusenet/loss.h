@@ -4,7 +4,7 @@
  * The value is written to a [1, 1] tensor on the inputs' device, so a GPU step
  * needs no host round trip; read it when logging. The gradient is ASSIGNED
  * (dpred = d loss / d pred) and may be NULL when only the value is wanted.
- * CPU code: src/nn/loss_cpu.c; CUDA code: kernels/loss_cuda.cu. Each is a
+ * CPU code: src/nn/loss_cpu.c; CUDA code: kernels/nn/loss_cuda.cu. Each is a
  * registered loss (loss_kind.h) for the trainer. */
 #ifndef FUSENET_LOSS_H
 #define FUSENET_LOSS_H

@@ -7,7 +7,7 @@
  * names a loss.
  *
  * A new loss is its own files (its arithmetic, loss.h's pattern; its
- * descriptor, src/nn/mse_kind.c's) plus one line in the table of
+ * descriptor, src/nn/losses/mse/mse_kind.c's) plus one line in the table of
  * src/nn/loss_kind.c. */
 #ifndef FUSENET_LOSS_KIND_H
 #define FUSENET_LOSS_KIND_H

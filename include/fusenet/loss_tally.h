@@ -23,7 +23,7 @@
  * later, to exercise the late read's roll-back without a GPU).
  * Any registered loss (loss_kind.h) is counted through its descriptor: the
  * tally names none.
- * CPU code: src/nn/loss_tally.c; CUDA: kernels/loss_tally_cuda.cu (the
+ * CPU code: src/nn/loss_tally.c; CUDA: kernels/nn/loss_tally_cuda.cu (the
  * sums, their late copies and the kernel that finishes a loss's partial
  * sums into them) and nn/loss_tally_finish_cuda.cuh (that finish, which
  * the losses' kernels share). */

@@ -9,7 +9,7 @@
  * the optimiser through it. None of them names an optimiser.
  *
  * A new optimiser is its own files (optimizer.h's interface; its
- * descriptor, src/optim/sgd_kind.c's pattern) plus one line in the table
+ * descriptor, src/optim/optimizers/sgd/sgd_kind.c's pattern) plus one line in the table
  * of src/optim/optimizer_kind.c and its extern below. */
 #ifndef FUSENET_OPTIMIZER_KIND_H
 #define FUSENET_OPTIMIZER_KIND_H

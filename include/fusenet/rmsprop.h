@@ -11,8 +11,8 @@
  * (optimizer.h) named "rmsprop" whose state is "square_avg" for every
  * parameter, "momentum_buffer" when momentum > 0 and "grad_avg" when
  * centered (torch keeps the same three, by those names). The step's scalars
- * are rounded to float once; both backends (src/optim/rmsprop_cpu.c,
- * kernels/rmsprop_cuda.cu) then do the same float arithmetic in the same
+ * are rounded to float once; both backends (src/optim/optimizers/rmsprop/rmsprop_cpu.c,
+ * kernels/optim/optimizers/rmsprop/rmsprop_cuda.cu) then do the same float arithmetic in the same
  * order, one pass per tensor. */
 #ifndef FUSENET_RMSPROP_H
 #define FUSENET_RMSPROP_H

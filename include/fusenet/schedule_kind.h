@@ -8,7 +8,7 @@
  * computes each step's rate through it. None of them names a schedule.
  *
  * A new schedule is its own files (its options struct and this
- * descriptor, src/optim/step_schedule.c's pattern) plus one line in the
+ * descriptor, src/optim/schedules/step/step_schedule.c's pattern) plus one line in the
  * table of src/optim/schedule_kind.c. */
 #ifndef FUSENET_SCHEDULE_KIND_H
 #define FUSENET_SCHEDULE_KIND_H

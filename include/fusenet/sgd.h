@@ -5,7 +5,7 @@
  *   theta = theta - lr * g
  * An optimiser (optimizer.h) named "sgd" whose state is one "momentum"
  * buffer per parameter, and the SGD-specific calls beside it. Common code:
- * src/optim/sgd.c; backends: src/optim/sgd_cpu.c, kernels/sgd_cuda.cu. */
+ * src/optim/optimizers/sgd/sgd.c; backends: src/optim/optimizers/sgd/sgd_cpu.c, kernels/optim/optimizers/sgd/sgd_cuda.cu. */
 #ifndef FUSENET_SGD_H
 #define FUSENET_SGD_H
 

@@ -7,7 +7,7 @@
 
 # src/ is laid out by room, lowest floor first (core, dist, store, data, nn,
 # optim, run, trainer; DEVELOPERS.md) and is also the one home of the private
-# headers, included as "nn/block_impl.h". A kernel is in kernels/ (of the room
+# headers, included as "nn/layers/block/block_impl.h". A kernel is in kernels/ (of the room
 # of its stem's src/ file) or in kernels/<room>/. A room's
 # src/<room>/cuda_absent*.c gives the answers of a build without CUDA to the
 # calls its host C makes into kernels/; it replaces kernels/.

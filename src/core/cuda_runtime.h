@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* kernels/device_cuda.cu */
+/* kernels/core/device_cuda.cu */
 int fn_cuda_count_devices(void);
 /* "cuda:0 NVIDIA H100 80GB HBM3": GPU gpu's ordinal and name (snprintf's rules). */
 void fn_cuda_device_label(int gpu, char *buf, size_t cap);
@@ -42,7 +42,7 @@ fn_status fn_cuda_side_begin(fn_context *ctx);
 void fn_cuda_side_end(fn_context *ctx);
 fn_status fn_cuda_join(fn_context *ctx);
 
-/* kernels/memory_cuda.cu: plain device memory (cudaMalloc), synchronous copies */
+/* kernels/core/memory_cuda.cu: plain device memory (cudaMalloc), synchronous copies */
 fn_status fn_cuda_alloc(void **ptr, size_t bytes);
 void fn_cuda_free(void *ptr);
 fn_status fn_cuda_memset_zero(void *ptr, size_t bytes);
@@ -54,7 +54,7 @@ void fn_cuda_host_free(void *ptr);
 /* The free and total device memory of GPU gpu (cudaMemGetInfo). */
 fn_status fn_cuda_memory_free(int gpu, size_t *free_bytes, size_t *total);
 
-/* kernels/transfer_cuda.cu: host-to-device copies on a copy stream of their
+/* kernels/core/transfer_cuda.cu: host-to-device copies on a copy stream of their
  * own, ordered against the context's stream by two events per slot (a slot
  * is one pair of host and device buffers that copies go through in turn):
  *   fn_cuda_transfer_release(s)  on the context's stream: the kernels queued
@@ -101,7 +101,7 @@ fn_status fn_cuda_transfer_send_gather(fn_cuda_transfer *t, int slot, const fn_c
                                        int n, const int32_t *rows, int count,
                                        const fn_cuda_rows_gather *gathers, int g);
 
-/* kernels/init_cuda.cu: Philox uniforms on the GPU, same numbers as the host API */
+/* kernels/core/init_cuda.cu: Philox uniforms on the GPU, same numbers as the host API */
 fn_status fn_cuda_init_uniform(float *out, size_t n, float lo, float hi, uint64_t seed,
                                uint64_t offset);
 fn_status fn_cuda_fill(float *out, size_t n, float value);

@@ -1,6 +1,6 @@
 /* device.c — the device context (fusenet/device.h): creating and naming
  * contexts and math modes; the GPU half lives in
- * kernels/device_cuda.cu. */
+ * kernels/core/device_cuda.cu. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* gemm_lt_cuda.h (private, CUDA only) — one column-major product
  *   C [m, n] = alpha op(A) op(B) + beta C
  * through cuBLASLt, with its algorithm chosen once for each shape, layout,
- * type and pointer alignment by a fixed rule (kernels/gemm_lt_cuda.cu) and
+ * type and pointer alignment by a fixed rule (kernels/core/gemm_lt_cuda.cu) and
  * kept in the context: cuBLAS's own first choice, unless that splits the
  * inner dimension k into parts too thin to pay for the second kernel that
  * sums them. A rule, not a timing, so every run picks the same algorithm

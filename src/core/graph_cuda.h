@@ -1,5 +1,5 @@
 /* graph_cuda.h (private) — CUDA graphs of work queued on a context's
- * stream (kernels/graph_cuda.cu): capture what the calls between begin and
+ * stream (kernels/core/graph_cuda.cu): capture what the calls between begin and
  * end queue (nothing runs then), instantiate it once, and replay it with
  * one launch. Capture is thread-local (cudaStreamCaptureModeThreadLocal),
  * so the loader's thread may keep copying on its own stream meanwhile;

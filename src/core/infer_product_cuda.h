@@ -1,6 +1,6 @@
 /* infer_product_cuda.h (private) — the GPU's batch-invariant product for a
  * network built for inference (fn_layer.forward_only), the counterpart of
- * infer_product.h (kernels/infer_product_cuda.cu):
+ * infer_product.h (kernels/core/infer_product_cuda.cu):
  *
  *   y[n][o] = (sum_k x[n][k] w[o][k]) + b[o]
  *

@@ -1,6 +1,6 @@
 /* init.c — seeded initialisation: uniforms from the Philox generator
  * (philox.c, cuRAND's numbers in plain C, for CPU tensors;
- * kernels/init_cuda.cu, cuRAND itself, for GPU tensors) and constant
+ * kernels/core/init_cuda.cu, cuRAND itself, for GPU tensors) and constant
  * fills. */
 #include <math.h>
 #include <stdint.h>

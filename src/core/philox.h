@@ -1,6 +1,6 @@
 /* philox.h (private) — the uniforms of cuRAND's Philox4x32-10 host
  * generator in plain C, so the CPU draws the numbers the GPU draws
- * (kernels/init_cuda.cu, cuRAND) in a build with or without the CUDA
+ * (kernels/core/init_cuda.cu, cuRAND) in a build with or without the CUDA
  * toolkit. tests/test_init_curand.c compares them with cuRAND's host
  * generator bit for bit. */
 #ifndef FUSENET_CORE_PHILOX_H

@@ -1,5 +1,5 @@
 /* tensor.c — allocation, views, zeroing and copies of 2-D float32 tensors on
- * either device (GPU memory through kernels/memory_cuda.cu). */
+ * either device (GPU memory through kernels/core/memory_cuda.cu). */
 #include <stdlib.h>
 #include <string.h>
 

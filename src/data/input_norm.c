@@ -1,7 +1,7 @@
 /* input_norm.c — input standardisation (input_norm.h): the statistics from
  * a training set, the `/input_norm` group of weights files and checkpoints,
  * and the CPU path of the transform (the GPU's is
- * kernels/input_norm_cuda.cu). */
+ * kernels/data/input_norm_cuda.cu). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>

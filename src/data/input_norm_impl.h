@@ -1,5 +1,5 @@
 /* input_norm_impl.h (private) — the struct of fn_input_norm, its CUDA
- * launcher (kernels/input_norm_cuda.cu) and the HDF5 group `/input_norm`
+ * launcher (kernels/data/input_norm_cuda.cu) and the HDF5 group `/input_norm`
  * that weights.c and checkpoint.c write and read (input_norm.c). */
 #ifndef FUSENET_IO_INPUT_NORM_IMPL_H
 #define FUSENET_IO_INPUT_NORM_IMPL_H

@@ -1,7 +1,7 @@
 /* comm_impl.h (private) — what a communicator (fusenet/comm.h) holds and its
  * backends, each a static const table picked once at creation:
  * single-process (dist/comm.c), MPI on host floats (dist/comm_mpi.c) and
- * NCCL on the GPU (kernels/comm_cuda.cu). Host collectives and the NCCL
+ * NCCL on the GPU (kernels/dist/comm_cuda.cu). Host collectives and the NCCL
  * id's broadcast go through MPI (host_collectives.h) whatever the backend. */
 #ifndef FUSENET_DIST_COMM_IMPL_H
 #define FUSENET_DIST_COMM_IMPL_H
@@ -37,9 +37,9 @@ struct fn_comm {
 
 extern const fn_comm_backend fn_comm_single_backend; /* dist/comm.c */
 extern const fn_comm_backend fn_comm_mpi_backend;    /* dist/comm_mpi.c; only with FN_HAVE_MPI */
-extern const fn_comm_backend fn_comm_nccl_backend;   /* kernels/comm_cuda.cu; only with FN_HAVE_NCCL */
+extern const fn_comm_backend fn_comm_nccl_backend;   /* kernels/dist/comm_cuda.cu; only with FN_HAVE_NCCL */
 
-/* kernels/comm_cuda.cu: t *= factor on ctx's stream. */
+/* kernels/dist/comm_cuda.cu: t *= factor on ctx's stream. */
 fn_status fn_comm_scale_cuda(fn_context *ctx, fn_tensor *t, float factor);
 
 #ifdef __cplusplus

@@ -4,11 +4,11 @@
  * from its context, which cannot be a GPU's in such a build, so these
  * answer only for completeness; each fails naming the build option. */
 #include "core/cuda_absent.h"
-#include "nn/block_impl.h"
-#include "nn/block_products_cuda.h"
-#include "nn/dense_impl.h"
-#include "nn/dropout_impl.h"
-#include "nn/linear_impl.h"
+#include "nn/layers/block/block_impl.h"
+#include "nn/layers/block/block_products_cuda.h"
+#include "nn/layers/dense/dense_impl.h"
+#include "nn/layers/dropout/dropout_impl.h"
+#include "nn/layers/linear/linear_impl.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
 

@@ -1,6 +1,6 @@
 /* layer_grads.c — a layer's parameter gradients released while a caller's
  * step never reads them (plain SGD fused into the block's backward_sgd,
- * optim/sgd_fused.c) and allocated again, zeroed, by the next backward
+ * optim/optimizers/sgd/sgd_fused.c) and allocated again, zeroed, by the next backward
  * that writes them (fn_layer_backward), so that memory is free for the
  * rest of the run and any later backward still finds its gradients. */
 #include "fusenet/layer.h"

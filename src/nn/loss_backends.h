@@ -1,4 +1,4 @@
-/* loss_backends.h (private) — the losses of nn/loss_cpu.c and kernels/loss_cuda.cu
+/* loss_backends.h (private) — the losses of nn/loss_cpu.c and kernels/nn/loss_cuda.cu
  * that nn/loss.c dispatches to once it has validated the arguments; they
  * trust shapes and devices. Also the validation every loss of one value a
  * prediction shares (nn/loss.c), which the other losses' entry points
@@ -28,7 +28,7 @@ fn_status fn_cpu_cross_entropy_loss(const fn_tensor *logits, const int32_t *labe
 fn_status fn_cpu_count_correct(const fn_tensor *logits, const int32_t *labels, int *correct);
 
 
-/* kernels/loss_cuda.cu */
+/* kernels/nn/loss_cuda.cu */
 fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                            fn_tensor *loss, fn_tensor *dpred);
 fn_status fn_cuda_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "fusenet/loss_kind.h"
-#include "nn/bce.h"
-#include "nn/huber.h"
+#include "nn/losses/bce/bce.h"
+#include "nn/losses/huber/huber.h"
 
 static const fn_loss_kind *const kinds[] = {
     &fn_bce_with_logits_kind,

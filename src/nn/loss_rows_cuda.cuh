@@ -1,5 +1,5 @@
 /* loss_rows_cuda.cuh (private) — what the classification losses' kernels
- * (kernels/loss_cuda.cu, kernels/cross_entropy_options_cuda.cu) share: a
+ * (kernels/nn/loss_cuda.cu, kernels/nn/losses/cross_entropy/cross_entropy_options_cuda.cu) share: a
  * warp's largest value and argmax of one row, and a block's sum of its
  * warps' row losses and counts. */
 #ifndef FUSENET_NN_LOSS_ROWS_CUDA_CUH

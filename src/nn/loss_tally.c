@@ -3,7 +3,7 @@
  * share. A step's loss comes from its kind's descriptor (loss_kind.h): on
  * the CPU its read, on the GPU its partial sums, which the loss's own
  * kernel finishes into the device's sums where it can (in its last
- * block), else kernels/loss_tally_cuda.cu's finish kernel. */
+ * block), else kernels/nn/loss_tally_cuda.cu's finish kernel. */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* loss_tally_cuda.h (private) — the GPU half of a loss tally
- * (kernels/loss_tally_cuda.cu) that nn/loss_tally.c drives: the sums in
+ * (kernels/nn/loss_tally_cuda.cu) that nn/loss_tally.c drives: the sums in
  * device memory, a ring of pinned copies of them, one event a copy, and
  * the kernel that counts a loss's partial sums in them. */
 #ifndef FUSENET_NN_LOSS_TALLY_CUDA_H

@@ -1,7 +1,7 @@
 /* loss_tally_finish_cuda.cuh (private) — a loss tally's count of one step
  * on the device, shared by the tally's finish kernel
- * (kernels/loss_tally_cuda.cu) and the losses' kernels that finish their
- * own partial sums in their last block (kernels/loss_cuda.cu): the partial
+ * (kernels/nn/loss_tally_cuda.cu) and the losses' kernels that finish their
+ * own partial sums in their last block (kernels/nn/loss_cuda.cu): the partial
  * sums added in one fixed order by a block of kTallyFinishThreads, the
  * value rounded once, a finite value counted and the first non-finite one
  * recorded, so either way gives the same bits. */

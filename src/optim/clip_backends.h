@@ -1,5 +1,5 @@
 /* clip_backends.h (private) — the clipper's struct and its two backends,
- * optim/clip_cpu.c and kernels/clip_cuda.cu, as static const tables that
+ * optim/clip_cpu.c and kernels/optim/clip_cuda.cu, as static const tables that
  * optim/clip.c picks once by device. */
 #ifndef FUSENET_OPTIM_CLIP_BACKENDS_H
 #define FUSENET_OPTIM_CLIP_BACKENDS_H
@@ -20,7 +20,7 @@ struct fn_clip {
     double max_norm;
     int applied;       /* fn_clip_apply has run */
     double norm;       /* CPU: the last norm */
-    void *workspace;   /* GPU: partial sums and the result, kernels/clip_cuda.cu */
+    void *workspace;   /* GPU: partial sums and the result, kernels/optim/clip_cuda.cu */
     int *blocks;       /* GPU: [n_params] blocks of each tensor's partial sums */
 };
 
@@ -33,7 +33,7 @@ struct fn_clip_backend {
 };
 
 extern const fn_clip_backend fn_clip_cpu_backend;  /* optim/clip_cpu.c */
-extern const fn_clip_backend fn_clip_cuda_backend; /* kernels/clip_cuda.cu */
+extern const fn_clip_backend fn_clip_cuda_backend; /* kernels/optim/clip_cuda.cu */
 
 #ifdef __cplusplus
 }

@@ -4,10 +4,10 @@
  * each entry fails naming the build option, the optional ones are absent,
  * so the GPU's multi-tensor table is never made. */
 #include "core/cuda_absent.h"
-#include "optim/adam_backends.h"
+#include "optim/optimizers/adam/adam_backends.h"
 #include "optim/clip_backends.h"
 #include "optim/multi_tensor.h"
-#include "optim/sgd_backends.h"
+#include "optim/optimizers/sgd/sgd_backends.h"
 
 static fn_status sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
                             fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step)

@@ -4,7 +4,7 @@
  * step's scalars (learning rate, step count's) the update reads on the
  * device: the host writes them before each step, so the launch itself
  * never changes and a CUDA graph can replay it. GPU only
- * (kernels/multi_tensor_cuda.cu); the kernels that use the table are
+ * (kernels/optim/multi_tensor_cuda.cu); the kernels that use the table are
  * SGD's and Adam's (multi_tensor_cuda.cuh). */
 #ifndef FUSENET_OPTIM_MULTI_TENSOR_H
 #define FUSENET_OPTIM_MULTI_TENSOR_H

@@ -166,7 +166,7 @@ int gw_check_written(fn_context *ctx)
 }
 
 /* On the GPU only batches of fewer than 8 rows: the dW product's inner
- * dimension is the batch, and the products' rule (kernels/gemm_lt_cuda.cu) never
+ * dimension is the batch, and the products' rule (kernels/core/gemm_lt_cuda.cu) never
  * splits fewer than 8 terms, so no split-K reduction can add a product's
  * parts onto the old gradient one at a time (which rounds other than
  * g + g). */

@@ -3,7 +3,7 @@
  * set of hooks, and the shapes each tier checks them at. The residual one
  * (ref_residual_*, est_residual_errors) adds the identity skip in forward
  * and copies dy into dx in backward, at shapes with in = out that reach each
- * CUDA kernel variant of the block (kernels/block_cuda.cu). */
+ * CUDA kernel variant of the block (kernels/nn/layers/block/block_cuda.cu). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +157,7 @@ static const gc_case cases[] = {
     {5, 20, 16, 4, 0.01, 1e-5, 1, 1, 10, 12, "bias offset 10: mean >> spread"},
     {64, 128, 128, 8, 0.01, 1e-5, 1, 1, 0, 13, "larger: BLAS blocking"},
     {33, 257, 1040, 65, 0.01, 1e-5, 1, 1, 0, 14, "tiling: 1040 channels, 65 groups of 16, odd sizes"},
-    /* One row per CUDA kernel variant (kernels/block_cuda.cu, make_plan:
+    /* One row per CUDA kernel variant (kernels/nn/layers/block/block_cuda.cu, make_plan:
      * float4 when K % 4 == 0 and the pointers are 16-byte aligned; team
      * path <vec, reps> while 32 lanes x vec x reps cover K, reps 1, 2, 4;
      * else the group path). The rows above reach <4,1> and <1,1>. */

@@ -10,9 +10,9 @@
 #include "core/cuda_runtime.h"
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
-#include "nn/cross_entropy_options.h"
-#include "nn/bce.h"
-#include "nn/huber.h"
+#include "nn/losses/cross_entropy/cross_entropy_options.h"
+#include "nn/losses/bce/bce.h"
+#include "nn/losses/huber/huber.h"
 
 fn_status run_report(fn_status st, const char *what)
 {

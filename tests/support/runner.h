@@ -40,14 +40,14 @@ fn_status run_forward_backward_at(fn_layer *l, int batch, const double *x, const
 /* The losses: loss value and gradient (dpred may be NULL). */
 fn_status run_mse(fn_context *ctx, int rows, int cols, const double *pred,
                   const double *target, double *loss, double *dpred);
-/* fn_huber_loss (src/nn/huber.h) on float64 data, as run_mse. */
+/* fn_huber_loss (src/nn/losses/huber/huber.h) on float64 data, as run_mse. */
 fn_status run_huber(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
                     double delta, double *loss, double *dpred);
-/* fn_bce_loss (src/nn/bce.h) on float64 data, as run_mse: pos_weight
+/* fn_bce_loss (src/nn/losses/bce/bce.h) on float64 data, as run_mse: pos_weight
  * [cols] (NULL: none); correct (may be NULL) the labels predicted right. */
 fn_status run_bce(fn_context *ctx, int rows, int cols, const double *pred, const double *target,
                   const float *pos_weight, double *loss, double *dpred, int *correct);
-/* fn_cross_entropy_smoothed_loss (src/nn/cross_entropy_options.h): class
+/* fn_cross_entropy_smoothed_loss (src/nn/losses/cross_entropy/cross_entropy_options.h): class
  * weights [cols] (NULL: none) and label smoothing eps. */
 fn_status run_cross_entropy_smoothed(fn_context *ctx, int rows, int cols, const double *logits,
                                      const int32_t *labels, const float *weights, double eps,
