@@ -79,22 +79,24 @@ build_cuda_objects() {
     fi
 }
 
-# src/nn/layers/block/block.c <-> nn_block.o
-object_name() { local rel=${1#src/}; echo "${rel%.c}.o" | tr / _; }
-source_of() { local base; base=$(basename "${1%.o}"); echo "src/${base%%_*}/${base#*_}.c"; }
+# src/nn/layers/block/block.c <-> nn__layers__block__block.o (file names hold
+# single underscores, so "__" stands for "/").
+object_name() { local rel=${1#src/}; rel=${rel%.c}; echo "${rel//\//__}.o"; }
+source_of() { local base; base=$(basename "${1%.o}"); echo "src/${base//__//}.c"; }
 
 # The newest header the host sources or harnesses can include.
 newest_header() {
-    ls -t include/fusenet/*.h src/*/*.h src/*/*.cuh tests/fuzz/*.h 2>/dev/null | head -n 1
+    ls -t include/fusenet/*.h $(find src -name '*.h' -o -name '*.cuh') tests/fuzz/*.h 2>/dev/null |
+        head -n 1
 }
 
-# src/<layer>/*.c -> build/fuzz/obj/<layer>_*.o, instrumented for coverage; only what is stale.
+# src/<layer>/**.c -> build/fuzz/obj/<layer>__*.o, instrumented for coverage; only what is stale.
 build_host_objects() {
     mkdir -p "$out/obj"
     local header src obj
     header=$(newest_header)
     rm -f "$out"/obj/*.o.tmp
-    for src in src/*/*.c; do
+    for src in $(find src -name '*.c' | sort); do
         # A build without CUDA's stand-ins: this one links the kernels.
         case $src in */cuda_absent*.c) continue ;; esac
         obj="$out/obj/$(object_name "$src")"

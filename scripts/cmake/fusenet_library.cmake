@@ -6,17 +6,18 @@
 # (version, commit, backends, GPU architectures) are generated here.
 
 # src/ is laid out by room, lowest floor first (core, dist, store, data, nn,
-# optim, run, trainer; DEVELOPERS.md) and is also the one home of the private
-# headers, included as "nn/layers/block/block_impl.h". A kernel is in kernels/ (of the room
-# of its stem's src/ file) or in kernels/<room>/. A room's
-# src/<room>/cuda_absent*.c gives the answers of a build without CUDA to the
-# calls its host C makes into kernels/; it replaces kernels/.
-file(GLOB FN_HOST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*/*.c)
-file(GLOB FN_CUDA_ABSENT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*/cuda_absent*.c)
+# optim, run, trainer; DEVELOPERS.md), and inside nn/ and optim/ by family and
+# kind (src/nn/layers/block/); it is also the one home of the private headers,
+# included by their path under src/ ("nn/layers/block/block_impl.h").
+# kernels/ mirrors src/ path for path: a kernel sits in the folder of its
+# src/ counterpart (kernels/nn/layers/block/block_cuda.cu). Any
+# src/**/cuda_absent*.c gives the answers of a build without CUDA to the calls
+# the host C beside it makes into kernels/; they replace kernels/.
+file(GLOB_RECURSE FN_HOST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.c)
+file(GLOB_RECURSE FN_CUDA_ABSENT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/cuda_absent*.c)
 list(REMOVE_ITEM FN_HOST_SOURCES ${FN_CUDA_ABSENT_SOURCES})
 if(FN_HAVE_CUDA)
-  file(GLOB FN_BACKEND_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu
-       ${PROJECT_SOURCE_DIR}/kernels/*/*.cu)
+  file(GLOB_RECURSE FN_BACKEND_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu)
   set(FN_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::curand)
   set(FN_BACKENDS "cpu cuda")
   set(FN_HAVE_CUDA_01 1)
@@ -74,7 +75,7 @@ fn_target_flags(fn_objects)
 # evaluate both arms of a select (u > 0 ? 1 : slope): -fno-trapping-math
 # promises that no floating-point trap is enabled (none is). Unlike
 # -ffast-math it changes no value: the same bits come out.
-file(GLOB FN_CPU_BACKEND_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*/*_cpu.c)
+file(GLOB_RECURSE FN_CPU_BACKEND_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*_cpu.c)
 set_source_files_properties(${FN_CPU_BACKEND_SOURCES} PROPERTIES COMPILE_OPTIONS -fno-trapping-math)
 
 foreach(kind SHARED STATIC)
