@@ -1,98 +1,12 @@
-/* cuda_absent_nn.c — the network layer's calls into kernels/ in a build
- * without CUDA (core/cuda_absent.h): the GPU halves of the block and the
- * linear layer, the losses and the loss tally. A layer takes its device
- * from its context, which cannot be a GPU's in such a build, so these
- * answer only for completeness; each fails naming the build option. */
+/* cuda_absent_nn.c — the network room's own calls into kernels/nn/ in a
+ * build without CUDA (core/cuda_absent.h): the losses of loss_cpu.c's GPU
+ * half (kernels/nn/loss_cuda.cu) and the loss tally. Each kind's stand-ins
+ * sit in its own folder (layers/block/cuda_absent_block.c, ...). Nothing on
+ * a GPU can be asked for in such a build, so these answer only for
+ * completeness; each fails naming the build option. */
 #include "core/cuda_absent.h"
-#include "nn/layers/block/block_impl.h"
-#include "nn/layers/block/block_products_cuda.h"
-#include "nn/layers/dense/dense_impl.h"
-#include "nn/layers/dropout/dropout_impl.h"
-#include "nn/layers/linear/linear_impl.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
-
-static fn_status absent_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
-{
-    (void)l, (void)x, (void)y;
-    return fn_cuda_absent("a layer's forward on the GPU");
-}
-
-static fn_status absent_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
-{
-    (void)l, (void)dy, (void)dx;
-    return fn_cuda_absent("a layer's backward on the GPU");
-}
-
-/* What the host halves allocated is freed as on the CPU. */
-static void destroy_block(fn_layer *l) { fn_block_cpu_ops.destroy(l); }
-static void destroy_linear(fn_layer *l) { fn_linear_cpu_ops.destroy(l); }
-
-const fn_layer_ops fn_block_cuda_ops = {
-    .kind = "block", .forward = absent_forward, .backward = absent_backward,
-    .destroy = destroy_block,
-};
-const fn_layer_ops fn_residual_cuda_ops = {
-    .kind = "residual", .forward = absent_forward, .backward = absent_backward,
-    .destroy = destroy_block,
-};
-static void destroy_dropout(fn_layer *l) { fn_dropout_cpu_ops.destroy(l); }
-const fn_layer_ops fn_dropout_cuda_ops = {
-    .kind = "dropout", .forward = absent_forward, .backward = absent_backward,
-    .destroy = destroy_dropout,
-};
-const fn_layer_ops fn_linear_cuda_ops = {
-    .kind = "linear", .forward = absent_forward, .backward = absent_backward,
-    .destroy = destroy_linear,
-};
-
-size_t fn_block_ws_layout(const fn_block *b, float *base, fn_block_ws *ws)
-{
-    (void)b, (void)base;
-    *ws = (fn_block_ws){0};
-    return 0;
-}
-
-fn_status fn_block_cuda_clear_tickets(fn_block *b)
-{
-    (void)b;
-    return fn_cuda_absent("a block on the GPU");
-}
-
-fn_status fn_block_cuda_setup(fn_block *b)
-{
-    (void)b;
-    return fn_cuda_absent("a block on the GPU");
-}
-
-size_t fn_block_ws_weight_floats(const fn_block *b)
-{
-    (void)b;
-    return 0;
-}
-
-static fn_status absent_activate(fn_context *ctx, fn_activation act, float *y, const float *z,
-                                 size_t n)
-{
-    (void)ctx, (void)act, (void)y, (void)z, (void)n;
-    return fn_cuda_absent("an activation on the GPU");
-}
-
-static fn_status absent_derive(fn_context *ctx, fn_activation act, float *dz, const float *dy,
-                               const float *z, size_t n)
-{
-    (void)ctx, (void)act, (void)dz, (void)dy, (void)z, (void)n;
-    return fn_cuda_absent("an activation's derivative on the GPU");
-}
-
-const fn_dense_backend fn_dense_cuda_backend = {.activate = absent_activate,
-                                                .derive = absent_derive};
-
-fn_status fn_linear_cuda_setup(fn_linear *l)
-{
-    (void)l;
-    return fn_cuda_absent("a linear layer on the GPU");
-}
 
 fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                            fn_tensor *loss, fn_tensor *dpred)
