@@ -4,8 +4,8 @@
  * and its derivative are the device's (dense_cpu.c, kernels/nn/layers/dense/dense_cuda.cu). */
 #include <stdlib.h>
 
+#include "nn/layer_parts.h"
 #include "nn/layers/dense/dense_impl.h"
-#include "nn/layers/linear/linear_impl.h"
 
 static const char *const names[FN_ACTIVATION_COUNT] = {
     [FN_ACTIVATION_RELU] = "relu",

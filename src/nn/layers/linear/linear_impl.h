@@ -4,6 +4,7 @@
 #define FUSENET_SRC_LINEAR_IMPL_H
 
 #include "fusenet/linear.h"
+#include "nn/layer_parts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,10 +22,6 @@ typedef struct fn_linear {
 extern const fn_layer_ops fn_linear_cpu_ops;
 extern const fn_layer_ops fn_linear_cuda_ops;
 
-/* fn_linear_create, or with forward_only a layer without gradients
- * (fn_layer.forward_only). */
-fn_status fn_linear_create_as(fn_layer **layer, fn_context *ctx, int in_features,
-                              int out_features, int max_batch, fn_rng *rng, int forward_only);
 fn_status fn_linear_cuda_setup(fn_linear *l);
 void fn_linear_release(fn_linear *l);
 
