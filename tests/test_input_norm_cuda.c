@@ -28,14 +28,6 @@
 #include "norm_loader.h"
 #include "test_main.h"
 
-static void skip_without_gpu(void)
-{
-    if (fn_cuda_device_count() == 0) {
-        printf("skipped: no CUDA GPU\n");
-        skip();
-    }
-}
-
 static float uniform(uint64_t *s, float lo, float hi)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
