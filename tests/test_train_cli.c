@@ -674,8 +674,10 @@ static void test_resume_needs_same_target_units(void **state)
 }
 
 /* A checkpoint lacks the optimiser state that other options keep
- * (rmsprop's centered and momentum, sgd's momentum): --resume names the
- * option with the checkpoint's value and the config's, not the dataset. */
+ * (rmsprop's centered and momentum, sgd's momentum), or holds state that
+ * the config's options would drop (momentum turned off, centered off):
+ * --resume names the option with the checkpoint's value and the
+ * config's, not the dataset, and continues nothing. */
 static void test_resume_needs_same_optimizer_options(void **state)
 {
     fixture *f = *state;
@@ -703,6 +705,19 @@ static void test_resume_needs_same_optimizer_options(void **state)
                                   "train.optimizer=sgd", "--set", "train.momentum=0.5", NULL};
     EXPECT_FAILURE(sgd_momentum, 1, "was written with other sgd options, [train] momentum = 0 "
                                     "(the config: 0.5)");
+    const char *with_momentum[] = {cfg, "--overwrite", "--set", "train.optimizer=sgd", "--set",
+                                   "train.momentum=0.5", NULL};
+    assert_int_equal(run(f, with_momentum), 0);
+    const char *momentum_off[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                                  "train.optimizer=sgd", NULL};
+    EXPECT_FAILURE(momentum_off, 1, "opts/checkpoint.h5 was written with other sgd options, "
+                                    "[train] momentum = 0.5 (the config: 0), so this config "
+                                    "would drop the optimiser state it holds");
+    const char *centered_on[] = {cfg, "--overwrite", "--set", "train.centered=true", NULL};
+    assert_int_equal(run(f, centered_on), 0);
+    const char *centered_off[] = {cfg, "--resume", "--set", "train.epochs=2", NULL};
+    EXPECT_FAILURE(centered_off, 1, "was written with other rmsprop options, [train] centered = "
+                                    "true (the config: false), so this config would drop");
 }
 
 /* --- output folders ------------------------------------------------------------- */
