@@ -404,7 +404,8 @@ static fn_status check_task(job *j, const options *o)
     if (o->probabilities)
         return fn_fail(FN_ERR_INVALID, "--probabilities: %s is a regression network (trained "
                        "with %s): its outputs are values, not class scores; probabilities are "
-                       "for a classifier (loss = cross_entropy)", o->weights, why);
+                       "for a classifier (loss = cross_entropy) or a multi-label network "
+                       "(loss = bce_with_logits)", o->weights, why);
     return fn_fail(FN_ERR_INVALID, "--report: %s is a regression network (trained with %s); "
                    "the report is for a classifier (loss = cross_entropy): --targets alone "
                    "prints a regression's figures", o->weights, why);
