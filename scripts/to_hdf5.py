@@ -54,6 +54,27 @@ class Bad(Exception):
     """A conversion error: one line for the user."""
 
 
+def escape(text):
+    """text made safe to print on a terminal (a CSV's names and cells go
+    to one, where a raw control character moves the cursor or rewrites
+    the screen), by the rules of fusenet's own messages (src/core/escape.c):
+    a backslash as \\\\, tab, newline and carriage return as \\t, \\n,
+    \\r, and every other control or unprintable character (DEL, the C1
+    controls, a direction override) as \\xHH for each byte of its UTF-8
+    form; printable characters, accented letters included, as they are."""
+    out = []
+    for ch in str(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\t\n\r":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r"}[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.extend("\\x%02x" % b for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
 def is_number(text):
     try:
         float(text)
@@ -148,8 +169,8 @@ def column_index(path, name, names, header):
     try:
         i = int(name)
     except ValueError:
-        shown = ", ".join(header) if header else f"0 to {len(names) - 1}"
-        raise Bad(f"{path}: --target {name}: no such column (the columns: {shown})") from None
+        shown = ", ".join(map(escape, header)) if header else f"0 to {len(names) - 1}"
+        raise Bad(f"{path}: --target {escape(name)}: no such column (the columns: {shown})") from None
     if not -len(names) <= i < len(names):
         raise Bad(f"{path}: --target {name}: the file has {len(names)} columns")
     return i % len(names)
@@ -162,7 +183,7 @@ def csv_inputs(path, inputs, names, lines):
             try:
                 out[r, c] = float(text)
             except ValueError:
-                raise Bad(f"{path}:{lines[r]}: column '{names[c]}' is '{text}', not a number "
+                raise Bad(f"{path}:{lines[r]}: column '{escape(names[c])}' is '{escape(text)}', not a number "
                           "(inputs must be numbers; name a text column with --target, or "
                           "encode it first)") from None
     return out
@@ -269,7 +290,7 @@ def as_labels(where, y, names=None, texts=None, lines=None):
     if names is not None:
         classes = sorted(set(names))
         index = {c: i for i, c in enumerate(classes)}
-        mapping = ", ".join(f"{i} = {c}" for i, c in enumerate(classes))
+        mapping = ", ".join(f"{i} = {escape(c)}" for i, c in enumerate(classes))
         return np.array([index[n] for n in names], dtype=np.int64), f"classes named: {mapping}"
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -295,7 +316,7 @@ def exact_label(where, text, line):
     except InvalidOperation:
         d = Decimal("NaN")
     if not d.is_finite() or d != d.to_integral_value() or not 0 <= d <= INT64_MAX:
-        raise Bad(f"{where}:{line}: label '{text}' is not {LABEL_RANGE}")
+        raise Bad(f"{where}:{line}: label '{escape(text)}' is not {LABEL_RANGE}")
     return int(d)
 
 

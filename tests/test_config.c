@@ -350,16 +350,21 @@ static int built_groups(const fn_layer *l)
     return 0;
 }
 
-/* groups = auto: each block gets the largest divisor of its width up to 8,
- * so widths 8 does not divide (30, scikit-learn's 100) build. */
+/* groups = auto: each block gets the largest divisor of its width up to 8
+ * that leaves every group at least 2 channels (a group of one channel
+ * normalises it to 0: a constant output), so widths 8 does not divide
+ * (30, scikit-learn's 100) build, and small ones (8, 7, 6, 2) are never
+ * cut into single channels. */
 static void test_groups_auto(void **state)
 {
-    const int widths[] = {64, 30, 100, 13, 12, 1}, want[] = {8, 6, 5, 1, 6, 1};
-    for (int i = 0; i < 6; i++)
+    const int widths[] = {64, 30, 100, 13, 12, 1, 8, 7, 6, 2, 16, 4},
+              want[] = {8, 6, 5, 1, 6, 1, 4, 1, 3, 1, 8, 2};
+    for (int i = 0; i < 12; i++)
         assert_int_equal(fn_block_auto_groups(widths[i]), want[i]);
     fn_config *cfg = NULL;
     assert_int_equal(load(*state, "[data]\ntrain = train.h5\n[model]\nlayers = block 30, "
-                                  "residual 30, block 100, block 13, linear 4\ngroups = auto\n",
+                                  "residual 30, block 100, block 13, block 8, block 7, linear 4\n"
+                                  "groups = auto\n",
                           NULL, &cfg),
                      FN_OK);
     char value[16];
@@ -369,8 +374,8 @@ static void test_groups_auto(void **state)
     fn_net *net = NULL;
     assert_int_equal(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32), FN_OK);
     assert_int_equal(fn_model_build(&net, ctx, cfg, 7), FN_OK);
-    const int built[] = {6, 6, 5, 1};
-    for (int i = 0; i < 4; i++)
+    const int built[] = {6, 6, 5, 1, 4, 1};
+    for (int i = 0; i < 6; i++)
         assert_int_equal(built_groups(fn_net_layer(net, i)), built[i]);
     fn_net_destroy(net);
     fn_context_destroy(ctx);

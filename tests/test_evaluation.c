@@ -2,7 +2,8 @@
  * references: cross-entropy and accuracy (ties to the lower column), mse,
  * MAE and R² per output (NaN for a constant column; a target offset by 1e6
  * loses nothing), the same figures whether the rows come in one batch or
- * many; the row-wise softmax and argmax; and the confusion matrix with
+ * many; the row-wise softmax and argmax; each loss's link to probabilities
+ * (softmax, sigmoid, none for values); and the confusion matrix with
  * per-class precision, recall and F1 (confusion.h) on a hand-counted
  * example. */
 #include <math.h>
@@ -18,6 +19,7 @@
 
 #include "fusenet/confusion.h"
 #include "fusenet/evaluation.h"
+#include "fusenet/loss_kind.h"
 #include "test_main.h"
 
 enum { ROWS = 200, OUT = 3 };
@@ -154,6 +156,33 @@ static void test_softmax_argmax(void **state)
  * counts [[2 2 0 0] [0 2 0 0] [1 0 3 0] [0 0 0 0]]; class 0: precision 2/3,
  * recall 2/4, F1 4/7; class 1: 2/4, 2/2, 2/3; class 2: 3/3, 3/4, 6/7;
  * class 3 undefined, as is its share of the averages. */
+/* The link each loss's outputs take (fn_loss_kind_probabilities):
+ * cross_entropy's is the softmax of each row, bit for bit
+ * fn_softmax_rows; bce_with_logits's the sigmoid of each output alone,
+ * finite for any logit; mse's outputs are values, an error naming it. */
+static void test_loss_links(void **state)
+{
+    (void)state;
+    const fn_loss_kind *kind = NULL;
+    float x[6] = {-1e4f, 0.0f, 2.0f, 1e4f, -2.0f, 3.0f}, soft[6];
+    memcpy(soft, x, sizeof x);
+    fn_softmax_rows(soft, 2, 3);
+    assert_int_equal(fn_loss_kind_find("cross_entropy", &kind), FN_OK);
+    float p[6];
+    memcpy(p, x, sizeof x);
+    assert_int_equal(fn_loss_kind_probabilities(kind, p, 2, 3), FN_OK);
+    assert_memory_equal(p, soft, sizeof p);
+    assert_int_equal(fn_loss_kind_find("bce_with_logits", &kind), FN_OK);
+    memcpy(p, x, sizeof x);
+    assert_int_equal(fn_loss_kind_probabilities(kind, p, 2, 3), FN_OK);
+    for (int k = 0; k < 6; k++) /* the float64 sigmoid rounded once to float32 */
+        assert_true(p[k] == (float)(1.0 / (1.0 + exp(-(double)x[k]))));
+    assert_true(p[0] == 0.0f && p[1] == 0.5f && p[3] == 1.0f);
+    assert_int_equal(fn_loss_kind_find("mse", &kind), FN_OK);
+    assert_int_equal(fn_loss_kind_probabilities(kind, p, 2, 3), FN_ERR_INVALID);
+    assert_non_null(strstr(fn_last_error(), "loss mse: its outputs are values"));
+}
+
 static void test_confusion(void **state)
 {
     (void)state;
@@ -195,4 +224,5 @@ static void test_confusion(void **state)
 }
 
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_labels), cmocka_unit_test(test_values),
-          cmocka_unit_test(test_softmax_argmax), cmocka_unit_test(test_confusion))
+          cmocka_unit_test(test_softmax_argmax), cmocka_unit_test(test_loss_links),
+          cmocka_unit_test(test_confusion))

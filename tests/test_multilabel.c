@@ -5,10 +5,12 @@
  * (the fraction of the N * 4 labels whose logit > 0 matches target >= 0.5)
  * of at least 0.9, the validation loss falling; pos_weight trains too; and
  * ./predict on the weights evaluates the float targets as any values
- * (the mean squared error of the logits, since a weights file does not
- * record its loss) without failing.
+ * (the mean squared error of the logits) without failing, and with
+ * --probabilities writes each output's sigmoid (the labels are
+ * independent), not a softmax across them, and no argmax 'classes'.
  * Needs FN_BUILD_DIR and FN_SOURCE_DIR, set by ctest. */
 #include <hdf5.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,5 +150,71 @@ static void test_pos_weight_trains(void **state)
     assert_true(loss > 0 && acc >= 0.5 && acc <= 1.0);
 }
 
+/* Dataset `name` of the HDF5 file at path into out (float32, at most
+ * cap values); the count read, or -1 when the file has no such dataset. */
+static long read_floats(const char *path, const char *name, float *out, long cap)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(file >= 0);
+    long n = -1;
+    if (H5Lexists(file, name, H5P_DEFAULT) > 0) {
+        hid_t set = H5Dopen2(file, name, H5P_DEFAULT), space = H5Dget_space(set);
+        n = (long)H5Sget_simple_extent_npoints(space);
+        assert_true(n <= cap);
+        assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0);
+        H5Sclose(space), H5Dclose(set);
+    }
+    H5Fclose(file);
+    return n;
+}
+
+/* predict --probabilities on a multi-label network: each output's
+ * sigmoid, as torch.sigmoid gives it, not the softmax of a classifier. */
+static void test_predict_probabilities_are_sigmoids(void **state)
+{
+    program_files *f = *state;
+    write_config(f, 1, "");
+    train(f);
+    char weights[PROGRAM_PATH_CAP], valid[PROGRAM_PATH_CAP], pred[PROGRAM_PATH_CAP];
+    program_files_path(f, "out/weights.h5", weights, sizeof weights);
+    program_files_path(f, "valid.h5", valid, sizeof valid);
+    program_files_path(f, "pred.h5", pred, sizeof pred);
+    static float logits[MAX_ROWS * BITS], probs[MAX_ROWS * BITS];
+    const char *plain[] = {weights, valid, pred, "--device", "cpu", NULL};
+    assert_int_equal(program_run("predict", plain, f->dir, f->out, f->err), 0);
+    const long n = read_floats(pred, "outputs", logits, MAX_ROWS * BITS);
+    assert_true(n >= BITS);
+    const char *proba[] = {weights, valid, pred, "--device", "cpu", "--probabilities", NULL};
+    assert_int_equal(program_run("predict", proba, f->dir, f->out, f->err), 0);
+    assert_int_equal(read_floats(pred, "outputs", probs, MAX_ROWS * BITS), n);
+    assert_int_equal(read_floats(pred, "classes", probs + n, 0), -1); /* no argmax */
+    int sums_differ = 0;
+    for (long r = 0; r < n / BITS; r++) {
+        double sum = 0;
+        for (int b = 0; b < BITS; b++) {
+            const long k = r * BITS + b;
+            const double want = 1.0 / (1.0 + exp(-(double)logits[k]));
+            /* float32 rounding of a value in (0, 1]: half an ulp, at most
+             * 2^-25 (about 3e-8); the float64 sigmoid's own error is far
+             * below that. */
+            if (fabs((double)probs[k] - want) > 0x1p-25)
+                fail_msg("row %ld output %d: logit %g, probability %.9g, sigmoid %.9g", r, b,
+                         (double)logits[k], (double)probs[k], want);
+            sum += probs[k];
+        }
+        sums_differ += fabs(sum - 1.0) > 0.01;
+    }
+    assert_true(sums_differ > 0); /* not a softmax across the row */
+    /* with its float targets: evaluated as values, written as probabilities */
+    const char *with[] = {weights, valid, pred, "--device", "cpu", "--probabilities",
+                          "--targets", "bits", NULL};
+    assert_int_equal(program_run("predict", with, f->dir, f->out, f->err), 0);
+    static float again[MAX_ROWS * BITS];
+    assert_int_equal(read_floats(pred, "outputs", again, MAX_ROWS * BITS), n);
+    assert_memory_equal(again, probs, (size_t)n * sizeof(float));
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_to_label_accuracy, setup, teardown),
-          cmocka_unit_test_setup_teardown(test_pos_weight_trains, setup, teardown))
+          cmocka_unit_test_setup_teardown(test_pos_weight_trains, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_predict_probabilities_are_sigmoids, setup,
+                                          teardown))

@@ -3,7 +3,9 @@
  * names the file and dataset; the example trains and exports; and a run
  * interrupted by SIGINT and SIGTERM and resumed twice ends with weights
  * identical, bit for bit, to an uninterrupted run; SIGHUP stops a run like
- * SIGTERM, and a closed stdout does not kill it.
+ * SIGTERM, and a closed stdout does not kill it; --resume refuses other
+ * optimiser options that lack or would drop the checkpoint's state; a
+ * validation set whose rows all weigh 0 reports its loss as undefined.
  * Needs FN_BUILD_DIR (the programs) and FN_SOURCE_DIR (data/), set by ctest. */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include "expect.h"
 #include "fusenet/device.h"
 #include "fusenet/version.h"
+#include "h5_write.h"
 #include "store/h5util.h"
 #include "test_main.h"
 
@@ -674,8 +677,10 @@ static void test_resume_needs_same_target_units(void **state)
 }
 
 /* A checkpoint lacks the optimiser state that other options keep
- * (rmsprop's centered and momentum, sgd's momentum): --resume names the
- * option with the checkpoint's value and the config's, not the dataset. */
+ * (rmsprop's centered and momentum, sgd's momentum), or holds state that
+ * the config's options would drop (momentum turned off, centered off):
+ * --resume names the option with the checkpoint's value and the
+ * config's, not the dataset, and continues nothing. */
 static void test_resume_needs_same_optimizer_options(void **state)
 {
     fixture *f = *state;
@@ -703,6 +708,77 @@ static void test_resume_needs_same_optimizer_options(void **state)
                                   "train.optimizer=sgd", "--set", "train.momentum=0.5", NULL};
     EXPECT_FAILURE(sgd_momentum, 1, "was written with other sgd options, [train] momentum = 0 "
                                     "(the config: 0.5)");
+    const char *with_momentum[] = {cfg, "--overwrite", "--set", "train.optimizer=sgd", "--set",
+                                   "train.momentum=0.5", NULL};
+    assert_int_equal(run(f, with_momentum), 0);
+    const char *momentum_off[] = {cfg, "--resume", "--set", "train.epochs=2", "--set",
+                                  "train.optimizer=sgd", NULL};
+    EXPECT_FAILURE(momentum_off, 1, "opts/checkpoint.h5 was written with other sgd options, "
+                                    "[train] momentum = 0.5 (the config: 0), so this config "
+                                    "would drop the optimiser state it holds");
+    const char *centered_on[] = {cfg, "--overwrite", "--set", "train.centered=true", NULL};
+    assert_int_equal(run(f, centered_on), 0);
+    const char *centered_off[] = {cfg, "--resume", "--set", "train.epochs=2", NULL};
+    EXPECT_FAILURE(centered_off, 1, "was written with other rmsprop options, [train] centered = "
+                                    "true (the config: false), so this config would drop");
+}
+
+/* A validation set whose every row is of a class of class_weights weight 0
+ * has no weighted mean loss (0/0): a notice says so once, the epoch lines
+ * show its loss as '-' beside its accuracy, metrics.csv writes nan, and a
+ * run whose patience or plateau schedule would compare that loss stops
+ * at the first epoch naming the setting instead of comparing a NaN. */
+static void test_valid_rows_all_weigh_zero(void **state)
+{
+    fixture *f = *state;
+    double x[5 * 6];
+    for (int i = 0; i < 5 * 6; i++)
+        x[i] = (double)(i % 7) / 7.0;
+    const int32_t y[5] = {0, 1, 0, 1, 0};
+    char valid[192], text[2048], cfg[128];
+    snprintf(valid, sizeof valid, "%s/valid01.h5", f->dir);
+    h5_write_xy(valid, x, 5, 6, H5T_STD_I32LE, H5T_NATIVE_INT32, y);
+    snprintf(text, sizeof text,
+             "[data]\ntrain = %s/tests/bad_inputs/good.h5\nvalid = valid01.h5\n"
+             "[model]\nlayers = block 8, linear 4\ngroups = 2\n[train]\nbatch_size = 8\n"
+             "epochs = 2\nclass_weights = 0, 0, 1, 1\n[run]\ndevice = cpu\nlog_every = 0\n"
+             "[output]\ndir = zero\n",
+             getenv("FN_SOURCE_DIR"));
+    write_file(f, "zero.ini", text);
+    snprintf(cfg, sizeof cfg, "%s/zero.ini", f->dir);
+    const char *plain[] = {cfg, NULL};
+    assert_int_equal(run(f, plain), 0);
+    char path[192];
+    snprintf(path, sizeof path, "%s/out.txt", f->dir);
+    char *out = slurp(path);
+    const char *notice = "valid01.h5: every row weighs 0 in the mean of loss = cross_entropy as "
+                         "configured, so the validation loss, sum(w l) / sum(w), is 0/0";
+    const char *first = strstr(out, notice);
+    if (!first || strstr(first + 1, notice))
+        fail_msg("the notice is not given once:\n%s", out);
+    assert_non_null(strstr(out, "epoch 1/2: train loss "));
+    assert_non_null(strstr(out, ", valid loss - acc "));
+    free(out);
+    snprintf(path, sizeof path, "%s/zero/metrics.csv", f->dir);
+    char *csv = slurp(path);
+    double loss = 0, acc = 0, valid_acc = -1;
+    char valid_loss[8] = "";
+    const char *row = strchr(csv, '\n');
+    assert_non_null(row);
+    assert_int_equal(sscanf(row + 1, "1,%lf,%lf,%7[^,],%lf", &loss, &acc, valid_loss, &valid_acc),
+                     4);
+    assert_string_equal(valid_loss, "nan");
+    assert_true(valid_acc >= 0 && valid_acc <= 1);
+    free(csv);
+    const char *patience[] = {cfg, "--overwrite", "--set", "train.patience=1", "--set",
+                              "train.monitor=valid_loss", NULL};
+    EXPECT_FAILURE(patience, 1, "epoch 1: the validation loss is undefined (every row of ");
+    EXPECT_FAILURE(patience, 1, "valid01.h5 weighs 0 in the mean of loss = cross_entropy as "
+                                "configured: 0/0), and [train] patience watches it");
+    const char *plateau[] = {cfg, "--overwrite", "--set", "train.schedule=plateau", NULL};
+    EXPECT_FAILURE(plateau, 1, "and [train] schedule = plateau follows it; give rows of the "
+                               "validation set a weight above 0, or set [train] monitor = "
+                               "train_loss");
 }
 
 /* --- output folders ------------------------------------------------------------- */
@@ -1094,7 +1170,7 @@ TEST_MAIN(NULL, NULL, T(test_usage_errors), T(test_config_errors), T(test_data_e
           T(test_example_one_epoch), T(test_example_adamw), T(test_init_from_weights),
           T(test_interrupt_and_resume), T(test_interrupt_and_resume_fused_cuda),
           T(test_resume_needs_same_order), T(test_resume_needs_same_target_units),
-          T(test_resume_needs_same_optimizer_options),
+          T(test_resume_needs_same_optimizer_options), T(test_valid_rows_all_weigh_zero),
           T(test_hangup_and_closed_stdout),
           T(test_init_takes_eps_and_slope), T(test_output_folder_is_one_run), T(test_output_paths),
           T(test_summary_and_throughput), T(test_small_things), T(test_keep_best_and_patience),

@@ -72,6 +72,18 @@ def main():
         expect(got, "X", np.float32, [[1.5, 2], [3, 4.25], [5, 6], [7, 8]])
         expect(got, "y", np.int64, [0, 2, 0, 1])
 
+        # Class names reach the terminal escaped as fusenet's messages
+        # escape bytes of a file: a control character (ESC, a newline in
+        # a quoted cell, DEL) as \\xHH or \\n, a backslash doubled;
+        # printable letters, accented ones too, as they are.
+        write(p("names.csv"), 'a,name\n1,"x\x1b[2Jy"\n2,"two\nlines"\n3,caf\u00e9\n'
+                              '4,back\\slash\n5,del\x7f\n')
+        out = convert(p("names.csv"), p("names.h5"))
+        want = ("classes named: 0 = back\\\\slash, 1 = caf\u00e9, 2 = del\\x7f, "
+                "3 = two\\nlines, 4 = x\\x1b[2Jy")
+        if want not in out or "\x1b" in out or "\x7f" in out:
+            sys.exit(f"class names are not printed escaped: {out!r}, expected {want!r}")
+
         write(p("plain.csv"), "0.5,1,2\n1.5,2,0\n2.5,3,1\n")
         fails("the targets are whole numbers: class labels or values? Give --labels",
               p("plain.csv"), p("plain.h5"))

@@ -1,8 +1,9 @@
 /* predict.c — the `predict` program: the forward pass of an exported network
  * (weights.h5, with its input standardisation when it has one) over an HDF5
  * input set, written as dataset 'outputs', float32 [N, out], to a new file
- * (atomically: temporary name, then rename); for classification also
- * 'classes' (argmax), and with --targets the loss and accuracy, or loss,
+ * (atomically: temporary name, then rename), or with --probabilities
+ * the probabilities the loss the network was trained with links them to
+ * (fn_loss_kind.probabilities); for classification also 'classes' (argmax), and with --targets the loss and accuracy, or loss,
  * MAE and R² per output, printed (evaluation.h); a classifier's with
  * --report also its confusion matrix and per-class precision, recall and
  * F1 (confusion.h).
@@ -51,8 +52,10 @@ static const char usage[] =
     "                          loss, and MAE and R^2 per output)\n"
     "  --report                with --targets on a classifier: also the confusion matrix\n"
     "                          and per-class precision, recall and F1\n"
-    "  --probabilities         classification: 'outputs' holds softmax probabilities\n"
-    "                          instead of logits; writes 'classes' (argmax)\n"
+    "  --probabilities         'outputs' holds probabilities instead of logits, by the\n"
+    "                          network's loss: a classifier's softmax across the\n"
+    "                          classes (and 'classes', the argmax), a multi-label\n"
+    "                          network's sigmoid of each output\n"
     "  --device D              auto (default), cpu, cuda or cuda:N\n"
     "  --batch N               rows per forward pass (default 256; at most the inputs' rows)\n"
     "  --memory-budget-mb M    host memory for the inputs before reading in slabs (1024)\n"
@@ -200,6 +203,7 @@ typedef struct job {
     fn_outputs *outputs;
     fn_evaluation *eval; /* --targets */
     fn_confusion *confusion; /* --report */
+    const fn_loss_kind *loss; /* the network's (--probabilities, --report); else NULL */
     int classify;        /* write 'classes' */
     int probabilities;
     float *host;       /* [batch, out] */
@@ -226,7 +230,7 @@ static fn_status write_batch(job *j, const fn_batch *b, float *y, int out)
         FN_TRY(fn_outputs_write_classes(j->outputs, b->index[0], b->rows, j->classes));
     }
     if (j->probabilities)
-        fn_softmax_rows(y, b->rows, out);
+        j->loss->probabilities(y, b->rows, out); /* the loss's link (check_task) */
     return fn_outputs_write(j->outputs, b->index[0], b->rows, y);
 }
 
@@ -260,11 +264,13 @@ static fn_status open_inputs(job *j, const options *o)
                          .memory_budget = (size_t)(o->budget_mb * 1048576.0), .shuffle = 0};
     FN_TRY(fn_data_open(&j->data, o->inputs_path, &d));
     fn_data_targets kind = fn_data_target_kind(j->data);
-    if (o->probabilities && kind == FN_DATA_FLOATS)
+    /* A classifier's; a multi-label network's targets are values [N, K]. */
+    const int classes = j->loss && j->loss->targets == FN_DATA_LABELS;
+    if (o->probabilities && kind == FN_DATA_FLOATS && classes)
         return fn_fail(FN_ERR_INVALID, "--probabilities: dataset '%s' holds values [N, out] "
                        "(regression); probabilities are for classification (integer labels [N])",
                        o->targets);
-    j->classify = o->probabilities || kind == FN_DATA_LABELS;
+    j->classify = (o->probabilities && classes) || kind == FN_DATA_LABELS;
     j->probabilities = o->probabilities;
     if (o->report && kind == FN_DATA_FLOATS)
         return fn_fail(FN_ERR_INVALID, "--report: dataset '%s' holds values [N, out] "
@@ -369,19 +375,12 @@ static fn_status name_largest(job *j, const options *o, fn_status st)
 }
 
 /* The network's task as its file says: regression when it was trained with
- * a loss of values (its provenance's [train] loss: mse, huber) or with
- * [data] standardize_targets (/target_norm); into why, "loss = mse". */
-static int is_regression(const job *j, const options *o, char *why, size_t cap)
+ * a loss whose outputs are values, not probabilities (mse, huber), or
+ * with [data] standardize_targets (/target_norm); into why, "loss = mse". */
+static int is_regression(const job *j, char *why, size_t cap)
 {
-    fn_provenance *prov = NULL;
-    char loss[64] = "";
-    int found = fn_provenance_read(&prov, o->weights) == FN_OK &&
-                fn_provenance_setting(prov, "train", "loss", loss, sizeof loss);
-    fn_provenance_destroy(prov);
-    const fn_loss_kind *kind = NULL;
-    if (found && fn_loss_kind_find(loss, &kind) == FN_OK && kind->targets == FN_DATA_FLOATS &&
-        !kind->unit_targets) {
-        snprintf(why, cap, "loss = %s", loss);
+    if (!j->loss->probabilities) {
+        snprintf(why, cap, "loss = %s", j->loss->name);
         return 1;
     }
     if (j->target_norm) {
@@ -391,18 +390,22 @@ static int is_regression(const job *j, const options *o, char *why, size_t cap)
     return 0;
 }
 
-/* --probabilities and --report are a classifier's: a network whose file
- * says it is a regression's gives values, which neither may treat as
- * class scores. */
-static fn_status check_task(const job *j, const options *o)
+/* --probabilities and --report are a classifier's (or a multi-label
+ * network's): a network whose file says it is a regression's gives
+ * values, which neither may treat as class scores. */
+static fn_status check_task(job *j, const options *o)
 {
     char why[96];
-    if ((!o->probabilities && !o->report) || !is_regression(j, o, why, sizeof why))
+    if (!o->probabilities && !o->report)
+        return FN_OK;
+    FN_TRY(fn_weights_loss(o->weights, &j->loss)); /* the default loss for a file naming none */
+    if (!is_regression(j, why, sizeof why))
         return FN_OK;
     if (o->probabilities)
         return fn_fail(FN_ERR_INVALID, "--probabilities: %s is a regression network (trained "
                        "with %s): its outputs are values, not class scores; probabilities are "
-                       "for a classifier (loss = cross_entropy)", o->weights, why);
+                       "for a classifier (loss = cross_entropy) or a multi-label network "
+                       "(loss = bce_with_logits)", o->weights, why);
     return fn_fail(FN_ERR_INVALID, "--report: %s is a regression network (trained with %s); "
                    "the report is for a classifier (loss = cross_entropy): --targets alone "
                    "prints a regression's figures", o->weights, why);

@@ -303,7 +303,9 @@ static void on_epoch(void *user, const fn_train_epoch *e)
     format_metric(ta, sizeof ta, e->train.acc, 1);
     format_metric(vl, sizeof vl, e->valid.loss, 0);
     format_metric(va, sizeof va, e->valid.acc, 1);
-    if (!isnan(e->valid.loss)) /* NaN: no validation set */
+    /* Both NaN: no validation set; the loss alone NaN: every validation
+     * row weighs 0 (its notice said so), shown as '-'. */
+    if (!isnan(e->valid.loss) || !isnan(e->valid.acc))
         snprintf(valid, sizeof valid, ", valid loss %s acc %s", vl, va);
     char best[48] = "";
     if (e->improved)

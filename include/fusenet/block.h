@@ -34,7 +34,9 @@ typedef struct fn_block_config {
 } fn_block_config;
 
 /* [model] groups = auto: the largest number of groups up to 8 that
- * divides `width` (8 for 64, 6 for 30, 5 for 100, 1 for a prime). */
+ * divides `width` and leaves each group at least 2 channels (8 for 64, 6
+ * for 30, 5 for 100, 4 for 8, 3 for 6, 1 for 7 or another prime); 1
+ * when none does. */
 int fn_block_auto_groups(int width);
 
 /* PyTorch's defaults for the given sizes. */

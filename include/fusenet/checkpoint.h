@@ -50,7 +50,9 @@ fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net
                                              const char *config_text);
 /* Restores net's values, opt's state and step count, and *state. The net
  * must have the checkpoint's layers, opt the kind (name) and configuration
- * it was written with (a state kind it keeps must be in the file). */
+ * it was written with (a state kind it keeps must be in the file, and a
+ * state kind in the file it must keep: FN_ERR_INVALID "... does not keep"
+ * rather than dropping it). */
 fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
                              fn_train_state *state);
 

@@ -113,6 +113,13 @@ typedef struct fn_loss_kind {
      * host memory, NULL for values. A set's loss over several batches is
      * sum(value * weight) / sum(weight), whatever the batches. NULL: rows. */
     double (*mean_weight)(const void *options, const int32_t *host_labels, int rows);
+    /* Optional: the link its outputs take to the probabilities they stand
+     * for, applied in place to outputs [rows, cols] in host memory
+     * (predict --probabilities): cross_entropy's classes exclude each
+     * other, the softmax across a row; bce_with_logits's labels are
+     * independent, the sigmoid of each output. NULL: its outputs are
+     * values, not probabilities. */
+    void (*probabilities)(float *outputs, int rows, int cols);
 } fn_loss_kind;
 
 extern const fn_loss_kind fn_cross_entropy_kind;
@@ -137,6 +144,12 @@ const char *fn_loss_kind_list(char *buf, size_t cap);
 const char *fn_loss_kind_name(const fn_loss_kind *kind);
 fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind);
 int fn_loss_kind_unit_targets(const fn_loss_kind *kind);
+
+/* kind's link (fn_loss_kind.probabilities) applied to outputs [rows,
+ * cols] in host memory, for bindings that do not mirror the struct;
+ * FN_ERR_INVALID naming the loss when its outputs are values. */
+fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, int rows,
+                                     int cols);
 
 /* The metric of a loss that counts rows classified right: correct / rows. */
 double fn_loss_row_accuracy(long long correct, long long rows, int outputs);

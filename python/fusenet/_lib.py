@@ -155,7 +155,11 @@ def _open(path):
     try:
         handle = ctypes.CDLL(path)
     except OSError as e:
-        return None, str(e)
+        if os.path.sep not in path and not os.path.exists(path):
+            return None, str(e)
+        # The file is there: the loader's message names what failed, often
+        # a library it needs (libhdf5, libopenblas) that is not installed.
+        return None, "found, but could not be loaded: %s" % e
     why = _check_library(handle, path)
     return (None, why) if why else (handle, None)
 

@@ -23,8 +23,11 @@ def _task_of(task, found):
 
 
 def sigmoid(logits):
-    """Each output's probability, float64."""
-    return 1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64)))
+    """Each output's probability, float64, in the form whose exp cannot
+    overflow (e^-|x|), so a logit of -1e4 gives 0 without a warning."""
+    x = np.asarray(logits, dtype=np.float64)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 class Model:

@@ -7,6 +7,7 @@ name the user's file."""
 import os
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -45,6 +46,23 @@ def test_any_width_trains_with_groups_auto(capfd):
     assert "epoch 5/5: train loss" in err
     clf.set_params(verbose=0).fit(X, y)
     assert capfd.readouterr().err == ""
+
+
+def test_multilabel_predict_proba_is_a_sigmoid_without_overflow(monkeypatch):
+    # Each output's probability on its own (the labels are independent),
+    # for logits of any size: -1e4 gives 0 without numpy's overflow
+    # warning, which a caller running with warnings as errors would get.
+    X, Y = make_multilabel_classification(n_samples=100, n_features=8, n_classes=5,
+                                          random_state=0)
+    clf = fusenet.FusenetClassifier(layers=(16,), epochs=1, device="cpu").fit(X, Y)
+    logits = np.array([[-1e4, -20, 0, 20, 1e4]], dtype=np.float32)
+    monkeypatch.setattr(clf, "_outputs_of", lambda X: logits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = clf.predict_proba(X[:1])
+    e = np.exp(-20.0)
+    np.testing.assert_allclose(proba, [[0, e / (1 + e), 0.5, 1 / (1 + e), 1]], rtol=1e-15,
+                               atol=0)
 
 
 def test_class_weight_balanced_and_dict():

@@ -51,6 +51,29 @@ def test_another_library_gives_the_import_error():
     assert "ImportError: fusenet: FUSENET_LIBRARY=/nonexistent/libfusenet.so: no such file" in out
 
 
+def test_a_library_whose_dependency_is_missing_is_named_as_found(tmp_path):
+    # A libfusenet.so that is there but needs a library the loader cannot
+    # find: the message says the file was found, naming its path and the
+    # loader's own words (the missing dependency), not that it is missing.
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to make the libraries")
+    (tmp_path / "dep.c").write_text("int fn_test_dep(void) { return 1; }\n")
+    (tmp_path / "lib.c").write_text("int fn_test_dep(void);\n"
+                                    "int fn_version(void) { return fn_test_dep(); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "libfn_test_dep.so"),
+                    str(tmp_path / "dep.c")], check=True)
+    library = tmp_path / "libfusenet.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(library), str(tmp_path / "lib.c"),
+                    "-L%s" % tmp_path, "-lfn_test_dep"], check=True)
+    (tmp_path / "libfn_test_dep.so").unlink()
+    status, out = _python("import fusenet", library=str(library))
+    assert status != 0
+    assert ("ImportError: fusenet: FUSENET_LIBRARY=%s: found, but could not be loaded: "
+            % library) in out
+    assert "libfn_test_dep.so: cannot open shared object file" in out
+
+
 def test_a_sanitizer_build_is_never_taken(tmp_path):
     # A library that links ASan's runtime (here: a copy carrying its name)
     # is refused before it is loaded: loading it would abort the process.

@@ -38,6 +38,17 @@ fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind)
 
 int fn_loss_kind_unit_targets(const fn_loss_kind *kind) { return kind ? kind->unit_targets : 0; }
 
+fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, int rows, int cols)
+{
+    if (!kind || rows < 0 || cols < 1 || (rows > 0 && !outputs))
+        return fn_fail(FN_ERR_INVALID, "fn_loss_kind_probabilities: bad arguments");
+    if (!kind->probabilities)
+        return fn_fail(FN_ERR_INVALID, "loss %s: its outputs are values, not probabilities",
+                       kind->name);
+    kind->probabilities(outputs, rows, cols);
+    return FN_OK;
+}
+
 const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name)
 {
     return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;

@@ -309,6 +309,69 @@ static fn_status read_kind(hid_t file, const char *path, const fn_net *net, fn_o
     return st;
 }
 
+/* Whether root group `name` holds optimiser state that opt does not keep:
+ * a dataset named after one of net's parameters ("layer0.weight"), as
+ * write_kind names them, where opt keeps no tensor of state kind `kind`
+ * (-1: a group of no kind of opt's) for that parameter. The weights'
+ * groups ("layer0") and /provenance hold no such dataset. */
+static int holds_unkept(hid_t file, const char *name, const fn_net *net, fn_optimizer *opt,
+                        int kind)
+{
+    hid_t group = H5Gopen2(file, name, H5P_DEFAULT);
+    if (group < 0) {
+        H5Eclear2(H5E_DEFAULT); /* a dataset at the root: no state */
+        return 0;
+    }
+    char label[LABEL_CAP];
+    int found = 0;
+    for (int i = 0; !found && i < opt->n_params; i++) {
+        if (kind >= 0 && fn_optimizer_state(opt, kind, i))
+            continue; /* kept, and read by read_kind */
+        param_label(net, i, label, sizeof label);
+        found = H5Lexists(group, label, H5P_DEFAULT) > 0;
+    }
+    H5Gclose(group);
+    return found;
+}
+
+typedef struct unread_job {
+    const fn_net *net;
+    fn_optimizer *opt;
+    char name[LABEL_CAP]; /* the first group of state opt does not keep; "" when none */
+} unread_job;
+
+static herr_t find_unread(hid_t file, const char *name, const H5L_info_t *info, void *arg)
+{
+    unread_job *job = arg;
+    if (info->type != H5L_TYPE_HARD)
+        return 0;
+    int kind = -1;
+    for (int k = 0; k < fn_optimizer_n_state(job->opt); k++)
+        if (strcmp(name, fn_optimizer_state_name(job->opt, k)) == 0)
+            kind = k;
+    if (!holds_unkept(file, name, job->net, job->opt, kind))
+        return 0;
+    snprintf(job->name, sizeof job->name, "%s", name);
+    return 1; /* stop at the first */
+}
+
+/* A state kind in the file that opt, as configured, does not keep (SGD's
+ * momentum under momentum = 0, RMSprop's grad_avg without centered):
+ * loading would drop it without a word, so it is refused, naming it. */
+static fn_status check_unread_state(hid_t file, const char *path, const fn_net *net,
+                                    fn_optimizer *opt)
+{
+    unread_job job = {net, opt, ""};
+    hsize_t at = 0;
+    if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &at, find_unread, &job) < 0)
+        return fn_h5_fail(FN_ERR_FORMAT, "%s: cannot list its groups", path);
+    if (!job.name[0])
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID, "%s: group '%s' holds optimiser state that optimizer %s, "
+                   "as configured, does not keep: it would be dropped", path, job.name,
+                   fn_optimizer_name(opt));
+}
+
 static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_optimizer *opt,
                           host_copy *c)
 {
@@ -318,7 +381,7 @@ static fn_status read_all(hid_t file, const char *path, fn_net *net, fn_optimize
     const int n = opt->n_params;
     for (int k = 0; k < fn_optimizer_n_state(opt); k++)
         FN_TRY(read_kind(file, path, net, opt, k, c->values + (size_t)k * n));
-    return FN_OK;
+    return check_unread_state(file, path, net, opt);
 }
 
 /* The file's content into *c (host_copy_free it, also on failure). */

@@ -85,8 +85,8 @@ struct fn_config {
 };
 
 /* The groups of a block of `width` columns: [model] groups, or with
- * groups = auto the largest divisor of the width up to 8
- * (fn_block_auto_groups). */
+ * groups = auto the largest divisor of the width up to 8 that leaves each
+ * group at least 2 channels (fn_block_auto_groups). */
 int fn_config_groups(const fn_config *cfg, int width);
 
 /* "dir/name" unless name is absolute, normalised; malloc'ed, NULL when out

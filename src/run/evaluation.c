@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "fusenet/evaluation.h"
+#include "fusenet/loss_kind.h"
 
 struct fn_evaluation {
     fn_data_targets kind;
@@ -129,16 +130,10 @@ void fn_evaluation_get(const fn_evaluation *e, fn_evaluation_result *r)
     r->r2 = e->r2;
 }
 
+/* cross_entropy's link, the one softmax of the library. */
 void fn_softmax_rows(float *x, int rows, int cols)
 {
-    for (int i = 0; i < rows; i++) {
-        float *row = x + (size_t)i * (size_t)cols;
-        double m = row[argmax(row, cols)], sum = 0;
-        for (int j = 0; j < cols; j++)
-            sum += exp((double)row[j] - m);
-        for (int j = 0; j < cols; j++)
-            row[j] = (float)(exp((double)row[j] - m) / sum);
-    }
+    fn_cross_entropy_kind.probabilities(x, rows, cols);
 }
 
 void fn_argmax_rows(const float *x, int rows, int cols, int32_t *classes)

@@ -1,5 +1,6 @@
 /* file_role.c — what a file is (file_role.h): HDF5 and its root attribute
- * `format`, or the look of its first bytes. */
+ * `format`, or the look of its first bytes (fn_file_looks_like_text,
+ * store/regular_file.h, the check every message of this kind shares). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,21 +9,6 @@
 #include "fusenet/file_role.h"
 #include "store/h5util.h"
 #include "store/regular_file.h"
-
-/* Whether the first bytes of the file are printable text. */
-static int looks_like_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    unsigned char head[512];
-    const size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    for (size_t i = 0; i < n; i++)
-        if (head[i] < 0x20 && head[i] != '\n' && head[i] != '\r' && head[i] != '\t')
-            return 0;
-    return n > 0;
-}
 
 /* The role of an HDF5 file whose open succeeded. */
 static fn_file_role hdf5_role(hid_t file, char *datasets, size_t cap)
@@ -86,7 +72,7 @@ fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap)
     fn_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return looks_like_text(path) ? FN_FILE_TEXT : FN_FILE_OTHER;
+        return fn_file_looks_like_text(path) ? FN_FILE_TEXT : FN_FILE_OTHER;
     }
     role_job job = {path, datasets, cap, FN_FILE_UNKNOWN, NULL, 0};
     if (fn_h5_probe(path, read_role, &job, FN_H5_PROBE_SECONDS, NULL) != FN_OK)

@@ -4,7 +4,9 @@
  * by their mean's divisor (fn_loss_kind.mean_weight: the rows, or with
  * class weights the rows' label weights), so it is the loss of the whole
  * set as one batch, whatever the batch size (PyTorch's
- * CrossEntropyLoss(weight=) over the set: sum(w l) / sum(w)). */
+ * CrossEntropyLoss(weight=) over the set: sum(w l) / sum(w)). When every
+ * row of the set weighs 0 that is 0/0: the loss is NaN, said once in a
+ * notice, and what would compare it refuses it (trainer_loop.c). */
 #include <math.h>
 #include <stdio.h>
 
@@ -59,7 +61,17 @@ fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m
         seen += b.rows;
     }
     FN_TRY(fn_trainer_dist_sum_metrics(t, &loss_sum, &weight_sum, &correct, &seen));
-    m->loss = loss_sum / weight_sum;
+    m->loss = weight_sum != 0 ? loss_sum / weight_sum : NAN;
+    if (weight_sum == 0 && !t->valid_loss_said && t->cb.on_notice) {
+        char text[768];
+        snprintf(text, sizeof text,
+                 "%s: every row weighs 0 in the mean of loss = %s as configured, so the "
+                 "validation loss, sum(w l) / sum(w), is 0/0: it is reported as '-' (nan in "
+                 "metrics.csv) every epoch; the validation accuracy counts every row",
+                 fn_data_path(t->valid), t->cfg->loss->name);
+        t->cb.on_notice(t->user, text);
+    }
+    t->valid_loss_said |= weight_sum == 0;
     m->acc = fn_trainer_metric(t, correct, seen);
     return FN_OK;
 }

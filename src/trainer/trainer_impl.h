@@ -30,6 +30,7 @@ struct fn_trainer {
     fn_data *train, *valid;
     fn_loader *loader;     /* the training set's batches, prepared ahead */
     fn_loader *valid_loader; /* the validation set's, synchronous; NULL without one */
+    int valid_loss_said;     /* the notice of an undefined validation loss was given */
     fn_net *net;
     fn_input_norm *norm;   /* [data] standardize: the inputs' statistics; else NULL */
     fn_input_norm *target_norm; /* [data] standardize_targets: the targets'; else NULL */

@@ -7,6 +7,7 @@
  * extends a finished run) and weights.h5. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "fusenet/weights.h"
@@ -206,12 +207,40 @@ static double schedule_metric(const fn_trainer *t, fn_train_metrics train,
     return fn_trainer_monitor_lower_better(t) ? fn_trainer_monitored(t, train, valid) : valid.loss;
 }
 
+/* A validation loss that is undefined (every row weighs 0, 0/0:
+ * trainer_evaluate.c) where keep_best, patience or a schedule that
+ * follows the run would compare it: refused, naming what watches it,
+ * rather than compared as a NaN (never better, so patience would run
+ * out and best.h5 stay at its first epoch). */
+static fn_status check_watched(const fn_trainer *t, fn_train_metrics train,
+                               fn_train_metrics valid)
+{
+    const fn_config *c = t->cfg;
+    char who[128];
+    const char *fix = NULL;
+    if ((c->keep_best || c->patience > 0) && isnan(fn_trainer_monitored(t, train, valid)))
+        snprintf(who, sizeof who, "[train] %s watches it ([train] monitor = valid_loss)",
+                 c->keep_best ? "keep_best" : "patience"),
+            fix = "monitor = valid_accuracy";
+    else if (c->schedule->epoch_end && isnan(schedule_metric(t, train, valid)))
+        snprintf(who, sizeof who, "[train] schedule = %s follows it", c->schedule->name),
+            fix = "monitor = train_loss";
+    if (!fix)
+        return FN_OK;
+    return fn_fail(FN_ERR_INVALID, "epoch %lld: the validation loss is undefined (every row of "
+                   "%s weighs 0 in the mean of loss = %s as configured: 0/0), and %s; give "
+                   "rows of the validation set a weight above 0, or set [train] %s",
+                   t->state.epoch + 1, fn_data_path(t->valid), c->loss->name, who, fix);
+}
+
 static fn_status end_epoch(fn_trainer *t, fn_train_metrics train)
 {
     fn_train_metrics valid = {NAN, NAN};
     FN_TRY(fn_trainer_sync_grad_norm(t));
-    if (t->valid_loader)
+    if (t->valid_loader) {
         FN_TRY(fn_trainer_evaluate(t, t->valid_loader, &valid));
+        FN_TRY(check_watched(t, train, valid));
+    }
     int improved = 0;
     FN_TRY(watch_best(t, train, valid, &improved));
     FN_TRY(report_epoch(t, train, valid, improved));

@@ -217,16 +217,23 @@ static fn_status resume(fn_trainer *t)
     fn_status st = fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s);
     if (st != FN_OK) {
         /* State that options of this optimiser make (rmsprop's centered,
-         * momentum) is missing: name the options rather than the dataset. */
+         * momentum) is missing, or the checkpoint holds state these
+         * options drop (momentum turned off): name the options rather
+         * than the dataset. */
         char diff[512], why[1024];
-        if (st == FN_ERR_FORMAT && strstr(fn_last_error(), " is missing")) {
+        const int lacks = st == FN_ERR_FORMAT && strstr(fn_last_error(), " is missing");
+        const int drops = st == FN_ERR_INVALID && strstr(fn_last_error(), " does not keep");
+        if (lacks || drops) {
             snprintf(why, sizeof why, "%s", fn_last_error());
             optimizer_differences(t, diff, sizeof diff);
             if (diff[0])
                 return fn_fail(FN_ERR_INVALID, "--resume: %s was written with other %s options, "
-                               "%s, so it lacks the optimiser state this config needs (%s); "
-                               "resume with the checkpoint's values, or --overwrite to start "
-                               "afresh", t->checkpoint_path, t->cfg->optimizer->name, diff, why);
+                               "%s, so %s (%s); resume with the checkpoint's values, or "
+                               "--overwrite to start afresh", t->checkpoint_path,
+                               t->cfg->optimizer->name, diff,
+                               lacks ? "it lacks the optimiser state this config needs"
+                                     : "this config would drop the optimiser state it holds",
+                               why);
         }
         fn_error_prefix("--resume: ");
         return st;

@@ -14,12 +14,15 @@ static const char *const param_names[FN_BLOCK_N_PARAMS] = {
     [FN_BLOCK_BETA] = "beta",
 };
 
+/* At least 2 channels a group: GroupNorm makes a group of one channel 0,
+ * so such a channel's output is the constant 2·LeakyReLU(beta) whatever
+ * the input (a dead layer). Widths of 1 and primes from 5 on take 1. */
 int fn_block_auto_groups(int width)
 {
-    int g = 8;
-    while (g > 1 && (width < 1 || width % g != 0))
-        g--;
-    return g;
+    for (int g = 8; g > 1; g--)
+        if (width >= 2 * g && width % g == 0)
+            return g;
+    return 1;
 }
 
 fn_block_config fn_block_config_default(int in_features, int out_features, int groups)

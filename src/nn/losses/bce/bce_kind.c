@@ -4,6 +4,7 @@
  * predicted right: logit > 0 against target >= 0.5), the best run the one
  * of lowest validation loss; its key [train] pos_weight
  * (torch.nn.BCEWithLogitsLoss's pos_weight). */
+#include <math.h>
 #include <stddef.h>
 
 #include "nn/losses/bce/bce.h"
@@ -51,6 +52,18 @@ static fn_status bce_partials(fn_context *ctx, const void *options, const fn_ten
     return fn_cuda_bce_partials(ctx, pred, t->values, weights_of(options), dpred, p);
 }
 
+/* The sigmoid of each output on its own (labels are independent, their
+ * probabilities need not sum to 1), in float64 in the form whose exp
+ * cannot overflow: 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below. */
+static void bce_probabilities(float *outputs, int rows, int cols)
+{
+    const size_t n = (size_t)rows * (size_t)cols;
+    for (size_t k = 0; k < n; k++) {
+        const double x = outputs[k], e = exp(-fabs(x));
+        outputs[k] = (float)(x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e));
+    }
+}
+
 const fn_loss_kind fn_bce_with_logits_kind = {
     .name = "bce_with_logits",
     .targets = FN_DATA_FLOATS,
@@ -63,4 +76,5 @@ const fn_loss_kind fn_bce_with_logits_kind = {
     .check = bce_check,
     .read = bce_read,
     .partials = bce_partials,
+    .probabilities = bce_probabilities,
 };

@@ -4,6 +4,7 @@
  * class_weights and label_smoothing (torch.nn.CrossEntropyLoss's weight
  * and label_smoothing). Without them the plain loss of loss.h runs; with
  * either, cross_entropy_options.h's. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -118,6 +119,23 @@ static double ce_mean_weight(const void *options, const int32_t *host_labels, in
     return w;
 }
 
+/* The softmax across each row (float64 inside, the row's max subtracted
+ * first so no exp overflows): one class a row, the probabilities summing
+ * to 1. */
+static void ce_probabilities(float *outputs, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++) {
+        float *row = outputs + (size_t)i * (size_t)cols;
+        double m = row[0], sum = 0;
+        for (int j = 1; j < cols; j++)
+            m = row[j] > m ? row[j] : m;
+        for (int j = 0; j < cols; j++)
+            sum += exp((double)row[j] - m);
+        for (int j = 0; j < cols; j++)
+            row[j] = (float)(exp((double)row[j] - m) / sum);
+    }
+}
+
 const fn_loss_kind fn_cross_entropy_kind = {
     .name = "cross_entropy",
     .targets = FN_DATA_LABELS,
@@ -133,4 +151,5 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .partials = ce_partials,
     .takes_bias = ce_takes_bias,
     .mean_weight = ce_mean_weight,
+    .probabilities = ce_probabilities,
 };
