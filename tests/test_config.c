@@ -26,6 +26,7 @@
 #include "optim/schedules/plateau/plateau_schedule.h"
 #include "optim/schedules/step/step_schedule.h"
 #include "run/config_impl.h"
+#include "store/path.h"
 #include "nn/losses/cross_entropy/cross_entropy_options.h"
 #include "nn/losses/huber/huber.h"
 #include "test_main.h"
