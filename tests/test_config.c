@@ -863,6 +863,15 @@ static void test_path_join_normalises(void **state)
                      cases[i][1], p, cases[i][2]);
         free(p);
     }
+    /* A config's directory, the base of its relative paths. */
+    static const char *const dirs[][2] = {
+        {"a/b/c.ini", "a/b"}, {"c.ini", "."}, {"/c.ini", "/"}, {"/x/y", "/x"}};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char *d = fn_path_dir(dirs[i][0]);
+        assert_non_null(d);
+        assert_string_equal(d, dirs[i][1]);
+        free(d);
+    }
 }
 
 /* keep_best and patience need a validation set; their defaults are off. */
