@@ -26,6 +26,7 @@
 #include "optim/schedules/plateau/plateau_schedule.h"
 #include "optim/schedules/step/step_schedule.h"
 #include "run/config_impl.h"
+#include "store/path.h"
 #include "nn/losses/cross_entropy/cross_entropy_options.h"
 #include "nn/losses/huber/huber.h"
 #include "test_main.h"
@@ -866,6 +867,15 @@ static void test_path_join_normalises(void **state)
             fail_msg("join('%s', '%s') is '%s', expected '%s'", cases[i][0] ? cases[i][0] : "NULL",
                      cases[i][1], p, cases[i][2]);
         free(p);
+    }
+    /* A config's directory, the base of its relative paths. */
+    static const char *const dirs[][2] = {
+        {"a/b/c.ini", "a/b"}, {"c.ini", "."}, {"/c.ini", "/"}, {"/x/y", "/x"}};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char *d = fn_path_dir(dirs[i][0]);
+        assert_non_null(d);
+        assert_string_equal(d, dirs[i][1]);
+        free(d);
     }
 }
 

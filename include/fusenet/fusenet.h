@@ -20,6 +20,7 @@
 #include "fusenet/export.h"
 #include "fusenet/init.h"
 #include "fusenet/input_norm.h"
+#include "fusenet/kind.h"
 #include "fusenet/layer.h"
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"

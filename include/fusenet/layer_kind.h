@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "fusenet/init.h"
+#include "fusenet/kind.h"
 #include "fusenet/layer.h"
 
 #ifdef __cplusplus
@@ -53,8 +54,9 @@ typedef union fn_layer_attr_value {
 enum { FN_LAYER_ATTRS_MAX = 8 };
 
 struct fn_layer_kind {
-    const char *name;  /* in items, weights files and its fn_layer_ops.kind: "block" */
-    const char *usage; /* an item of [model] layers: "block N" */
+    /* name: in items, weights files and its fn_layer_ops.kind ("block");
+     * usage: an item of [model] layers ("block N"); no options. */
+    FN_KIND_HEAD;
     /* The item's arguments after the name and its blanks ("128"), into
      * *spec (kind already set). The message names the bad argument
      * ("width '0' is not an integer from 1 to 16777216"). */
@@ -128,6 +130,7 @@ struct fn_layer_kind {
 };
 
 /* The registry: every kind, in the order messages list them. */
+const fn_registry *fn_layer_kinds(void);
 int fn_layer_kind_count(void);
 const fn_layer_kind *fn_layer_kind_at(int i); /* [0, count), else NULL */
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "fusenet/data.h"
+#include "fusenet/kind.h"
 #include "fusenet/option.h"
 #include "fusenet/tensor.h"
 
@@ -57,7 +58,12 @@ typedef struct fn_loss_tally_into {
 } fn_loss_tally_into;
 
 typedef struct fn_loss_kind {
-    const char *name;        /* "cross_entropy": the [train] loss value */
+    /* name: the [train] loss value ("cross_entropy"); its own [train] keys,
+     * read by the config into an options block of options_size bytes (0,
+     * NULL, 0: none) that read and partials get; check_options
+     * (optional): the rules across them and against the network's outputs
+     * (at->outputs). */
+    FN_KIND_HEAD;
     fn_data_targets targets; /* what a set's targets must be (fn_data_options) */
     int unit_targets;        /* FN_DATA_FLOATS only: each value in [0, 1] (probabilities) */
     /* The run's metric beside the loss (the "acc" of the epoch lines and
@@ -68,14 +74,6 @@ typedef struct fn_loss_kind {
                               * is better); else its metric (higher is better) */
     int takes_logits;        /* it reads unbounded scores: a last layer of bounded
                               * outputs (fn_layer_kind.bounded_outputs) gets a notice */
-    /* Its own [train] keys, read by the config into an options block of
-     * options_size bytes (0, NULL, 0: none) that read and partials get;
-     * check (optional): the rules across them and against the network's
-     * outputs, FN_ERR_INVALID with the problem and *key the key to name. */
-    size_t options_size;
-    const fn_option *options;
-    int n_options;
-    fn_status (*check)(const void *options, int outputs, const char **key);
     /* Optional: when a batch's targets alone make its loss not finite
      * with these options (cross_entropy: every row of a class whose
      * class_weights weight is 0, a weighted mean of 0/0), says why into
@@ -129,13 +127,9 @@ extern const fn_loss_kind fn_mse_kind;
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 
+const fn_registry *fn_loss_kinds(void); /* the table (kind.h) */
 int fn_loss_kind_count(void);
 const fn_loss_kind *fn_loss_kind_at(int i); /* NULL past the end */
-/* kind's option called `name`, or NULL. */
-const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name);
-
-/* The table's names, "a", "a or b", "a, b or c", into buf. */
-const char *fn_loss_kind_list(char *buf, size_t cap);
 
 /* A kind's name and the targets it takes, for bindings that do not mirror
  * the struct: FN_DATA_LABELS (classes), FN_DATA_FLOATS (values), and

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "fusenet/option.h"
+#include "fusenet/kind.h"
 #include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
@@ -24,13 +24,10 @@ extern "C" {
 #endif
 
 typedef struct fn_optimizer_kind {
-    const char *name;    /* "sgd": the [train] optimizer value */
-    size_t options_size; /* bytes of its options block (its own config struct) */
-    const fn_option *options;
-    int n_options;
-    /* The rules across its keys: FN_ERR_INVALID with the problem, *key
-     * the key to name (one of options). Optional. */
-    fn_status (*check)(const void *options, const char **key);
+    /* name: the [train] optimizer value ("sgd"); options_size: bytes of
+     * its options block (its own config struct); options: its [train]
+     * keys; check_options (optional): the rules across them. */
+    FN_KIND_HEAD;
     /* The optimiser over params with learning rate lr and these options. */
     fn_status (*create)(fn_optimizer **opt, fn_context *ctx, fn_param *const *params,
                         int n_params, float lr, const void *options);
@@ -41,15 +38,13 @@ extern const fn_optimizer_kind fn_adam_kind;
 extern const fn_optimizer_kind fn_adamw_kind;
 extern const fn_optimizer_kind fn_rmsprop_kind;
 
+const fn_registry *fn_optimizer_kinds(void); /* the table (kind.h) */
 int fn_optimizer_kind_count(void);
 const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */
 
 /* The kind called `name`; FN_ERR_INVALID "expected sgd, adam, adamw or rmsprop,
  * got 'x'" (the table's names) when there is none. */
 fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind);
-
-/* kind's option called `name`, or NULL. */
-const fn_option *fn_optimizer_option(const fn_optimizer_kind *kind, const char *name);
 
 #ifdef __cplusplus
 }

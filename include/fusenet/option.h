@@ -40,6 +40,13 @@ typedef struct fn_option {
     const char *fallback;
 } fn_option;
 
+/* What the rule across a kind's keys (fn_kind.check_options) reads
+ * besides them. */
+typedef struct fn_option_context {
+    double lr;   /* [train] lr: the base learning rate (a schedule's) */
+    int outputs; /* the network's outputs, the last layer's width (a loss's) */
+} fn_option_context;
+
 /* The option called `name` of options[0..n), or NULL (NULL options or
  * name: NULL): how each registry finds a kind's key. */
 const fn_option *fn_option_find(const fn_option *options, int n, const char *name);

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "fusenet/option.h"
+#include "fusenet/kind.h"
 #include "fusenet/schedule.h"
 
 #ifdef __cplusplus
@@ -23,13 +23,11 @@ extern "C" {
 #endif
 
 typedef struct fn_schedule_kind {
-    const char *name;    /* "cosine": the [train] schedule value */
-    size_t options_size; /* bytes of its options block (0: it has none) */
-    const fn_option *options;
-    int n_options;
-    /* The rules across its keys and the base rate lr: FN_ERR_INVALID with
-     * the problem, *key the key to name (one of options). Optional. */
-    fn_status (*check)(const void *options, double lr, const char **key);
+    /* name: the [train] schedule value ("cosine"); options_size: bytes of
+     * its options block (0: it has none); options: its [train] keys;
+     * check_options (optional): the rules across them and the base rate
+     * (at->lr). */
+    FN_KIND_HEAD;
     /* f(t): the rate of global step t before the warm-up factor. */
     double (*rate)(const fn_schedule *s, long long t);
     /* Optional: the end of an epoch with the monitored metric (lower is
@@ -37,15 +35,13 @@ typedef struct fn_schedule_kind {
     void (*epoch_end)(fn_schedule *s, double metric);
 } fn_schedule_kind;
 
+const fn_registry *fn_schedule_kinds(void); /* the table (kind.h) */
 int fn_schedule_kind_count(void);
 const fn_schedule_kind *fn_schedule_kind_at(int i); /* NULL past the end */
 
 /* The kind called `name`; FN_ERR_INVALID "expected constant, step, cosine
  * or plateau, got 'x'" (the table's names) when there is none. */
 fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind);
-
-/* kind's option called `name`, or NULL. */
-const fn_option *fn_schedule_option(const fn_schedule_kind *kind, const char *name);
 
 #ifdef __cplusplus
 }

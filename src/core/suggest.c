@@ -1,5 +1,6 @@
 /* suggest.c — the nearest name to a mistyped word (suggest.h). */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -83,4 +84,14 @@ const char *fn_suggest(const char *word, const char *const *names, int n)
         }
     }
     return best;
+}
+
+fn_status fn_suggest_fix(fn_status st, const char *before, const char *suggestion,
+                         const char *after)
+{
+    if (st == FN_OK || !suggestion)
+        return st;
+    char message[1024];
+    snprintf(message, sizeof message, "%s", fn_last_error());
+    return fn_fail(st, "%s; did you mean %s%s%s?", message, before, suggestion, after);
 }

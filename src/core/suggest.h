@@ -5,6 +5,8 @@
 #ifndef FUSENET_CORE_SUGGEST_H
 #define FUSENET_CORE_SUGGEST_H
 
+#include "fusenet/status.h"
+
 /* Index of the name equal to word, ignoring case; -1 when none is. */
 int fn_name_find_nocase(const char *word, const char *const *names, int n);
 
@@ -16,5 +18,10 @@ int fn_name_find_nocase(const char *word, const char *const *names, int n);
  * initials of the word's underscore-separated parts ("learning_rate" for
  * "lr"). The nearest by edits wins; the first on a tie. */
 const char *fn_suggest(const char *word, const char *const *names, int n);
+
+/* st as it is; a failure's message gets "; did you mean <before><name><after>?"
+ * when suggestion is not NULL. */
+fn_status fn_suggest_fix(fn_status st, const char *before, const char *suggestion,
+                         const char *after);
 
 #endif

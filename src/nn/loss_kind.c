@@ -1,33 +1,34 @@
 /* loss_kind.c — the registry of losses (loss_kind.h): the one table that
- * lists them, and lookup by name. A new loss adds its line to the table. */
-#include <stdio.h>
-#include <string.h>
-
+ * lists them (count and lookup are the registries' own, core/kind.c). A
+ * new loss adds its line to the table. */
 #include "fusenet/loss_kind.h"
 #include "nn/losses/bce/bce.h"
 #include "nn/losses/huber/huber.h"
 
-static const fn_loss_kind *const kinds[] = {
-    &fn_bce_with_logits_kind,
-    &fn_cross_entropy_kind,
-    &fn_huber_kind,
-    &fn_mse_kind,
+static const fn_kind *const kinds[] = {
+    &fn_bce_with_logits_kind.kind,
+    &fn_cross_entropy_kind.kind,
+    &fn_huber_kind.kind,
+    &fn_mse_kind.kind,
 };
-enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+static const fn_registry registry = {kinds, sizeof kinds / sizeof kinds[0]};
+
+const fn_registry *fn_loss_kinds(void) { return &registry; }
 
 fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind)
 {
-    for (int i = 0; name && i < N_KINDS; i++)
-        if (strcmp(kinds[i]->name, name) == 0)
-            return *kind = kinds[i], FN_OK;
-    char known[256];
-    return fn_fail(FN_ERR_INVALID, "expected %s, got '%s'", fn_loss_kind_list(known, sizeof known),
-                   name ? name : "");
+    const fn_kind *k = NULL;
+    FN_TRY(fn_registry_find(&registry, name, &k));
+    *kind = (const fn_loss_kind *)k;
+    return FN_OK;
 }
 
-int fn_loss_kind_count(void) { return N_KINDS; }
+int fn_loss_kind_count(void) { return fn_registry_count(&registry); }
 
-const fn_loss_kind *fn_loss_kind_at(int i) { return i >= 0 && i < N_KINDS ? kinds[i] : NULL; }
+const fn_loss_kind *fn_loss_kind_at(int i)
+{
+    return (const fn_loss_kind *)fn_registry_at(&registry, i);
+}
 
 const char *fn_loss_kind_name(const fn_loss_kind *kind) { return kind ? kind->name : ""; }
 
@@ -47,23 +48,6 @@ fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, i
                        kind->name);
     kind->probabilities(outputs, rows, cols);
     return FN_OK;
-}
-
-const fn_option *fn_loss_option(const fn_loss_kind *kind, const char *name)
-{
-    return kind ? fn_option_find(kind->options, kind->n_options, name) : NULL;
-}
-
-const char *fn_loss_kind_list(char *buf, size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < N_KINDS && len < cap; i++) {
-        const char *sep = i == 0 ? "" : i == N_KINDS - 1 ? " or " : ", ";
-        int n = snprintf(buf + len, cap - len, "%s%s", sep, kinds[i]->name);
-        len += n > 0 ? (size_t)n : 0;
-    }
-    return buf;
 }
 
 double fn_loss_row_accuracy(long long correct, long long rows, int outputs)

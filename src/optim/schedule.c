@@ -19,7 +19,8 @@ fn_status fn_schedule_check(const fn_schedule *s)
         return fn_fail(FN_ERR_INVALID, "schedule: warmup_steps %lld must be >= 0",
                        s->warmup_steps);
     const char *key = NULL;
-    if (s->kind->check && s->kind->check(s->options, s->lr, &key) != FN_OK) {
+    const fn_option_context at = {.lr = s->lr};
+    if (s->kind->check_options && s->kind->check_options(s->options, &at, &key) != FN_OK) {
         fn_error_prefix("schedule: ");
         return FN_ERR_INVALID;
     }

@@ -89,8 +89,4 @@ struct fn_config {
  * group at least 2 channels (fn_block_auto_groups). */
 int fn_config_groups(const fn_config *cfg, int width);
 
-/* "dir/name" unless name is absolute, normalised; malloc'ed, NULL when out
- * of memory. */
-char *fn_path_join(const char *dir, const char *name);
-
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/path.h"
 #include "trainer/trainer_impl.h"
 
 /* --- the output directory ------------------------------------------------------ */

@@ -20,8 +20,9 @@ static const float *weights_of(const void *options)
     return o && o->pos_weight.n ? o->pos_weight.values : NULL;
 }
 
-static fn_status bce_check(const void *options, int outputs, const char **key)
+static fn_status bce_check(const void *options, const fn_option_context *at, const char **key)
 {
+    const int outputs = at->outputs;
     const fn_bce_options *o = options;
     const int n = o->pos_weight.n;
     *key = "pos_weight";
@@ -73,7 +74,7 @@ const fn_loss_kind fn_bce_with_logits_kind = {
     .options_size = sizeof(fn_bce_options),
     .options = bce_options,
     .n_options = sizeof bce_options / sizeof bce_options[0],
-    .check = bce_check,
+    .check_options = bce_check,
     .read = bce_read,
     .partials = bce_partials,
     .probabilities = bce_probabilities,

@@ -30,8 +30,9 @@ static int smoothing_of(const void *options, fn_ce_smoothing *s)
     return s->weights || s->eps != 0.0f;
 }
 
-static fn_status ce_check(const void *options, int outputs, const char **key)
+static fn_status ce_check(const void *options, const fn_option_context *at, const char **key)
 {
+    const int outputs = at->outputs;
     const fn_cross_entropy_options *o = options;
     const int n = o->class_weights.n;
     *key = "class_weights";
@@ -144,7 +145,7 @@ const fn_loss_kind fn_cross_entropy_kind = {
     .options_size = sizeof(fn_cross_entropy_options),
     .options = ce_options,
     .n_options = sizeof ce_options / sizeof ce_options[0],
-    .check = ce_check,
+    .check_options = ce_check,
     .explain_nonfinite = ce_explain_nonfinite,
     .takes_logits = 1,
     .read = ce_read,

@@ -16,8 +16,9 @@ static const fn_option options[] = {
     {"momentum_bf16", FN_OPTION_BOOL, AT(momentum_bf16), 0, 0, 0, "false"},
 };
 
-static fn_status check(const void *options_, const char **key)
+static fn_status check(const void *options_, const fn_option_context *at, const char **key)
 {
+    (void)at;
     const fn_sgd_config *s = options_;
     *key = "nesterov";
     if (s->nesterov && (s->momentum <= 0 || s->dampening != 0))
@@ -46,6 +47,6 @@ const fn_optimizer_kind fn_sgd_kind = {
     .options_size = sizeof(fn_sgd_config),
     .options = options,
     .n_options = sizeof options / sizeof options[0],
-    .check = check,
+    .check_options = check,
     .create = create,
 };

@@ -18,8 +18,9 @@ static const fn_option options[] = {
 /* M_PI is POSIX, not C11. */
 static const double pi = 3.14159265358979323846;
 
-static fn_status check(const void *options_, double lr, const char **key)
+static fn_status check(const void *options_, const fn_option_context *at, const char **key)
 {
+    const double lr = at->lr;
     const fn_cosine_schedule_options *o = options_;
     *key = "min_lr";
     if (!(o->min_lr >= 0 && o->min_lr <= lr))
@@ -43,6 +44,6 @@ const fn_schedule_kind fn_cosine_schedule = {
     .options_size = sizeof(fn_cosine_schedule_options),
     .options = options,
     .n_options = sizeof options / sizeof options[0],
-    .check = check,
+    .check_options = check,
     .rate = rate,
 };

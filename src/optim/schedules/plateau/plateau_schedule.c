@@ -31,10 +31,10 @@ static const fn_option options[] = {
 /* torch's eps: a reduction smaller than this is not made. */
 static const double min_change = 1e-8;
 
-static fn_status check(const void *options_, double lr, const char **key)
+static fn_status check(const void *options_, const fn_option_context *at, const char **key)
 {
     const fn_plateau_schedule_options *o = options_;
-    (void)lr;
+    (void)at;
     *key = "factor";
     if (!(o->factor > 0 && o->factor < 1))
         return fn_fail(FN_ERR_INVALID, "factor %g must be > 0 and < 1 (a reduction multiplies "
@@ -91,7 +91,7 @@ const fn_schedule_kind fn_plateau_schedule = {
     .options_size = sizeof(fn_plateau_schedule_options),
     .options = options,
     .n_options = sizeof options / sizeof options[0],
-    .check = check,
+    .check_options = check,
     .rate = rate,
     .epoch_end = epoch_end,
 };

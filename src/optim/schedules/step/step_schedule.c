@@ -15,10 +15,10 @@ static const fn_option options[] = {
     {"gamma", FN_OPTION_FLOAT, AT(gamma), 0, 1e6, 1, "0.1"},
 };
 
-static fn_status check(const void *options_, double lr, const char **key)
+static fn_status check(const void *options_, const fn_option_context *at, const char **key)
 {
     const fn_step_schedule_options *o = options_;
-    (void)lr;
+    (void)at;
     *key = "step_size";
     if (o->step_size < 1)
         return fn_fail(FN_ERR_INVALID, "step needs step_size >= 1 (got %d)", o->step_size);
@@ -39,6 +39,6 @@ const fn_schedule_kind fn_step_schedule = {
     .options_size = sizeof(fn_step_schedule_options),
     .options = options,
     .n_options = sizeof options / sizeof options[0],
-    .check = check,
+    .check_options = check,
     .rate = rate,
 };
