@@ -27,6 +27,7 @@
 #include "estimate.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
+#include "optim/optimizer_paths.h"
 #include "kind.h"
 #include "problem.h"
 #include "runner.h"
