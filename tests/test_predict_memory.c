@@ -39,17 +39,7 @@
 #include "h5_write.h"
 #include "program.h"
 #include "test_main.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+#include "under_asan.h"
 
 enum { CAP = 1024, IN = 6 /* the corpus' good.h5 */ };
 static const double LIMIT = 4.0 * 1024 * 1024 * 1024;
@@ -238,18 +228,6 @@ static void test_suggests_batch(void **state)
 
 enum { CLAIM = 16384 }; /* a CLAIM x CLAIM layer: 1 GiB of float32 */
 
-static void set_int_attr(hid_t obj, const char *name, int value)
-{
-    if (H5Aexists(obj, name) > 0)
-        assert_true(H5Adelete(obj, name) >= 0);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attr = H5Acreate2(obj, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(attr >= 0);
-    assert_true(H5Awrite(attr, H5T_NATIVE_INT, &value) >= 0);
-    H5Aclose(attr);
-    H5Sclose(space);
-}
-
 /* Dataset name of shape [rows, cols] as fusenet writes it (chunked by
  * rows, Fletcher-32), its first chunk of 16 rows written and no other. */
 static void put_first_chunk(hid_t group, const char *name, hsize_t rows, hsize_t cols)
@@ -298,10 +276,11 @@ static void write_claim(const char *path, int declared)
     assert_true(file >= 0);
     const char *groups[] = {"layer0", "layer1", "layer2"};
     const char *keys[] = {"out_features", "in_features", "out_features", "in_features"};
+    const int claim = CLAIM;
     for (int k = 0; k < 4; k++) {
         hid_t g = H5Gopen2(file, groups[(k + 1) / 2], H5P_DEFAULT);
         assert_true(g >= 0);
-        set_int_attr(g, keys[k], CLAIM);
+        h5_set_attr(g, keys[k], H5T_STD_I32LE, H5T_NATIVE_INT, &claim);
         if (declared && k == 1) {
             put_first_chunk(g, "weight", CLAIM, CLAIM);
             float bias[CLAIM] = {0};

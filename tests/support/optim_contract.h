@@ -30,6 +30,16 @@ void contract_restart(fn_param params[2], int n, const float *theta, const float
  * "fn_optimizer" and the bias want[0]'s. */
 void expect_after2(const fn_param params[2], int n, const float *want);
 
+/* Two steps of opt over the two parameters: from their gradients as they
+ * are, then from g2 (contract_grads); asserts the count 2 and want's
+ * values after them (expect_after2). */
+void contract_two_steps(fn_optimizer *opt, fn_param params[2], int n, const float *g2,
+                        const float *want);
+
+/* Fails the test at the first of the count values where the tensors on
+ * the CPU and on the GPU differ in bits: "<what> [i]: CPU x, CUDA y". */
+void expect_cpu_gpu_same(const char *what, const fn_tensor *cpu, const fn_tensor *gpu, int count);
+
 /* Whether the n values of `value` lie within tol of torch's (want),
  * printing the largest difference as "    <run> largest difference from
  * torch ...". */
