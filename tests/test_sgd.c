@@ -107,16 +107,13 @@ static int run_case(fn_context *ctx, int i)
     upload(&grad, c->g2);
     must(fn_sgd_update(ctx, &value, &grad, &buf, &c->cfg, 0));
     ok &= same_bits("theta after step 2", c->name, &value, c->after2, N);
-    printf("    %-14s %s\n", c->name, ok ? "ok" : "FAIL");
     fn_tensor_free(&value);
     fn_tensor_free(&grad);
     fn_tensor_free(&buf);
-    return ok;
+    return case_line(c->name, ok);
 }
 
-static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
-
-TESTS_ON_EACH_DEVICE(update, check_update)
+CASES_ON_EACH_DEVICE(update, run_case, N_CASES)
 
 /* lr 0.1, theta 1, grad 0.3: theta' = 1 - 0.03 = 0.97. lr and grad are
  * rounded to float32 (relative error <= u32 = 2^-24 each), the product and

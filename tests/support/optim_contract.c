@@ -28,6 +28,16 @@ int same_bits(const char *what, const char *name, const fn_tensor *t, const floa
     return 1;
 }
 
+const float contract_theta0[3] = {1, -2, 0.5f};
+const float contract_torch_grads[3][3] = {
+    {0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f}, {-0.3f, 0.7f, 0.1f}};
+
+int case_line(const char *name, int ok)
+{
+    printf("    %-14s %s\n", name, ok ? "ok" : "FAIL");
+    return ok;
+}
+
 void run_cases(fn_device device, int n, int (*run)(fn_context *ctx, int i))
 {
     fn_context *ctx = context_or_skip(device);
@@ -72,6 +82,18 @@ void contract_params(fn_param params[2], fn_param *list[2], int n, const float *
         must(fn_tensor_alloc(&params[i].grad, 1, cols[i], device));
     }
     contract_restart(params, n, theta, g);
+}
+
+void contract_open(contract *k, fn_device device, int n, const float *theta, const float *g)
+{
+    k->ctx = context_or_skip(device);
+    contract_params(k->params, k->list, n, theta, g, device);
+}
+
+void contract_close(contract *k)
+{
+    contract_params_free(k->params);
+    fn_context_destroy(k->ctx);
 }
 
 void contract_restart(fn_param params[2], int n, const float *theta, const float *g)
