@@ -79,6 +79,12 @@ static void expect_error(const fixture *f, const fn_data_options *opt, const cha
  * for bit. */
 static const double want[12] = {0, 1, 2, 3, -4, 5, 6, 7, 8, 9, 100, 11};
 
+/* Data set `name` [6, 2], float64 from v[12]: the shape of want. */
+static void put_f64(hid_t file, const char *name, const double *v)
+{
+    h5_put(file, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
+}
+
 static void test_every_numeric_type(void **state)
 {
     fixture *f = *state;
@@ -92,7 +98,7 @@ static void test_every_numeric_type(void **state)
     }
     hid_t half = half_type();
     hid_t file = set_file_create(f);
-    h5_put(file, "f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "f64", want);
     h5_put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
     h5_put(file, "i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 2, 6, 2, i16);
@@ -124,7 +130,7 @@ static void test_float64_rounds(void **state)
     for (int i = 0; i < 12; i++)
         v[i] = 0.1 * (i + 1) + 1e6 * (i % 2);
     hid_t file = set_file_create(f);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
+    put_f64(file, "X", v);
     H5Fclose(file);
     fn_data_options opt = options("X", NULL, 0);
     float x[12];
@@ -146,11 +152,11 @@ static void test_out_of_range(void **state)
     nan_at[3] = NAN;
     inf_at[8] = INFINITY;
     hid_t file = set_file_create(f);
-    h5_put(file, "big", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, big);
-    h5_put(file, "small", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, small);
-    h5_put(file, "nan", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, nan_at);
-    h5_put(file, "inf", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, inf_at);
-    h5_put(file, "good", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "big", big);
+    put_f64(file, "small", small);
+    put_f64(file, "nan", nan_at);
+    put_f64(file, "inf", inf_at);
+    put_f64(file, "good", want);
     H5Fclose(file);
     fn_data_options opt = options("big", NULL, 0);
     EXPECT_ERROR(&opt, "dataset 'big' row 2 column 1 is 1e+39, beyond float32's range");
@@ -196,9 +202,9 @@ static void test_targets_by_rank(void **state)
     fixture *f = *state;
     int32_t labels[6] = {0, 1, 0, 1, 1, 0};
     hid_t file = set_file_create(f);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "X", want);
     h5_put(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, labels);
-    h5_put(file, "values", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "values", want);
     H5Fclose(file);
     fn_data_options opt = options("X", "labels", 2);
     opt.targets_by_rank = 1;
