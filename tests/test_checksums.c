@@ -27,6 +27,7 @@
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
 #include "h5_write.h"
+#include "layer_specs.h"
 #include "test_main.h"
 #include "trainer_run.h"
 
@@ -35,11 +36,8 @@ enum { FLIPS = 120 };
 /* A block and a linear head on the CPU; the values are what matters. */
 static fn_net *small_net(fn_context *ctx)
 {
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{.kind = block, .width = 16}, {.kind = linear, .width = 3}};
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec("linear", 3)};
+    const fn_layer_hparams hp = default_hparams(4);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, 8, &hp, 4, 5));
     return net;

@@ -38,6 +38,7 @@
 #include "fusenet/weights.h"
 #include "h5_write.h"
 #include "program.h"
+#include "layer_specs.h"
 #include "test_main.h"
 #include "under_asan.h"
 
@@ -61,11 +62,8 @@ static void write_weights(const char *path, int width, int groups)
 {
     fn_context *cpu = NULL;
     EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, width, 0}, {linear, 4, 0}};
-    const fn_layer_hparams hp = {.groups = groups, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {kind_spec("block", width), kind_spec("linear", 4)};
+    const fn_layer_hparams hp = default_hparams(groups);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, cpu, specs, 2, IN, &hp, 1, 1));
     EXPECT_OK(fn_weights_save(net, path, NULL));
@@ -95,12 +93,9 @@ static void test_built_forward_only(void **state)
         buffers += (double)fn_layer_buffer_bytes(fn_net_layer(net, i));
     /* The block caches z [5, 16], mean and rstd [5, 4]; no dz. */
     assert_true(buffers == BATCH * (16 + 2 * 4) * sizeof(float));
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, 16, 0}, {linear, 4, 0}};
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f,
-                                 .forward_only = 1};
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec("linear", 4)};
+    fn_layer_hparams hp = default_hparams(4);
+    hp.forward_only = 1;
     fn_model_memory need;
     fn_model_memory_need(specs, 2, IN, &hp, BATCH, &need);
     assert_true(need.params == params && need.grads == 0);
