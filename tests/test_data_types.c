@@ -97,25 +97,34 @@ static void test_every_numeric_type(void **state)
         i64[i] = (int64_t)want[i];
     }
     hid_t half = half_type();
+    const struct {
+        const char *name;
+        hid_t file_type, mem_type;
+        const void *values;
+    } sets[] = {
+        {"f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, want},
+        {"f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, want},
+        {"f16", half, H5T_NATIVE_DOUBLE, want},
+        {"i16", H5T_STD_I16LE, H5T_NATIVE_INT16, i16},
+        {"u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, u8},
+        {"i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, i64},
+    };
+    enum { SETS = sizeof sets / sizeof sets[0] };
     hid_t file = set_file_create(f);
-    put_f64(file, "f64", want);
-    h5_put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    h5_put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    h5_put(file, "i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 2, 6, 2, i16);
-    h5_put(file, "u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, 6, 2, u8);
-    h5_put(file, "i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, 2, 6, 2, i64);
+    for (size_t n = 0; n < SETS; n++)
+        h5_put(file, sets[n].name, sets[n].file_type, sets[n].mem_type, 2, 6, 2, sets[n].values);
     H5Fclose(file);
     H5Tclose(half);
-    const char *names[] = {"f64", "f64be", "f16", "i16", "u8", "i64be"};
-    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+    for (size_t n = 0; n < SETS; n++) {
         /* Each dataset as inputs and as mse targets at once. */
-        fn_data_options opt = options(names[n], names[n], 2);
+        const char *name = sets[n].name;
+        fn_data_options opt = options(name, name, 2);
         float x[12], t[12];
         read_all(f, &opt, x, t);
         for (int i = 0; i < 12; i++) {
-            float w = strcmp(names[n], "u8") == 0 ? (float)fabs(want[i]) : (float)want[i];
+            float w = strcmp(name, "u8") == 0 ? (float)fabs(want[i]) : (float)want[i];
             if (x[i] != w || t[i] != w)
-                fail_msg("%s[%d]: read %g and %g, expected %g", names[n], i, (double)x[i],
+                fail_msg("%s[%d]: read %g and %g, expected %g", name, i, (double)x[i],
                          (double)t[i], (double)w);
         }
     }
