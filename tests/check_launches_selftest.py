@@ -9,10 +9,9 @@ the file and the problem.
 Usage: check_launches_selftest.py <path of check_launches.py>; exit 1 on the
 first case that does not behave.
 """
-import pathlib
-import subprocess
 import sys
-import tempfile
+
+from selftest_tree import selftest
 
 CLEAN = """
 /* a comment may say <<< and __global__ void f() { } */
@@ -67,28 +66,11 @@ BROKEN = [
 ]
 
 
-def run(check, source):
-    with tempfile.TemporaryDirectory() as root:
-        path = pathlib.Path(root) / "kernels" / "x_cuda.cu"
-        path.parent.mkdir()
-        path.write_text(source, encoding="utf-8")
-        r = subprocess.run([sys.executable, check, root], capture_output=True, text=True)
-        return r.returncode, r.stdout
-
-
 def main(argv):
-    check = argv[1]
-    status, out = run(check, CLEAN)
-    if status != 0:
-        print(f"clean code failed the check:\n{out}")
-        return 1
-    for name, source, words in BROKEN:
-        status, out = run(check, source)
-        if status != 1 or words not in out or "kernels/x_cuda.cu:" not in out:
-            print(f"{name}: expected exit 1 with '{words}', got {status}:\n{out}")
-            return 1
-    print(f"ok: clean code passes, {len(BROKEN)} breaches caught")
-    return 0
+    cases = [(name, {"kernels/x_cuda.cu": source}, f"'{words}'",
+              lambda out, words=words: words in out and "kernels/x_cuda.cu:" in out)
+             for name, source, words in BROKEN]
+    return selftest(argv[1], {"kernels/x_cuda.cu": CLEAN}, cases, "clean code")
 
 
 if __name__ == "__main__":

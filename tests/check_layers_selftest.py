@@ -11,10 +11,9 @@ file and the problem in its message.
 Usage: check_layers_selftest.py <path of check_layers.py>; exit 1 on the
 first case that does not behave.
 """
-import pathlib
-import subprocess
 import sys
-import tempfile
+
+from selftest_tree import selftest
 
 CLEAN = {
     "src/core/status.c": '#include "core/hash.h"\n',
@@ -55,30 +54,15 @@ BROKEN = [
 ]
 
 
-def run(check, files):
-    with tempfile.TemporaryDirectory() as root:
-        for rel, text in files.items():
-            path = pathlib.Path(root) / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        r = subprocess.run([sys.executable, check, root], capture_output=True, text=True)
-        return r.returncode, r.stdout
+def caught(where, words):
+    """Whether the check's output has a line at `where` saying `words`."""
+    return lambda out: any(line.startswith(where) and words in line for line in out.splitlines())
 
 
 def main(argv):
-    check = argv[1]
-    status, out = run(check, CLEAN)
-    if status != 0:
-        print(f"the clean tree failed the check:\n{out}")
-        return 1
-    for name, change, where, words in BROKEN:
-        status, out = run(check, {**CLEAN, **change})
-        hit = [line for line in out.splitlines() if line.startswith(where) and words in line]
-        if status != 1 or not hit:
-            print(f"{name}: expected exit 1 with '{where}' and '{words}', got {status}:\n{out}")
-            return 1
-    print(f"ok: the clean tree passes, {len(BROKEN)} breaches caught")
-    return 0
+    cases = [(name, {**CLEAN, **change}, f"'{where}' and '{words}'", caught(where, words))
+             for name, change, where, words in BROKEN]
+    return selftest(argv[1], CLEAN, cases, "the clean tree")
 
 
 if __name__ == "__main__":

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interop_common import (BUILD, RTOL, SOURCE, sh, sh_out, train,  # noqa: E402
-                            weights_to_torch, write_case)
+from interop_common import (BUILD, RTOL, SOURCE, largest_difference, sh,  # noqa: E402
+                            sh_out, train, weights_to_torch, write_case)
 
 
 def compare(name, weights, inputs, tmp):
@@ -253,13 +253,7 @@ def kinds_train_steps(config, data, init, tmp, steps=3, lr=0.005, momentum=0.9):
     kinds = {type(m).__name__ for m in theirs.children()}
     if not {"Residual", "Dense", "Block", "Linear", "MaskedDropout"} <= kinds:
         sys.exit(f"kinds network: modules {sorted(kinds)}")
-    worst, where = 0.0, ""
-    for (name, p), q in zip(theirs.named_parameters(), ours.parameters()):
-        a, b = q.detach().double().numpy(), p.detach().numpy()
-        err = np.abs(a - b) / np.maximum(np.abs(b), 1.0)
-        i = np.unravel_index(np.argmax(err), err.shape)
-        if err[i] > worst:
-            worst, where = float(err[i]), f"{name}{tuple(int(j) for j in i)}"
+    worst, where = largest_difference(ours, theirs)
     print(f"kinds: {steps} SGD steps, largest relative parameter difference {worst:.3g} at {where}")
     if not worst <= RTOL:
         sys.exit(f"kinds: parameters after {steps} steps differ from PyTorch by more than {RTOL}")

@@ -26,6 +26,7 @@
 #include "optim_contract.h"
 #include "fusenet/adam.h"
 #include "fusenet/tensor.h"
+#include "optim/optimizer_paths.h"
 #include "test_main.h"
 
 #define N 3
@@ -39,7 +40,7 @@ typedef struct adam_case {
 } adam_case;
 
 /* theta = [1, -2, 0.5] in every case. */
-static const float theta0[N] = {1, -2, 0.5f};
+static const float *const theta0 = contract_theta0;
 
 static const adam_case cases[] = {
     /* Adam, lr 0.75, betas (0.5, 0), eps 0.5. Step 1: m = lerp(0, g, 0.5) =
@@ -120,57 +121,47 @@ static int run_case(fn_context *ctx, int i)
         ok &= same_bits("exp_avg after step 1", c->name, &t.m, m1, N);
         ok &= same_bits("exp_avg_sq after step 1", c->name, &t.v, v1, N);
     }
-    printf("    %-12s %s\n", c->name, ok ? "ok" : "FAIL");
     free_tensors(&t);
-    return ok;
+    return case_line(c->name, ok);
 }
 
-static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
-
-TESTS_ON_EACH_DEVICE(update, check_update)
+CASES_ON_EACH_DEVICE(update, run_case, N_CASES)
 
 /* torch's defaults (betas 0.9, 0.999, eps 1e-8), lr 1e-3, three steps from
- * theta0 with the gradients below; the expected values are torch.optim's in
+ * theta0 with contract_torch_grads; the expected values are torch.optim's in
  * float64 from the same float32 inputs (tests' numbers: Adam, Adam with
  * weight_decay 0.1, AdamW with 0.01). Tolerance: |theta| <= 2, so each
  * step's final rounding of theta is <= 2^-23 ~ 1.2e-7; the update itself
  * (about 15 roundings of a term <= lr * |m_hat / sqrt(v_hat)| <= 1e-3 * 2)
  * adds <= 15 * 2^-24 * 2e-3 ~ 2e-9 a step; three steps: <= 3.7e-7. */
-static void check_defaults(fn_device device)
+static const struct {
+    const char *name;
+    float wd;
+    int decoupled;
+    double want[N];
+} runs[] = {
+    {"adam", 0, 0, {0.99750436506407991, -1.9985757490065261, 0.49841136656166229}},
+    {"adam wd 0.1", 0.1f, 0, {0.99742687728394241, -1.9982537208884286, 0.49837463480137278}},
+    {"adamw wd 0.01", 0.01f, 1, {0.99747439454103759, -1.9985157736071029, 0.49839638993697749}},
+};
+
+static int run_defaults(fn_context *ctx, int r)
 {
-    static const float g[3][N] = {{0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f}, {-0.3f, 0.7f, 0.1f}};
-    static const struct {
-        const char *name;
-        float wd;
-        int decoupled;
-        double want[N];
-    } runs[] = {
-        {"adam", 0, 0, {0.99750436506407991, -1.9985757490065261, 0.49841136656166229}},
-        {"adam wd 0.1", 0.1f, 0, {0.99742687728394241, -1.9982537208884286, 0.49837463480137278}},
-        {"adamw wd 0.01", 0.01f, 1,
-         {0.99747439454103759, -1.9985157736071029, 0.49839638993697749}},
-    };
-    const double tol = 3.7e-7;
-    fn_context *ctx = context_or_skip(device);
-    int ok = 1;
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        tensors t;
-        alloc_tensors(&t, N, device);
-        fn_adam_config cfg = fn_adam_config_default(1e-3f, runs[r].decoupled);
-        cfg.weight_decay = runs[r].wd;
-        must(fn_tensor_upload(&t.value, theta0, N));
-        for (int s = 0; s < 3; s++) {
-            must(fn_tensor_upload(&t.grad, g[s], N));
-            must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &cfg, s + 1));
-        }
-        ok &= near_torch(runs[r].name, &t.value, runs[r].want, N, tol);
-        free_tensors(&t);
+    tensors t;
+    alloc_tensors(&t, N, fn_context_device(ctx));
+    fn_adam_config cfg = fn_adam_config_default(1e-3f, runs[r].decoupled);
+    cfg.weight_decay = runs[r].wd;
+    must(fn_tensor_upload(&t.value, theta0, N));
+    for (int s = 0; s < 3; s++) {
+        must(fn_tensor_upload(&t.grad, contract_torch_grads[s], N));
+        must(fn_adam_update(ctx, &t.value, &t.grad, &t.m, &t.v, &cfg, s + 1));
     }
-    fn_context_destroy(ctx);
-    assert_true(ok);
+    const int ok = near_torch(runs[r].name, &t.value, runs[r].want, N, 3.7e-7);
+    free_tensors(&t);
+    return ok;
 }
 
-TESTS_ON_EACH_DEVICE(defaults, check_defaults)
+CASES_ON_EACH_DEVICE(defaults, run_defaults, sizeof runs / sizeof runs[0])
 
 /* The adamw case through fn_optimizer over two parameters: two steps give
  * the case's values (the bias: its first column); the published state; no
@@ -178,27 +169,22 @@ TESTS_ON_EACH_DEVICE(defaults, check_defaults)
  * start afresh, so the same two steps from theta0 give the same values. */
 static void check_interface(fn_device device)
 {
-    fn_context *ctx = context_or_skip(device);
     const adam_case *c = &cases[1];
-    fn_param params[2], *list[2];
-    contract_params(params, list, N, theta0, c->g1, device);
+    contract k;
+    contract_open(&k, device, N, theta0, c->g1);
     fn_optimizer *opt = NULL;
-    must(fn_adam_create(&opt, ctx, list, 2, &c->cfg));
+    must(fn_adam_create(&opt, k.ctx, k.list, 2, &c->cfg));
     assert_non_null(fn_adam_get_config(opt));
-    assert_null(opt->ops->backward_step);
+    assert_false(fn_optimizer_can_backward_step(opt));
 
     for (int round = 0; round < 2; round++) {
-        must(fn_optimizer_step(opt));
-        contract_grads(params, N, c->g2);
-        must(fn_optimizer_step(opt));
-        assert_int_equal(fn_optimizer_steps(opt), 2);
-        expect_after2(params, N, c->after2);
+        contract_two_steps(opt, k.params, N, c->g2, c->after2);
         /* m after step 2 = [0.875, -0.125, 0.125], v = g2^2 (beta2 = 0). */
         static const float m2[N] = {0.875f, -0.125f, 0.125f}, v2[N] = {2.25f, 0.25f, 2.25f};
         assert_true(same_bits("exp_avg", "fn_optimizer", fn_optimizer_state(opt, 0, 0), m2, N));
         assert_true(same_bits("exp_avg_sq", "fn_optimizer", fn_optimizer_state(opt, 1, 0), v2, N));
         /* Again from the start: theta0, g1, and the count back at 0. */
-        contract_restart(params, N, theta0, c->g1);
+        contract_restart(k.params, N, theta0, c->g1);
         fn_optimizer_set_steps(opt, 0);
     }
     static const char *const state[] = {"exp_avg", "exp_avg_sq"};
@@ -206,12 +192,11 @@ static void check_interface(fn_device device)
     fn_optimizer_destroy(opt);
 
     fn_adam_config adam = fn_adam_config_default(0.1f, 0);
-    must(fn_adam_create(&opt, ctx, list, 2, &adam));
+    must(fn_adam_create(&opt, k.ctx, k.list, 2, &adam));
     assert_string_equal(fn_optimizer_name(opt), "adam");
     assert_float_equal(fn_adam_get_config(opt)->weight_decay, 0, 0);
     fn_optimizer_destroy(opt);
-    contract_params_free(params);
-    fn_context_destroy(ctx);
+    contract_close(&k);
 }
 
 TESTS_ON_EACH_DEVICE(interface, check_interface)
@@ -228,10 +213,9 @@ static void test_cuda_matches_cpu(void **state)
     tensors a, b;
     alloc_tensors(&a, COUNT, FN_CPU);
     alloc_tensors(&b, COUNT, FN_CUDA);
-    float *host = chk_alloc_float(COUNT), *back = chk_alloc_float(COUNT);
+    float *host = chk_alloc_float(COUNT);
     chk_rng rng = chk_rng_seed(12);
-    for (int i = 0; i < COUNT; i++)
-        host[i] = (float)chk_uniform(&rng, -1, 1);
+    chk_fill_float(host, COUNT, -1, 1, &rng);
     must(fn_tensor_upload(&a.value, host, COUNT));
     must(fn_tensor_upload(&b.value, host, COUNT));
     fn_adam_config cfg = fn_adam_config_default(1e-2f, 1);
@@ -243,17 +227,10 @@ static void test_cuda_matches_cpu(void **state)
         must(fn_adam_update(cpu, &a.value, &a.grad, &a.m, &a.v, &cfg, s));
         must(fn_adam_update(gpu, &b.value, &b.grad, &b.m, &b.v, &cfg, s));
     }
-    const fn_tensor *pairs[3][2] = {{&a.value, &b.value}, {&a.m, &b.m}, {&a.v, &b.v}};
-    for (int k = 0; k < 3; k++) {
-        must(fn_tensor_download(pairs[k][0], host, COUNT));
-        must(fn_tensor_download(pairs[k][1], back, COUNT));
-        for (int i = 0; i < COUNT; i++)
-            if (memcmp(&host[i], &back[i], sizeof host[i]) != 0)
-                fail_msg("tensor %d [%d]: CPU %.9g, CUDA %.9g", k, i, (double)host[i],
-                         (double)back[i]);
-    }
+    expect_cpu_gpu_same("theta", &a.value, &b.value, COUNT);
+    expect_cpu_gpu_same("exp_avg", &a.m, &b.m, COUNT);
+    expect_cpu_gpu_same("exp_avg_sq", &a.v, &b.v, COUNT);
     free(host);
-    free(back);
     free_tensors(&a);
     free_tensors(&b);
     fn_context_destroy(cpu);

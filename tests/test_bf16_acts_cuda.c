@@ -39,6 +39,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
+#include "optim/optimizer_paths.h"
 #include "core/test_hooks.h"
 #include "test_main.h"
 #include "trainer_run.h"

@@ -38,6 +38,7 @@
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
 #include "fusenet/weights.h"
+#include "optim/optimizer_paths.h"
 #include "core/test_hooks.h"
 #include "test_main.h"
 #include "trainer_run.h"

@@ -26,6 +26,8 @@
 #include "fusenet/model.h"
 #include "fusenet/sgd.h"
 #include "fusenet/weights.h"
+#include "h5_write.h"
+#include "layer_specs.h"
 #include "test_main.h"
 #include "trainer_run.h"
 
@@ -34,11 +36,8 @@ enum { FLIPS = 120 };
 /* A block and a linear head on the CPU; the values are what matters. */
 static fn_net *small_net(fn_context *ctx)
 {
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{.kind = block, .width = 16}, {.kind = linear, .width = 3}};
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec("linear", 3)};
+    const fn_layer_hparams hp = default_hparams(4);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, 8, &hp, 4, 5));
     return net;
@@ -150,49 +149,13 @@ static void test_checkpoint_bit_flips(void **state)
     fn_net_destroy(net);
 }
 
-/* Rewrites dataset `name` of the file at path as fusenet writes it (chunks
- * of one row, Fletcher-32) with row `skip`'s chunk never written. */
-static void drop_chunk(const char *path, const char *name, hsize_t skip)
-{
-    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(file >= 0);
-    hid_t set = H5Dopen2(file, name, H5P_DEFAULT), space = H5Dget_space(set);
-    hsize_t dims[2] = {0, 0};
-    assert_int_equal(H5Sget_simple_extent_dims(space, dims, NULL), 2);
-    float *values = malloc(dims[0] * dims[1] * sizeof(float));
-    assert_non_null(values);
-    assert_true(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0);
-    H5Dclose(set);
-    assert_true(H5Ldelete(file, name, H5P_DEFAULT) >= 0);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    const hsize_t chunk[2] = {1, dims[1]};
-    assert_true(H5Pset_chunk(dcpl, 2, chunk) >= 0 && H5Pset_fletcher32(dcpl) >= 0);
-    set = H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    assert_true(set >= 0);
-    hid_t row = H5Screate_simple(2, chunk, NULL);
-    for (hsize_t r = 0; r < dims[0]; r++) {
-        if (r == skip)
-            continue;
-        const hsize_t start[2] = {r, 0};
-        assert_true(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL) >= 0);
-        assert_true(H5Dwrite(set, H5T_NATIVE_FLOAT, row, space, H5P_DEFAULT,
-                             values + r * dims[1]) >= 0);
-    }
-    H5Sclose(row);
-    H5Pclose(dcpl);
-    H5Sclose(space);
-    H5Dclose(set);
-    H5Fclose(file);
-    free(values);
-}
-
 static void test_checkpoint_missing_chunk(void **state)
 {
     fn_context *ctx = *state;
     char path[32];
     fn_net *net = checkpointed_net(ctx, path), *other = small_net(ctx);
     EXPECT_OK(load_checkpoint(other, path, NULL));
-    drop_chunk(path, "momentum/layer0.weight", 3);
+    h5_drop_chunk(path, "momentum/layer0.weight", 3);
     EXPECT_FAIL(load_checkpoint(other, path, NULL), FN_ERR_FORMAT,
                 "group 'momentum': dataset 'layer0.weight' declares [16, 8] in 16 chunks but "
                 "stores only 15 of them");

@@ -20,6 +20,7 @@
 #include "h5_write.h"
 #include "sets.h"
 #include "fusenet/data.h"
+#include "host_batch.h"
 #include "test_main.h"
 
 typedef set_file fixture;
@@ -68,29 +69,6 @@ static void expect_open_error(const fixture *f, const fn_data_options *opt, fn_s
 }
 #define EXPECT_OPEN_ERROR(opt, status, needle) \
     expect_open_error(*state, (opt), (status), (needle), __LINE__)
-
-/* --- batches gathered on the host ---------------------------------------------- */
-
-enum { MAX_ROWS = 64, MAX_COLS = 16 };
-
-/* The next batch of the set, gathered from fn_data_next_rows. */
-typedef struct host_batch {
-    int rows, in, out;
-    int has_labels, has_target;
-    float x[MAX_ROWS * MAX_COLS], target[MAX_ROWS * MAX_COLS];
-    int32_t labels[MAX_ROWS];
-    int64_t index[MAX_ROWS];
-} host_batch;
-
-static void next_batch(fn_data *d, host_batch *b)
-{
-    fn_batch_rows r;
-    assert_int_equal(fn_data_next_rows(d, &r), FN_OK);
-    assert_true(r.rows <= MAX_ROWS && r.in <= MAX_COLS && r.out <= MAX_COLS);
-    *b = (host_batch){.rows = r.rows, .in = r.in, .out = r.out, .has_labels = r.labels != NULL,
-                      .has_target = r.target != NULL};
-    fn_batch_rows_gather(&r, 0, r.rows, b->x, b->labels, b->target, b->index);
-}
 
 static const float xs[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 static const int32_t ys[6] = {0, 1, 2, 0, 1, 2};

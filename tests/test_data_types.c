@@ -79,6 +79,12 @@ static void expect_error(const fixture *f, const fn_data_options *opt, const cha
  * for bit. */
 static const double want[12] = {0, 1, 2, 3, -4, 5, 6, 7, 8, 9, 100, 11};
 
+/* Data set `name` [6, 2], float64 from v[12]: the shape of want. */
+static void put_f64(hid_t file, const char *name, const double *v)
+{
+    h5_put(file, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
+}
+
 static void test_every_numeric_type(void **state)
 {
     fixture *f = *state;
@@ -91,25 +97,34 @@ static void test_every_numeric_type(void **state)
         i64[i] = (int64_t)want[i];
     }
     hid_t half = half_type();
+    const struct {
+        const char *name;
+        hid_t file_type, mem_type;
+        const void *values;
+    } sets[] = {
+        {"f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, want},
+        {"f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, want},
+        {"f16", half, H5T_NATIVE_DOUBLE, want},
+        {"i16", H5T_STD_I16LE, H5T_NATIVE_INT16, i16},
+        {"u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, u8},
+        {"i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, i64},
+    };
+    enum { SETS = sizeof sets / sizeof sets[0] };
     hid_t file = set_file_create(f);
-    h5_put(file, "f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    h5_put(file, "f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    h5_put(file, "f16", half, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
-    h5_put(file, "i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 2, 6, 2, i16);
-    h5_put(file, "u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, 6, 2, u8);
-    h5_put(file, "i64be", H5T_STD_I64BE, H5T_NATIVE_INT64, 2, 6, 2, i64);
+    for (size_t n = 0; n < SETS; n++)
+        h5_put(file, sets[n].name, sets[n].file_type, sets[n].mem_type, 2, 6, 2, sets[n].values);
     H5Fclose(file);
     H5Tclose(half);
-    const char *names[] = {"f64", "f64be", "f16", "i16", "u8", "i64be"};
-    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+    for (size_t n = 0; n < SETS; n++) {
         /* Each dataset as inputs and as mse targets at once. */
-        fn_data_options opt = options(names[n], names[n], 2);
+        const char *name = sets[n].name;
+        fn_data_options opt = options(name, name, 2);
         float x[12], t[12];
         read_all(f, &opt, x, t);
         for (int i = 0; i < 12; i++) {
-            float w = strcmp(names[n], "u8") == 0 ? (float)fabs(want[i]) : (float)want[i];
+            float w = strcmp(name, "u8") == 0 ? (float)fabs(want[i]) : (float)want[i];
             if (x[i] != w || t[i] != w)
-                fail_msg("%s[%d]: read %g and %g, expected %g", names[n], i, (double)x[i],
+                fail_msg("%s[%d]: read %g and %g, expected %g", name, i, (double)x[i],
                          (double)t[i], (double)w);
         }
     }
@@ -124,7 +139,7 @@ static void test_float64_rounds(void **state)
     for (int i = 0; i < 12; i++)
         v[i] = 0.1 * (i + 1) + 1e6 * (i % 2);
     hid_t file = set_file_create(f);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, v);
+    put_f64(file, "X", v);
     H5Fclose(file);
     fn_data_options opt = options("X", NULL, 0);
     float x[12];
@@ -146,11 +161,11 @@ static void test_out_of_range(void **state)
     nan_at[3] = NAN;
     inf_at[8] = INFINITY;
     hid_t file = set_file_create(f);
-    h5_put(file, "big", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, big);
-    h5_put(file, "small", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, small);
-    h5_put(file, "nan", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, nan_at);
-    h5_put(file, "inf", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, inf_at);
-    h5_put(file, "good", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "big", big);
+    put_f64(file, "small", small);
+    put_f64(file, "nan", nan_at);
+    put_f64(file, "inf", inf_at);
+    put_f64(file, "good", want);
     H5Fclose(file);
     fn_data_options opt = options("big", NULL, 0);
     EXPECT_ERROR(&opt, "dataset 'big' row 2 column 1 is 1e+39, beyond float32's range");
@@ -196,9 +211,9 @@ static void test_targets_by_rank(void **state)
     fixture *f = *state;
     int32_t labels[6] = {0, 1, 0, 1, 1, 0};
     hid_t file = set_file_create(f);
-    h5_put(file, "X", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "X", want);
     h5_put(file, "labels", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, 6, 0, labels);
-    h5_put(file, "values", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, 6, 2, want);
+    put_f64(file, "values", want);
     H5Fclose(file);
     fn_data_options opt = options("X", "labels", 2);
     opt.targets_by_rank = 1;

@@ -41,6 +41,7 @@
 #include "fusenet/loss_tally.h"
 #include "fusenet/sgd.h"
 #include "fusenet/trainer.h"
+#include "optim/optimizer_paths.h"
 #include "core/test_hooks.h"
 #include "program.h"
 #include "sets.h"

@@ -31,6 +31,7 @@
 #include "fusenet/data.h"
 #include "fusenet/optimizer.h"
 #include "fusenet/trainer.h"
+#include "optim/optimizer_paths.h"
 #include "h5_write.h"
 #include "program.h"
 #include "test_main.h"

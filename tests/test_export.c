@@ -36,6 +36,7 @@
 #include "expect.h"
 #include "program.h"
 #include "test_main.h"
+#include "under_asan.h"
 #include "fusenet/block.h"
 #include "fusenet/dense.h"
 #include "fusenet/dropout.h"
@@ -477,17 +478,6 @@ static void header_checks_come_first(void **state)
                  "the header length 209715200 is over the 104857600 bytes (100 MiB)");
 #undef META_HUGE
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
 
 /* The process's address space now, in bytes (/proc/self/statm). */
 static size_t address_space(void)

@@ -488,18 +488,13 @@ static void test_find_nonfinite(void **state)
     for (int i = 0; i < 3 * IN_FEATURES; i++)
         xs[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
     fn_tensor x = fn_tensor_view(xs, 3, IN_FEATURES, FN_CPU), y;
-    fn_nonfinite nf;
     EXPECT_OK(fn_net_forward(net, &x, &y));
-    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
-    assert_int_equal(nf.layer, -1);
+    expect_nonfinite(net, 0, -1, NULL, NULL);
 
     /* A bad input row: layer 0's output is the first non-finite value. */
     xs[1 * IN_FEATURES + 3] = NAN;
     EXPECT_OK(fn_net_forward(net, &x, &y));
-    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
-    assert_int_equal(nf.layer, 0);
-    assert_string_equal(nf.kind, "block");
-    assert_string_equal(nf.what, "output");
+    fn_nonfinite nf = expect_nonfinite(net, 0, 0, "block", "output");
     assert_int_equal(nf.row, 1);
     assert_true(isnan(nf.value));
     xs[1 * IN_FEATURES + 3] = 0.25f;
@@ -509,9 +504,7 @@ static void test_find_nonfinite(void **state)
     assert_non_null(bias);
     bias->value.data[2] = INFINITY;
     EXPECT_OK(fn_net_forward(net, &x, &y));
-    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
-    assert_int_equal(nf.layer, 1);
-    assert_string_equal(nf.what, "parameter");
+    nf = expect_nonfinite(net, 0, 1, NULL, "parameter");
     assert_string_equal(nf.param, "bias");
     assert_int_equal(nf.col, 2);
     bias->value.data[2] = 0;
@@ -523,12 +516,8 @@ static void test_find_nonfinite(void **state)
     EXPECT_OK(fn_net_forward(net, &x, &y));
     EXPECT_OK(fn_net_zero_grad(net));
     EXPECT_OK(fn_net_backward(net, &dy));
-    EXPECT_OK(fn_net_find_nonfinite(net, 0, &nf));
-    assert_int_equal(nf.layer, -1); /* without gradients: nothing */
-    EXPECT_OK(fn_net_find_nonfinite(net, 1, &nf));
-    assert_int_equal(nf.layer, 1);
-    assert_string_equal(nf.kind, "linear");
-    assert_string_equal(nf.what, "output gradient");
+    expect_nonfinite(net, 0, -1, NULL, NULL); /* without gradients: nothing */
+    nf = expect_nonfinite(net, 1, 1, "linear", "output gradient");
     assert_int_equal(nf.row, 1);
     assert_int_equal(nf.col, 1);
     model_close(&m);

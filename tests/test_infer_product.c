@@ -49,12 +49,9 @@ static void test_product_threads_invariant(void **state)
     float *b = chk_alloc_float(OUT), *one = chk_alloc_float((size_t)N * OUT),
           *many = chk_alloc_float((size_t)N * OUT);
     chk_rng rng = chk_rng_seed(9);
-    for (size_t i = 0; i < (size_t)N * IN; i++)
-        x[i] = (float)chk_uniform(&rng, -1, 1);
-    for (size_t i = 0; i < (size_t)OUT * IN; i++)
-        w[i] = (float)chk_uniform(&rng, -1, 1);
-    for (int i = 0; i < OUT; i++)
-        b[i] = (float)chk_uniform(&rng, -1, 1);
+    chk_fill_float(x, (size_t)N * IN, -1, 1, &rng);
+    chk_fill_float(w, (size_t)OUT * IN, -1, 1, &rng);
+    chk_fill_float(b, OUT, -1, 1, &rng);
     fn_infer_product(NULL, one, x, w, b, N, IN, OUT);
     fn_infer_product(*state, many, x, w, b, N, IN, OUT);
     assert_memory_equal(one, many, sizeof(float) * (size_t)N * OUT);

@@ -108,12 +108,9 @@ static void test_bf16_input_and_output(void **state)
     uint16_t *yh = calloc((size_t)N * OUT, sizeof *yh);
     assert_non_null(yh);
     chk_rng rng = chk_rng_seed(21);
-    for (size_t i = 0; i < (size_t)N * IN; i++)
-        x[i] = (float)chk_uniform(&rng, -1, 1);
-    for (size_t i = 0; i < (size_t)OUT * IN; i++)
-        w[i] = (float)chk_uniform(&rng, -1, 1);
-    for (int i = 0; i < OUT; i++)
-        b[i] = (float)chk_uniform(&rng, -1, 1);
+    chk_fill_float(x, (size_t)N * IN, -1, 1, &rng);
+    chk_fill_float(w, (size_t)OUT * IN, -1, 1, &rng);
+    chk_fill_float(b, OUT, -1, 1, &rng);
     fn_tensor xd = upload(x, (size_t)N * IN), wd = upload(w, (size_t)OUT * IN),
               bd = upload(b, OUT), xh = upload(x, (size_t)N * IN),
               yd = upload(y, (size_t)N * OUT), yhd = upload(y, (size_t)N * OUT);

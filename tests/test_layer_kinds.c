@@ -19,6 +19,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/linear.h"
 #include "fusenet/model.h"
+#include "layer_specs.h"
 
 static int setup(void **state)
 {
@@ -419,11 +420,8 @@ static void test_no_fused_step_on_the_cpu(void **state)
  * anything is allocated, naming need and limit. */
 static void test_memory_need(void **state)
 {
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
-    const fn_layer_spec specs[] = {{block, 16, 0}, {linear, 3, 0}};
+    const fn_layer_hparams hp = default_hparams(4);
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec("linear", 3)};
     fn_model_memory need;
     fn_model_memory_need(specs, 2, 8, &hp, 4, &need);
     fn_net *net = NULL;
@@ -437,7 +435,8 @@ static void test_memory_need(void **state)
      * [16]; the linear's output [3] and its input's gradient [16]. */
     assert_true(need.activations == (2 * 16 + 2 * 4 + 16 + 3 + 16) * 4.0 * sizeof(float));
     assert_true(need.total == need.params + need.grads + need.activations);
-    const fn_layer_spec huge[] = {{block, 1 << 24, 0}, {block, 1 << 24, 0}, {linear, 4, 0}};
+    const fn_layer_spec huge[] = {kind_spec("block", 1 << 24), kind_spec("block", 1 << 24),
+                                  kind_spec("linear", 4)};
     const fn_layer_hparams one = {.groups = 1, .eps = 1e-5f, .negative_slope = 0.01f};
     EXPECT_FAIL(fn_model_create(&net, *state, huge, 3, 6, &one, 8, 1), FN_ERR_NOMEM,
                 "the network needs at least 2251806.3 GB of host memory");
@@ -449,12 +448,9 @@ static void test_memory_need(void **state)
  * for a net on device in math (fn_model_memory_start), 4 rows. */
 static double activations_of(const char *second, fn_device device, fn_math math)
 {
-    const fn_layer_kind *block = NULL, *middle = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find(second, &middle));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
-    const fn_layer_spec specs[] = {{block, 16, 0}, {middle, 16, 0}, {block, 16, 0}, {linear, 3, 0}};
+    const fn_layer_hparams hp = default_hparams(4);
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec(second, 16),
+                                   kind_spec("block", 16), kind_spec("linear", 3)};
     fn_model_memory need;
     fn_model_memory_start(&need, device, math);
     for (int i = 0, in = 16; i < 4; in = fn_layer_spec_out(&specs[i], in), i++)

@@ -25,6 +25,7 @@
 #include "sets.h"
 #include "expect.h"
 #include "fusenet/loader.h"
+#include "host_batch.h"
 #include "test_main.h"
 
 enum { N = 203, IN = 5, CLASSES = 7, OUT = 3, BATCH = 8, SLAB_ROWS = 32 };
@@ -73,25 +74,6 @@ static fn_data *open_set(const fixture *f, int mse, int slabs)
     return d;
 }
 
-/* A batch's contents in host memory. */
-typedef struct host_batch {
-    int rows;
-    float x[BATCH * IN], t[BATCH * OUT];
-    int32_t labels[BATCH];
-    int64_t index[BATCH];
-} host_batch;
-
-/* The reference: the set's next batch gathered here, on the host. */
-static void reference_next(fn_data *ref, host_batch *h)
-{
-    fn_batch_rows r;
-    EXPECT_OK(fn_data_next_rows(ref, &r));
-    memset(h, 0, sizeof *h);
-    h->rows = r.rows;
-    assert_true(r.rows <= BATCH);
-    fn_batch_rows_gather(&r, 0, r.rows, h->x, h->labels, h->t, h->index);
-}
-
 static void to_host(const fn_batch *b, int mse, host_batch *h)
 {
     memset(h, 0, sizeof *h);
@@ -104,7 +86,7 @@ static void to_host(const fn_batch *b, int mse, host_batch *h)
     memcpy(h->index, b->index, sizeof(int64_t) * (size_t)b->rows);
     if (mse) {
         assert_null(b->labels);
-        assert_int_equal(fn_tensor_download(&b->target, h->t, (size_t)b->rows * OUT), FN_OK);
+        assert_int_equal(fn_tensor_download(&b->target, h->target, (size_t)b->rows * OUT), FN_OK);
         return;
     }
     memcpy(h->labels, b->host_labels, sizeof(int32_t) * (size_t)b->rows);
@@ -123,7 +105,7 @@ static void expect_same(const host_batch *want, const host_batch *got, long long
     assert_memory_equal(got->index, want->index, sizeof(int64_t) * (size_t)want->rows);
     assert_memory_equal(got->x, want->x, sizeof(float) * (size_t)want->rows * IN);
     assert_memory_equal(got->labels, want->labels, sizeof(int32_t) * (size_t)want->rows);
-    assert_memory_equal(got->t, want->t, sizeof(float) * (size_t)want->rows * OUT);
+    assert_memory_equal(got->target, want->target, sizeof(float) * (size_t)want->rows * OUT);
 }
 
 /* Batches from `step` of `epoch` to `stop` (-1: the end) against the
@@ -136,7 +118,8 @@ static void compare_run(fn_loader *l, fn_data *ref, int mse, long long epoch, lo
     host_batch want, got;
     for (long long s = step; stop < 0 || s < stop; s++) {
         fn_batch b;
-        reference_next(ref, &want);
+        next_batch(ref, &want);
+        assert_true(want.rows <= BATCH);
         EXPECT_OK(fn_loader_next(l, &b));
         to_host(&b, mse, &got);
         expect_same(&want, &got, s);

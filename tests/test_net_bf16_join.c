@@ -189,9 +189,7 @@ static void test_joined_as_float(void **state)
             assert_memory_equal(y_on.data, y_off.data, sizeof(float) * (size_t)rows * WIDTH);
         }
         EXPECT_OK(fn_net_backward(on, &dyr));
-        fn_nonfinite found;
-        EXPECT_OK(fn_net_find_nonfinite(on, 1, &found));
-        assert_int_equal(found.layer, -1);
+        expect_nonfinite(on, 1, -1, NULL, NULL);
     }
     fn_tensor_free(&x);
     fn_tensor_free(&dy);
@@ -222,11 +220,7 @@ static void test_scan_finds_joined_nan(void **state)
     x.data[2 * WIDTH + 3] = NAN;
     fn_tensor xr = fn_tensor_rows(&x, 0, 3);
     EXPECT_OK(fn_net_forward(net, &xr, &y));
-    fn_nonfinite found;
-    EXPECT_OK(fn_net_find_nonfinite(net, 0, &found));
-    assert_int_equal(found.layer, 0);
-    assert_string_equal(found.what, "output");
-    assert_string_equal(found.kind, "bf16");
+    const fn_nonfinite found = expect_nonfinite(net, 0, 0, "bf16", "output");
     assert_int_equal(found.row, 2);
     assert_int_equal(found.col, 3);
     assert_true(isnan(found.value));

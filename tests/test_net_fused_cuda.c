@@ -38,6 +38,7 @@
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
 #include "fusenet/sgd_fused.h"
+#include "optim/optimizer_paths.h"
 #include "test_main.h"
 
 enum { BATCH = 24, IN = 40, H1 = 64, H2 = 32, OUT = 10, GROUPS = 4, STEPS = 4 };

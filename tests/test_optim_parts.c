@@ -16,6 +16,7 @@
 #include "expect.h"
 #include "fusenet/adam.h"
 #include "fusenet/sgd.h"
+#include "optim/optimizer_paths.h"
 #include "test_main.h"
 
 enum { PARAMS = 4, STEPS = 3 };

@@ -408,11 +408,7 @@ static void test_regression_network(void **state)
     assert_int_equal(run(f, "predict", plain), 0);
 }
 
-TEST_MAIN(NULL, NULL,
-          cmocka_unit_test_setup_teardown(test_logits_classes_probabilities, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_errors, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_report, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_regression_network, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_version, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_nonfinite, setup, program_files_teardown),
-          cmocka_unit_test_setup_teardown(test_wrong_files, setup, program_files_teardown))
+TEST_MAIN_EACH(setup, program_files_teardown, cmocka_unit_test(test_logits_classes_probabilities),
+               cmocka_unit_test(test_errors), cmocka_unit_test(test_report),
+               cmocka_unit_test(test_regression_network), cmocka_unit_test(test_version),
+               cmocka_unit_test(test_nonfinite), cmocka_unit_test(test_wrong_files))

@@ -38,18 +38,9 @@
 #include "fusenet/weights.h"
 #include "h5_write.h"
 #include "program.h"
+#include "layer_specs.h"
 #include "test_main.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+#include "under_asan.h"
 
 enum { CAP = 1024, IN = 6 /* the corpus' good.h5 */ };
 static const double LIMIT = 4.0 * 1024 * 1024 * 1024;
@@ -71,11 +62,8 @@ static void write_weights(const char *path, int width, int groups)
 {
     fn_context *cpu = NULL;
     EXPECT_OK(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32));
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, width, 0}, {linear, 4, 0}};
-    const fn_layer_hparams hp = {.groups = groups, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {kind_spec("block", width), kind_spec("linear", 4)};
+    const fn_layer_hparams hp = default_hparams(groups);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, cpu, specs, 2, IN, &hp, 1, 1));
     EXPECT_OK(fn_weights_save(net, path, NULL));
@@ -105,12 +93,9 @@ static void test_built_forward_only(void **state)
         buffers += (double)fn_layer_buffer_bytes(fn_net_layer(net, i));
     /* The block caches z [5, 16], mean and rstd [5, 4]; no dz. */
     assert_true(buffers == BATCH * (16 + 2 * 4) * sizeof(float));
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{block, 16, 0}, {linear, 4, 0}};
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f,
-                                 .forward_only = 1};
+    const fn_layer_spec specs[] = {kind_spec("block", 16), kind_spec("linear", 4)};
+    fn_layer_hparams hp = default_hparams(4);
+    hp.forward_only = 1;
     fn_model_memory need;
     fn_model_memory_need(specs, 2, IN, &hp, BATCH, &need);
     assert_true(need.params == params && need.grads == 0);
@@ -238,18 +223,6 @@ static void test_suggests_batch(void **state)
 
 enum { CLAIM = 16384 }; /* a CLAIM x CLAIM layer: 1 GiB of float32 */
 
-static void set_int_attr(hid_t obj, const char *name, int value)
-{
-    if (H5Aexists(obj, name) > 0)
-        assert_true(H5Adelete(obj, name) >= 0);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attr = H5Acreate2(obj, name, H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(attr >= 0);
-    assert_true(H5Awrite(attr, H5T_NATIVE_INT, &value) >= 0);
-    H5Aclose(attr);
-    H5Sclose(space);
-}
-
 /* Dataset name of shape [rows, cols] as fusenet writes it (chunked by
  * rows, Fletcher-32), its first chunk of 16 rows written and no other. */
 static void put_first_chunk(hid_t group, const char *name, hsize_t rows, hsize_t cols)
@@ -298,10 +271,11 @@ static void write_claim(const char *path, int declared)
     assert_true(file >= 0);
     const char *groups[] = {"layer0", "layer1", "layer2"};
     const char *keys[] = {"out_features", "in_features", "out_features", "in_features"};
+    const int claim = CLAIM;
     for (int k = 0; k < 4; k++) {
         hid_t g = H5Gopen2(file, groups[(k + 1) / 2], H5P_DEFAULT);
         assert_true(g >= 0);
-        set_int_attr(g, keys[k], CLAIM);
+        h5_set_attr(g, keys[k], H5T_STD_I32LE, H5T_NATIVE_INT, &claim);
         if (declared && k == 1) {
             put_first_chunk(g, "weight", CLAIM, CLAIM);
             float bias[CLAIM] = {0};

@@ -31,6 +31,7 @@
 #include "h5_write.h"
 #include "program.h"
 #include "store/h5_probe.h"
+#include "layer_specs.h"
 #include "test_main.h"
 
 /* 53 rows of 7 columns, batches of 5: a budget of 36 rows of 32 bytes
@@ -285,16 +286,11 @@ static void rewrite_attr(const char *path, const char *name, const char *value)
     assert_true(file >= 0);
     hid_t group = H5Gopen2(file, "provenance", H5P_DEFAULT);
     assert_true(group >= 0);
-    assert_true(H5Adelete(group, name) >= 0);
+    assert_true(H5Aexists(group, name) > 0);
     hid_t type = H5Tcopy(H5T_C_S1);
     H5Tset_size(type, H5T_VARIABLE);
     H5Tset_cset(type, H5T_CSET_UTF8);
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t attr = H5Acreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(attr >= 0);
-    assert_true(H5Awrite(attr, type, &value) >= 0);
-    H5Aclose(attr);
-    H5Sclose(space);
+    h5_set_attr(group, name, type, type, &value);
     H5Tclose(type);
     H5Gclose(group);
     H5Fclose(file);
@@ -453,11 +449,8 @@ static void test_file_without_provenance(void **state)
     program_files_path(f->files, "old.h5", path, sizeof path);
     fn_context *ctx = NULL;
     EXPECT_OK(fn_context_create(&ctx, FN_CPU, -1, FN_MATH_FP32));
-    const fn_layer_kind *block = NULL, *linear = NULL;
-    EXPECT_OK(fn_layer_kind_find("block", &block));
-    EXPECT_OK(fn_layer_kind_find("linear", &linear));
-    const fn_layer_spec specs[] = {{.kind = block, .width = 8}, {.kind = linear, .width = 3}};
-    const fn_layer_hparams hp = {.groups = 4, .eps = 1e-5f, .negative_slope = 0.01f};
+    const fn_layer_spec specs[] = {kind_spec("block", 8), kind_spec("linear", 3)};
+    const fn_layer_hparams hp = default_hparams(4);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, IN, &hp, 4, 1));
     EXPECT_OK(fn_weights_save(net, path, ""));

@@ -27,6 +27,7 @@
 #include "optim_contract.h"
 #include "fusenet/rmsprop.h"
 #include "fusenet/tensor.h"
+#include "optim/optimizer_paths.h"
 #include "test_main.h"
 
 #define N 3
@@ -41,7 +42,7 @@ typedef struct rmsprop_case {
 } rmsprop_case;
 
 /* theta = [1, -2, 0.5] in every case. */
-static const float theta0[N] = {1, -2, 0.5f};
+static const float *const theta0 = contract_theta0;
 
 static const rmsprop_case cases[] = {
     /* lr 0.5, alpha 0.75, eps 0.5: v = 0.25 g^2 = [0.25, 2.25, 12.25],
@@ -109,16 +110,13 @@ static int run_case(fn_context *ctx, int i)
         static const float a1[N] = {0.5f, -1.5f, 3.5f};
         ok &= same_bits("grad_avg after step 1", c->name, &t.a, a1, N);
     }
-    printf("    %-12s %s\n", c->name, ok ? "ok" : "FAIL");
     free_tensors(&t);
-    return ok;
+    return case_line(c->name, ok);
 }
 
-static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
+CASES_ON_EACH_DEVICE(update, run_case, N_CASES)
 
-TESTS_ON_EACH_DEVICE(update, check_update)
-
-/* lr 1e-2, three steps from theta0 with the gradients below, at torch's
+/* lr 1e-2, three steps from theta0 with contract_torch_grads, at torch's
  * defaults and with momentum 0.9, centered, weight_decay 0.1; the expected
  * values are torch.optim.RMSprop's in float64 from the same float32
  * inputs. Tolerance: each step's update lr * b has |b| <= 3 * 11 (three
@@ -126,42 +124,36 @@ TESTS_ON_EACH_DEVICE(update, check_update)
  * + 0.81 at most), each term through about 12 roundings: <= 12 * 2^-24 *
  * 0.33 ~ 2.4e-7 a step, plus the rounding of theta (|theta| <= 2: 2^-23
  * ~ 1.2e-7); three steps: <= 1.1e-6. */
-static void check_defaults(fn_device device)
+static const struct {
+    const char *name;
+    float momentum, wd;
+    int centered;
+    double want[N];
+} runs[] = {
+    {"defaults", 0, 0, 0, {0.8238249859870819, -1.972571971108416, 0.436909742285244}},
+    {"everything on", 0.9f, 0.1f, 1,
+     {0.5617603474209216, -1.7909718692520753, 0.29677445855351503}},
+};
+
+static int run_defaults(fn_context *ctx, int r)
 {
-    static const float g[3][N] = {{0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f}, {-0.3f, 0.7f, 0.1f}};
-    static const struct {
-        const char *name;
-        float momentum, wd;
-        int centered;
-        double want[N];
-    } runs[] = {
-        {"defaults", 0, 0, 0, {0.8238249859870819, -1.972571971108416, 0.436909742285244}},
-        {"everything on", 0.9f, 0.1f, 1,
-         {0.5617603474209216, -1.7909718692520753, 0.29677445855351503}},
-    };
-    const double tol = 1.1e-6;
-    fn_context *ctx = context_or_skip(device);
-    int ok = 1;
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        tensors t;
-        alloc_tensors(&t, N, device);
-        fn_rmsprop_config cfg = fn_rmsprop_config_default(1e-2f);
-        cfg.momentum = runs[r].momentum;
-        cfg.weight_decay = runs[r].wd;
-        cfg.centered = runs[r].centered;
-        must(fn_tensor_upload(&t.value, theta0, N));
-        for (int s = 0; s < 3; s++) {
-            must(fn_tensor_upload(&t.grad, g[s], N));
-            must(fn_rmsprop_update(ctx, &t.value, &t.grad, &t.v, &t.b, &t.a, &cfg));
-        }
-        ok &= near_torch(runs[r].name, &t.value, runs[r].want, N, tol);
-        free_tensors(&t);
+    fn_rmsprop_config cfg = fn_rmsprop_config_default(1e-2f);
+    cfg.momentum = runs[r].momentum;
+    cfg.weight_decay = runs[r].wd;
+    cfg.centered = runs[r].centered;
+    tensors t;
+    alloc_tensors(&t, N, fn_context_device(ctx));
+    must(fn_tensor_upload(&t.value, theta0, N));
+    for (int s = 0; s < 3; s++) {
+        must(fn_tensor_upload(&t.grad, contract_torch_grads[s], N));
+        must(fn_rmsprop_update(ctx, &t.value, &t.grad, &t.v, &t.b, &t.a, &cfg));
     }
-    fn_context_destroy(ctx);
-    assert_true(ok);
+    const int ok = near_torch(runs[r].name, &t.value, runs[r].want, N, 1.1e-6);
+    free_tensors(&t);
+    return ok;
 }
 
-TESTS_ON_EACH_DEVICE(defaults, check_defaults)
+CASES_ON_EACH_DEVICE(defaults, run_defaults, sizeof runs / sizeof runs[0])
 
 /* The momentum case through fn_optimizer over two parameters, centered
  * too (alpha 0 makes a = g, so v - a^2 = 0 and avg = eps = 1: the case
@@ -171,26 +163,21 @@ TESTS_ON_EACH_DEVICE(defaults, check_defaults)
  * momentum and centering only square_avg is kept. */
 static void check_interface(fn_device device)
 {
-    fn_context *ctx = context_or_skip(device);
     const rmsprop_case *c = &cases[1];
-    fn_param params[2], *list[2];
-    contract_params(params, list, N, theta0, c->g1, device);
+    contract k;
+    contract_open(&k, device, N, theta0, c->g1);
     fn_optimizer *opt = NULL;
-    must(fn_rmsprop_create(&opt, ctx, list, 2, &c->cfg));
+    must(fn_rmsprop_create(&opt, k.ctx, k.list, 2, &c->cfg));
     assert_non_null(fn_rmsprop_get_config(opt));
-    assert_null(opt->ops->backward_step);
+    assert_false(fn_optimizer_can_backward_step(opt));
     assert_null(fn_optimizer_state(opt, 2, 0)); /* not centered: no grad_avg */
     for (int round = 0; round < 2; round++) {
-        must(fn_optimizer_step(opt));
-        contract_grads(params, N, c->g2);
-        must(fn_optimizer_step(opt));
-        assert_int_equal(fn_optimizer_steps(opt), 2);
-        expect_after2(params, N, c->after2);
+        contract_two_steps(opt, k.params, N, c->g2, c->after2);
         static const float b2[N] = {1, 0.125f, -0.0625f}, v2[N] = {9, 1, 1};
         assert_true(same_bits("square_avg", "fn_optimizer", fn_optimizer_state(opt, 0, 0), v2, N));
         assert_true(same_bits("momentum_buffer", "fn_optimizer", fn_optimizer_state(opt, 1, 0), b2,
                               N));
-        contract_restart(params, N, theta0, c->g1);
+        contract_restart(k.params, N, theta0, c->g1);
         fn_optimizer_set_steps(opt, 0);
     }
     fn_optimizer_destroy(opt);
@@ -200,25 +187,24 @@ static void check_interface(fn_device device)
      * -3]; step 2 b = [3.5, -0.5, 2.5], theta -> [-1.25, -0.25, -4.25]. */
     fn_rmsprop_config centered = c->cfg;
     centered.centered = 1;
-    must(fn_rmsprop_create(&opt, ctx, list, 2, &centered));
+    must(fn_rmsprop_create(&opt, k.ctx, k.list, 2, &centered));
     must(fn_optimizer_step(opt));
-    contract_grads(params, N, c->g2);
+    contract_grads(k.params, N, c->g2);
     must(fn_optimizer_step(opt));
     static const float after2[N] = {-1.25f, -0.25f, -4.25f}, a2[N] = {3, 1, -1};
-    assert_true(same_bits("centered weight", "fn_optimizer", &params[0].value, after2, N));
+    assert_true(same_bits("centered weight", "fn_optimizer", &k.params[0].value, after2, N));
     assert_true(same_bits("grad_avg", "fn_optimizer", fn_optimizer_state(opt, 2, 0), a2, N));
     static const char *const state[] = {"square_avg", "momentum_buffer", "grad_avg"};
     expect_optimizer_contract(opt, "rmsprop", state, 3);
     fn_optimizer_destroy(opt);
 
     fn_rmsprop_config plain = fn_rmsprop_config_default(0.1f);
-    must(fn_rmsprop_create(&opt, ctx, list, 2, &plain));
+    must(fn_rmsprop_create(&opt, k.ctx, k.list, 2, &plain));
     assert_non_null(fn_optimizer_state(opt, 0, 1));
     assert_null(fn_optimizer_state(opt, 1, 0));
     assert_null(fn_optimizer_state(opt, 2, 0));
     fn_optimizer_destroy(opt);
-    contract_params_free(params);
-    fn_context_destroy(ctx);
+    contract_close(&k);
 }
 
 TESTS_ON_EACH_DEVICE(interface, check_interface)
@@ -240,7 +226,7 @@ static void test_cuda_matches_cpu(void **state)
     enum { COUNT = 10007, STEPS = 5 };
     fn_context *gpu = context_or_skip(FN_CUDA);
     fn_context *cpu = context_or_skip(FN_CPU);
-    float *host = chk_alloc_float(COUNT), *back = chk_alloc_float(COUNT);
+    float *host = chk_alloc_float(COUNT);
     chk_rng rng = chk_rng_seed(12);
     for (int run = 0; run < 2; run++) {
         tensors a, b;
@@ -262,21 +248,18 @@ static void test_cuda_matches_cpu(void **state)
             must(fn_rmsprop_update(cpu, &a.value, &a.grad, &a.v, &a.b, &a.a, &cfg));
             must(fn_rmsprop_update(gpu, &b.value, &b.grad, &b.v, &b.b, &b.a, &cfg));
         }
+        const char *const names[] = {"theta", "square_avg", "momentum_buffer", "grad_avg"};
         const fn_tensor *pairs[4][2] = {{&a.value, &b.value}, {&a.v, &b.v}, {&a.b, &b.b},
                                         {&a.a, &b.a}};
         for (int k = 0; k < 4; k++) {
-            must(fn_tensor_download(pairs[k][0], host, COUNT));
-            must(fn_tensor_download(pairs[k][1], back, COUNT));
-            for (int i = 0; i < COUNT; i++)
-                if (memcmp(&host[i], &back[i], sizeof host[i]) != 0)
-                    fail_msg("run %d, tensor %d [%d]: CPU %.9g, CUDA %.9g", run, k, i,
-                             (double)host[i], (double)back[i]);
+            char what[64];
+            snprintf(what, sizeof what, "run %d, %s", run, names[k]);
+            expect_cpu_gpu_same(what, pairs[k][0], pairs[k][1], COUNT);
         }
         free_tensors(&a);
         free_tensors(&b);
     }
     free(host);
-    free(back);
     fn_context_destroy(cpu);
     fn_context_destroy(gpu);
 }

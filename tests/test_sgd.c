@@ -28,6 +28,7 @@
 #include "optim_contract.h"
 #include "fusenet/sgd.h"
 #include "fusenet/tensor.h"
+#include "optim/optimizer_paths.h"
 #include "test_main.h"
 
 #define N 3
@@ -106,16 +107,13 @@ static int run_case(fn_context *ctx, int i)
     upload(&grad, c->g2);
     must(fn_sgd_update(ctx, &value, &grad, &buf, &c->cfg, 0));
     ok &= same_bits("theta after step 2", c->name, &value, c->after2, N);
-    printf("    %-14s %s\n", c->name, ok ? "ok" : "FAIL");
     fn_tensor_free(&value);
     fn_tensor_free(&grad);
     fn_tensor_free(&buf);
-    return ok;
+    return case_line(c->name, ok);
 }
 
-static void check_update(fn_device device) { run_cases(device, (int)N_CASES, run_case); }
-
-TESTS_ON_EACH_DEVICE(update, check_update)
+CASES_ON_EACH_DEVICE(update, run_case, N_CASES)
 
 /* lr 0.1, theta 1, grad 0.3: theta' = 1 - 0.03 = 0.97. lr and grad are
  * rounded to float32 (relative error <= u32 = 2^-24 each), the product and
@@ -200,14 +198,10 @@ static void check_interface(fn_device device)
     fn_sgd *sgd = wd_momentum_sgd(ctx, params, list, device);
     fn_optimizer *opt = fn_sgd_optimizer(sgd);
     assert_ptr_equal(fn_optimizer_state(opt, 0, 1), fn_sgd_momentum_buffer(sgd, 1));
-    assert_null(opt->ops->backward_step);
+    assert_false(fn_optimizer_can_backward_step(opt));
     assert_int_equal(fn_optimizer_backward_step(opt, NULL, NULL), FN_ERR_INVALID);
 
-    must(fn_optimizer_step(opt));
-    contract_grads(params, N, c->g2);
-    must(fn_optimizer_step(opt));
-    assert_int_equal(fn_optimizer_steps(opt), 2);
-    assert_true(same_bits("weight after 2 steps", "fn_optimizer", &params[0].value, c->after2, N));
+    contract_two_steps(opt, params, N, c->g2, c->after2);
     static const char *const state[] = {"momentum"};
     expect_optimizer_contract(opt, "sgd", state, 1);
     fn_optimizer_destroy(opt);
@@ -218,9 +212,9 @@ static void check_interface(fn_device device)
     assert_int_equal(fn_optimizer_n_state(opt), 1);
     assert_null(fn_optimizer_state(opt, 0, 0));
     if (device == FN_CUDA)
-        assert_non_null(opt->ops->backward_step);
+        assert_true(fn_optimizer_can_backward_step(opt));
     else
-        assert_null(opt->ops->backward_step);
+        assert_false(fn_optimizer_can_backward_step(opt));
     fn_optimizer_destroy(opt);
     contract_params_free(params);
     fn_context_destroy(ctx);

@@ -26,6 +26,7 @@
 #include "check.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
+#include "optim/optimizer_paths.h"
 #include "kind.h"
 #include "problem.h"
 #include "runner.h"

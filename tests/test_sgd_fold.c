@@ -16,6 +16,7 @@
 #include "expect.h"
 #include "fusenet/linear.h"
 #include "fusenet/sgd.h"
+#include "optim/optimizer_paths.h"
 #include "sgd_fold.h"
 #include "test_main.h"
 

@@ -52,6 +52,7 @@
 #include "nn/layers/block/block_impl.h"
 #include "core/cuda_state.h"
 #include "core/gemm_cuda.h"
+#include "optim/optimizer_paths.h"
 #include "fusenet/adam.h"
 #include "fusenet/sgd.h"
 

@@ -28,7 +28,7 @@ typedef struct fn_sgd_config {
      * buffers. Each step's new buffer is rounded to bfloat16 (relative
      * error <= 2^-8 a rounding): once, or twice where folded with weight
      * decay (the product rounds mu buf + g, the update adds wd theta and
-     * rounds again); folded, theta is updated from the rounded buffer. Folded into backward (fn_optimizer_fold) the dW product
+     * rounds again); folded, theta is updated from the rounded buffer. Folded into backward (as the trainer folds it) the dW product
      * reads and writes that buffer in bfloat16 (cuBLASLt C and D in
      * bfloat16, beta = mu), and the update reads it: at a block 8192 x
      * 8192 about 384 MiB a step less traffic than float32 buffers. The
@@ -64,7 +64,7 @@ void fn_sgd_destroy(fn_sgd *opt); /* NULL is fine */
 
 /* Plain SGD: momentum 0 and weight decay 0 (dampening and nesterov then
  * change nothing), so a step is theta <- theta - lr * grad and keeps no
- * state. On the GPU the optimiser's backward_step (optimizer.h) then fuses
+ * state. On the GPU the trainer then fuses
  * the step into the backward pass (fn_sgd_fused_backward). A caller that
  * takes such a step itself counts it with fn_sgd_count_step, as
  * fn_sgd_step counts its own, so the step count (checkpoints) stays right.

@@ -1,14 +1,23 @@
 /* optimizer.c — the checked entry points of the optimiser interface and the
  * set-up every optimiser shares: its parameter list is validated here once,
  * so each ops table may trust it; the step count is kept here, so a step
- * that fails is never counted. */
+ * that fails is never counted. The performance paths' entry points
+ * (optimizer_paths.h) are here too: they share those checks. */
 #include <stdlib.h>
 
 #include "fusenet/optimizer.h"
+#include "optim/optimizer_paths.h"
 
 static const char *name_of(const fn_optimizer *opt)
 {
     return opt && opt->ops && opt->ops->name ? opt->ops->name : "optimiser";
+}
+
+/* The optimiser's performance paths; every hook NULL where it has none. */
+static const fn_optimizer_paths *paths_of(const fn_optimizer *opt)
+{
+    static const fn_optimizer_paths none;
+    return opt->ops->paths ? opt->ops->paths : &none;
 }
 
 static fn_status check_optimizer(const fn_optimizer *opt, const char *caller)
@@ -39,17 +48,22 @@ fn_status fn_optimizer_step(fn_optimizer *opt)
     return FN_OK;
 }
 
+int fn_optimizer_can_step_params(const fn_optimizer *opt)
+{
+    return opt && opt->ops && paths_of(opt)->step_params;
+}
+
 fn_status fn_optimizer_step_params(fn_optimizer *opt, int first, int count)
 {
     FN_TRY(check_step(opt, "fn_optimizer_step_params"));
-    if (!opt->ops->step_params)
+    if (!paths_of(opt)->step_params)
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_step_params: %s has no partial steps",
                        name_of(opt));
     if (first < 0 || count < 0 || first > opt->n_params - count)
         return fn_fail(FN_ERR_INVALID,
                        "fn_optimizer_step_params: parameters [%d, %d) of %d", first,
                        first + count, opt->n_params);
-    return opt->ops->step_params(opt, first, count);
+    return paths_of(opt)->step_params(opt, first, count);
 }
 
 void fn_optimizer_step_done(fn_optimizer *opt)
@@ -58,14 +72,19 @@ void fn_optimizer_step_done(fn_optimizer *opt)
         opt->steps++;
 }
 
+int fn_optimizer_can_backward_step(const fn_optimizer *opt)
+{
+    return opt && opt->ops && paths_of(opt)->backward_step;
+}
+
 fn_status fn_optimizer_backward_step(fn_optimizer *opt, fn_net *net, const fn_tensor *dy)
 {
     FN_TRY(check_step(opt, "fn_optimizer_backward_step"));
-    if (!opt->ops->backward_step)
+    if (!paths_of(opt)->backward_step)
         return fn_fail(FN_ERR_INVALID,
                        "fn_optimizer_backward_step: %s, as configured, has no fused backward step",
                        name_of(opt));
-    FN_TRY(opt->ops->backward_step(opt, net, dy));
+    FN_TRY(paths_of(opt)->backward_step(opt, net, dy));
     opt->steps++;
     return FN_OK;
 }
@@ -78,7 +97,7 @@ void fn_optimizer_set_lr(fn_optimizer *opt, float lr)
 
 int fn_optimizer_can_split(const fn_optimizer *opt)
 {
-    return opt && opt->ops && opt->ops->prepare && opt->ops->apply;
+    return opt && opt->ops && paths_of(opt)->prepare && paths_of(opt)->apply;
 }
 
 fn_status fn_optimizer_prepare(fn_optimizer *opt)
@@ -86,7 +105,7 @@ fn_status fn_optimizer_prepare(fn_optimizer *opt)
     FN_TRY(check_step(opt, "fn_optimizer_prepare"));
     if (!fn_optimizer_can_split(opt))
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_prepare: %s has no split step", name_of(opt));
-    FN_TRY(opt->ops->prepare(opt));
+    FN_TRY(paths_of(opt)->prepare(opt));
     opt->steps++;
     return FN_OK;
 }
@@ -96,12 +115,12 @@ fn_status fn_optimizer_apply(fn_optimizer *opt, const int *skip)
     FN_TRY(check_optimizer(opt, "fn_optimizer_apply"));
     if (!fn_optimizer_can_split(opt))
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_apply: %s has no split step", name_of(opt));
-    return opt->ops->apply(opt, skip);
+    return paths_of(opt)->apply(opt, skip);
 }
 
 int fn_optimizer_can_apply_parts(const fn_optimizer *opt)
 {
-    return fn_optimizer_can_split(opt) && opt->ops->split && opt->ops->apply_part;
+    return fn_optimizer_can_split(opt) && paths_of(opt)->split && paths_of(opt)->apply_part;
 }
 
 static fn_status check_counts(const fn_optimizer *opt, const int *counts, int n)
@@ -138,7 +157,7 @@ fn_status fn_optimizer_set_parts(fn_optimizer *opt, const int *counts, int n)
     free(opt->part_first);
     opt->part_first = first;
     opt->n_parts = n;
-    const fn_status st = opt->ops->split(opt);
+    const fn_status st = paths_of(opt)->split(opt);
     if (st != FN_OK) { /* no parts rather than half-made ones: apply_part refuses */
         free(opt->part_first);
         opt->part_first = NULL;
@@ -156,13 +175,14 @@ fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip)
     if (part < 0 || part >= opt->n_parts)
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_apply_part: part %d of %d", part,
                        opt->n_parts);
-    return opt->ops->apply_part(opt, part, skip);
+    return paths_of(opt)->apply_part(opt, part, skip);
 }
 
 fn_status fn_optimizer_zero_grad(fn_optimizer *opt)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_zero_grad"));
-    return opt->ops->zero_grad ? opt->ops->zero_grad(opt) : fn_optimizer_zero_each(opt);
+    const fn_optimizer_paths *paths = paths_of(opt);
+    return paths->zero_grad ? paths->zero_grad(opt) : fn_optimizer_zero_each(opt);
 }
 
 fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded)
@@ -171,7 +191,7 @@ fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded)
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_fold: folded is NULL");
     *folded = 0;
     FN_TRY(check_optimizer(opt, "fn_optimizer_fold"));
-    return opt->ops->fold ? opt->ops->fold(opt, folded) : FN_OK;
+    return paths_of(opt)->fold ? paths_of(opt)->fold(opt, folded) : FN_OK;
 }
 
 fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net)
@@ -179,7 +199,7 @@ fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net)
     FN_TRY(check_optimizer(opt, "fn_optimizer_fuse"));
     if (!net)
         return fn_fail(FN_ERR_INVALID, "fn_optimizer_fuse: net is NULL");
-    return opt->ops->fuse ? opt->ops->fuse(opt, net) : FN_OK;
+    return paths_of(opt)->fuse ? paths_of(opt)->fuse(opt, net) : FN_OK;
 }
 
 fn_status fn_optimizer_zero_each(fn_optimizer *opt)
@@ -233,13 +253,13 @@ fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param)
 fn_status fn_optimizer_state_export(fn_optimizer *opt)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_state_export"));
-    return opt->ops->state_export ? opt->ops->state_export(opt) : FN_OK;
+    return paths_of(opt)->state_export ? paths_of(opt)->state_export(opt) : FN_OK;
 }
 
 fn_status fn_optimizer_state_import(fn_optimizer *opt)
 {
     FN_TRY(check_optimizer(opt, "fn_optimizer_state_import"));
-    return opt->ops->state_import ? opt->ops->state_import(opt) : FN_OK;
+    return paths_of(opt)->state_import ? paths_of(opt)->state_import(opt) : FN_OK;
 }
 
 size_t fn_optimizer_state_bytes(fn_optimizer *opt)
@@ -250,7 +270,8 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt)
             const fn_tensor *t = fn_optimizer_state(opt, k, i);
             n += t ? fn_tensor_count(t) : 0;
         }
-    const size_t kept = opt && opt->ops->kept_state_bytes ? opt->ops->kept_state_bytes(opt) : 0;
+    const fn_optimizer_paths *paths = opt ? paths_of(opt) : NULL;
+    const size_t kept = paths && paths->kept_state_bytes ? paths->kept_state_bytes(opt) : 0;
     return n * sizeof(float) + kept;
 }
 

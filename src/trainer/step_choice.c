@@ -51,7 +51,7 @@ static int defer_lag(const fn_trainer *t)
 {
     if (t->dist || !fn_optimizer_can_split(t->opt))
         return -1;
-    if (t->opt->ops->backward_step && !t->clip)
+    if (fn_optimizer_can_backward_step(t->opt) && !t->clip)
         return -1;
     const int hook = fn_test_defer_lag();
     const int gpu = fn_context_device(t->ctx) == FN_CUDA;
@@ -89,7 +89,7 @@ static fn_status choose_layer_updates(fn_trainer *t)
     t->layer_updates = 0;
     const int forced = fn_test_layer_updates();
     const int wanted = forced >= 0 ? forced : t->cfg->layer_updates;
-    if (!wanted || t->dist || t->clip || t->opt->ops->backward_step ||
+    if (!wanted || t->dist || t->clip || fn_optimizer_can_backward_step(t->opt) ||
         !fn_optimizer_can_apply_parts(t->opt))
         return FN_OK;
     return cut_by_layer(t, &t->layer_updates);

@@ -76,7 +76,7 @@ static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy
 static fn_status update(fn_trainer *t)
 {
     const int layers = fn_net_n_layers(t->net);
-    if (t->clip || !t->opt->ops->step_params) {
+    if (t->clip || !fn_optimizer_can_step_params(t->opt)) {
         for (int k = 0; k < layers; k++)
             FN_TRY(fn_comm_sum_wait(t->comm, k));
         if (t->clip)

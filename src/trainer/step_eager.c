@@ -14,7 +14,7 @@
 
 static fn_status backward_and_update(fn_trainer *t, const fn_tensor *dy)
 {
-    if (t->opt->ops->backward_step && !t->clip)
+    if (fn_optimizer_can_backward_step(t->opt) && !t->clip)
         return fn_optimizer_backward_step(t->opt, t->net, dy);
     if (t->layer_updates) { /* the loss is finite: each layer's update beside backward */
         FN_TRY(fn_optimizer_prepare(t->opt));

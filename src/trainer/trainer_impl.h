@@ -18,6 +18,7 @@
 #include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
+#include "optim/optimizer_paths.h"
 #include "run/config_impl.h"
 #include "store/dir_lock.h"
 #include "trainer/metrics_csv.h"

@@ -25,10 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     fuzz_h5_init(0); /* in one process, without the probe (fuzz_entry.h) */
-    if (fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32) != FN_OK) {
-        fprintf(stderr, "fuzz_data: %s\n", fn_last_error());
-        exit(1);
-    }
+    fuzz_setup(fn_context_create(&cpu, FN_CPU, -1, FN_MATH_FP32), "fuzz_data");
     atexit(release_context);
     fuzz_make_dir("data");
     data_path = fuzz_path("set.h5");

@@ -68,6 +68,16 @@ enum { FUZZ_MAX_BATCHES = 16 };
  * reads them as comments; the config entry applies them with fn_config_set. */
 #define FUZZ_SET_PREFIX "#--set "
 
+/* A harness's set-up step: on failure its message on stderr and exit 1
+ * (nothing can be fuzzed without it). */
+static inline void fuzz_setup(fn_status st, const char *harness)
+{
+    if (st == FN_OK)
+        return;
+    fprintf(stderr, "%s: %s\n", harness, fn_last_error());
+    exit(1);
+}
+
 /* 1 when st is clean: OK, or a known failure whose message names `name`
  * (or `alt`, when not NULL). */
 static inline int fuzz_clean(fn_status st, const char *what, const char *name, const char *alt)

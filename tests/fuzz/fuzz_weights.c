@@ -27,10 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     fuzz_h5_init(0); /* in one process, without the probe (fuzz_entry.h) */
-    if (fuzz_model_create(&model) != FN_OK) {
-        fprintf(stderr, "fuzz_weights: %s\n", fn_last_error());
-        exit(1);
-    }
+    fuzz_setup(fuzz_model_create(&model), "fuzz_weights");
     atexit(release_model);
     fuzz_make_dir("weights");
     weights_path = fuzz_path("weights.h5");

@@ -28,6 +28,12 @@ void chk_fill(double *a, size_t n, double lo, double hi, chk_rng *rng)
         a[i] = chk_uniform(rng, lo, hi);
 }
 
+void chk_fill_float(float *a, size_t n, double lo, double hi, chk_rng *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        a[i] = (float)chk_uniform(rng, lo, hi);
+}
+
 static void *alloc_or_abort(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);

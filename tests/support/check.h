@@ -32,6 +32,8 @@ uint64_t chk_rng_next(chk_rng *rng);
  * (float32) and the reference (float64) see exactly the same numbers. */
 double chk_uniform(chk_rng *rng, double lo, double hi);
 void chk_fill(double *a, size_t n, double lo, double hi, chk_rng *rng);
+/* chk_fill's draws, each rounded to float. */
+void chk_fill_float(float *a, size_t n, double lo, double hi, chk_rng *rng);
 
 /* calloc that aborts with a message: a test without memory cannot go on. */
 double *chk_alloc(size_t n);

@@ -117,3 +117,16 @@ void expect_tensors_equal(const fn_tensor *a, const fn_tensor *b, const char *wh
     free(x);
     free(y);
 }
+
+fn_nonfinite expect_nonfinite(const fn_net *net, int with_grads, int layer, const char *kind,
+                              const char *what)
+{
+    fn_nonfinite found;
+    EXPECT_OK(fn_net_find_nonfinite(net, with_grads, &found));
+    assert_int_equal(found.layer, layer);
+    if (kind)
+        assert_string_equal(found.kind, kind);
+    if (what)
+        assert_string_equal(found.what, what);
+    return found;
+}

@@ -6,6 +6,7 @@
 #define FN_TEST_EXPECT_H
 
 #include "fusenet/device.h"
+#include "fusenet/net.h"
 #include "fusenet/status.h"
 #include "fusenet/tensor.h"
 
@@ -83,5 +84,11 @@ void expect_tensors_equal(const fn_tensor *a, const fn_tensor *b, const char *wh
 /* cmocka group fixtures: *state is an fp32 CPU context, and its release. */
 int setup_cpu_context(void **state);
 int teardown_context(void **state);
+
+/* fn_net_find_nonfinite(net, with_grads) must succeed and name layer
+ * `layer` (-1: nothing found), of kind `kind` and value `what` where
+ * those are not NULL; returns what it found, for the element's checks. */
+fn_nonfinite expect_nonfinite(const fn_net *net, int with_grads, int layer, const char *kind,
+                              const char *what);
 
 #endif

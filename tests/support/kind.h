@@ -26,6 +26,10 @@
 /* One case table in a descriptor: `GC_TABLE(cases, rows)` sets .cases and
  * .n_cases from the static array rows. */
 #define GC_TABLE(field, rows) .field = rows, .n_##field = GC_COUNT(rows)
+/* The three tables every kind has: against the reference, the checks, the
+ * finite differences. */
+#define GC_CASE_TABLES(ref_rows, rows, fd_rows)                                             \
+    GC_TABLE(ref_cases, ref_rows), GC_TABLE(cases, rows), GC_TABLE(fd_cases, fd_rows)
 
 struct gc_kind {
     const char *name; /* "block": the table's layer column */

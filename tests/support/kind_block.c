@@ -200,10 +200,8 @@ const gc_kind gc_block_kind = {
     .create = block_create,
     GC_HOOKS(block),
     .kink_input = block_kink_input,
-    GC_TABLE(ref_cases, ref_cases),
-    GC_TABLE(cases, cases),
+    GC_CASE_TABLES(ref_cases, cases, fd_cases),
     GC_TABLE(unaligned_cases, unaligned_cases),
-    GC_TABLE(fd_cases, fd_cases),
 };
 
 /* The residual variant: tier 1.
@@ -255,8 +253,6 @@ const gc_kind gc_residual_kind = {
     .create = residual_create,
     GC_HOOKS(block),
     .kink_input = block_kink_input,
-    GC_TABLE(ref_cases, residual_ref_cases),
-    GC_TABLE(cases, residual_cases),
+    GC_CASE_TABLES(residual_ref_cases, residual_cases, residual_fd_cases),
     GC_TABLE(unaligned_cases, residual_unaligned_cases),
-    GC_TABLE(fd_cases, residual_fd_cases),
 };

@@ -110,9 +110,7 @@ static const gc_case fd_cases[] = {
         .estimate = dense_estimate,                  \
         .kink_input = kink,                          \
         .shape = dense_shape,                        \
-        GC_TABLE(ref_cases, ref_cases),              \
-        GC_TABLE(cases, cases),                      \
-        GC_TABLE(fd_cases, fd_cases),                \
+        GC_CASE_TABLES(ref_cases, cases, fd_cases),  \
     }
 
 const gc_kind gc_relu_kind = DENSE_KIND("relu", relu_create, relu_kink_input);

@@ -99,7 +99,5 @@ const gc_kind gc_dropout_kind = {
     .name = "dropout",
     .create = dropout_create,
     GC_HOOKS(dropout),
-    GC_TABLE(ref_cases, ref_cases),
-    GC_TABLE(cases, cases),
-    GC_TABLE(fd_cases, fd_cases),
+    GC_CASE_TABLES(ref_cases, cases, fd_cases),
 };

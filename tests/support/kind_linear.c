@@ -78,7 +78,5 @@ const gc_kind gc_linear_kind = {
     .name = "linear",
     .create = linear_create,
     GC_HOOKS(linear),
-    GC_TABLE(ref_cases, ref_cases),
-    GC_TABLE(cases, cases),
-    GC_TABLE(fd_cases, fd_cases),
+    GC_CASE_TABLES(ref_cases, cases, fd_cases),
 };

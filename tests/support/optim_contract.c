@@ -5,10 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "expect.h"
 #include "optim_contract.h"
 
@@ -24,6 +26,16 @@ int same_bits(const char *what, const char *name, const fn_tensor *t, const floa
             return 0;
         }
     return 1;
+}
+
+const float contract_theta0[3] = {1, -2, 0.5f};
+const float contract_torch_grads[3][3] = {
+    {0.5f, -1.5f, 3.5f}, {1.5f, 0.5f, -1.5f}, {-0.3f, 0.7f, 0.1f}};
+
+int case_line(const char *name, int ok)
+{
+    printf("    %-14s %s\n", name, ok ? "ok" : "FAIL");
+    return ok;
 }
 
 void run_cases(fn_device device, int n, int (*run)(fn_context *ctx, int i))
@@ -72,6 +84,18 @@ void contract_params(fn_param params[2], fn_param *list[2], int n, const float *
     contract_restart(params, n, theta, g);
 }
 
+void contract_open(contract *k, fn_device device, int n, const float *theta, const float *g)
+{
+    k->ctx = context_or_skip(device);
+    contract_params(k->params, k->list, n, theta, g, device);
+}
+
+void contract_close(contract *k)
+{
+    contract_params_free(k->params);
+    fn_context_destroy(k->ctx);
+}
+
 void contract_restart(fn_param params[2], int n, const float *theta, const float *g)
 {
     must(fn_tensor_upload(&params[0].value, theta, (size_t)n));
@@ -85,6 +109,28 @@ void expect_after2(const fn_param params[2], int n, const float *want)
     float bias;
     must(fn_tensor_download(&params[1].value, &bias, 1));
     assert_memory_equal(&bias, &want[0], sizeof bias);
+}
+
+void contract_two_steps(fn_optimizer *opt, fn_param params[2], int n, const float *g2,
+                        const float *want)
+{
+    must(fn_optimizer_step(opt));
+    contract_grads(params, n, g2);
+    must(fn_optimizer_step(opt));
+    assert_int_equal(fn_optimizer_steps(opt), 2);
+    expect_after2(params, n, want);
+}
+
+void expect_cpu_gpu_same(const char *what, const fn_tensor *cpu, const fn_tensor *gpu, int count)
+{
+    float *a = chk_alloc_float((size_t)count), *b = chk_alloc_float((size_t)count);
+    must(fn_tensor_download(cpu, a, (size_t)count));
+    must(fn_tensor_download(gpu, b, (size_t)count));
+    for (int i = 0; i < count; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+            fail_msg("%s [%d]: CPU %.9g, CUDA %.9g", what, i, (double)a[i], (double)b[i]);
+    free(a);
+    free(b);
 }
 
 int near_torch(const char *run, const fn_tensor *value, const double *want, int n, double tol)

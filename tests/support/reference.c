@@ -139,25 +139,28 @@ void ref_linear_forward(int batch, int in, int out, const double *weight, const 
         }
 }
 
+/* The sum of a[i sa] b[i sb] over i < len, in order from i = 0. */
+static double strided_dot(const double *a, size_t sa, const double *b, size_t sb, int len)
+{
+    double s = 0;
+    for (int i = 0; i < len; i++)
+        s += a[(size_t)i * sa] * b[(size_t)i * sb];
+    return s;
+}
+
 void ref_linear_backward(int batch, int in, int out, const double *weight, const double *x,
                          const double *dy, double *dx, double *dweight, double *dbias)
 {
-    if (dx)
+    if (dx) /* dx [n, k] = sum over c of dy [n, c] w [c, k] */
         for (int n = 0; n < batch; n++)
-            for (int k = 0; k < in; k++) {
-                double s = 0;
-                for (int c = 0; c < out; c++)
-                    s += dy[(size_t)n * out + c] * weight[(size_t)c * in + k];
-                dx[(size_t)n * in + k] = s;
-            }
-    if (dweight)
+            for (int k = 0; k < in; k++)
+                dx[(size_t)n * in + k] =
+                    strided_dot(dy + (size_t)n * out, 1, weight + k, (size_t)in, out);
+    if (dweight) /* dw [c, k] = sum over n of dy [n, c] x [n, k] */
         for (int c = 0; c < out; c++)
-            for (int k = 0; k < in; k++) {
-                double s = 0;
-                for (int n = 0; n < batch; n++)
-                    s += dy[(size_t)n * out + c] * x[(size_t)n * in + k];
-                dweight[(size_t)c * in + k] = s;
-            }
+            for (int k = 0; k < in; k++)
+                dweight[(size_t)c * in + k] =
+                    strided_dot(dy + c, (size_t)out, x + k, (size_t)in, batch);
     if (dbias)
         for (int c = 0; c < out; c++) {
             double s = 0;

@@ -27,6 +27,7 @@
 #include "estimate.h"
 #include "expect.h"
 #include "fusenet/sgd.h"
+#include "optim/optimizer_paths.h"
 #include "kind.h"
 #include "problem.h"
 #include "runner.h"
@@ -153,6 +154,24 @@ static void free_all(double **a, int n)
         free(a[i]);
 }
 
+static double to_float(double x) { return (double)(float)x; }
+
+/* The momentum buffers a check starts from, one per parameter of p: zero
+ * before a first step (steps 0), else uniform in [-0.5, 0.5) from seed;
+ * each value as round_to leaves it (a float32 or a bfloat16 number). */
+static void start_buffers(const gc_problem *p, long long steps, uint64_t seed,
+                          double (*round_to)(double), double **buf0)
+{
+    chk_rng rng = chk_rng_seed(seed);
+    for (int i = 0; i < p->n - 1; i++) {
+        buf0[i] = chk_alloc(p->size[i + 1]);
+        if (steps > 0)
+            chk_fill(buf0[i], p->size[i + 1], -0.5, 0.5, &rng);
+        for (size_t k = 0; k < p->size[i + 1]; k++)
+            buf0[i][k] = round_to(buf0[i][k]);
+    }
+}
+
 /* One kind from one state (steps 0: a first step, buffers ignored) with
  * weight decay wd (0: the folded update leaves the buffer as backward
  * made it). */
@@ -162,14 +181,7 @@ static void check_kind(fn_context *ctx, const gc_kind *kind, long long steps, fl
     EXPECT_OK(gc_problem_init(&p, kind, &fold_case, ctx));
     const int np = p.n - 1;
     double *buf0[GC_MAX_TENSORS];
-    chk_rng rng = chk_rng_seed(91);
-    for (int i = 0; i < np; i++) {
-        buf0[i] = chk_alloc(p.size[i + 1]);
-        if (steps > 0)
-            chk_fill(buf0[i], p.size[i + 1], -0.5, 0.5, &rng);
-        for (size_t k = 0; k < p.size[i + 1]; k++) /* float32 numbers */
-            buf0[i][k] = (double)(float)buf0[i][k];
-    }
+    start_buffers(&p, steps, 91, to_float, buf0);
     gc_out e;
     gc_out_alloc(&e, &p);
     gc_estimates(&p, p.dy, est_operand_roundoff(fn_context_math(ctx)), &e);
@@ -292,14 +304,7 @@ static void check_kind_bf16(fn_context *ctx, const gc_kind *kind, long long step
     EXPECT_OK(gc_problem_init(&p, kind, &fold_case, ctx));
     const int np = p.n - 1;
     double *buf0[GC_MAX_TENSORS];
-    chk_rng rng = chk_rng_seed(93);
-    for (int i = 0; i < np; i++) {
-        buf0[i] = chk_alloc(p.size[i + 1]);
-        if (steps > 0)
-            chk_fill(buf0[i], p.size[i + 1], -0.5, 0.5, &rng);
-        for (size_t k = 0; k < p.size[i + 1]; k++)
-            buf0[i][k] = to_bf16(buf0[i][k]);
-    }
+    start_buffers(&p, steps, 93, to_bf16, buf0);
     gc_out e;
     gc_out_alloc(&e, &p);
     gc_estimates(&p, p.dy, est_operand_roundoff(fn_context_math(ctx)), &e);

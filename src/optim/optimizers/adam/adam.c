@@ -3,11 +3,12 @@
  * code computes them), the checked one-tensor update, and the optimiser
  * that owns the exp_avg and exp_avg_sq tensors. The backend
  * (optim/optimizers/adam/adam_cpu.c, kernels/optim/optimizers/adam/adam_cuda.cu) is picked once by device; on
- * the GPU a step is the split step (optimizer.h): its scalars written to
+ * the GPU a step is the split step (optimizer_paths.h): its scalars written to
  * the device, then one launch for every parameter (multi_tensor.h). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "optim/optimizer_paths.h"
 #include "optim/optimizers/adam/adam_backends.h"
 
 typedef struct fn_adam {
@@ -207,7 +208,7 @@ static fn_status adam_apply(fn_optimizer *base, const int *skip)
     return update_range(opt, &opt->prepared, base->steps, 0, base->n_params);
 }
 
-/* The split step in parts (optimizer.h): on the GPU a table a part. */
+/* The split step in parts (optimizer_paths.h): on the GPU a table a part. */
 static fn_status adam_split(fn_optimizer *base)
 {
     fn_adam *opt = (fn_adam *)base;
@@ -272,16 +273,9 @@ static void adam_destroy(fn_optimizer *base)
     free(opt);
 }
 
-static const fn_optimizer_ops adam_ops = {
-    .name = "adam",
-    .step = adam_step_any,
+/* The performance paths (optim/optimizer_paths.h), Adam's and AdamW's. */
+static const fn_optimizer_paths adam_paths = {
     .step_params = adam_step_params,
-    .set_lr = adam_set_lr,
-    .n_state = 2,
-    .state_names = adam_state_names,
-    .state_nonnegative = adam_state_nonnegative,
-    .state = adam_state,
-    .destroy = adam_destroy,
     .prepare = adam_prepare,
     .apply = adam_apply,
     .zero_grad = adam_zero_grad,
@@ -289,21 +283,28 @@ static const fn_optimizer_ops adam_ops = {
     .apply_part = adam_apply_part,
 };
 
-static const fn_optimizer_ops adamw_ops = {
-    .name = "adamw",
+static const fn_optimizer_ops adam_ops = {
+    .name = "adam",
     .step = adam_step_any,
-    .step_params = adam_step_params,
     .set_lr = adam_set_lr,
     .n_state = 2,
     .state_names = adam_state_names,
     .state_nonnegative = adam_state_nonnegative,
     .state = adam_state,
     .destroy = adam_destroy,
-    .prepare = adam_prepare,
-    .apply = adam_apply,
-    .zero_grad = adam_zero_grad,
-    .split = adam_split,
-    .apply_part = adam_apply_part,
+    .paths = &adam_paths,
+};
+
+static const fn_optimizer_ops adamw_ops = {
+    .name = "adamw",
+    .step = adam_step_any,
+    .set_lr = adam_set_lr,
+    .n_state = 2,
+    .state_names = adam_state_names,
+    .state_nonnegative = adam_state_nonnegative,
+    .state = adam_state,
+    .destroy = adam_destroy,
+    .paths = &adam_paths,
 };
 
 static fn_status alloc_moments(fn_adam *opt)

@@ -3,11 +3,12 @@
  * and the optimiser that owns the square_avg, momentum_buffer and grad_avg
  * tensors. The backend (optim/optimizers/rmsprop/rmsprop_cpu.c, kernels/optim/optimizers/rmsprop/rmsprop_cuda.cu) is
  * picked once by device; on the GPU a step is the split step
- * (optimizer.h): its scalars written to the device, then one launch for
+ * (optimizer_paths.h): its scalars written to the device, then one launch for
  * every parameter (multi_tensor.h). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "optim/optimizer_paths.h"
 #include "optim/optimizers/rmsprop/rmsprop_backends.h"
 
 typedef struct fn_rmsprop {
@@ -193,7 +194,7 @@ static fn_status rmsprop_apply(fn_optimizer *base, const int *skip)
     return update_range(opt, &opt->prepared, 0, base->n_params);
 }
 
-/* The split step in parts (optimizer.h): on the GPU a table a part, the
+/* The split step in parts (optimizer_paths.h): on the GPU a table a part, the
  * averages' cut alike. */
 static fn_status rmsprop_split(fn_optimizer *base)
 {
@@ -265,21 +266,26 @@ static void rmsprop_destroy(fn_optimizer *base)
     free(opt);
 }
 
+/* The performance paths (optim/optimizer_paths.h). */
+static const fn_optimizer_paths rmsprop_paths = {
+    .step_params = rmsprop_step_params,
+    .prepare = rmsprop_prepare,
+    .apply = rmsprop_apply,
+    .zero_grad = rmsprop_zero_grad,
+    .split = rmsprop_split,
+    .apply_part = rmsprop_apply_part,
+};
+
 static const fn_optimizer_ops rmsprop_ops = {
     .name = "rmsprop",
     .step = rmsprop_step,
-    .step_params = rmsprop_step_params,
     .set_lr = rmsprop_set_lr,
     .n_state = 3,
     .state_names = state_names,
     .state_nonnegative = state_nonnegative,
     .state = rmsprop_state,
     .destroy = rmsprop_destroy,
-    .prepare = rmsprop_prepare,
-    .apply = rmsprop_apply,
-    .zero_grad = rmsprop_zero_grad,
-    .split = rmsprop_split,
-    .apply_part = rmsprop_apply_part,
+    .paths = &rmsprop_paths,
 };
 
 /* A list of tensors shaped like the parameters. */

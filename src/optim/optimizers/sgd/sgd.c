@@ -2,11 +2,12 @@
  * checked one-tensor update, and the optimiser (optimizer.h) that owns the
  * momentum buffers. The backend (optim/optimizers/sgd/sgd_cpu.c, kernels/optim/optimizers/sgd/sgd_cuda.cu) is
  * picked by the context's device; the optimiser picks it once, with the
- * ops table: the fused one only where the backend fuses the plain step.
- * On the GPU a step is the split step (optimizer.h): its scalars written to
+ * paths table (optim/optimizer_paths.h): the fused one only where the
+ * backend fuses the plain step.
+ * On the GPU a step is the split step (optimizer_paths.h): its scalars written to
  * the device, then one launch for every parameter (multi_tensor.h).
  *
- * Momentum folded into backward (the fold hook, optimizer.h): with
+ * Momentum folded into backward (the fold hook, optimizer_paths.h): with
  * momentum mu > 0, dampening 0 and no nesterov, each parameter's gradient
  * tensor is its momentum buffer and its grad_beta mu, so backward leaves
  * torch's buf = mu buf + g there (the first step's buf = mu 0 + g = g,
@@ -33,6 +34,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "optim/optimizer_paths.h"
 #include "optim/optimizers/sgd/sgd_backends.h"
 #include "fusenet/sgd.h"
 
@@ -236,7 +238,7 @@ static fn_status sgd_apply(fn_optimizer *base, const int *skip)
     return update_range(opt, &cfg, opt->prepared.first_step, base->steps, 0, base->n_params);
 }
 
-/* The split step in parts (optimizer.h): on the GPU a table a part. */
+/* The split step in parts (optimizer_paths.h): on the GPU a table a part. */
 static fn_status sgd_split(fn_optimizer *base)
 {
     fn_sgd *opt = (fn_sgd *)base;
@@ -328,7 +330,7 @@ static fn_status fold_param(fn_sgd *opt, int i)
     return st;
 }
 
-/* The fold hook (optimizer.h; this file's header says what it computes). */
+/* The fold hook (optimizer_paths.h; this file's header says what it computes). */
 static fn_status sgd_fold(fn_optimizer *base, int *folded)
 {
     fn_sgd *opt = (fn_sgd *)base;
@@ -413,7 +415,7 @@ static int released_by_fuse(fn_net *net, const fn_param *p)
     return 0;
 }
 
-/* The fuse hook (optimizer.h): the gradients the fused backward never
+/* The fuse hook (optimizer_paths.h): the gradients the fused backward never
  * reads freed (the fused step: sgd_fused.h), and the table's entries for them cleared,
  * so that no launch reaches freed memory (the table's zeroing skips
  * them). */
@@ -499,15 +501,9 @@ static void sgd_destroy(fn_optimizer *base)
     free(opt);
 }
 
-static const fn_optimizer_ops sgd_ops = {
-    .name = "sgd",
-    .step = sgd_step,
+/* The performance paths (optim/optimizer_paths.h) of SGD as configured. */
+static const fn_optimizer_paths sgd_paths = {
     .step_params = sgd_step_params,
-    .set_lr = sgd_set_lr,
-    .n_state = 1,
-    .state_names = sgd_state_names,
-    .state = sgd_state,
-    .destroy = sgd_destroy,
     .prepare = sgd_prepare,
     .apply = sgd_apply,
     .zero_grad = sgd_zero_grad,
@@ -520,20 +516,35 @@ static const fn_optimizer_ops sgd_ops = {
 };
 
 /* Plain SGD where the backend fuses the step into the backward pass. */
-static const fn_optimizer_ops sgd_fused_ops = {
-    .name = "sgd",
-    .step = sgd_step,
+static const fn_optimizer_paths sgd_fused_paths = {
     .step_params = sgd_step_params,
     .backward_step = sgd_backward_step,
     .fuse = sgd_fuse,
+    .prepare = sgd_prepare,
+    .apply = sgd_apply,
+    .zero_grad = sgd_zero_grad,
+};
+
+static const fn_optimizer_ops sgd_ops = {
+    .name = "sgd",
+    .step = sgd_step,
     .set_lr = sgd_set_lr,
     .n_state = 1,
     .state_names = sgd_state_names,
     .state = sgd_state,
     .destroy = sgd_destroy,
-    .prepare = sgd_prepare,
-    .apply = sgd_apply,
-    .zero_grad = sgd_zero_grad,
+    .paths = &sgd_paths,
+};
+
+static const fn_optimizer_ops sgd_fused_ops = {
+    .name = "sgd",
+    .step = sgd_step,
+    .set_lr = sgd_set_lr,
+    .n_state = 1,
+    .state_names = sgd_state_names,
+    .state = sgd_state,
+    .destroy = sgd_destroy,
+    .paths = &sgd_fused_paths,
 };
 
 static fn_status alloc_buffers(fn_sgd *opt)
