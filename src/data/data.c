@@ -402,6 +402,11 @@ void fn_batch_rows_gather(const fn_batch_rows *r, int begin, int end, float *x,
     }
 }
 
+int fn_data_has_weights(const fn_data *d)
+{
+    return d && d->memory && d->targets && fn_memory_set_weight_data(d->memory) != NULL;
+}
+
 fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
 {
     *r = (fn_batch_rows){.in = d->in, .out = d->out};
@@ -414,6 +419,7 @@ fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
     r->x = d->view_x;
     r->labels = d->view_l;
     r->target = d->view_t;
+    r->weights = d->view_w;
     r->order = d->row_order + d->pos_row;
     r->first = k * d->slab_rows;
     r->slab_rows = slab_length(d, k);

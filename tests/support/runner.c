@@ -183,8 +183,8 @@ static fn_status values_loss_on(fn_context *ctx, const values_loss *v, const fn_
                                 const fn_tensor *tt, fn_tensor *tl, fn_tensor *d)
 {
     if (v->bce)
-        return fn_bce_loss(ctx, tp, tt, v->pos_weight, tl, d, v->correct);
-    return v->delta > 0 ? fn_huber_loss(ctx, tp, tt, (float)v->delta, tl, d)
+        return fn_bce_loss(ctx, tp, tt, v->pos_weight, NULL, tl, d, v->correct);
+    return v->delta > 0 ? fn_huber_loss(ctx, tp, tt, (float)v->delta, NULL, tl, d)
                         : fn_mse_loss(ctx, tp, tt, tl, d);
 }
 
