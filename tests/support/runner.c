@@ -296,6 +296,6 @@ fn_status run_cross_entropy_smoothed(fn_context *ctx, int rows, int cols, const 
                                      const int32_t *labels, const float *weights, double eps,
                                      double *loss, double *dlogits)
 {
-    const fn_ce_smoothing s = {weights, (float)eps};
+    const fn_ce_smoothing s = {weights, (float)eps, NULL};
     return run_labels_loss(ctx, rows, cols, logits, labels, &s, loss, dlogits);
 }
