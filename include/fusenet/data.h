@@ -157,7 +157,10 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * when the column's smallest value equals its largest), each array of
  * fn_data_in_features entries. A set of several slabs is read once more;
  * a batch from fn_data_next_rows is invalid afterwards, the position in
- * the epoch is kept. For `[data] standardize` (input_norm.h). */
+ * the epoch is kept. With sample weights (fn_data_has_weights) the mean
+ * and deviation are weighted, a row of weight k counting as k copies of
+ * it (the range, for constant, is over every row). For `[data]
+ * standardize` (input_norm.h). */
 fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
 /* The same for the target columns of a set of values (mse; fn_data_out_features
  * entries each), for `[data] standardize_targets`. */
