@@ -57,7 +57,7 @@ def sample_weights(sample_weight, rows):
         raise ValueError("sample_weight[%d] is %r: expected finite numbers >= 0"
                          % (bad[0], float(w[bad[0]])))
     if not (w > 0).any():
-        raise ValueError("sample_weight: every weight is 0, so the weighted loss "
+        raise ValueError("sample_weight: every weight is zero, so the weighted loss "
                          "sum(w l) / sum(w) is 0/0; give at least one row a weight above 0")
     return w
 
