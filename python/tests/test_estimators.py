@@ -235,7 +235,8 @@ def test_sample_weight_ones_and_zeros_exact():
     # model of the other rows alone, bit for bit (they are left out).
     X, Xt, y, yt = _digits()
     base = fusenet.FusenetClassifier(device="cpu", epochs=3).fit(X, y)
-    ones = fusenet.FusenetClassifier(device="cpu", epochs=3).fit(X, y, sample_weight=np.ones(len(y)))
+    ones = fusenet.FusenetClassifier(device="cpu", epochs=3).fit(
+        X, y, sample_weight=np.ones(len(y)))
     assert np.array_equal(base.predict_proba(Xt), ones.predict_proba(Xt))
     w = np.r_[np.ones(len(y)), np.zeros(50)]
     zeros = fusenet.FusenetClassifier(device="cpu", epochs=3).fit(

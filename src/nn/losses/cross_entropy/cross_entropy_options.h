@@ -8,7 +8,8 @@
  *   dx_n = [ (1 - eps) w[y_n] (p - onehot(y_n)) + (eps / C) (sum_c w[c] p - w) ] / W,
  * p = softmax(x_n). With sample weights r_n (row_weights) each row's
  * bracket is multiplied by r_n and W = sum_n r_n w[y_n]: PyTorch's
- * reduction='none' losses l_n summed as sum(r l) / sum(r w[y]). Without weights and smoothing it is fn_cross_entropy_loss
+ * reduction='none' losses l_n summed as sum(r l) / sum(r w[y]).
+ * Without weights and smoothing it is fn_cross_entropy_loss
  * (src/nn/losses/cross_entropy/cross_entropy_kind.c takes that one then, bit for bit as before).
  * CPU: src/nn/losses/cross_entropy/cross_entropy_options_cpu.c; CUDA:
  * kernels/nn/losses/cross_entropy/cross_entropy_options_cuda.cu, whose kernels take the weights by
