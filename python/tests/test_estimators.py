@@ -315,3 +315,31 @@ def test_weighted_loss_is_torchs():
     np.testing.assert_allclose(reg.validation_scores_[0], torch_loss(Xv, yv, wv), rtol=1e-6)
     # ... which the unweighted mean is not.
     assert abs(torch_loss(Xv, yv, np.ones(len(wv))) - reg.validation_scores_[0]) > 1e-4
+
+
+def test_weighted_cross_entropy_with_class_weight_is_torchs():
+    # class_weight and sample_weight multiply, as PyTorch's reduction="none"
+    # loss with weight=cw times w, summed, over sum(w * cw[y]); the first
+    # epoch's training loss of one batch at the initial weights (lr 1e-30,
+    # as above), the log-probabilities from predict_proba.
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.RandomState(5)
+    X = rng.rand(90, 5)
+    y = rng.randint(0, 3, size=90)
+    w = rng.rand(90) * 2 + 0.2
+    cw = {0: 1.0, 1: 3.0, 2: 0.5}
+    clf = fusenet.FusenetClassifier(device="cpu", epochs=1, lr=1e-30, batch_size=512,
+                                    class_weight=cw, random_state=2)
+    clf.fit(X, y, sample_weight=w)
+    logp = torch.log(torch.tensor(clf.predict_proba(X.astype(np.float32)), dtype=torch.float64))
+    t, ww = torch.tensor(y), torch.tensor(w.astype(np.float32), dtype=torch.float64)
+    cwt = torch.tensor([cw[0], cw[1], cw[2]], dtype=torch.float64)
+    none = F.nll_loss(logp, t, weight=cwt, reduction="none")  # = cross_entropy's
+    want = float((ww * none).sum() / (ww * cwt[t]).sum())
+    # probabilities in float32 (their logs to ~1e-7 relative), one float32
+    # rounding of the library's float64 mean: 1e-5 leaves room for both
+    np.testing.assert_allclose(clf.loss_curve_[0], want, rtol=1e-5)
+    # ... which neither weight alone gives.
+    assert abs(float((ww * none / cwt[t]).sum() / ww.sum()) - want) > 1e-4
+    assert abs(float(none.sum() / cwt[t].sum()) - want) > 1e-4
