@@ -113,6 +113,10 @@ int fn_data_out_features(const fn_data *data); /* classes, or target columns (ms
  * (the whole set when it fits the budget) and its shuffle orders. */
 size_t fn_data_host_bytes(const fn_data *data);
 
+/* Whether the set's rows carry sample weights (a memory set's,
+ * fn_memory_set_weights; an HDF5 file's never do). */
+int fn_data_has_weights(const fn_data *data);
+
 /* What a batch's targets are: target_kind, or by rank (targets_by_rank). */
 fn_data_targets fn_data_target_kind(const fn_data *data);
 const char *fn_data_path(const fn_data *data); /* the file, as opened */
@@ -136,6 +140,7 @@ typedef struct fn_batch_rows {
     const float *x;        /* the slab's inputs, [slab rows, in] */
     const int32_t *labels; /* the slab's labels [slab rows], or NULL */
     const float *target;   /* the slab's targets [slab rows, out], or NULL */
+    const float *weights;  /* the slab's sample weights [slab rows], or NULL: none */
     const int64_t *order;  /* [rows]: the batch's rows, as rows of the slab */
     int64_t first;         /* the slab's first row in the file */
     int64_t slab_rows;     /* the slab's rows: x holds [slab_rows, in] */
@@ -152,7 +157,10 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * when the column's smallest value equals its largest), each array of
  * fn_data_in_features entries. A set of several slabs is read once more;
  * a batch from fn_data_next_rows is invalid afterwards, the position in
- * the epoch is kept. For `[data] standardize` (input_norm.h). */
+ * the epoch is kept. With sample weights (fn_data_has_weights) the mean
+ * and deviation are weighted, a row of weight k counting as k copies of
+ * it (the range, for constant, is over every row). For `[data]
+ * standardize` (input_norm.h). */
 fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
 /* The same for the target columns of a set of values (mse; fn_data_out_features
  * entries each), for `[data] standardize_targets`. */

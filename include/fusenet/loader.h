@@ -102,6 +102,8 @@ typedef struct fn_batch {
     fn_tensor target;            /* mse: [rows, out] on the device; else empty */
     const int32_t *labels;       /* cross_entropy: [rows] on the device; else NULL */
     const int32_t *host_labels;  /* the same labels in host memory */
+    const float *host_weights;   /* [rows] the rows' sample weights in host memory, or NULL:
+                                  * the set has none (fn_data_has_weights) */
     const int64_t *index;        /* [rows] in host memory: the rows' numbers in the file */
 } fn_batch;
 

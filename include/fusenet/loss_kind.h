@@ -25,10 +25,18 @@ extern "C" {
 #endif
 
 /* A batch's targets as a loss takes them: labels or values, by the kind's
- * `targets` (the other is unused). */
+ * `targets` (the other is unused), and optionally a weight per row.
+ * With weights w (each finite and >= 0) a loss of per-row values l_n is
+ * sum_n w_n l_n / sum_n w_n, l_n being the row's loss as the mean would
+ * count it (the mean over the row's columns for mse, huber and
+ * bce_with_logits; for cross_entropy with class_weights cw the row
+ * counts w_n cw[y_n] and the divisor is sum_n w_n cw[y_n]), the gradient
+ * scaled to match; rows whose weights sum to 0 give a value and gradient
+ * of 0. Weights are a CPU feature: a loss on the GPU refuses them. */
 typedef struct fn_loss_targets {
     const int32_t *labels;   /* FN_DATA_LABELS: [rows] on the predictions' device */
     const fn_tensor *values; /* FN_DATA_FLOATS: [rows, out] */
+    const float *weights;    /* [rows] in host memory, or NULL: every row 1 */
 } fn_loss_targets;
 
 /* A loss's value left on the GPU as per-block partial sums, for a loss
@@ -107,10 +115,14 @@ typedef struct fn_loss_kind {
     int (*takes_bias)(const void *options);
     /* Optional: the weight of a batch's value, the divisor read's mean
      * took, in rows (cross_entropy with class_weights: the sum of its rows'
-     * label weights, torch.nn.CrossEntropyLoss's); host_labels [rows] in
-     * host memory, NULL for values. A set's loss over several batches is
-     * sum(value * weight) / sum(weight), whatever the batches. NULL: rows. */
-    double (*mean_weight)(const void *options, const int32_t *host_labels, int rows);
+     * label weights, torch.nn.CrossEntropyLoss's; times the rows' sample
+     * weights when given); host_labels [rows] in host memory, NULL for
+     * values; host_weights: fn_loss_targets.weights. A set's loss over
+     * several batches is sum(value * weight) / sum(weight), whatever the
+     * batches. NULL: the sum of host_weights, or rows without them
+     * (fn_loss_mean_weight). */
+    double (*mean_weight)(const void *options, const int32_t *host_labels,
+                          const float *host_weights, int rows);
     /* Optional: the link its outputs take to the probabilities they stand
      * for, applied in place to outputs [rows, cols] in host memory
      * (predict --probabilities): cross_entropy's classes exclude each
@@ -144,6 +156,11 @@ int fn_loss_kind_unit_targets(const fn_loss_kind *kind);
  * FN_ERR_INVALID naming the loss when its outputs are values. */
 fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, int rows,
                                      int cols);
+
+/* The divisor of kind's mean over a batch (its mean_weight, else the sum
+ * of host_weights, else rows). */
+double fn_loss_mean_weight(const fn_loss_kind *kind, const void *options,
+                           const int32_t *host_labels, const float *host_weights, int rows);
 
 /* The metric of a loss that counts rows classified right: correct / rows. */
 double fn_loss_row_accuracy(long long correct, long long rows, int outputs);

@@ -43,6 +43,16 @@ fn_status fn_memory_set_values(fn_memory_set **set, const char *name, const floa
 fn_status fn_memory_set_inputs(fn_memory_set **set, const char *name, const float *inputs,
                                int64_t rows, int in);
 
+/* Gives a set of labels or values a weight per row (scikit-learn's
+ * sample_weight; weights [rows], copied): each finite and >= 0, at least
+ * one above 0, else FN_ERR_INVALID naming the row. A loss then counts row
+ * n w_n times in its mean (fn_loss_targets, loss_kind.h), in training
+ * and, for a validation set with weights, in the validation loss. The
+ * weights travel with their rows through slabs, shuffles, batches and
+ * ranks' shares. Supported on the CPU only: a trainer on the GPU refuses
+ * a set with weights. Calling it again replaces the weights. */
+fn_status fn_memory_set_weights(fn_memory_set *set, const float *weights);
+
 void fn_memory_set_destroy(fn_memory_set *set); /* NULL is fine */
 
 const char *fn_memory_set_name(const fn_memory_set *set);
@@ -59,6 +69,8 @@ size_t fn_memory_set_bytes(const fn_memory_set *set);
 const float *fn_memory_set_input_data(const fn_memory_set *set);
 const int32_t *fn_memory_set_label_data(const fn_memory_set *set);
 const float *fn_memory_set_target_data(const fn_memory_set *set);
+/* The rows' weights [rows], or NULL: none (fn_memory_set_weights). */
+const float *fn_memory_set_weight_data(const fn_memory_set *set);
 
 #ifdef __cplusplus
 }

@@ -65,9 +65,10 @@ class _Handles:
         self._items.clear()
 
 
-def memory_set(handles, name, inputs, labels=None, targets=None):
+def memory_set(handles, name, inputs, labels=None, targets=None, weights=None):
     """A memory set (copied by the library) of float32 inputs [N, in] with
-    int32 labels [N], float32 targets [N, out], or neither."""
+    int32 labels [N], float32 targets [N, out], or neither; weights: a
+    float32 sample weight [N] per row, or None."""
     inputs = np.ascontiguousarray(inputs, dtype=np.float32)
     rows, cols = inputs.shape
     out = ctypes.c_void_p()
@@ -84,7 +85,11 @@ def memory_set(handles, name, inputs, labels=None, targets=None):
         st = lib.fn_memory_set_inputs(ctypes.byref(out), name.encode(), _lib.floats(inputs),
                                       rows, cols)
     check(st)
-    return handles.add(out, lib.fn_memory_set_destroy)
+    handles.add(out, lib.fn_memory_set_destroy)
+    if weights is not None:
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
+        check(lib.fn_memory_set_weights(out, _lib.floats(weights)))
+    return out
 
 
 @contextlib.contextmanager

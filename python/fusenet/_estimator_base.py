@@ -41,6 +41,27 @@ def _layers_text(layers, outputs):
     return ", ".join(hidden + ["linear %d" % outputs])
 
 
+def sample_weights(sample_weight, rows):
+    """fit's sample_weight as float64 [rows], or None: a number is every
+    row's weight; each must be finite and >= 0, and one above 0."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(rows, float(w))
+    if w.shape != (rows,):
+        raise ValueError("sample_weight has shape %s, expected (%d,): one weight per row of X"
+                         % (w.shape, rows))
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if len(bad):
+        raise ValueError("sample_weight[%d] is %r: expected finite numbers >= 0"
+                         % (bad[0], float(w[bad[0]])))
+    if not (w > 0).any():
+        raise ValueError("sample_weight: every weight is zero, so the weighted loss "
+                         "sum(w l) / sum(w) is 0/0; give at least one row a weight above 0")
+    return w
+
+
 def seed_of(random_state):
     """[train] seed of a random_state: an int as it is; None or a
     RandomState, a number drawn from it (as scikit-learn's own estimators
@@ -89,7 +110,9 @@ class FusenetBase(TagsMixin, BaseEstimator):
         model so far must stay (partial: y may hold some of the classes)."""
         raise NotImplementedError
 
-    def _set(self, handles, name, X, y):
+    def _set(self, handles, name, X, y, w=None):
+        """The memory set of X, y (the library's encoding) and the rows'
+        sample weights w (None: none)."""
         raise NotImplementedError
 
     def _loss_settings(self, y, partial, keep):
@@ -121,31 +144,62 @@ class FusenetBase(TagsMixin, BaseEstimator):
         spelled.update({_core.setting(key, value): words for key, value, words in pairs if words})
         return settings, spelled
 
-    def _split(self, X, y, seed):
+    def _split(self, X, y, w, seed):
         if not self.early_stopping:
-            return X, y, None, None
+            return X, y, w, None, None, None
         # A classifier's split keeps each class's share (one label a row).
         stratify = y if getattr(self, "_stratify", False) and y.ndim == 1 else None
-        X, Xv, y, yv = train_test_split(X, y, test_size=self.validation_fraction,
-                                        random_state=seed, stratify=stratify)
-        return X, y, Xv, yv
+        if w is None:
+            X, Xv, y, yv = train_test_split(X, y, test_size=self.validation_fraction,
+                                            random_state=seed, stratify=stratify)
+            return X, y, None, Xv, yv, None
+        X, Xv, y, yv, w, wv = train_test_split(X, y, w, test_size=self.validation_fraction,
+                                               random_state=seed, stratify=stratify)
+        if not (w > 0).any() or not (wv > 0).any():
+            raise ValueError("sample_weight: early_stopping's split left every row of the %s "
+                             "set with weight 0; give more rows a weight above 0"
+                             % ("training" if not (w > 0).any() else "validation"))
+        return X, y, w, Xv, yv, wv
+
+    def _weights_kept(self, X, y, w):
+        """Rows of weight 0 left out (a weight of 0 is the row's absence,
+        scikit-learn's meaning); weights then all 1 are none (the same
+        run, bit for bit, on any device). Others train on the CPU only."""
+        if w is None:
+            return X, y, None
+        if not (w > 0).all():
+            kept = w > 0
+            X, y, w = X[kept], y[kept], w[kept]
+        if (w == 1).all():
+            return X, y, None
+        if _core._device(self.device)[0] == _core._lib.DEVICE_CUDA:
+            raise ValueError("sample_weight: per-row weights are supported on the CPU only, "
+                             "and device=%r trains on a GPU; fit with device=\"cpu\", or "
+                             "without sample_weight" % (self.device,))
+        return X, y, w
 
     # ---- fitting ----
     def _validate(self, X, y, reset):
         return validate_data(self, X, y, dtype=np.float32, reset=reset, multi_output=True,
                              y_numeric=True)
 
-    def _run(self, X, y, partial=False):
+    def _run(self, X, y, partial=False, sample_weight=None):
         """One training run over X, y: fit's (epochs, early stopping, warm
-        start) or partial_fit's (one epoch from the model so far)."""
+        start) or partial_fit's (one epoch from the model so far), each
+        row's loss weighted by sample_weight (None: all 1)."""
         keep = hasattr(self, "_weights") and (partial or self.warm_start)
         X, y = self._validate(X, y, reset=not keep)
+        w = sample_weights(sample_weight, X.shape[0])
         loss_settings = self._loss_settings(y, partial, keep)
         y = self._encode(y, keep, partial)
         seed = seed_of(self.random_state)
         if partial:  # another shuffle each call, the same calls giving the same model
             seed = (seed + getattr(self, "n_iter_", 0)) % 2**32
-        Xt, yt, Xv, yv = self._split(X, y, seed) if not partial else (X, y, None, None)
+        Xt, yt, wt, Xv, yv, wv = (self._split(X, y, w, seed) if not partial
+                                  else (X, y, w, None, None, None))
+        Xt, yt, wt = self._weights_kept(Xt, yt, wt)
+        if Xv is not None:
+            Xv, yv, wv = self._weights_kept(Xv, yv, wv)
         if self.verbose:
             print("fusenet: %s" % _core._lib.describe(), file=sys.stderr)
         with _core._Handles() as handles, _core._private_dir() as folder:
@@ -154,8 +208,8 @@ class FusenetBase(TagsMixin, BaseEstimator):
                 init = os.path.join(folder, "init.h5")
                 with open(init, "wb") as f:
                     f.write(self._weights)
-            train = self._set(handles, "train", Xt, yt)
-            valid = self._set(handles, "valid", Xv, yv) if Xv is not None else None
+            train = self._set(handles, "train", Xt, yt, wt)
+            valid = self._set(handles, "valid", Xv, yv, wv) if Xv is not None else None
             settings, spelled = self._config(self._outputs, init, valid is not None, seed,
                                              1 if partial else self.epochs, loss_settings)
             run = _core.run_training(settings=settings, train=train, valid=valid,

@@ -211,6 +211,7 @@ for _name, _res, _args in [
                                      POINTER(c_int32)]),
     ("fn_memory_set_values", c_int, [POINTER(_vp), c_char_p, _fp, c_int64, c_int, _fp, c_int]),
     ("fn_memory_set_inputs", c_int, [POINTER(_vp), c_char_p, _fp, c_int64, c_int]),
+    ("fn_memory_set_weights", c_int, [_vp, _fp]),
     ("fn_memory_set_destroy", None, [_vp]),
     ("fn_trainer_create", c_int, [POINTER(_vp), _vp, POINTER(TrainerOptions)]),
     ("fn_trainer_run", c_int, [_vp]),

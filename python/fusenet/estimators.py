@@ -60,10 +60,12 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
                          n_iter_no_change, output_dir, overwrite, verbose, settings)
         self.class_weight = class_weight
 
-    def fit(self, X, y):
-        return self._run(X, y)
+    def fit(self, X, y, sample_weight=None):
+        """Trains on X, y; sample_weight [N] (optional): each row's weight
+        in the loss, sum(w l) / sum(w) (docs/python.md)."""
+        return self._run(X, y, sample_weight=sample_weight)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch over these rows from the model so far; the first call
         fixes the labels (classes, as scikit-learn's SGD estimators take
         them; a 0/1 matrix y needs none)."""
@@ -72,7 +74,7 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
                 raise ValueError("partial_fit: the first call needs classes=, every label y "
                                  "will hold (later calls keep them)")
             self._partial_classes = None if classes is None else np.unique(classes)
-        return self._run(X, y, partial=True)
+        return self._run(X, y, partial=True, sample_weight=sample_weight)
 
     def _fusenet_tags(self):
         return {"multilabel": True}
@@ -138,10 +140,10 @@ class FusenetClassifier(ClassifierMixin, FusenetBase):
         self._outputs = y.shape[1]
         return y.astype(np.float32)
 
-    def _set(self, handles, name, X, y):
+    def _set(self, handles, name, X, y, w=None):
         if y.ndim == 2:
-            return _core.memory_set(handles, name, X, targets=y)
-        return _core.memory_set(handles, name, X, labels=y)
+            return _core.memory_set(handles, name, X, targets=y, weights=w)
+        return _core.memory_set(handles, name, X, labels=y, weights=w)
 
     def predict(self, X):
         outputs = self._outputs_of(X)
@@ -183,12 +185,14 @@ class FusenetRegressor(RegressorMixin, FusenetBase):
 
     _loss = "mse"
 
-    def fit(self, X, y):
-        return self._run(X, y)
+    def fit(self, X, y, sample_weight=None):
+        """Trains on X, y; sample_weight [N] (optional): each row's weight
+        in the loss, sum(w l) / sum(w) (docs/python.md)."""
+        return self._run(X, y, sample_weight=sample_weight)
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """One epoch over these rows from the model so far."""
-        return self._run(X, y, partial=True)
+        return self._run(X, y, partial=True, sample_weight=sample_weight)
 
     def _fusenet_tags(self):
         return {"multioutput": True}
@@ -203,8 +207,8 @@ class FusenetRegressor(RegressorMixin, FusenetBase):
         self._outputs = y2.shape[1]
         return y2
 
-    def _set(self, handles, name, X, y):
-        return _core.memory_set(handles, name, X, targets=y)
+    def _set(self, handles, name, X, y, w=None):
+        return _core.memory_set(handles, name, X, targets=y, weights=w)
 
     def predict(self, X):
         out = self._outputs_of(X).astype(np.float64)

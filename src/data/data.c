@@ -242,31 +242,45 @@ long long fn_data_batches(const fn_data *d)
 
 /* --- column statistics (standardisation) --------------------------------- */
 
-/* One slab's columns merged into the running (count n, mean, m2, min, max)
- * by Chan et al.'s pairwise update: each slab's mean and squared deviations
- * are taken about its own mean, two passes in float64, so a column with a
- * large offset (1e6 + small changes) loses nothing to cancellation. */
-static void merge_slab(const float *x, int64_t rows, int in, int64_t n_before, double *mean,
-                       double *m2, float *lo, float *hi, double *slab_mean)
+/* Row i's sample weight (data_impl.h's view_w); 1 without (a product by 1
+ * is exact: the unweighted statistics' bits). */
+static double weight_at(const float *w, int64_t i) { return w ? (double)w[i] : 1.0; }
+
+/* One slab's columns merged into the running (weight n, mean, m2, min,
+ * max) by Chan et al.'s pairwise update: each slab's mean and squared
+ * deviations are taken about its own mean, two passes in float64, so a
+ * column with a large offset (1e6 + small changes) loses nothing to
+ * cancellation. With sample weights w each row counts w times (a row of
+ * weight k as k copies of it); a slab whose rows all weigh 0 adds nothing
+ * but its range. rows_before: the rows merged so far (their range). */
+static void merge_slab(const float *x, const float *w, int64_t rows, int in, int64_t rows_before,
+                       double *n_before, double *mean, double *m2, float *lo, float *hi,
+                       double *slab_mean)
 {
+    double nb = 0;
     for (int j = 0; j < in; j++)
         slab_mean[j] = 0;
-    for (int64_t i = 0; i < rows; i++)
+    for (int64_t i = 0; i < rows; i++) {
+        nb += weight_at(w, i);
         for (int j = 0; j < in; j++) {
             float v = x[i * in + j];
-            slab_mean[j] += v;
-            lo[j] = n_before == 0 && i == 0 ? v : fminf(lo[j], v);
-            hi[j] = n_before == 0 && i == 0 ? v : fmaxf(hi[j], v);
+            slab_mean[j] += v * weight_at(w, i);
+            lo[j] = rows_before == 0 && i == 0 ? v : fminf(lo[j], v);
+            hi[j] = rows_before == 0 && i == 0 ? v : fmaxf(hi[j], v);
         }
-    double nb = (double)rows, na = (double)n_before, n = na + nb;
+    }
+    if (nb == 0)
+        return;
+    double na = *n_before, n = na + nb;
+    *n_before = n;
     for (int j = 0; j < in; j++) {
         slab_mean[j] /= nb;
         double dev = 0;
         for (int64_t i = 0; i < rows; i++) {
             double e = (double)x[i * in + j] - slab_mean[j];
-            dev += e * e;
+            dev += e * e * weight_at(w, i);
         }
-        if (n_before == 0) {
+        if (na == 0) {
             mean[j] = slab_mean[j];
             m2[j] = dev;
             continue;
@@ -287,16 +301,18 @@ static fn_status stats_of(fn_data *d, int targets, double *mean, double *std, in
     for (int j = 0; j < in; j++)
         mean[j] = 0;
     int64_t seen = 0;
+    double weight = 0; /* the rows' weights so far: seen without sample weights */
     for (int64_t k = 0; st == FN_OK && k < d->n_slabs; k++) {
         st = load_slab(d, k);
         if (st != FN_OK)
             break;
         int64_t rows = slab_length(d, k);
-        merge_slab(targets ? d->view_t : d->view_x, rows, in, seen, mean, m2, lo, hi, slab_mean);
+        merge_slab(targets ? d->view_t : d->view_x, d->view_w, rows, in, seen, &weight, mean, m2,
+                   lo, hi, slab_mean);
         seen += rows;
     }
     for (int j = 0; st == FN_OK && j < in; j++) {
-        std[j] = sqrt(m2[j] / (double)seen);
+        std[j] = sqrt(m2[j] / weight);
         constant[j] = lo[j] == hi[j];
     }
     free(m2);
@@ -402,6 +418,11 @@ void fn_batch_rows_gather(const fn_batch_rows *r, int begin, int end, float *x,
     }
 }
 
+int fn_data_has_weights(const fn_data *d)
+{
+    return d && d->memory && d->targets && fn_memory_set_weight_data(d->memory) != NULL;
+}
+
 fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
 {
     *r = (fn_batch_rows){.in = d->in, .out = d->out};
@@ -414,6 +435,7 @@ fn_status fn_data_next_rows(fn_data *d, fn_batch_rows *r)
     r->x = d->view_x;
     r->labels = d->view_l;
     r->target = d->view_t;
+    r->weights = d->view_w;
     r->order = d->row_order + d->pos_row;
     r->first = k * d->slab_rows;
     r->slab_rows = slab_length(d, k);

@@ -48,6 +48,7 @@ struct fn_data {
     const float *view_x;     /* the loaded slab's rows: [slab rows, in] */
     const float *view_t;     /* [slab rows, out], or NULL */
     const int32_t *view_l;   /* [slab rows], or NULL */
+    const float *view_w;     /* [slab rows] sample weights, or NULL (memory sets only) */
     int64_t loaded;     /* the slab the views show, -1: none */
     /* fn_hash_words over the pair of the hashes of every input and of
      * every label or target as the network gets them (float32, int32), in

@@ -17,6 +17,8 @@ static fn_status memory_load(fn_data *d, int64_t row0, int64_t rows)
     d->view_t = d->targets && !d->labels
                     ? fn_memory_set_target_data(m) + (size_t)row0 * (size_t)d->out
                     : NULL;
+    const float *w = d->targets ? fn_memory_set_weight_data(m) : NULL;
+    d->view_w = w ? w + row0 : NULL;
     return FN_OK;
 }
 

@@ -42,6 +42,7 @@ enum { DEVICE_GATHER_MIN_BYTES = 1 << 20 };
 typedef struct slot {
     float *hx, *ht;   /* host [batch, in], [batch, out]; pinned on the GPU */
     int32_t *hl;      /* host [batch] labels */
+    float *hw;        /* host [batch] sample weights, when the set has them */
     int64_t *hidx;    /* host [batch] file rows */
     fn_tensor dx, dt; /* on the GPU only */
     int32_t *dl;      /* on the GPU only */
@@ -59,6 +60,7 @@ struct fn_loader {
     int batch, in, out; /* batch: the rows a slot holds (a share's at most) */
     int part, parts; /* the share of each batch (loader.h); parts 1: all */
     fn_data_targets targets;
+    int weighted;      /* the set's rows carry sample weights (fn_data_has_weights) */
     int on_device;     /* the set's rows kept on the device (loader.h) */
     float *set_x;      /* device [slab capacity, in]: the slab set_first starts */
     float *set_t;      /* device [slab capacity, out] (float targets), or NULL */
@@ -180,6 +182,14 @@ static fn_status send_gathered(fn_loader *l, int s, const fn_batch_rows *r)
     return fn_cuda_transfer_send_gather(l->xfer, s, pieces, n, sl->drows, r->rows, gathers, g);
 }
 
+/* The batch's sample weights into the slot's host buffer, in the batch's
+ * row order: they stay on the host, where the losses that take them run. */
+static void gather_weights(const fn_batch_rows *r, slot *sl)
+{
+    for (int i = 0; r->weights && i < r->rows; i++)
+        sl->hw[i] = r->weights[r->order[i]];
+}
+
 /* Makes the next batch of the set in slot s (rows 0 at the epoch's end). */
 static fn_status prepare(fn_loader *l, int s)
 {
@@ -195,6 +205,7 @@ static fn_status prepare(fn_loader *l, int s)
     take_share(l, &r, sl);
     if (!r.rows)
         return FN_OK;
+    gather_weights(&r, sl);
     if (l->on_device)
         return send_gathered(l, s, &r);
     gather_job job = {&r, sl};
@@ -270,6 +281,7 @@ static fn_status hand_out(fn_loader *l, const slot *sl, fn_batch *b)
         return FN_OK; /* an empty share: nothing on the device */
     b->index = sl->hidx;
     b->host_labels = l->targets == FN_DATA_LABELS ? sl->hl : NULL;
+    b->host_weights = l->weighted ? sl->hw : NULL;
     if (l->cuda) {
         b->x = fn_tensor_rows(&sl->dx, 0, sl->rows);
         b->labels = b->host_labels ? sl->dl : NULL;
@@ -329,6 +341,7 @@ static fn_status next_now(fn_loader *l, fn_batch *b)
     if (!sl->batch_rows)
         return FN_OK;
     fn_batch_rows_gather(&r, 0, r.rows, sl->hx, sl->hl, sl->ht, sl->hidx);
+    gather_weights(&r, sl);
     if (l->cuda && r.rows)
         FN_TRY(copy_slot(l, sl));
     l->stats.prepare_seconds += now() - t0;
@@ -474,7 +487,7 @@ void fn_loader_bytes(const fn_loader *l, size_t *host, size_t *device)
     size_t t = l->targets == FN_DATA_LABELS   ? b * sizeof(int32_t)
                : l->targets == FN_DATA_FLOATS ? b * (size_t)l->out * sizeof(float)
                                               : 0;
-    h += t;
+    h += t + (l->weighted ? b * sizeof(float) : 0);
     if (l->cuda)
         d = b * (size_t)l->in * sizeof(float) + t;
     if (l->on_device) {
@@ -494,6 +507,8 @@ static fn_status alloc_slot(fn_loader *l, slot *sl)
         FN_TRY(host_alloc(l, (void **)&sl->hl, b * sizeof(int32_t)));
     if (l->targets == FN_DATA_FLOATS)
         FN_TRY(host_alloc(l, (void **)&sl->ht, b * (size_t)l->out * sizeof(float)));
+    if (l->weighted)
+        FN_TRY(host_alloc(l, (void **)&sl->hw, b * sizeof(float)));
     if (!l->cuda)
         return FN_OK;
     FN_TRY(fn_tensor_alloc(&sl->dx, l->batch, l->in, FN_CUDA));
@@ -520,6 +535,7 @@ static void free_slot(const fn_loader *l, slot *sl)
     host_free(l, sl->hx);
     host_free(l, sl->ht);
     host_free(l, sl->hl);
+    host_free(l, sl->hw);
     host_free(l, sl->hidx);
     host_free(l, sl->hrows);
     fn_cuda_free(sl->drows);
@@ -607,6 +623,7 @@ fn_status fn_loader_create(fn_loader **out, fn_context *ctx, fn_data *data,
     l->in = fn_data_in_features(data);
     l->out = fn_data_out_features(data);
     l->targets = fn_data_target_kind(data);
+    l->weighted = fn_data_has_weights(data);
     l->part = opt && opt->parts > 0 ? opt->part : 0;
     l->parts = opt && opt->parts > 0 ? opt->parts : 1;
     l->batch = (l->batch + l->parts - 1) / l->parts; /* a share's rows at most */

@@ -18,6 +18,7 @@ struct fn_memory_set {
     float *x;         /* [rows, in] */
     int32_t *labels;  /* [rows], or NULL */
     float *targets;   /* [rows, out], or NULL */
+    float *weights;   /* [rows] sample weights, or NULL */
 };
 
 typedef struct arrays {
@@ -148,6 +149,42 @@ fn_status fn_memory_set_inputs(fn_memory_set **set, const char *name, const floa
                               .rows = rows, .in = in});
 }
 
+/* Each weight finite and >= 0, their sum above 0 (a mean over rows that
+ * all weigh 0 is 0/0). */
+static fn_status check_weights(const fn_memory_set *s, const char *call, const float *w)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < s->rows; i++) {
+        if (!isfinite(w[i]) || w[i] < 0.0f)
+            return fn_fail(FN_ERR_INVALID, "%s: memory set '%s': sample weight (sample_weight) "
+                           "of row %lld is %g: expected a finite number >= 0", call, s->name,
+                           (long long)i, (double)w[i]);
+        sum += w[i];
+    }
+    if (!(sum > 0.0))
+        return fn_fail(FN_ERR_INVALID, "%s: memory set '%s': every sample weight "
+                       "(sample_weight) is 0, so the weighted loss sum(w l) / sum(w) is 0/0; "
+                       "give at least one row a weight above 0", call, s->name);
+    return FN_OK;
+}
+
+fn_status fn_memory_set_weights(fn_memory_set *s, const float *weights)
+{
+    const char *call = "fn_memory_set_weights";
+    if (!s || !weights)
+        return fn_fail(FN_ERR_INVALID, "%s: the %s NULL", call, !s ? "set is" : "weights are");
+    if (!s->labels && !s->targets)
+        return fn_fail(FN_ERR_INVALID, "%s: memory set '%s' holds inputs alone; sample weights "
+                       "need labels or target values", call, s->name);
+    FN_TRY(check_weights(s, call, weights));
+    float *copy = NULL;
+    const arrays a = {.call = call, .name = s->name};
+    FN_TRY(copy_of((void **)&copy, weights, (size_t)s->rows * sizeof(float), &a));
+    free(s->weights);
+    s->weights = copy;
+    return FN_OK;
+}
+
 void fn_memory_set_destroy(fn_memory_set *s)
 {
     if (!s)
@@ -156,6 +193,7 @@ void fn_memory_set_destroy(fn_memory_set *s)
     free(s->x);
     free(s->labels);
     free(s->targets);
+    free(s->weights);
     free(s);
 }
 
@@ -167,6 +205,7 @@ int fn_memory_set_has_labels(const fn_memory_set *s) { return s->labels != NULL;
 const float *fn_memory_set_input_data(const fn_memory_set *s) { return s->x; }
 const int32_t *fn_memory_set_label_data(const fn_memory_set *s) { return s->labels; }
 const float *fn_memory_set_target_data(const fn_memory_set *s) { return s->targets; }
+const float *fn_memory_set_weight_data(const fn_memory_set *s) { return s->weights; }
 
 size_t fn_memory_set_bytes(const fn_memory_set *s)
 {
@@ -174,5 +213,5 @@ size_t fn_memory_set_bytes(const fn_memory_set *s)
         return 0;
     const size_t rows = (size_t)s->rows;
     return rows * (size_t)s->in * sizeof(float) + (s->labels ? rows * sizeof(int32_t) : 0) +
-           rows * (size_t)s->out * sizeof(float);
+           rows * (size_t)s->out * sizeof(float) + (s->weights ? rows * sizeof(float) : 0);
 }

@@ -39,13 +39,39 @@ static fn_status named(fn_status st, const char *name)
     return st;
 }
 
+fn_status fn_loss_check_weights(const fn_tensor *pred, const float *weights, const char *name)
+{
+    if (weights && pred && pred->device == FN_CUDA)
+        return fn_fail(FN_ERR_INVALID, "%s%sper-row sample weights (sample_weight) are "
+                       "supported on the CPU only; train on device=\"cpu\" ([run] device = "
+                       "cpu), or without them", name ? name : "", name ? ": " : "");
+    return FN_OK;
+}
+
+double fn_loss_elementwise_scale(const float *weights, int rows, int cols)
+{
+    if (!weights)
+        return 1.0 / ((double)rows * (double)cols);
+    double w = 0.0;
+    for (int n = 0; n < rows; n++)
+        w += weights[n];
+    return w > 0.0 ? 1.0 / (w * (double)cols) : 0.0;
+}
+
+fn_status fn_mse_loss_weighted(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                               const float *weights, fn_tensor *loss, fn_tensor *dpred)
+{
+    FN_TRY(named(fn_loss_check_pointwise(ctx, pred, target, loss, dpred), "mse loss"));
+    FN_TRY(fn_loss_check_weights(pred, weights, "mse loss"));
+    if (pred->device == FN_CUDA)
+        return fn_cuda_mse_loss(ctx, pred, target, loss, dpred);
+    return fn_cpu_mse_loss(pred, target, weights, loss, dpred);
+}
+
 fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                       fn_tensor *loss, fn_tensor *dpred)
 {
-    FN_TRY(named(fn_loss_check_pointwise(ctx, pred, target, loss, dpred), "mse loss"));
-    if (pred->device == FN_CUDA)
-        return fn_cuda_mse_loss(ctx, pred, target, loss, dpred);
-    return fn_cpu_mse_loss(pred, target, loss, dpred);
+    return fn_mse_loss_weighted(ctx, pred, target, NULL, loss, dpred);
 }
 
 static fn_status check_cross_entropy(fn_context *ctx, const fn_tensor *logits,

@@ -20,9 +20,23 @@ extern "C" {
 fn_status fn_loss_check_pointwise(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                                   const fn_tensor *loss, const fn_tensor *dpred);
 
-/* nn/loss_cpu.c */
-fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, fn_tensor *loss,
-                          fn_tensor *dpred);
+/* nn/loss.c: per-row sample weights (fn_loss_targets.weights) with pred:
+ * NULL is fine; refused, naming `name` (may be NULL) and the fix, when pred is on the
+ * GPU (the losses' kernels take no per-row weights). */
+fn_status fn_loss_check_weights(const fn_tensor *pred, const float *weights, const char *name);
+/* nn/loss.c: 1 / (the mean's divisor) of an elementwise loss over
+ * rows x cols values: 1 / (rows * cols) without weights (the unweighted
+ * mean's own scale, bit for bit), 1 / (sum(w) * cols) with them, 0 when
+ * the weights sum to 0. */
+double fn_loss_elementwise_scale(const float *weights, int rows, int cols);
+
+/* nn/loss.c: fn_mse_loss with per-row weights (NULL: none) on the CPU. */
+fn_status fn_mse_loss_weighted(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                               const float *weights, fn_tensor *loss, fn_tensor *dpred);
+
+/* nn/loss_cpu.c; weights [rows] or NULL (fn_loss_targets.weights). */
+fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, const float *weights,
+                          fn_tensor *loss, fn_tensor *dpred);
 fn_status fn_cpu_cross_entropy_loss(const fn_tensor *logits, const int32_t *labels,
                                     fn_tensor *loss, fn_tensor *dlogits);
 fn_status fn_cpu_count_correct(const fn_tensor *logits, const int32_t *labels, int *correct);

@@ -6,20 +6,27 @@
 
 #include "nn/loss_backends.h"
 
-fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, fn_tensor *loss,
-                          fn_tensor *dpred)
+/* Row i / cols's weight; 1 without weights (a product by 1 is exact, so
+ * weights of 1 give the unweighted bits). */
+static double row_weight(const float *weights, size_t i, size_t cols)
 {
-    const size_t n = fn_tensor_count(pred);
-    const double scale = 1.0 / (double)n;
+    return weights ? (double)weights[i / cols] : 1.0;
+}
+
+fn_status fn_cpu_mse_loss(const fn_tensor *pred, const fn_tensor *target, const float *weights,
+                          fn_tensor *loss, fn_tensor *dpred)
+{
+    const size_t n = fn_tensor_count(pred), cols = (size_t)pred->cols;
+    const double scale = fn_loss_elementwise_scale(weights, pred->rows, pred->cols);
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
         const double d = (double)pred->data[i] - (double)target->data[i];
-        sum += d * d;
+        sum += d * d * row_weight(weights, i, cols);
     }
     if (dpred) {
         for (size_t i = 0; i < n; i++) {
             const double d = (double)pred->data[i] - (double)target->data[i];
-            dpred->data[i] = (float)(2.0 * d * scale);
+            dpred->data[i] = (float)(2.0 * d * scale * row_weight(weights, i, cols));
         }
     }
     loss->data[0] = (float)(sum * scale);

@@ -50,6 +50,19 @@ fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, i
     return FN_OK;
 }
 
+double fn_loss_mean_weight(const fn_loss_kind *kind, const void *options,
+                           const int32_t *host_labels, const float *host_weights, int rows)
+{
+    if (kind && kind->mean_weight)
+        return kind->mean_weight(options, host_labels, host_weights, rows);
+    if (!host_weights)
+        return rows;
+    double w = 0.0;
+    for (int n = 0; n < rows; n++)
+        w += host_weights[n];
+    return w;
+}
+
 double fn_loss_row_accuracy(long long correct, long long rows, int outputs)
 {
     (void)outputs;

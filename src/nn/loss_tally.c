@@ -136,6 +136,7 @@ fn_status fn_loss_tally_step_biased(fn_loss_tally *t, const fn_loss_kind *kind,
     FN_TRY(fn_tensor_check_on(loss, "loss", FN_CUDA, 1, 1));
     if (dpred)
         FN_TRY(fn_tensor_check_on(dpred, dname, FN_CUDA, pred->rows, pred->cols));
+    FN_TRY(fn_loss_check_weights(pred, targets->weights, kind->name));
     if (pred_bias && !(kind->takes_bias && kind->takes_bias(options))) {
         FN_TRY(fn_cuda_add_pred_bias(t->ctx, pred, pred_bias));
         pred_bias = NULL;

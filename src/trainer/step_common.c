@@ -20,7 +20,8 @@ fn_status fn_trainer_batch_loss(fn_trainer *t, const fn_batch *b, const fn_tenso
      * step's kernels, so a non-finite loss stops the run at its step,
      * before the update; and in evaluation. Deferred steps
      * (step_deferred.c) count the loss on the device instead. */
-    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
+    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target,
+                                     .weights = b->host_weights};
     return t->cfg->loss->read(t->ctx, t->cfg->loss_options, y, &targets, &t->loss, dy, loss,
                               correct);
 }
@@ -249,7 +250,8 @@ fn_status fn_trainer_queue_step(fn_trainer *t, const fn_batch *b)
     const float *head_bias = NULL;
     FN_TRY(fn_net_forward_unbiased(t->net, &b->x, &y, &head_bias));
     fn_tensor dy = fn_tensor_rows(&t->dpred, 0, b->rows);
-    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target};
+    const fn_loss_targets targets = {.labels = b->labels, .values = &b->target,
+                                     .weights = b->host_weights};
     FN_TRY(fn_loss_tally_step_biased(t->tally, t->cfg->loss, t->cfg->loss_options, &y, head_bias,
                                      &targets, &t->loss, &dy));
     return fn_trainer_backward_update(t, &dy, fn_loss_tally_bad_flag(t->tally));

@@ -1,8 +1,9 @@
 /* trainer_evaluate.c — the mean loss (and accuracy) of the net over every
  * batch of a set, summed over the ranks; a non-finite loss names the
  * first non-finite value. The set's loss is its batches' values weighted
- * by their mean's divisor (fn_loss_kind.mean_weight: the rows, or with
- * class weights the rows' label weights), so it is the loss of the whole
+ * by their mean's divisor (fn_loss_mean_weight: the rows, or with
+ * class weights the rows' label weights, times the rows' sample weights
+ * when the set has them), so it is the loss of the whole
  * set as one batch, whatever the batch size (PyTorch's
  * CrossEntropyLoss(weight=) over the set: sum(w l) / sum(w)). When every
  * row of the set weighs 0 that is 0/0: the loss is NaN, said once in a
@@ -22,12 +23,12 @@ static fn_status nonfinite_eval(fn_trainer *t, const fn_batch *b, float loss)
                    t->state.epoch + 1, fn_trainer_number_name(loss), (long long)b->index[0], first);
 }
 
-/* The weight of batch b's loss in the set's mean (its mean's divisor). */
+/* The weight of batch b's loss in the set's mean (its mean's divisor:
+ * with sample weights, theirs). */
 static double batch_weight(const fn_trainer *t, const fn_batch *b)
 {
-    const fn_loss_kind *kind = t->cfg->loss;
-    return kind->mean_weight ? kind->mean_weight(t->cfg->loss_options, b->host_labels, b->rows)
-                             : (double)b->rows;
+    return fn_loss_mean_weight(t->cfg->loss, t->cfg->loss_options, b->host_labels,
+                               b->host_weights, b->rows);
 }
 
 fn_status fn_trainer_evaluate(fn_trainer *t, fn_loader *set, fn_train_metrics *m)

@@ -77,6 +77,28 @@ static fn_status open_sets(fn_trainer *t)
     return fn_data_open_source(&t->valid, &valid, &opt);
 }
 
+/* Sets with sample weights (fn_memory_set_weights) train on one CPU
+ * process only: the losses' GPU kernels take no per-row weights, and the
+ * data-parallel step scales each rank's gradient by its rows, not by its
+ * weights. Refused here, before any step, naming the fix. */
+static fn_status check_sample_weights(const fn_trainer *t)
+{
+    const fn_data *weighted = fn_data_has_weights(t->train)  ? t->train
+                              : fn_data_has_weights(t->valid) ? t->valid
+                                                              : NULL;
+    if (!weighted)
+        return FN_OK;
+    if (fn_context_device(t->ctx) == FN_CUDA)
+        return fn_fail(FN_ERR_INVALID, "%s has sample weights (sample_weight), which are "
+                       "supported on the CPU only; train on device=\"cpu\" ([run] device = "
+                       "cpu), or without them", fn_data_path(weighted));
+    if (t->dist && t->ranks > 1)
+        return fn_fail(FN_ERR_INVALID, "%s has sample weights (sample_weight), which are "
+                       "supported in a single process only; train with one rank, or without "
+                       "them", fn_data_path(weighted));
+    return FN_OK;
+}
+
 static fn_status make_loaders(fn_trainer *t)
 {
     /* Over several ranks each takes its share of every batch (step_dist.c). */
@@ -336,6 +358,7 @@ static fn_status setup(fn_trainer *t, fn_comm_scope scope)
         t->devices = t->nodes = 1;
     }
     FN_TRY(fn_trainer_dist_setup(t, scope));
+    FN_TRY(check_sample_weights(t));
     FN_TRY(make_loaders(t));
     FN_TRY(build(t));
     FN_TRY(setup_norm(t));

@@ -183,8 +183,8 @@ static fn_status values_loss_on(fn_context *ctx, const values_loss *v, const fn_
                                 const fn_tensor *tt, fn_tensor *tl, fn_tensor *d)
 {
     if (v->bce)
-        return fn_bce_loss(ctx, tp, tt, v->pos_weight, tl, d, v->correct);
-    return v->delta > 0 ? fn_huber_loss(ctx, tp, tt, (float)v->delta, tl, d)
+        return fn_bce_loss(ctx, tp, tt, v->pos_weight, NULL, tl, d, v->correct);
+    return v->delta > 0 ? fn_huber_loss(ctx, tp, tt, (float)v->delta, NULL, tl, d)
                         : fn_mse_loss(ctx, tp, tt, tl, d);
 }
 
@@ -296,6 +296,6 @@ fn_status run_cross_entropy_smoothed(fn_context *ctx, int rows, int cols, const 
                                      const int32_t *labels, const float *weights, double eps,
                                      double *loss, double *dlogits)
 {
-    const fn_ce_smoothing s = {weights, (float)eps};
+    const fn_ce_smoothing s = {weights, (float)eps, NULL};
     return run_labels_loss(ctx, rows, cols, logits, labels, &s, loss, dlogits);
 }

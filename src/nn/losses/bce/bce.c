@@ -26,16 +26,19 @@ static fn_status check_bce(fn_context *ctx, const fn_tensor *pred, const fn_tens
 }
 
 fn_status fn_bce_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                      const float *pos_weight, fn_tensor *loss, fn_tensor *dpred, int *correct)
+                      const float *pos_weight, const float *weights, fn_tensor *loss,
+                      fn_tensor *dpred, int *correct)
 {
     fn_status st = check_bce(ctx, pred, target, pos_weight, loss, dpred);
+    if (st == FN_OK)
+        st = fn_loss_check_weights(pred, weights, NULL);
     if (st != FN_OK) {
         fn_error_prefix("bce_with_logits loss: ");
         return st;
     }
     if (pred->device == FN_CUDA)
         return fn_cuda_bce_loss(ctx, pred, target, pos_weight, loss, dpred, correct);
-    return fn_cpu_bce_loss(pred, target, pos_weight, loss, dpred, correct);
+    return fn_cpu_bce_loss(pred, target, pos_weight, weights, loss, dpred, correct);
 }
 
 double fn_bce_label_accuracy(long long correct, long long rows, int outputs)

@@ -33,15 +33,18 @@ typedef struct fn_bce_options {
 
 extern const fn_loss_kind fn_bce_with_logits_kind;
 
-/* pos_weight: [pred->cols] host floats, or NULL; correct: the labels
+/* pos_weight: [pred->cols] host floats, or NULL; weights: per-row sample
+ * weights [rows] in host memory, or NULL (fn_loss_targets.weights:
+ * sum_n w_n sum_c l / (sum_n w_n * cols); CPU only); correct: the labels
  * predicted right, or NULL. */
 fn_status fn_bce_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                      const float *pos_weight, fn_tensor *loss, fn_tensor *dpred, int *correct);
+                      const float *pos_weight, const float *weights, fn_tensor *loss,
+                      fn_tensor *dpred, int *correct);
 
 /* The halves, arguments checked by fn_bce_loss. */
 fn_status fn_cpu_bce_loss(const fn_tensor *pred, const fn_tensor *target,
-                          const float *pos_weight, fn_tensor *loss, fn_tensor *dpred,
-                          int *correct);
+                          const float *pos_weight, const float *weights, fn_tensor *loss,
+                          fn_tensor *dpred, int *correct);
 fn_status fn_cuda_bce_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                            const float *pos_weight, fn_tensor *loss, fn_tensor *dpred,
                            int *correct);

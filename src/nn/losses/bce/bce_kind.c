@@ -40,7 +40,8 @@ static fn_status bce_read(fn_context *ctx, const void *options, const fn_tensor 
                           float *value, int *correct)
 {
     *correct = 0;
-    FN_TRY(fn_bce_loss(ctx, pred, t->values, weights_of(options), loss, dpred, correct));
+    FN_TRY(fn_bce_loss(ctx, pred, t->values, weights_of(options), t->weights, loss, dpred,
+                       correct));
     return fn_tensor_download(loss, value, 1);
 }
 

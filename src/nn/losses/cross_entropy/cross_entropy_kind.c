@@ -20,14 +20,15 @@ static const fn_option ce_options[] = {
      1, 0, "0"},
 };
 
-/* The call's weights and smoothing; 0 when the options are the defaults
- * (the plain loss). */
-static int smoothing_of(const void *options, fn_ce_smoothing *s)
+/* The call's weights and smoothing (and the rows' sample weights, NULL:
+ * none); 0 when the options are the defaults and there are no sample
+ * weights (the plain loss). */
+static int smoothing_of(const void *options, const float *row_weights, fn_ce_smoothing *s)
 {
     const fn_cross_entropy_options *o = options;
     *s = (fn_ce_smoothing){o && o->class_weights.n ? o->class_weights.values : NULL,
-                           o ? o->label_smoothing : 0.0f};
-    return s->weights || s->eps != 0.0f;
+                           o ? o->label_smoothing : 0.0f, row_weights};
+    return s->weights || s->eps != 0.0f || s->row_weights;
 }
 
 static fn_status ce_check(const void *options, const fn_option_context *at, const char **key)
@@ -78,7 +79,7 @@ static fn_status ce_read(fn_context *ctx, const void *options, const fn_tensor *
 {
     fn_ce_smoothing s;
     *correct = 0;
-    if (!smoothing_of(options, &s))
+    if (!smoothing_of(options, t->weights, &s))
         return fn_cross_entropy_loss_read(ctx, pred, t->labels, loss, dpred, value, correct);
     FN_TRY(fn_cross_entropy_smoothed_loss(ctx, pred, t->labels, &s, loss, dpred));
     FN_TRY(fn_count_correct(ctx, pred, t->labels, correct));
@@ -92,7 +93,7 @@ static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tens
     fn_ce_smoothing s;
     if (!t->labels)
         return fn_fail(FN_ERR_INVALID, "cross_entropy loss: labels is NULL");
-    if (!smoothing_of(options, &s))
+    if (!smoothing_of(options, t->weights, &s))
         return fn_cuda_cross_entropy_partials(ctx, pred, pred_bias, t->labels, dpred, into, p);
     /* The weighted or smoothed loss leaves the bias and its sums to the
      * tally (ce_takes_bias). */
@@ -103,20 +104,24 @@ static fn_status ce_partials(fn_context *ctx, const void *options, const fn_tens
 static int ce_takes_bias(const void *options)
 {
     fn_ce_smoothing s;
-    return !smoothing_of(options, &s);
+    return !smoothing_of(options, NULL, &s);
 }
 
 /* With class_weights a batch's value is sum(w[y] l) / sum(w[y]): its
- * weight is sum(w[y]). The labels were checked in range as the set was
+ * weight is sum(w[y]); with sample weights r, sum(r w[y]) (w all 1
+ * without class_weights). The labels were checked in range as the set was
  * read (data.h). */
-static double ce_mean_weight(const void *options, const int32_t *host_labels, int rows)
+static double ce_mean_weight(const void *options, const int32_t *host_labels,
+                             const float *host_weights, int rows)
 {
     const fn_cross_entropy_options *o = options;
-    if (!o || !o->class_weights.n || !host_labels)
+    const int classes = o && host_labels ? o->class_weights.n : 0;
+    if (!classes && !host_weights)
         return rows;
     double w = 0.0;
     for (int n = 0; n < rows; n++)
-        w += o->class_weights.values[host_labels[n]];
+        w += (classes ? (double)o->class_weights.values[host_labels[n]] : 1.0) *
+             (host_weights ? (double)host_weights[n] : 1.0);
     return w;
 }
 

@@ -3,6 +3,7 @@
  * and the smoothing are validated here, then the work goes to
  * cross_entropy_options_cpu.c or kernels/nn/losses/cross_entropy/cross_entropy_options_cuda.cu. */
 #include "nn/losses/cross_entropy/cross_entropy_options.h"
+#include "nn/loss_backends.h"
 
 static fn_status check_smoothed(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
                                 const fn_ce_smoothing *s, const fn_tensor *loss,
@@ -17,6 +18,7 @@ static fn_status check_smoothed(fn_context *ctx, const fn_tensor *logits, const 
     if (dlogits)
         FN_TRY(fn_tensor_check_on(dlogits, "dlogits", logits->device, logits->rows,
                                   logits->cols));
+    FN_TRY(fn_loss_check_weights(logits, s->row_weights, NULL));
     if (!(s->eps >= 0.0f && s->eps <= 1.0f))
         return fn_fail(FN_ERR_INVALID, "label_smoothing %g: expected 0 to 1", (double)s->eps);
     return FN_OK;

@@ -6,7 +6,10 @@
  * mean's normaliser, torch's):
  *   loss = sum_n [ (1 - eps) w[y_n] (-lp[y_n]) + (eps / C) sum_c w[c] (-lp[c]) ] / W
  *   dx_n = [ (1 - eps) w[y_n] (p - onehot(y_n)) + (eps / C) (sum_c w[c] p - w) ] / W,
- * p = softmax(x_n). Without weights and smoothing it is fn_cross_entropy_loss
+ * p = softmax(x_n). With sample weights r_n (row_weights) each row's
+ * bracket is multiplied by r_n and W = sum_n r_n w[y_n]: PyTorch's
+ * reduction='none' losses l_n summed as sum(r l) / sum(r w[y]).
+ * Without weights and smoothing it is fn_cross_entropy_loss
  * (src/nn/losses/cross_entropy/cross_entropy_kind.c takes that one then, bit for bit as before).
  * CPU: src/nn/losses/cross_entropy/cross_entropy_options_cpu.c; CUDA:
  * kernels/nn/losses/cross_entropy/cross_entropy_options_cuda.cu, whose kernels take the weights by
@@ -32,10 +35,14 @@ typedef struct fn_cross_entropy_options {
     float label_smoothing;        /* [0, 1]; 0 */
 } fn_cross_entropy_options;
 
-/* The weights (NULL: none) and smoothing of one call. */
+/* The weights (NULL: none) and smoothing of one call, and the rows'
+ * sample weights r (fn_loss_targets.weights): row n counts r_n times in
+ * both sums, loss = sum_n r_n [...] / sum_n r_n w[y_n] (the CPU only; the
+ * GPU refuses them). */
 typedef struct fn_ce_smoothing {
     const float *weights; /* [cols] or NULL */
     float eps;
+    const float *row_weights; /* [rows] in host memory, or NULL: every row 1 */
 } fn_ce_smoothing;
 
 /* The loss into loss [1, 1], dlogits (may be NULL) assigned; labels on the

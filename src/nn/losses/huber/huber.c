@@ -16,14 +16,16 @@ static fn_status check_huber(fn_context *ctx, const fn_tensor *pred, const fn_te
 }
 
 fn_status fn_huber_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                        float delta, fn_tensor *loss, fn_tensor *dpred)
+                        float delta, const float *weights, fn_tensor *loss, fn_tensor *dpred)
 {
     fn_status st = check_huber(ctx, pred, target, delta, loss, dpred);
+    if (st == FN_OK)
+        st = fn_loss_check_weights(pred, weights, NULL);
     if (st != FN_OK) {
         fn_error_prefix("huber loss: ");
         return st;
     }
     if (pred->device == FN_CUDA)
         return fn_cuda_huber_loss(ctx, pred, target, delta, loss, dpred);
-    return fn_cpu_huber_loss(pred, target, delta, loss, dpred);
+    return fn_cpu_huber_loss(pred, target, delta, weights, loss, dpred);
 }

@@ -24,12 +24,14 @@ typedef struct fn_huber_options {
 
 extern const fn_loss_kind fn_huber_kind;
 
+/* weights: per-row sample weights [rows] in host memory, or NULL
+ * (fn_loss_targets.weights: sum_n w_n sum_c l / (sum_n w_n * cols); CPU only). */
 fn_status fn_huber_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                        float delta, fn_tensor *loss, fn_tensor *dpred);
+                        float delta, const float *weights, fn_tensor *loss, fn_tensor *dpred);
 
 /* The halves, arguments checked by fn_huber_loss. */
 fn_status fn_cpu_huber_loss(const fn_tensor *pred, const fn_tensor *target, float delta,
-                            fn_tensor *loss, fn_tensor *dpred);
+                            const float *weights, fn_tensor *loss, fn_tensor *dpred);
 fn_status fn_cuda_huber_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                              float delta, fn_tensor *loss, fn_tensor *dpred);
 /* The value's partial sums for a loss tally (loss_kind.h, partials). */

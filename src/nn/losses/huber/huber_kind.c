@@ -19,7 +19,7 @@ static fn_status huber_read(fn_context *ctx, const void *options, const fn_tenso
                             float *value, int *correct)
 {
     *correct = 0;
-    FN_TRY(fn_huber_loss(ctx, pred, t->values, delta_of(options), loss, dpred));
+    FN_TRY(fn_huber_loss(ctx, pred, t->values, delta_of(options), t->weights, loss, dpred));
     return fn_tensor_download(loss, value, 1);
 }
 

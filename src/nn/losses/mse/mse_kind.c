@@ -11,7 +11,7 @@ static fn_status mse_read(fn_context *ctx, const void *options, const fn_tensor 
 {
     (void)options;
     *correct = 0;
-    FN_TRY(fn_mse_loss(ctx, pred, t->values, loss, dpred));
+    FN_TRY(fn_mse_loss_weighted(ctx, pred, t->values, t->weights, loss, dpred));
     return fn_tensor_download(loss, value, 1);
 }
 
