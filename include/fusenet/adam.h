@@ -17,6 +17,8 @@
 #ifndef FUSENET_ADAM_H
 #define FUSENET_ADAM_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
@@ -33,27 +35,27 @@ typedef struct fn_adam_config {
 
 /* torch's defaults: betas (0.9, 0.999), eps 1e-8, weight_decay 0 (Adam) or
  * 1e-2 (AdamW). */
-fn_adam_config fn_adam_config_default(float lr, int decoupled);
+FN_API fn_adam_config fn_adam_config_default(float lr, int decoupled);
 /* FN_ERR_INVALID with a message naming the offending option. */
-fn_status fn_adam_config_check(const fn_adam_config *cfg);
+FN_API fn_status fn_adam_config_check(const fn_adam_config *cfg);
 
 /* One tensor's update at step t >= 1: the primitive both backends
  * implement. exp_avg and exp_avg_sq (value's shape) are read and written;
  * at t = 1 they must hold zeros, as a new optimiser's do. It writes value
  * only: where the parameter's bf16 copy is kept (param.h), call
  * fn_param_refresh_bf16 after. */
-fn_status fn_adam_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                         fn_tensor *exp_avg, fn_tensor *exp_avg_sq, const fn_adam_config *cfg,
-                         long long t);
+FN_API fn_status fn_adam_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                                fn_tensor *exp_avg, fn_tensor *exp_avg_sq, const fn_adam_config *cfg,
+                                long long t);
 
 /* An optimiser over params (borrowed; they must outlive it), named "adamw"
  * when cfg->decoupled, else "adam"; fn_optimizer_destroy frees it. Its
  * state starts at zero; setting the step count to 0 zeroes it again at the
  * next step. */
-fn_status fn_adam_create(fn_optimizer **opt, fn_context *ctx, fn_param *const *params,
-                         int n_params, const fn_adam_config *cfg);
+FN_API fn_status fn_adam_create(fn_optimizer **opt, fn_context *ctx, fn_param *const *params,
+                                int n_params, const fn_adam_config *cfg);
 /* The optimiser's config (lr as set_lr left it); NULL for another kind. */
-const fn_adam_config *fn_adam_get_config(const fn_optimizer *opt);
+FN_API const fn_adam_config *fn_adam_get_config(const fn_optimizer *opt);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef FUSENET_BINDING_H
 #define FUSENET_BINDING_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/status.h"
@@ -17,11 +19,11 @@ extern "C" {
 /* *value = the constant `name` ("FN_ERR_IO", "FN_DATA_LABELS", "FN_CUDA",
  * "FN_COMM_WORLD", "FN_TRAIN_DONE", ...) of a public header;
  * FN_ERR_INVALID naming it when the library has no such constant. */
-fn_status fn_binding_constant(const char *name, long long *value);
+FN_API fn_status fn_binding_constant(const char *name, long long *value);
 
 /* sizeof the public struct `name` ("fn_trainer_options", "fn_train_epoch",
  * ...), or 0 when the library has no such struct. */
-size_t fn_binding_struct_size(const char *name);
+FN_API size_t fn_binding_struct_size(const char *name);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
 #ifndef FUSENET_BLOCK_H
 #define FUSENET_BLOCK_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
 #include "fusenet/layer_kind.h"
@@ -37,32 +39,32 @@ typedef struct fn_block_config {
  * divides `width` and leaves each group at least 2 channels (8 for 64, 6
  * for 30, 5 for 100, 4 for 8, 3 for 6, 1 for 7 or another prime); 1
  * when none does. */
-int fn_block_auto_groups(int width);
+FN_API int fn_block_auto_groups(int width);
 
 /* PyTorch's defaults for the given sizes. */
-fn_block_config fn_block_config_default(int in_features, int out_features, int groups);
+FN_API fn_block_config fn_block_config_default(int in_features, int out_features, int groups);
 
 /* Creates a block for batches of up to max_batch rows, initialised as
  * PyTorch does: weight, bias ~ U(-1/sqrt(in), 1/sqrt(in)) drawn from rng
  * (weight first, then bias), gamma = 1, beta = 0. */
-fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_config *cfg,
-                          int max_batch, fn_rng *rng);
+FN_API fn_status fn_block_create(fn_layer **layer, fn_context *ctx, const fn_block_config *cfg,
+                                 int max_batch, fn_rng *rng);
 
 /* The configuration of a block layer; FN_ERR_INVALID if l is not a block. */
-fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
+FN_API fn_status fn_block_get_config(const fn_layer *l, fn_block_config *cfg);
 
 /* The bytes a block allocated besides its parameters and gradients: its
  * caches at max_batch and its backend's workspace, less the bfloat16 copy
  * of its weight in bf16 mode (fn_block_weight_copy_bytes); 0 for another
  * layer. */
-size_t fn_block_buffer_bytes(const fn_layer *l);
+FN_API size_t fn_block_buffer_bytes(const fn_layer *l);
 /* The bytes of that copy (bf16 mode on the GPU; else 0). */
-size_t fn_block_weight_copy_bytes(const fn_layer *l);
+FN_API size_t fn_block_weight_copy_bytes(const fn_layer *l);
 
 /* Their entries in the registry of layer kinds: the block, and the block
  * with its identity skip (residual_kind.c). */
-extern const fn_layer_kind fn_block_kind;
-extern const fn_layer_kind fn_residual_kind;
+FN_API extern const fn_layer_kind fn_block_kind;
+FN_API extern const fn_layer_kind fn_residual_kind;
 
 #ifdef __cplusplus
 }

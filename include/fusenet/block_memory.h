@@ -14,6 +14,8 @@
 #ifndef FUSENET_BLOCK_MEMORY_H
 #define FUSENET_BLOCK_MEMORY_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/block.h"
 
 #ifdef __cplusplus
@@ -38,12 +40,12 @@ typedef struct fn_block_memory {
 
 /* The floats of fn_block_memory.scratch for `rows` rows on ctx (0 on the
  * CPU); 0 with a message for bad sizes. */
-size_t fn_block_memory_scratch_floats(fn_context *ctx, const fn_block_config *cfg, int rows);
+FN_API size_t fn_block_memory_scratch_floats(fn_context *ctx, const fn_block_config *cfg, int rows);
 
 /* y [rows, out] = 2 leaky_relu(group_norm(x W^T + b)), leaving z, mean and
  * rstd for backward. cfg->forward_only is ignored. */
-fn_status fn_block_memory_forward(fn_context *ctx, const fn_block_config *cfg, int rows,
-                                  const fn_block_memory *m, float *y);
+FN_API fn_status fn_block_memory_forward(fn_context *ctx, const fn_block_config *cfg, int rows,
+                                         const fn_block_memory *m, float *y);
 
 /* From dy [rows, out] and what forward left in m (unchanged since):
  * dz [rows, out] (the caller's workspace, overwritten), dx [rows, in]
@@ -51,9 +53,9 @@ fn_status fn_block_memory_forward(fn_context *ctx, const fn_block_config *cfg, i
  * [out, in], dbias, dgamma, dbeta [out] assigned too, as a layer's
  * backward assigns a gradient whose grad_beta is 0 (param.h): their old
  * contents are never read, so they need no zeroing. */
-fn_status fn_block_memory_backward(fn_context *ctx, const fn_block_config *cfg, int rows,
-                                   const fn_block_memory *m, const float *dy, float *dz, float *dx,
-                                   float *dweight, float *dbias, float *dgamma, float *dbeta);
+FN_API fn_status fn_block_memory_backward(fn_context *ctx, const fn_block_config *cfg, int rows,
+                                          const fn_block_memory *m, const float *dy, float *dz, float *dx,
+                                          float *dweight, float *dbias, float *dgamma, float *dbeta);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,8 @@
 #ifndef FUSENET_CHECKPOINT_H
 #define FUSENET_CHECKPOINT_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
 #include "fusenet/optimizer.h"
@@ -32,29 +34,29 @@ extern "C" {
 #define FN_CHECKPOINT_VERSION 2 /* written; 1 and 2 are read */
 
 /* opt must optimise net's parameters, in net's order. */
-fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
-                             const fn_train_state *state, const char *config_text);
+FN_API fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
+                                    const fn_train_state *state, const char *config_text);
 
 /* The same with the run's input standardisation (norm NULL: none), as the
  * group `/input_norm` of weights files (input_norm.h); fn_input_norm_load
  * reads it back. */
-fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
-                                  const fn_train_state *state, const fn_input_norm *norm,
-                                  const char *config_text);
+FN_API fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
+                                         const fn_train_state *state, const fn_input_norm *norm,
+                                         const char *config_text);
 
 /* The same with the run's provenance (provenance.h) as the group
  * `/provenance` (prov NULL: none). */
-fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
-                                             fn_optimizer *opt, const fn_train_state *state,
-                                             const fn_input_norm *norm, const fn_provenance *prov,
-                                             const char *config_text);
+FN_API fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
+                                                    fn_optimizer *opt, const fn_train_state *state,
+                                                    const fn_input_norm *norm, const fn_provenance *prov,
+                                                    const char *config_text);
 /* Restores net's values, opt's state and step count, and *state. The net
  * must have the checkpoint's layers, opt the kind (name) and configuration
  * it was written with (a state kind it keeps must be in the file, and a
  * state kind in the file it must keep: FN_ERR_INVALID "... does not keep"
  * rather than dropping it). */
-fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
-                             fn_train_state *state);
+FN_API fn_status fn_checkpoint_load(const char *path, fn_net *net, fn_optimizer *opt,
+                                    fn_train_state *state);
 
 #ifdef __cplusplus
 }

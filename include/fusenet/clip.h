@@ -11,6 +11,8 @@
 #ifndef FUSENET_CLIP_H
 #define FUSENET_CLIP_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/param.h"
 #include "fusenet/tensor.h"
 
@@ -24,20 +26,20 @@ typedef struct fn_clip fn_clip; /* opaque: the parameters, max_norm, the device'
 
 /* A clipper of params' gradients (borrowed; they must outlive it) to
  * max_norm > 0, on ctx's device. */
-fn_status fn_clip_create(fn_clip **clip, fn_context *ctx, fn_param *const *params, int n_params,
-                         float max_norm);
+FN_API fn_status fn_clip_create(fn_clip **clip, fn_context *ctx, fn_param *const *params, int n_params,
+                                float max_norm);
 /* The global norm of the gradients as they are now, and the scaling. */
-fn_status fn_clip_apply(fn_clip *clip);
+FN_API fn_status fn_clip_apply(fn_clip *clip);
 /* The norm, before scaling, of the last fn_clip_apply (on the GPU this
  * waits for it); NaN before the first. */
-fn_status fn_clip_last_norm(fn_clip *clip, double *norm);
-int fn_clip_applied(const fn_clip *clip); /* fn_clip_apply has run */
-void fn_clip_destroy(fn_clip *clip);      /* NULL is fine */
+FN_API fn_status fn_clip_last_norm(fn_clip *clip, double *norm);
+FN_API int fn_clip_applied(const fn_clip *clip); /* fn_clip_apply has run */
+FN_API void fn_clip_destroy(fn_clip *clip);      /* NULL is fine */
 
 /* All of it in one call: clips params' gradients to max_norm and gives the
  * norm before clipping. */
-fn_status fn_clip_grad_norm(fn_context *ctx, fn_param *const *params, int n_params,
-                            float max_norm, double *norm);
+FN_API fn_status fn_clip_grad_norm(fn_context *ctx, fn_param *const *params, int n_params,
+                                   float max_norm, double *norm);
 
 #ifdef __cplusplus
 }

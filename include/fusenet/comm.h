@@ -37,6 +37,8 @@
 #ifndef FUSENET_COMM_H
 #define FUSENET_COMM_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/tensor.h"
@@ -63,32 +65,32 @@ typedef enum fn_comm_scope {
 
 /* A communicator for ctx's device (borrowed; must outlive it). A GPU
  * context in an MPI world of a build without NCCL is an error saying so. */
-fn_status fn_comm_create(fn_comm **comm, fn_context *ctx, fn_comm_scope scope);
-void fn_comm_destroy(fn_comm *comm); /* NULL is fine */
+FN_API fn_status fn_comm_create(fn_comm **comm, fn_context *ctx, fn_comm_scope scope);
+FN_API void fn_comm_destroy(fn_comm *comm); /* NULL is fine */
 
-int fn_comm_rank(const fn_comm *comm);
-int fn_comm_size(const fn_comm *comm);
+FN_API int fn_comm_rank(const fn_comm *comm);
+FN_API int fn_comm_size(const fn_comm *comm);
 /* 1: the single-process backend (nothing to sum, plain training). */
-int fn_comm_is_single(const fn_comm *comm);
-const char *fn_comm_name(const fn_comm *comm); /* "single", "mpi", "nccl" */
+FN_API int fn_comm_is_single(const fn_comm *comm);
+FN_API const char *fn_comm_name(const fn_comm *comm); /* "single", "mpi", "nccl" */
 
 /* Sums tensors[0..n) in place across the ranks, started now (see above);
  * *ticket names the sums for fn_comm_sum_wait. */
-fn_status fn_comm_sum_start(fn_comm *comm, fn_tensor *const *tensors, int n, int *ticket);
-fn_status fn_comm_sum_wait(fn_comm *comm, int ticket);
-fn_status fn_comm_settle(fn_comm *comm);
+FN_API fn_status fn_comm_sum_start(fn_comm *comm, fn_tensor *const *tensors, int n, int *ticket);
+FN_API fn_status fn_comm_sum_wait(fn_comm *comm, int ticket);
+FN_API fn_status fn_comm_settle(fn_comm *comm);
 
 /* values[0..n) summed over the ranks in place, in rank order (so every rank
  * gets the same bits). */
-fn_status fn_comm_sum_doubles(fn_comm *comm, double *values, int n);
+FN_API fn_status fn_comm_sum_doubles(fn_comm *comm, double *values, int n);
 /* *flag becomes 1 on every rank when it was non-zero on any. */
-fn_status fn_comm_any(fn_comm *comm, int *flag);
+FN_API fn_status fn_comm_any(fn_comm *comm, int *flag);
 /* *same = 1 when every rank passed the same value, else 0 on every rank. */
-fn_status fn_comm_same(fn_comm *comm, uint64_t value, int *same);
+FN_API fn_status fn_comm_same(fn_comm *comm, uint64_t value, int *same);
 
 /* t *= factor on t's device, on ctx's stream (a rank's share of a loss
  * gradient: its rows over the global batch's). */
-fn_status fn_comm_scale(fn_context *ctx, fn_tensor *t, float factor);
+FN_API fn_status fn_comm_scale(fn_context *ctx, fn_tensor *t, float factor);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #ifndef FUSENET_CONFIG_H
 #define FUSENET_CONFIG_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,22 +31,22 @@ extern "C" {
 typedef struct fn_config fn_config;
 
 /* Reads and checks a config file. On failure *cfg is NULL. */
-fn_status fn_config_load(fn_config **cfg, const char *path);
+FN_API fn_status fn_config_load(fn_config **cfg, const char *path);
 /* The same from INI text a program holds ("" for every default): `name`
  * stands for the file in messages ("name:3: train.lr: ...") and in the
  * default [output] dir (runs/<name's stem>); paths are relative to the
  * current directory. On failure *cfg is NULL. */
-fn_status fn_config_parse(fn_config **cfg, const char *name, const char *text);
+FN_API fn_status fn_config_parse(fn_config **cfg, const char *name, const char *text);
 /* Applies "section.key=value" (the argument of --set) with the same checks. */
-fn_status fn_config_set(fn_config *cfg, const char *assignment);
+FN_API fn_status fn_config_set(fn_config *cfg, const char *assignment);
 /* A memory set (memory_set.h) for [data] train or valid (`which`: "train"
  * or "valid") in place of a file, which must then not be given. The set
  * is borrowed: it must outlive every trainer made from cfg. Call before
  * fn_config_finish. */
-fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set);
+FN_API fn_status fn_config_use_memory_set(fn_config *cfg, const char *which, const fn_memory_set *set);
 /* The checks that involve several keys and the required keys; call after the
  * last fn_config_set. Resolves paths against cfg->dir. */
-fn_status fn_config_finish(fn_config *cfg);
+FN_API fn_status fn_config_finish(fn_config *cfg);
 /* After fn_config_finish: the i-th thing the user should know that is no
  * error (one line, no newline; a program prints it), NULL past the last.
  * One kind so far: a key of the file that applies only to another
@@ -52,16 +54,16 @@ fn_status fn_config_finish(fn_config *cfg);
  * applies to optimizer = sgd only; ignored, as --set train.optimizer=adam
  * chose adam"); given by --set, or with the optimiser chosen in the file,
  * such a key is an error. */
-const char *fn_config_notice(const fn_config *cfg, int i);
-void fn_config_destroy(fn_config *cfg); /* NULL is fine */
+FN_API const char *fn_config_notice(const fn_config *cfg, int i);
+FN_API void fn_config_destroy(fn_config *cfg); /* NULL is fine */
 /* The value of "section.key" as a config file would give it ("20",
  * "true", "block 128, block 128, linear 10", a resolved path after
  * fn_config_finish; "" for a path not set), in value (cap bytes, the
  * terminating zero included). FN_ERR_INVALID for an unknown key or a value
  * longer than cap. */
-fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap);
+FN_API fn_status fn_config_get(const fn_config *cfg, const char *key, char *value, size_t cap);
 /* Whether section.name was set, in the file or by --set (not a default). */
-int fn_config_given(const fn_config *cfg, const char *section, const char *name);
+FN_API int fn_config_given(const fn_config *cfg, const char *section, const char *name);
 
 /* The keys one by one (0 <= i < fn_config_n_keys()), to compare the
  * configs of the processes of one run: key i's "[section] name" into name
@@ -74,29 +76,29 @@ int fn_config_given(const fn_config *cfg, const char *section, const char *name)
  * device it resolved to) and the paths ([data] train and valid, [model]
  * init, [output] dir: a node's copy of a file may sit elsewhere; a caller
  * compares the files' contents). */
-int fn_config_n_keys(void);
-int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
-                       size_t value_cap);
+FN_API int fn_config_n_keys(void);
+FN_API int fn_config_key_text(const fn_config *cfg, int i, char *name, size_t name_cap, char *value,
+                              size_t value_cap);
 
 /* Key i's section ("train") and name ("lr"), NULL when i is out of range;
  * and where cfg's value came from: the line of the config file (> 0), or
  * 0 with *assignment the --set argument that gave it, or 0 with
  * *assignment NULL: the default. */
-const char *fn_config_key_section(int i);
-const char *fn_config_key_name(int i);
-int fn_config_key_origin(const fn_config *cfg, int i, const char **assignment);
+FN_API const char *fn_config_key_section(int i);
+FN_API const char *fn_config_key_name(int i);
+FN_API int fn_config_key_origin(const fn_config *cfg, int i, const char **assignment);
 /* The resolved configuration as INI text: every key under its section,
  * with its value as fn_config_get gives it and, when `sources` is 1, a
  * comment saying where it came from ("; default", "; config.ini:12",
  * "; --set train.lr=0.1"). Call after fn_config_finish; *text is
  * malloc'ed (the caller frees it). */
-fn_status fn_config_resolved_text(const fn_config *cfg, int sources, char **text);
+FN_API fn_status fn_config_resolved_text(const fn_config *cfg, int sources, char **text);
 /* Parses a [model] layers value ("block 128, block 128, linear 10"): each
  * item is a kind's name (layer_kind.h) and its arguments, and may end in a
  * repetition "x N" ("residual 64 x 16": 16 such layers, N from 1 to 4096).
  * On success
  * *layers is malloc'ed; the message names the item on failure. */
-fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers);
+FN_API fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *n_layers);
 
 /* The network of cfg's [model] for inputs of in_features columns: its
  * layers with groups, eps and negative_slope, initialised from [train]
@@ -104,7 +106,7 @@ fn_status fn_config_parse_layers(const char *text, fn_layer_spec **layers, int *
  * With [model] init, each layer takes the file's eps and negative_slope
  * where the config does not set them; where it does and they differ, it
  * fails naming both (the values themselves are loaded by fn_weights_load). */
-fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
+FN_API fn_status fn_model_build(fn_net **net, fn_context *ctx, const fn_config *cfg, int in_features);
 
 #ifdef __cplusplus
 }

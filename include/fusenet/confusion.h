@@ -10,6 +10,8 @@
 #ifndef FUSENET_CONFUSION_H
 #define FUSENET_CONFUSION_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/status.h"
@@ -26,18 +28,18 @@ typedef struct fn_class_scores {
 } fn_class_scores;
 
 /* A matrix of classes x classes counts, all 0 (at most 65536 classes). */
-fn_status fn_confusion_create(fn_confusion **c, int classes);
-void fn_confusion_destroy(fn_confusion *c); /* NULL is fine */
+FN_API fn_status fn_confusion_create(fn_confusion **c, int classes);
+FN_API void fn_confusion_destroy(fn_confusion *c); /* NULL is fine */
 /* n rows: their labels and predicted classes, each in [0, classes). */
-fn_status fn_confusion_add(fn_confusion *c, int n, const int32_t *labels,
-                           const int32_t *predicted);
-int fn_confusion_classes(const fn_confusion *c);
+FN_API fn_status fn_confusion_add(fn_confusion *c, int n, const int32_t *labels,
+                                  const int32_t *predicted);
+FN_API int fn_confusion_classes(const fn_confusion *c);
 /* Rows labelled `label` and predicted `predicted`. */
-long long fn_confusion_count(const fn_confusion *c, int label, int predicted);
+FN_API long long fn_confusion_count(const fn_confusion *c, int label, int predicted);
 /* Class k's scores. */
-fn_class_scores fn_confusion_scores(const fn_confusion *c, int k);
+FN_API fn_class_scores fn_confusion_scores(const fn_confusion *c, int k);
 /* The averages over the classes: macro (weighted = 0) or by support. */
-fn_class_scores fn_confusion_average(const fn_confusion *c, int weighted);
+FN_API fn_class_scores fn_confusion_average(const fn_confusion *c, int weighted);
 
 #ifdef __cplusplus
 }

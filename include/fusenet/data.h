@@ -29,6 +29,8 @@
 #ifndef FUSENET_DATA_H
 #define FUSENET_DATA_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,15 +77,15 @@ typedef struct fn_data fn_data; /* opaque */
 
 /* Opens and checks a file's set; it stays in host memory (a loader takes
  * batches to the device). */
-fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt);
+FN_API fn_status fn_data_open(fn_data **data, const char *path, const fn_data_options *opt);
 
 /* Opens a memory set as a set: opt's dataset names are not used (targets
  * NULL still means inputs only); its labels or values must be what opt's
  * loss needs (or, with targets_by_rank, are taken as they are), its labels
  * in [0, out_features), its columns those of opt. The memory set is
  * borrowed and must outlive the set: nothing is copied again. */
-fn_status fn_data_open_memory(fn_data **data, const fn_memory_set *set,
-                              const fn_data_options *opt);
+FN_API fn_status fn_data_open_memory(fn_data **data, const fn_memory_set *set,
+                                     const fn_data_options *opt);
 
 /* Where a set's rows come from: a file or a memory set, one of the two. */
 typedef struct fn_data_source {
@@ -92,43 +94,43 @@ typedef struct fn_data_source {
 } fn_data_source;
 
 /* fn_data_open or fn_data_open_memory, as the source says. */
-fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
-                              const fn_data_options *opt);
-void fn_data_close(fn_data *data); /* NULL is fine */
+FN_API fn_status fn_data_open_source(fn_data **data, const fn_data_source *source,
+                                     const fn_data_options *opt);
+FN_API void fn_data_close(fn_data *data); /* NULL is fine */
 /* The rows of dataset opt->inputs in the file at path, its shape checked
  * as fn_data_open checks it (of opt, only inputs and inputs_key are
  * read), without reading a row: to size batches before the set is
  * opened. */
-fn_status fn_data_count_rows(const char *path, const fn_data_options *opt, int64_t *rows);
+FN_API fn_status fn_data_count_rows(const char *path, const fn_data_options *opt, int64_t *rows);
 
-int64_t fn_data_rows(const fn_data *data);
-int fn_data_in_features(const fn_data *data);
-long long fn_data_batches(const fn_data *data); /* per epoch */
+FN_API int64_t fn_data_rows(const fn_data *data);
+FN_API int fn_data_in_features(const fn_data *data);
+FN_API long long fn_data_batches(const fn_data *data); /* per epoch */
 /* Rows per slab; equal to the number of rows when the set is held whole. */
-int64_t fn_data_slab_rows(const fn_data *data);
+FN_API int64_t fn_data_slab_rows(const fn_data *data);
 
-int fn_data_batch_size(const fn_data *data);
-int fn_data_out_features(const fn_data *data); /* classes, or target columns (mse) */
+FN_API int fn_data_batch_size(const fn_data *data);
+FN_API int fn_data_out_features(const fn_data *data); /* classes, or target columns (mse) */
 /* The host memory the set holds while open: one slab of rows and targets
  * (the whole set when it fits the budget) and its shuffle orders. */
-size_t fn_data_host_bytes(const fn_data *data);
+FN_API size_t fn_data_host_bytes(const fn_data *data);
 
 /* Whether the set's rows carry sample weights (a memory set's,
  * fn_memory_set_weights; an HDF5 file's never do). */
-int fn_data_has_weights(const fn_data *data);
+FN_API int fn_data_has_weights(const fn_data *data);
 
 /* What a batch's targets are: target_kind, or by rank (targets_by_rank). */
-fn_data_targets fn_data_target_kind(const fn_data *data);
-const char *fn_data_path(const fn_data *data); /* the file, as opened */
+FN_API fn_data_targets fn_data_target_kind(const fn_data *data);
+FN_API const char *fn_data_path(const fn_data *data); /* the file, as opened */
 /* How the set's targets were read, when other than as declared: values
  * [N] for one mse output as [N, 1]; class labels [N, 1] as [N]; float
  * labels, every one a whole number; one-hot rows [N, classes] (docs/data.md).
  * One line naming the file and dataset into text (cap bytes); "" when the
  * targets were read as declared. For a program to show the user. */
-void fn_data_reading(const fn_data *data, char *text, size_t cap);
+FN_API void fn_data_reading(const fn_data *data, char *text, size_t cap);
 
 /* Positions the set at batch `step` of epoch `epoch` (0-based). */
-fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
+FN_API fn_status fn_data_seek(fn_data *data, long long epoch, long long step);
 
 /* The next batch of the current epoch (rows == 0 after the last one) as
  * rows of the slab in host memory, which fn_batch_rows_gather copies out
@@ -147,9 +149,9 @@ typedef struct fn_batch_rows {
 } fn_batch_rows;
 
 /* The rows a slab holds at most (every row when the set is one slab). */
-int64_t fn_data_slab_capacity(const fn_data *data);
+FN_API int64_t fn_data_slab_capacity(const fn_data *data);
 
-fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
+FN_API fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
 
 /* Per input column, over every row of the set in file order, slab by slab,
  * in float64 (the float32 values the network sees): mean[j], the standard
@@ -161,14 +163,14 @@ fn_status fn_data_next_rows(fn_data *data, fn_batch_rows *rows);
  * and deviation are weighted, a row of weight k counting as k copies of
  * it (the range, for constant, is over every row). For `[data]
  * standardize` (input_norm.h). */
-fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
+FN_API fn_status fn_data_column_stats(fn_data *data, double *mean, double *std, int *constant);
 /* The same for the target columns of a set of values (mse; fn_data_out_features
  * entries each), for `[data] standardize_targets`. */
-fn_status fn_data_target_stats(fn_data *data, double *mean, double *std, int *constant);
+FN_API fn_status fn_data_target_stats(fn_data *data, double *mean, double *std, int *constant);
 /* For a set of class labels: used[c] = 1 when some row is labelled c, else
  * 0, for each of the fn_data_out_features classes (a network's outputs
  * that no row asks for). Read as fn_data_column_stats reads. */
-fn_status fn_data_labels_used(fn_data *data, unsigned char *used);
+FN_API fn_status fn_data_labels_used(fn_data *data, unsigned char *used);
 
 /* What the set is, to compare the sets of several processes: its
  * datasets' names, shapes and stored types into text ("'X' [1437, 64]
@@ -178,14 +180,14 @@ fn_status fn_data_labels_used(fn_data *data, unsigned char *used);
  * open reads and checks every value (docs/formats.md gives the function;
  * it does not depend on how the set is split into slabs), so nothing is
  * read again; the position in the epoch is kept. */
-fn_status fn_data_fingerprint(fn_data *data, char *text, size_t cap, uint64_t *checksum);
+FN_API fn_status fn_data_fingerprint(fn_data *data, char *text, size_t cap, uint64_t *checksum);
 
 /* Copies rows [begin, end) of the batch to the same rows of x [rows, in],
  * labels [rows], target [rows, out] and index [rows] (file row numbers);
  * labels and target are written when the set has them. Reads only, so
  * threads may gather disjoint ranges of one batch at once. */
-void fn_batch_rows_gather(const fn_batch_rows *rows, int begin, int end, float *x,
-                          int32_t *labels, float *target, int64_t *index);
+FN_API void fn_batch_rows_gather(const fn_batch_rows *rows, int begin, int end, float *x,
+                                 int32_t *labels, float *target, int64_t *index);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef FUSENET_DENSE_H
 #define FUSENET_DENSE_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
 #include "fusenet/layer_kind.h"
@@ -21,17 +23,17 @@ typedef enum fn_activation { FN_ACTIVATION_RELU, FN_ACTIVATION_GELU, FN_ACTIVATI
 /* Creates a dense layer for batches of up to max_batch rows, initialised as
  * nn.Linear: weight, bias ~ U(-1/sqrt(in), 1/sqrt(in)) from rng, weight
  * first. forward_only: no gradients and no backward caches. */
-fn_status fn_dense_create(fn_layer **layer, fn_context *ctx, fn_activation act, int in_features,
-                          int out_features, int max_batch, fn_rng *rng, int forward_only);
+FN_API fn_status fn_dense_create(fn_layer **layer, fn_context *ctx, fn_activation act, int in_features,
+                                 int out_features, int max_batch, fn_rng *rng, int forward_only);
 
 /* The bytes a dense layer allocated besides its parameters and gradients:
  * its caches z and dz at max_batch and its product's workspace; 0 for
  * another layer. */
-size_t fn_dense_buffer_bytes(const fn_layer *l);
+FN_API size_t fn_dense_buffer_bytes(const fn_layer *l);
 
 /* Their entries in the registry of layer kinds. */
-extern const fn_layer_kind fn_relu_kind;
-extern const fn_layer_kind fn_gelu_kind;
+FN_API extern const fn_layer_kind fn_relu_kind;
+FN_API extern const fn_layer_kind fn_gelu_kind;
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #ifndef FUSENET_DEVICE_H
 #define FUSENET_DEVICE_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/status.h"
@@ -30,30 +32,30 @@ enum { FN_MATH_MODES = FN_MATH_BF16 + 1 };
 typedef struct fn_context fn_context; /* opaque */
 
 /* Number of usable CUDA devices; 0 when there is no GPU or no driver. */
-int fn_cuda_device_count(void);
+FN_API int fn_cuda_device_count(void);
 
 /* Creates a context. For FN_CUDA, `gpu` selects the device (0-based); a
  * missing GPU is FN_ERR_NODEV with a message saying so. */
-fn_status fn_context_create(fn_context **ctx, fn_device device, int gpu, fn_math math);
-void fn_context_destroy(fn_context *ctx); /* NULL is fine */
+FN_API fn_status fn_context_create(fn_context **ctx, fn_device device, int gpu, fn_math math);
+FN_API void fn_context_destroy(fn_context *ctx); /* NULL is fine */
 
-fn_device fn_context_device(const fn_context *ctx);
-fn_math fn_context_math(const fn_context *ctx);
+FN_API fn_device fn_context_device(const fn_context *ctx);
+FN_API fn_math fn_context_math(const fn_context *ctx);
 
 /* What the context computes on, for people and provenance (provenance.h):
  * "cpu", or "cuda:0 NVIDIA H100 80GB HBM3" (the GPU's ordinal and name);
  * snprintf's rules. */
-void fn_context_describe(const fn_context *ctx, char *buf, size_t cap);
+FN_API void fn_context_describe(const fn_context *ctx, char *buf, size_t cap);
 
 /* The memory a run on this context can still take, in bytes: on the GPU
  * its free memory (cudaMemGetInfo); on the CPU the host's available memory
  * (MemAvailable of /proc/meminfo, else sysconf's available pages), capped
  * by RLIMIT_AS when one is set. *source names it for messages ("free GPU
  * memory", "available host memory", "RLIMIT_AS"). */
-fn_status fn_context_memory_available(const fn_context *ctx, double *bytes, const char **source);
+FN_API fn_status fn_context_memory_available(const fn_context *ctx, double *bytes, const char **source);
 
 /* Waits for all work queued on the context (a no-op on the CPU). */
-fn_status fn_context_sync(fn_context *ctx);
+FN_API fn_status fn_context_sync(fn_context *ctx);
 
 /* On the GPU: the context queues its work on `stream` (a cudaStream_t of
  * the context's GPU; 0 is the legacy default stream), another library's
@@ -69,15 +71,15 @@ fn_status fn_context_sync(fn_context *ctx);
  * stream alive while the context uses it. The context's own copies
  * (fn_tensor_upload, _download) stay ordered by its own stream only.
  * FN_ERR_INVALID on the CPU. */
-fn_status fn_context_use_stream(fn_context *ctx, void *stream);
-fn_status fn_context_own_stream(fn_context *ctx);
+FN_API fn_status fn_context_use_stream(fn_context *ctx, void *stream);
+FN_API fn_status fn_context_own_stream(fn_context *ctx);
 
-const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
-const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3", "bf16" */
+FN_API const char *fn_device_name(fn_device device); /* "cpu", "cuda" */
+FN_API const char *fn_math_name(fn_math math);       /* "fp32", "tf32", "tf32x3", "bf16" */
 /* Parses "fp32", "tf32", "tf32x3" or "bf16"; FN_ERR_INVALID otherwise. */
-fn_status fn_math_parse(const char *text, fn_math *math);
+FN_API fn_status fn_math_parse(const char *text, fn_math *math);
 /* "fp32, tf32, tf32x3 or bf16" (every mode's name) into buf; returns buf. */
-const char *fn_math_list(char *buf, size_t cap);
+FN_API const char *fn_math_list(char *buf, size_t cap);
 
 /* How a math mode computes a layer's products on the GPU, one row a mode
  * (device.c's table): the kernels and the block ask it instead of naming
@@ -92,7 +94,7 @@ typedef struct fn_math_policy {
     int transposed_dweight; /* the block's dW product reads transposes it makes first */
 } fn_math_policy;
 /* The row of a mode; every mode a context holds has one (NULL: not a mode). */
-const fn_math_policy *fn_math_policy_of(fn_math math);
+FN_API const fn_math_policy *fn_math_policy_of(fn_math math);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #ifndef FUSENET_DROPOUT_H
 #define FUSENET_DROPOUT_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
 #include "fusenet/layer_kind.h"
@@ -22,18 +24,18 @@ extern "C" {
 /* A dropout layer of `features` columns, probability p in [0, 1), for
  * batches of up to max_batch rows. Its masks are keyed by rng's seed and
  * offset, which it advances by one (so the next dropout's differ). */
-fn_status fn_dropout_create(fn_layer **layer, fn_context *ctx, int features, double p,
-                            int max_batch, fn_rng *rng, int forward_only);
+FN_API fn_status fn_dropout_create(fn_layer **layer, fn_context *ctx, int features, double p,
+                                   int max_batch, fn_rng *rng, int forward_only);
 
 /* The probability of a dropout layer; FN_ERR_INVALID for another layer. */
-fn_status fn_dropout_get_p(const fn_layer *l, double *p);
+FN_API fn_status fn_dropout_get_p(const fn_layer *l, double *p);
 
 /* The bytes a dropout layer allocated (the pass it reads on the GPU); 0
  * for another layer. */
-size_t fn_dropout_buffer_bytes(const fn_layer *l);
+FN_API size_t fn_dropout_buffer_bytes(const fn_layer *l);
 
 /* Its entry in the registry of layer kinds. */
-extern const fn_layer_kind fn_dropout_kind;
+FN_API extern const fn_layer_kind fn_dropout_kind;
 
 #ifdef __cplusplus
 }

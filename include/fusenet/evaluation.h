@@ -10,6 +10,8 @@
 #ifndef FUSENET_EVALUATION_H
 #define FUSENET_EVALUATION_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/data.h"
@@ -31,21 +33,21 @@ typedef struct fn_evaluation_result {
 } fn_evaluation_result;
 
 /* kind: FN_DATA_LABELS or FN_DATA_FLOATS; outputs: the network's columns. */
-fn_status fn_evaluation_create(fn_evaluation **eval, fn_data_targets kind, int outputs);
-void fn_evaluation_destroy(fn_evaluation *eval); /* NULL is fine */
+FN_API fn_status fn_evaluation_create(fn_evaluation **eval, fn_data_targets kind, int outputs);
+FN_API void fn_evaluation_destroy(fn_evaluation *eval); /* NULL is fine */
 
 /* n rows of the network's outputs [n, outputs] (logits, for labels) with
  * their labels [n] (each in [0, outputs)) or targets [n, outputs]. */
-fn_status fn_evaluation_add(fn_evaluation *eval, int n, const float *outputs,
-                            const int32_t *labels, const float *targets);
+FN_API fn_status fn_evaluation_add(fn_evaluation *eval, int n, const float *outputs,
+                                   const int32_t *labels, const float *targets);
 /* The figures so far; the arrays stay valid until the next add or destroy. */
-void fn_evaluation_get(const fn_evaluation *eval, fn_evaluation_result *result);
+FN_API void fn_evaluation_get(const fn_evaluation *eval, fn_evaluation_result *result);
 
 /* Row-wise softmax of x [rows, cols] in place (float64 inside, max
  * subtracted first). */
-void fn_softmax_rows(float *x, int rows, int cols);
+FN_API void fn_softmax_rows(float *x, int rows, int cols);
 /* classes[i]: the column of row i's largest value, the lower on ties. */
-void fn_argmax_rows(const float *x, int rows, int cols, int32_t *classes);
+FN_API void fn_argmax_rows(const float *x, int rows, int cols, int32_t *classes);
 
 #ifdef __cplusplus
 }

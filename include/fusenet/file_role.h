@@ -7,6 +7,8 @@
 #ifndef FUSENET_FILE_ROLE_H
 #define FUSENET_FILE_ROLE_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/status.h"
@@ -26,25 +28,25 @@ typedef enum fn_file_role {
 
 /* The role of the file at path; for FN_FILE_HDF5 the names in its root
  * group ("'X', 'y'") into datasets (cap bytes, may be 0). */
-fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap);
+FN_API fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap);
 
 /* What the file at path is, in words, for a program given the wrong file:
  * "an ONNX export", "a safetensors export", "an export's check file", "a
  * fusenet weights file", "a fusenet checkpoint", "an HDF5 data file
  * (datasets 'X', 'y')", "a text file", "a file of another kind" or "not
  * a readable file"; into out (cap bytes). Returns out. */
-const char *fn_file_describe(const char *path, char *out, size_t cap);
+FN_API const char *fn_file_describe(const char *path, char *out, size_t cap);
 
 /* What `export --info` and `predict --info` print: the provenance line of
  * a weights file or checkpoint (fn_provenance_file_summary), its text
  * escaped for a terminal; any other file (a data set, an export, a check
  * file) is refused as what it is. */
-fn_status fn_file_info(const char *path, char *line, size_t cap);
+FN_API fn_status fn_file_info(const char *path, char *line, size_t cap);
 
 /* The root attribute `format` of the HDF5 file at path ("fusenet-weights",
  * "fusenet-export-check") into format (cap bytes, cap > 0); "" when the
  * file is no readable HDF5 file or has no such text attribute. */
-void fn_file_format(const char *path, char *format, size_t cap);
+FN_API void fn_file_format(const char *path, char *format, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef FUSENET_INFERENCE_H
 #define FUSENET_INFERENCE_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/input_norm.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/net.h"
@@ -29,8 +31,8 @@ extern "C" {
  * any, are not used. A network trained on standardised targets gives
  * standardised outputs: fn_target_norm_undo (with fn_trainer_target_norm,
  * or fn_target_norm_load of its weights file) maps them back. */
-fn_status fn_infer(fn_net *net, const fn_input_norm *norm, const fn_memory_set *set,
-                   float *outputs);
+FN_API fn_status fn_infer(fn_net *net, const fn_input_norm *norm, const fn_memory_set *set,
+                          float *outputs);
 
 #ifdef __cplusplus
 }

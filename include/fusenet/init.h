@@ -8,6 +8,8 @@
 #ifndef FUSENET_INIT_H
 #define FUSENET_INIT_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/tensor.h"
@@ -24,9 +26,9 @@ typedef struct fn_rng {
 } fn_rng;
 
 /* t <- lo + (hi - lo) * u, u uniform in (0, 1], drawn from rng. */
-fn_status fn_init_uniform(fn_tensor *t, float lo, float hi, fn_rng *rng);
+FN_API fn_status fn_init_uniform(fn_tensor *t, float lo, float hi, fn_rng *rng);
 /* t <- value everywhere. */
-fn_status fn_init_constant(fn_tensor *t, float value);
+FN_API fn_status fn_init_constant(fn_tensor *t, float value);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #ifndef FUSENET_INPUT_NORM_H
 #define FUSENET_INPUT_NORM_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/data.h"
 #include "fusenet/tensor.h"
 
@@ -26,20 +28,20 @@ typedef struct fn_input_norm fn_input_norm; /* opaque */
 /* From host arrays of `features` values: every mean finite, every std
  * finite and > 0. The values are copied (to the context's device too);
  * ctx is borrowed and must outlive the norm. */
-fn_status fn_input_norm_create(fn_input_norm **norm, fn_context *ctx, int features,
-                               const float *mean, const float *std);
+FN_API fn_status fn_input_norm_create(fn_input_norm **norm, fn_context *ctx, int features,
+                                      const float *mean, const float *std);
 
 /* From a set's column statistics (the training set's). *constant (may be
  * NULL) gets how many columns are constant and so got std 1;
  * constant_list (may be NULL) the first of them, up to list_cap. */
-fn_status fn_input_norm_from_data(fn_input_norm **norm, fn_context *ctx, fn_data *data,
-                                  int *constant, int *constant_list, int list_cap);
+FN_API fn_status fn_input_norm_from_data(fn_input_norm **norm, fn_context *ctx, fn_data *data,
+                                         int *constant, int *constant_list, int list_cap);
 
 /* The `/input_norm` group of a weights file or checkpoint (read under the
  * probe, like every loader); *norm is NULL when the file has none.
  * features > 0: the datasets must have that many entries. */
-fn_status fn_input_norm_load(fn_input_norm **norm, fn_context *ctx, const char *path,
-                             int features);
+FN_API fn_status fn_input_norm_load(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                    int features);
 
 /* The statistics checked for what they do: data's first batch of rows
  * (fn_data_next_rows from the start: the file's first rows, or the first
@@ -49,18 +51,18 @@ fn_status fn_input_norm_load(fn_input_norm **norm, fn_context *ctx, const char *
  * but overflows). The failure names `source` (where the statistics came
  * from; NULL: the training set's), the data's file, the row, the column,
  * the value and the statistics. The set is back at its start. */
-fn_status fn_input_norm_check_data(const fn_input_norm *norm, fn_data *data, const char *source);
+FN_API fn_status fn_input_norm_check_data(const fn_input_norm *norm, fn_data *data, const char *source);
 
-void fn_input_norm_destroy(fn_input_norm *norm); /* NULL is fine */
+FN_API void fn_input_norm_destroy(fn_input_norm *norm); /* NULL is fine */
 
-int fn_input_norm_features(const fn_input_norm *norm);
-const float *fn_input_norm_mean(const fn_input_norm *norm); /* host [features] */
-const float *fn_input_norm_std(const fn_input_norm *norm);  /* host [features] */
+FN_API int fn_input_norm_features(const fn_input_norm *norm);
+FN_API const float *fn_input_norm_mean(const fn_input_norm *norm); /* host [features] */
+FN_API const float *fn_input_norm_std(const fn_input_norm *norm);  /* host [features] */
 
 /* x [rows, features] in place, on the norm's device (x's must be it):
  * x = (x - mean) / std. On the GPU a kernel queued on the context's
  * stream. */
-fn_status fn_input_norm_apply(const fn_input_norm *norm, fn_tensor *x);
+FN_API fn_status fn_input_norm_apply(const fn_input_norm *norm, fn_tensor *x);
 
 #ifdef __cplusplus
 }

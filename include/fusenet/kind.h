@@ -9,6 +9,8 @@
 #ifndef FUSENET_KIND_H
 #define FUSENET_KIND_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/option.h"
@@ -56,23 +58,23 @@ typedef struct fn_registry {
     int n;
 } fn_registry;
 
-int fn_registry_count(const fn_registry *r);
-const fn_kind *fn_registry_at(const fn_registry *r, int i); /* [0, count), else NULL */
+FN_API int fn_registry_count(const fn_registry *r);
+FN_API const fn_kind *fn_registry_at(const fn_registry *r, int i); /* [0, count), else NULL */
 /* The kind called name (exactly), or NULL (NULL name included). */
-const fn_kind *fn_registry_lookup(const fn_registry *r, const char *name);
+FN_API const fn_kind *fn_registry_lookup(const fn_registry *r, const char *name);
 /* The kind called name; else FN_ERR_INVALID "expected a, b or c, got
  * 'name'" (the registry's names). */
-fn_status fn_registry_find(const fn_registry *r, const char *name, const fn_kind **kind);
+FN_API fn_status fn_registry_find(const fn_registry *r, const char *name, const fn_kind **kind);
 /* The kinds for a message, "a", "a or b", "a, b or c", or with usages set
  * their items, "'block N' or 'linear N'"; cut to fit cap. Returns buf. */
-const char *fn_registry_list(const fn_registry *r, char *buf, size_t cap, int usages);
+FN_API const char *fn_registry_list(const fn_registry *r, char *buf, size_t cap, int usages);
 /* The name equal to word ignoring case ("Adam": "adam"), else word. */
-const char *fn_registry_spelling(const fn_registry *r, const char *word);
+FN_API const char *fn_registry_spelling(const fn_registry *r, const char *word);
 /* The name a mistyped word most likely meant (core/suggest.h's rule), or
  * NULL. */
-const char *fn_registry_suggest(const fn_registry *r, const char *word);
+FN_API const char *fn_registry_suggest(const fn_registry *r, const char *word);
 /* kind's option called name, or NULL (NULL kind or name included). */
-const fn_option *fn_kind_option(const fn_kind *kind, const char *name);
+FN_API const fn_option *fn_kind_option(const fn_kind *kind, const char *name);
 
 #ifdef __cplusplus
 }

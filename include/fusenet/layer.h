@@ -20,6 +20,8 @@
 #ifndef FUSENET_LAYER_H
 #define FUSENET_LAYER_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/device.h"
 #include "fusenet/param.h"
 #include "fusenet/tensor.h"
@@ -110,36 +112,36 @@ struct fn_layer {
 
 /* Checked entry points: they validate shapes, devices and the call order
  * (backward after a forward of the same batch size), then dispatch. */
-fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
+FN_API fn_status fn_layer_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y);
 /* ops->forward_unbiased with forward's checks, or forward with *bias =
  * NULL where the kind has none. */
-fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *y,
-                                    const float **bias);
-fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
+FN_API fn_status fn_layer_forward_unbiased(fn_layer *l, const fn_tensor *x, fn_tensor *y,
+                                           const float **bias);
+FN_API fn_status fn_layer_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx);
 /* ops->bf16_input(l) where the hook exists, else NULL. */
-void *fn_layer_bf16_input(fn_layer *l);
+FN_API void *fn_layer_bf16_input(fn_layer *l);
 /* ops->forward_bf16 with forward's checks (x NULL: rows from 1 to
  * max_batch and a bf16_input; y_h NULL: y [rows, out]); FN_ERR_INVALID
  * where l's ops have none. */
-fn_status fn_layer_forward_bf16(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
-                                void *y_h);
-void fn_layer_destroy(fn_layer *l); /* NULL is fine */
+FN_API fn_status fn_layer_forward_bf16(fn_layer *l, const fn_tensor *x, int rows, fn_tensor *y,
+                                       void *y_h);
+FN_API void fn_layer_destroy(fn_layer *l); /* NULL is fine */
 /* The layer's fused backward and plain SGD step (ops->backward_sgd, above),
  * with backward's checks; FN_ERR_INVALID when its ops have none. */
-fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
+FN_API fn_status fn_layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, float lr);
 /* fn_param_refresh_bf16 for each of l's parameters (param.h): what every
  * writer of their values calls after writing them; fn_layer_backward_sgd
  * does, after the updates. */
-fn_status fn_layer_refresh_bf16(fn_layer *l);
+FN_API fn_status fn_layer_refresh_bf16(fn_layer *l);
 
 /* What the following forward passes are for (fn_pass); a layer made
  * forward only is never training. Not during a CUDA graph's capture. */
-fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass);
+FN_API fn_status fn_layer_set_pass(fn_layer *l, const fn_pass *pass);
 
 /* Sets every parameter gradient to zero: for summing several backwards
  * with grad_beta 1; a step whose backward writes the gradients (grad_beta
  * 0, the default) needs no zeroing. */
-fn_status fn_layer_zero_grad(fn_layer *l);
+FN_API fn_status fn_layer_zero_grad(fn_layer *l);
 /* Frees the gradients of l's parameters (layer_grads.c), for a caller
  * whose steps never read them (plain SGD fused into backward_sgd,
  * sgd_fused.h): fn_layer_grad_bytes then counts none. fn_layer_backward
@@ -147,15 +149,15 @@ fn_status fn_layer_zero_grad(fn_layer *l);
  * backward after a release (the search for a non-finite value) works as
  * before; fn_layer_zero_grad leaves a released gradient as it is, zero
  * once restored. Not inside a CUDA graph's capture (restoring allocates). */
-void fn_layer_release_grads(fn_layer *l);
-fn_status fn_layer_restore_grads(fn_layer *l);
+FN_API void fn_layer_release_grads(fn_layer *l);
+FN_API fn_status fn_layer_restore_grads(fn_layer *l);
 /* The parameter called `name`, or NULL. */
-fn_param *fn_layer_param(fn_layer *l, const char *name);
+FN_API fn_param *fn_layer_param(fn_layer *l, const char *name);
 /* Values in the parameters (weight, bias, ...), and the bytes their values
  * and their gradients take on the layer's device. */
-long long fn_layer_param_count(const fn_layer *l);
-size_t fn_layer_param_bytes(const fn_layer *l);
-size_t fn_layer_grad_bytes(const fn_layer *l);
+FN_API long long fn_layer_param_count(const fn_layer *l);
+FN_API size_t fn_layer_param_bytes(const fn_layer *l);
+FN_API size_t fn_layer_grad_bytes(const fn_layer *l);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 #ifndef FUSENET_LAYER_KIND_H
 #define FUSENET_LAYER_KIND_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/init.h"
@@ -130,41 +132,41 @@ struct fn_layer_kind {
 };
 
 /* The registry: every kind, in the order messages list them. */
-const fn_registry *fn_layer_kinds(void);
-int fn_layer_kind_count(void);
-const fn_layer_kind *fn_layer_kind_at(int i); /* [0, count), else NULL */
+FN_API const fn_registry *fn_layer_kinds(void);
+FN_API int fn_layer_kind_count(void);
+FN_API const fn_layer_kind *fn_layer_kind_at(int i); /* [0, count), else NULL */
 
 /* The kind called name; else FN_ERR_INVALID "unknown layer kind 'conv'
  * (expected block or linear)". */
-fn_status fn_layer_kind_find(const char *name, const fn_layer_kind **kind);
+FN_API fn_status fn_layer_kind_find(const char *name, const fn_layer_kind **kind);
 /* The kind of a built layer, by its ops' kind; NULL for a layer of no
  * registered kind. */
-const fn_layer_kind *fn_layer_kind_of(const fn_layer *l);
+FN_API const fn_layer_kind *fn_layer_kind_of(const fn_layer *l);
 
 /* The known kinds for a message, "block or linear", or with usages set
  * their items, "'block N' or 'linear N'"; cut to fit cap. Returns buf. */
-const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
+FN_API const char *fn_layer_kind_list(char *buf, size_t cap, int usages);
 
 /* The width a layer of spec has after inputs of in_features columns:
  * spec->width, or in_features for a kind that keeps its input's (0). */
-int fn_layer_spec_out(const fn_layer_spec *spec, int in_features);
+FN_API int fn_layer_spec_out(const fn_layer_spec *spec, int in_features);
 /* The item of spec as text ("block 128", "dropout 0.1"), as snprintf. */
-int fn_layer_spec_format(const fn_layer_spec *spec, char *buf, size_t cap);
+FN_API int fn_layer_spec_format(const fn_layer_spec *spec, char *buf, size_t cap);
 
 /* The bytes l's kind says l allocated besides its parameters and their
  * gradients (buffer_bytes above); 0 for a kind without the hook. */
-size_t fn_layer_buffer_bytes(const fn_layer *l);
+FN_API size_t fn_layer_buffer_bytes(const fn_layer *l);
 /* The same for weight_copy_bytes; 0 for a kind without the hook. */
-size_t fn_layer_weight_copy_bytes(const fn_layer *l);
+FN_API size_t fn_layer_weight_copy_bytes(const fn_layer *l);
 
 /* A layer of spec->kind (checked entry point of its create). */
-fn_status fn_layer_create(fn_layer **layer, fn_context *ctx, int in_features,
-                          const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
-                          fn_rng *rng);
+FN_API fn_status fn_layer_create(fn_layer **layer, fn_context *ctx, int in_features,
+                                 const fn_layer_spec *spec, const fn_layer_hparams *hp, int max_batch,
+                                 fn_rng *rng);
 
 /* The parse of a kind whose one argument is its width: an integer from 1
  * to 16777216. */
-fn_status fn_layer_parse_width(const char *args, fn_layer_spec *spec);
+FN_API fn_status fn_layer_parse_width(const char *args, fn_layer_spec *spec);
 
 #ifdef __cplusplus
 }

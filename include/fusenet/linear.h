@@ -5,6 +5,8 @@
 #ifndef FUSENET_LINEAR_H
 #define FUSENET_LINEAR_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/init.h"
 #include "fusenet/layer.h"
 #include "fusenet/layer_kind.h"
@@ -15,15 +17,15 @@ extern "C" {
 
 /* Creates a linear layer for batches of up to max_batch rows, initialised as
  * nn.Linear: weight, bias ~ U(-1/sqrt(in), 1/sqrt(in)) from rng, weight first. */
-fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features,
-                           int out_features, int max_batch, fn_rng *rng);
+FN_API fn_status fn_linear_create(fn_layer **layer, fn_context *ctx, int in_features,
+                                  int out_features, int max_batch, fn_rng *rng);
 
 /* The bytes a linear layer allocated besides its parameters and gradients
  * (its backend's workspace); 0 for another layer. */
-size_t fn_linear_buffer_bytes(const fn_layer *l);
+FN_API size_t fn_linear_buffer_bytes(const fn_layer *l);
 
 /* Its entry in the registry of layer kinds. */
-extern const fn_layer_kind fn_linear_kind;
+FN_API extern const fn_layer_kind fn_linear_kind;
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,8 @@
 #ifndef FUSENET_LOADER_H
 #define FUSENET_LOADER_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/data.h"
 #include "fusenet/input_norm.h"
 #include "fusenet/tensor.h"
@@ -111,14 +113,14 @@ typedef struct fn_loader fn_loader; /* opaque */
 
 /* A loader of `data`'s batches on ctx's device; opt may be NULL (the
  * automatic mode). data and ctx are borrowed and must outlive it. */
-fn_status fn_loader_create(fn_loader **loader, fn_context *ctx, fn_data *data,
-                           const fn_loader_options *opt);
+FN_API fn_status fn_loader_create(fn_loader **loader, fn_context *ctx, fn_data *data,
+                                  const fn_loader_options *opt);
 /* Halts the thread and frees everything; NULL is fine. */
-void fn_loader_destroy(fn_loader *loader);
+FN_API void fn_loader_destroy(fn_loader *loader);
 
 /* Halts, positions the set at batch `step` of epoch `epoch` and (background)
  * starts preparing batches from there. */
-fn_status fn_loader_start(fn_loader *loader, long long epoch, long long step);
+FN_API fn_status fn_loader_start(fn_loader *loader, long long epoch, long long step);
 /* The next batch (rows == 0 after the epoch's last one, and again when
  * asked again): on the device, and ordered on the context's stream after
  * its copy. It is released, for its slot to be filled again, at the next
@@ -127,25 +129,25 @@ fn_status fn_loader_start(fn_loader *loader, long long epoch, long long step);
  * batch (a slab that cannot be read, a CUDA error) is returned here, by the
  * batch it hit; in the background mode every later call returns it again
  * until the next start. */
-fn_status fn_loader_next(fn_loader *loader, fn_batch *batch);
+FN_API fn_status fn_loader_next(fn_loader *loader, fn_batch *batch);
 /* Releases the batch in use and (background) waits until the thread is
  * idle: then the set and HDF5 are the caller's again. */
-fn_status fn_loader_halt(fn_loader *loader);
+FN_API fn_status fn_loader_halt(fn_loader *loader);
 
 /* Standardises every batch's inputs from now on (input_norm.h): on the
  * loader's device, after the batch reached it, before it is handed out.
  * norm is borrowed and must outlive the loader (NULL: none); it must be
  * on the loader's context and have the set's columns. Call it before
  * fn_loader_start or while halted. */
-fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
+FN_API fn_status fn_loader_set_norm(fn_loader *loader, const fn_input_norm *norm);
 /* The same for the mse targets of each batch (target_norm.h): the set's
  * target columns, the same rules. */
-fn_status fn_loader_set_target_norm(fn_loader *loader, const fn_input_norm *norm);
+FN_API fn_status fn_loader_set_target_norm(fn_loader *loader, const fn_input_norm *norm);
 
-fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
+FN_API fn_loader_stats fn_loader_get_stats(const fn_loader *loader);
 /* The memory its slots hold: host buffers (pinned on the GPU) and their
  * device copies (GPU only), and the set's rows kept on the device. */
-void fn_loader_bytes(const fn_loader *loader, size_t *host, size_t *device);
+FN_API void fn_loader_bytes(const fn_loader *loader, size_t *host, size_t *device);
 
 #ifdef __cplusplus
 }

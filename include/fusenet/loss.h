@@ -9,6 +9,8 @@
 #ifndef FUSENET_LOSS_H
 #define FUSENET_LOSS_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/tensor.h"
@@ -19,20 +21,20 @@ extern "C" {
 
 /* Mean squared error, averaged over every element as torch.nn.MSELoss:
  * loss = sum (pred - target)^2 / (rows * cols). */
-fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
-                      fn_tensor *loss, fn_tensor *dpred);
+FN_API fn_status fn_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
+                             fn_tensor *loss, fn_tensor *dpred);
 
 /* Softmax cross-entropy over integer labels, averaged over the batch as
  * torch.nn.CrossEntropyLoss, with a stable log-sum-exp. labels: [rows] on
  * the logits' device, each in [0, cols); the CPU checks the range, the GPU
  * trusts the data loader's check. */
-fn_status fn_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
-                                const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
+FN_API fn_status fn_cross_entropy_loss(fn_context *ctx, const fn_tensor *logits,
+                                       const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits);
 
 /* How many rows of logits have their largest value at the label's column
  * (ties go to the lower index). Synchronises with the device. */
-fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
-                           int *correct);
+FN_API fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32_t *labels,
+                                  int *correct);
 
 /* What a training step needs of its loss: fn_cross_entropy_loss (the value
  * into loss, the gradient into dlogits, which may be NULL), and the value
@@ -40,9 +42,9 @@ fn_status fn_count_correct(fn_context *ctx, const fn_tensor *logits, const int32
  * and *correct. On the GPU both come back in one 8-byte copy: one
  * synchronisation a call, where fn_cross_entropy_loss, fn_count_correct and
  * a download of the value would take two. */
-fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
-                                     const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits,
-                                     float *value, int *correct);
+FN_API fn_status fn_cross_entropy_loss_read(fn_context *ctx, const fn_tensor *logits,
+                                            const int32_t *labels, fn_tensor *loss, fn_tensor *dlogits,
+                                            float *value, int *correct);
 
 #ifdef __cplusplus
 }

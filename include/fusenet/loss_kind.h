@@ -12,6 +12,8 @@
 #ifndef FUSENET_LOSS_KIND_H
 #define FUSENET_LOSS_KIND_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,38 +134,38 @@ typedef struct fn_loss_kind {
     void (*probabilities)(float *outputs, int rows, int cols);
 } fn_loss_kind;
 
-extern const fn_loss_kind fn_cross_entropy_kind;
-extern const fn_loss_kind fn_mse_kind;
+FN_API extern const fn_loss_kind fn_cross_entropy_kind;
+FN_API extern const fn_loss_kind fn_mse_kind;
 
 /* The kind called `name`; FN_ERR_INVALID "expected bce_with_logits, cross_entropy, huber or mse,
  * got 'x'" (the table's names) when there is none. */
-fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
+FN_API fn_status fn_loss_kind_find(const char *name, const fn_loss_kind **kind);
 
-const fn_registry *fn_loss_kinds(void); /* the table (kind.h) */
-int fn_loss_kind_count(void);
-const fn_loss_kind *fn_loss_kind_at(int i); /* NULL past the end */
+FN_API const fn_registry *fn_loss_kinds(void); /* the table (kind.h) */
+FN_API int fn_loss_kind_count(void);
+FN_API const fn_loss_kind *fn_loss_kind_at(int i); /* NULL past the end */
 
 /* A kind's name and the targets it takes, for bindings that do not mirror
  * the struct: FN_DATA_LABELS (classes), FN_DATA_FLOATS (values), and
  * whether those values are each in [0, 1] (bce_with_logits: labels of a
  * multi-label set). */
-const char *fn_loss_kind_name(const fn_loss_kind *kind);
-fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind);
-int fn_loss_kind_unit_targets(const fn_loss_kind *kind);
+FN_API const char *fn_loss_kind_name(const fn_loss_kind *kind);
+FN_API fn_data_targets fn_loss_kind_targets(const fn_loss_kind *kind);
+FN_API int fn_loss_kind_unit_targets(const fn_loss_kind *kind);
 
 /* kind's link (fn_loss_kind.probabilities) applied to outputs [rows,
  * cols] in host memory, for bindings that do not mirror the struct;
  * FN_ERR_INVALID naming the loss when its outputs are values. */
-fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, int rows,
-                                     int cols);
+FN_API fn_status fn_loss_kind_probabilities(const fn_loss_kind *kind, float *outputs, int rows,
+                                            int cols);
 
 /* The divisor of kind's mean over a batch (its mean_weight, else the sum
  * of host_weights, else rows). */
-double fn_loss_mean_weight(const fn_loss_kind *kind, const void *options,
-                           const int32_t *host_labels, const float *host_weights, int rows);
+FN_API double fn_loss_mean_weight(const fn_loss_kind *kind, const void *options,
+                                  const int32_t *host_labels, const float *host_weights, int rows);
 
 /* The metric of a loss that counts rows classified right: correct / rows. */
-double fn_loss_row_accuracy(long long correct, long long rows, int outputs);
+FN_API double fn_loss_row_accuracy(long long correct, long long rows, int outputs);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,8 @@
 #ifndef FUSENET_MEMORY_SET_H
 #define FUSENET_MEMORY_SET_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,16 +34,16 @@ typedef struct fn_memory_set fn_memory_set; /* opaque */
 /* A set of `rows` inputs (row-major [rows, in]) and a class label per row
  * (labels [rows], for cross_entropy). name (for messages) is copied; NULL
  * reads "memory". */
-fn_status fn_memory_set_labels(fn_memory_set **set, const char *name, const float *inputs,
-                               int64_t rows, int in, const int32_t *labels);
+FN_API fn_status fn_memory_set_labels(fn_memory_set **set, const char *name, const float *inputs,
+                                      int64_t rows, int in, const int32_t *labels);
 
 /* A set of inputs and float targets (row-major [rows, out], for mse). */
-fn_status fn_memory_set_values(fn_memory_set **set, const char *name, const float *inputs,
-                               int64_t rows, int in, const float *targets, int out);
+FN_API fn_status fn_memory_set_values(fn_memory_set **set, const char *name, const float *inputs,
+                                      int64_t rows, int in, const float *targets, int out);
 
 /* A set of inputs alone (predictions, evaluation of outputs). */
-fn_status fn_memory_set_inputs(fn_memory_set **set, const char *name, const float *inputs,
-                               int64_t rows, int in);
+FN_API fn_status fn_memory_set_inputs(fn_memory_set **set, const char *name, const float *inputs,
+                                      int64_t rows, int in);
 
 /* Gives a set of labels or values a weight per row (scikit-learn's
  * sample_weight; weights [rows], copied): each finite and >= 0, at least
@@ -51,26 +53,26 @@ fn_status fn_memory_set_inputs(fn_memory_set **set, const char *name, const floa
  * weights travel with their rows through slabs, shuffles, batches and
  * ranks' shares. Supported on the CPU only: a trainer on the GPU refuses
  * a set with weights. Calling it again replaces the weights. */
-fn_status fn_memory_set_weights(fn_memory_set *set, const float *weights);
+FN_API fn_status fn_memory_set_weights(fn_memory_set *set, const float *weights);
 
-void fn_memory_set_destroy(fn_memory_set *set); /* NULL is fine */
+FN_API void fn_memory_set_destroy(fn_memory_set *set); /* NULL is fine */
 
-const char *fn_memory_set_name(const fn_memory_set *set);
-int64_t fn_memory_set_rows(const fn_memory_set *set);
-int fn_memory_set_in_features(const fn_memory_set *set);
+FN_API const char *fn_memory_set_name(const fn_memory_set *set);
+FN_API int64_t fn_memory_set_rows(const fn_memory_set *set);
+FN_API int fn_memory_set_in_features(const fn_memory_set *set);
 /* Target columns of a set of values; 0 for labels or inputs alone. */
-int fn_memory_set_target_columns(const fn_memory_set *set);
-int fn_memory_set_has_labels(const fn_memory_set *set);
+FN_API int fn_memory_set_target_columns(const fn_memory_set *set);
+FN_API int fn_memory_set_has_labels(const fn_memory_set *set);
 /* The host memory of its copies. */
-size_t fn_memory_set_bytes(const fn_memory_set *set);
+FN_API size_t fn_memory_set_bytes(const fn_memory_set *set);
 
 /* The copies, for the data layer (data.h): [rows, in], and labels [rows]
  * or targets [rows, out] (NULL when the set has none). */
-const float *fn_memory_set_input_data(const fn_memory_set *set);
-const int32_t *fn_memory_set_label_data(const fn_memory_set *set);
-const float *fn_memory_set_target_data(const fn_memory_set *set);
+FN_API const float *fn_memory_set_input_data(const fn_memory_set *set);
+FN_API const int32_t *fn_memory_set_label_data(const fn_memory_set *set);
+FN_API const float *fn_memory_set_target_data(const fn_memory_set *set);
 /* The rows' weights [rows], or NULL: none (fn_memory_set_weights). */
-const float *fn_memory_set_weight_data(const fn_memory_set *set);
+FN_API const float *fn_memory_set_weight_data(const fn_memory_set *set);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef FUSENET_MONITOR_H
 #define FUSENET_MONITOR_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/status.h"
 
 #ifdef __cplusplus
@@ -21,12 +23,12 @@ typedef enum fn_monitor {
 enum { FN_MONITOR_KINDS = FN_MONITOR_TRAIN_LOSS + 1 };
 
 /* "valid_loss", "valid_accuracy", "train_loss". */
-fn_status fn_monitor_parse(const char *text, fn_monitor *monitor);
-const char *fn_monitor_name(fn_monitor monitor);
+FN_API fn_status fn_monitor_parse(const char *text, fn_monitor *monitor);
+FN_API const char *fn_monitor_name(fn_monitor monitor);
 /* 1 when a lower value is better (the losses), 0 for the accuracy. */
-int fn_monitor_lower_better(fn_monitor monitor);
+FN_API int fn_monitor_lower_better(fn_monitor monitor);
 /* 1 when the metric is the validation set's. */
-int fn_monitor_needs_valid(fn_monitor monitor);
+FN_API int fn_monitor_needs_valid(fn_monitor monitor);
 
 #ifdef __cplusplus
 }

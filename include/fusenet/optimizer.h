@@ -18,6 +18,8 @@
 #ifndef FUSENET_OPTIMIZER_H
 #define FUSENET_OPTIMIZER_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/net.h"
 
 #ifdef __cplusplus
@@ -67,24 +69,24 @@ struct fn_optimizer {
 
 /* Checked entry points. A step that fails is not counted; one after
  * FN_OPTIMIZER_MAX_STEPS steps, or from a negative count, fails. */
-fn_status fn_optimizer_step(fn_optimizer *opt);
-void fn_optimizer_set_lr(fn_optimizer *opt, float lr);
+FN_API fn_status fn_optimizer_step(fn_optimizer *opt);
+FN_API void fn_optimizer_set_lr(fn_optimizer *opt, float lr);
 /* Zeroes the gradients of every parameter (on the GPU, for the library's
  * optimisers, in one launch). */
-fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
-void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
-const char *fn_optimizer_name(const fn_optimizer *opt);
+FN_API fn_status fn_optimizer_zero_grad(fn_optimizer *opt);
+FN_API void fn_optimizer_destroy(fn_optimizer *opt); /* NULL is fine */
+FN_API const char *fn_optimizer_name(const fn_optimizer *opt);
 
 /* The step count, for checkpoints. Setting it to 0 restarts the state. */
-long long fn_optimizer_steps(const fn_optimizer *opt);
-void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
+FN_API long long fn_optimizer_steps(const fn_optimizer *opt);
+FN_API void fn_optimizer_set_steps(fn_optimizer *opt, long long steps);
 
 /* The published state (see fn_optimizer_ops); NULL out of range. */
-int fn_optimizer_n_state(const fn_optimizer *opt);
-const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
+FN_API int fn_optimizer_n_state(const fn_optimizer *opt);
+FN_API const char *fn_optimizer_state_name(const fn_optimizer *opt, int kind);
 /* 1 when no value of kind `kind` can be negative (state_nonnegative). */
-int fn_optimizer_state_nonnegative(const fn_optimizer *opt, int kind);
-fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
+FN_API int fn_optimizer_state_nonnegative(const fn_optimizer *opt, int kind);
+FN_API fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
 /* Where an optimiser keeps some state in another number format than the
  * float32 tensors it publishes (SGD's momentum_bf16, sgd.h): export
  * writes that state into them (widened exactly), import reads them back
@@ -92,10 +94,10 @@ fn_tensor *fn_optimizer_state(fn_optimizer *opt, int kind, int param);
  * reader of the published state (checkpoints) exports first; a writer
  * imports after. FN_OK and nothing elsewhere (the published tensors are
  * the state itself). */
-fn_status fn_optimizer_state_export(fn_optimizer *opt);
-fn_status fn_optimizer_state_import(fn_optimizer *opt);
+FN_API fn_status fn_optimizer_state_export(fn_optimizer *opt);
+FN_API fn_status fn_optimizer_state_import(fn_optimizer *opt);
 /* The bytes of every state tensor it publishes, on the parameters' device. */
-size_t fn_optimizer_state_bytes(fn_optimizer *opt);
+FN_API size_t fn_optimizer_state_bytes(fn_optimizer *opt);
 
 /* For implementations: checks that every parameter's value and gradient
  * live on ctx's device with one shape (messages start with `who`), then
@@ -103,15 +105,15 @@ size_t fn_optimizer_state_bytes(fn_optimizer *opt);
  * of each parameter that has one (param.h: fn_param_keep_bf16): its
  * update writes the copy too, in its own pass (the multi-tensor table's
  * kernels) or after it (fn_param_refresh_bf16). */
-fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_context *ctx,
-                            fn_param *const *params, int n_params, const char *who);
+FN_API fn_status fn_optimizer_init(fn_optimizer *opt, const fn_optimizer_ops *ops, fn_context *ctx,
+                                   fn_param *const *params, int n_params, const char *who);
 /* Frees what fn_optimizer_init allocated (not opt itself) and gives back
  * the bfloat16 copies it kept. */
-void fn_optimizer_release(fn_optimizer *opt);
+FN_API void fn_optimizer_release(fn_optimizer *opt);
 /* Zeroes every parameter's gradient one tensor at a time: what
  * fn_optimizer_zero_grad does without a zero_grad hook, and what a hook
  * falls back to where it has no faster way. */
-fn_status fn_optimizer_zero_each(fn_optimizer *opt);
+FN_API fn_status fn_optimizer_zero_each(fn_optimizer *opt);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #ifndef FUSENET_OPTIMIZER_KIND_H
 #define FUSENET_OPTIMIZER_KIND_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/kind.h"
@@ -33,18 +35,18 @@ typedef struct fn_optimizer_kind {
                         int n_params, float lr, const void *options);
 } fn_optimizer_kind;
 
-extern const fn_optimizer_kind fn_sgd_kind;
-extern const fn_optimizer_kind fn_adam_kind;
-extern const fn_optimizer_kind fn_adamw_kind;
-extern const fn_optimizer_kind fn_rmsprop_kind;
+FN_API extern const fn_optimizer_kind fn_sgd_kind;
+FN_API extern const fn_optimizer_kind fn_adam_kind;
+FN_API extern const fn_optimizer_kind fn_adamw_kind;
+FN_API extern const fn_optimizer_kind fn_rmsprop_kind;
 
-const fn_registry *fn_optimizer_kinds(void); /* the table (kind.h) */
-int fn_optimizer_kind_count(void);
-const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */
+FN_API const fn_registry *fn_optimizer_kinds(void); /* the table (kind.h) */
+FN_API int fn_optimizer_kind_count(void);
+FN_API const fn_optimizer_kind *fn_optimizer_kind_at(int i); /* NULL past the end */
 
 /* The kind called `name`; FN_ERR_INVALID "expected sgd, adam, adamw or rmsprop,
  * got 'x'" (the table's names) when there is none. */
-fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind);
+FN_API fn_status fn_optimizer_kind_find(const char *name, const fn_optimizer_kind **kind);
 
 #ifdef __cplusplus
 }

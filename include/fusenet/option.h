@@ -7,6 +7,8 @@
 #ifndef FUSENET_OPTION_H
 #define FUSENET_OPTION_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -49,7 +51,7 @@ typedef struct fn_option_context {
 
 /* The option called `name` of options[0..n), or NULL (NULL options or
  * name: NULL): how each registry finds a kind's key. */
-const fn_option *fn_option_find(const fn_option *options, int n, const char *name);
+FN_API const fn_option *fn_option_find(const fn_option *options, int n, const char *name);
 
 #ifdef __cplusplus
 }

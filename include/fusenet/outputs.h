@@ -6,6 +6,8 @@
 #ifndef FUSENET_OUTPUTS_H
 #define FUSENET_OUTPUTS_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/status.h"
@@ -16,19 +18,19 @@ extern "C" {
 
 typedef struct fn_outputs fn_outputs;
 
-fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols);
+FN_API fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, int cols);
 /* rows [row0, row0 + n) from host memory, [n, cols] row-major; a value
  * that is not finite fails (FN_ERR_NUMERIC) naming its row, so no file
  * with one is ever committed. */
-fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host);
+FN_API fn_status fn_outputs_write(fn_outputs *o, int64_t row0, int n, const float *host);
 /* Adds dataset 'classes', int32 [rows] (before the first write). */
-fn_status fn_outputs_add_classes(fn_outputs *o);
+FN_API fn_status fn_outputs_add_classes(fn_outputs *o);
 /* classes of rows [row0, row0 + n). */
-fn_status fn_outputs_write_classes(fn_outputs *o, int64_t row0, int n, const int32_t *classes);
+FN_API fn_status fn_outputs_write_classes(fn_outputs *o, int64_t row0, int n, const int32_t *classes);
 /* Renames the finished file over the path. */
-fn_status fn_outputs_commit(fn_outputs *o);
+FN_API fn_status fn_outputs_commit(fn_outputs *o);
 /* Frees o; an uncommitted temporary is removed, the path left untouched. */
-void fn_outputs_destroy(fn_outputs *o); /* NULL is fine */
+FN_API void fn_outputs_destroy(fn_outputs *o); /* NULL is fine */
 
 #ifdef __cplusplus
 }

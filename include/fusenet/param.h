@@ -24,6 +24,8 @@
 #ifndef FUSENET_PARAM_H
 #define FUSENET_PARAM_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/tensor.h"
 
 #ifdef __cplusplus
@@ -60,21 +62,21 @@ typedef struct fn_param {
 } fn_param;
 
 /* 1 when p has a bfloat16 copy that its writers keep current. */
-int fn_param_bf16_kept(const fn_param *p);
+FN_API int fn_param_bf16_kept(const fn_param *p);
 /* The copy that a writer of p's value on ctx writes as well: p's copy
  * where it is kept and ctx is a GPU context in bf16 math, else NULL. */
-void *fn_param_bf16_written(const fn_param *p, fn_context *ctx);
+FN_API void *fn_param_bf16_written(const fn_param *p, fn_context *ctx);
 /* Declares one more owner that keeps p's copy current, and makes it
  * current now (a kernel on ctx's stream). Nothing where p has no copy or
  * ctx is not a GPU context in bf16 math (value_bf16 is not read there). */
-fn_status fn_param_keep_bf16(fn_param *p, fn_context *ctx);
+FN_API fn_status fn_param_keep_bf16(fn_param *p, fn_context *ctx);
 /* The owner's end of keeping it (fn_param_keep_bf16's other half): with no
  * owner left, the forward rounds value again. */
-void fn_param_release_bf16(fn_param *p);
+FN_API void fn_param_release_bf16(fn_param *p);
 /* value rounded into the copy on ctx's stream, where it is kept (and ctx
  * a GPU context in bf16 math); nothing otherwise. Every writer of a kept
  * parameter's value calls it. */
-fn_status fn_param_refresh_bf16(fn_param *p, fn_context *ctx);
+FN_API fn_status fn_param_refresh_bf16(fn_param *p, fn_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 #ifndef FUSENET_RMSPROP_H
 #define FUSENET_RMSPROP_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
@@ -34,25 +36,25 @@ typedef struct fn_rmsprop_config {
 
 /* torch's defaults: alpha 0.99, eps 1e-8, weight_decay 0, momentum 0,
  * not centered. */
-fn_rmsprop_config fn_rmsprop_config_default(float lr);
+FN_API fn_rmsprop_config fn_rmsprop_config_default(float lr);
 /* FN_ERR_INVALID with a message naming the offending option. */
-fn_status fn_rmsprop_config_check(const fn_rmsprop_config *cfg);
+FN_API fn_status fn_rmsprop_config_check(const fn_rmsprop_config *cfg);
 
 /* One tensor's update: the primitive both backends implement. square_avg
  * (value's shape) is read and written, and momentum_buffer when
  * cfg->momentum > 0, grad_avg when cfg->centered (else they may be NULL);
  * before a first step they must hold zeros, as a new optimiser's do. */
-fn_status fn_rmsprop_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                            fn_tensor *square_avg, fn_tensor *momentum_buffer,
-                            fn_tensor *grad_avg, const fn_rmsprop_config *cfg);
+FN_API fn_status fn_rmsprop_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                                   fn_tensor *square_avg, fn_tensor *momentum_buffer,
+                                   fn_tensor *grad_avg, const fn_rmsprop_config *cfg);
 
 /* An optimiser over params (borrowed; they must outlive it);
  * fn_optimizer_destroy frees it. Its state starts at zero; setting the
  * step count to 0 zeroes it again at the next step. */
-fn_status fn_rmsprop_create(fn_optimizer **opt, fn_context *ctx, fn_param *const *params,
-                            int n_params, const fn_rmsprop_config *cfg);
+FN_API fn_status fn_rmsprop_create(fn_optimizer **opt, fn_context *ctx, fn_param *const *params,
+                                   int n_params, const fn_rmsprop_config *cfg);
 /* The optimiser's config (lr as set_lr left it); NULL for another kind. */
-const fn_rmsprop_config *fn_rmsprop_get_config(const fn_optimizer *opt);
+FN_API const fn_rmsprop_config *fn_rmsprop_get_config(const fn_optimizer *opt);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef FUSENET_SAFETENSORS_H
 #define FUSENET_SAFETENSORS_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/input_norm.h"
 #include "fusenet/net.h"
 
@@ -16,21 +18,21 @@ extern "C" {
 #endif
 
 /* 1 when path names a safetensors file by its extension ".safetensors". */
-int fn_safetensors_path(const char *path);
+FN_API int fn_safetensors_path(const char *path);
 
 /* The network the file describes, for batches of up to max_batch rows,
  * with its values, without gradients (as fn_weights_build). */
-fn_status fn_safetensors_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
+FN_API fn_status fn_safetensors_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
 
 /* The file's values into net, whose layers must match the file's in kind,
  * sizes and the attributes a weights file must match (groups). */
-fn_status fn_safetensors_load(fn_net *net, const char *path);
+FN_API fn_status fn_safetensors_load(fn_net *net, const char *path);
 
 /* The input standardisation the file holds (tensors input_norm.mean and
  * input_norm.std), or *norm NULL when it has none. features > 0: they must
  * have that many entries. */
-fn_status fn_safetensors_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
-                                    int features);
+FN_API fn_status fn_safetensors_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                           int features);
 
 #ifdef __cplusplus
 }

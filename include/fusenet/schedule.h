@@ -13,6 +13,8 @@
 #ifndef FUSENET_SCHEDULE_H
 #define FUSENET_SCHEDULE_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/status.h"
 
 #ifdef __cplusplus
@@ -34,14 +36,14 @@ typedef struct fn_schedule {
 } fn_schedule;
 
 /* FN_ERR_INVALID with a message naming the offending field. */
-fn_status fn_schedule_check(const fn_schedule *s);
+FN_API fn_status fn_schedule_check(const fn_schedule *s);
 /* The learning rate of global step t >= 0 (the formula above). */
-double fn_schedule_lr(const fn_schedule *s, long long t);
+FN_API double fn_schedule_lr(const fn_schedule *s, long long t);
 /* The end of an epoch whose monitored metric (lower is better) is
  * `metric`: a kind with state updates it; the others do nothing. */
-void fn_schedule_epoch_end(fn_schedule *s, double metric);
+FN_API void fn_schedule_epoch_end(fn_schedule *s, double metric);
 /* The kind's name ("cosine"). */
-const char *fn_schedule_name(const fn_schedule *s);
+FN_API const char *fn_schedule_name(const fn_schedule *s);
 
 #ifdef __cplusplus
 }

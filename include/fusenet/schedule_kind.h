@@ -13,6 +13,8 @@
 #ifndef FUSENET_SCHEDULE_KIND_H
 #define FUSENET_SCHEDULE_KIND_H
 
+#include "fusenet/api.h"
+
 #include <stddef.h>
 
 #include "fusenet/kind.h"
@@ -35,13 +37,13 @@ typedef struct fn_schedule_kind {
     void (*epoch_end)(fn_schedule *s, double metric);
 } fn_schedule_kind;
 
-const fn_registry *fn_schedule_kinds(void); /* the table (kind.h) */
-int fn_schedule_kind_count(void);
-const fn_schedule_kind *fn_schedule_kind_at(int i); /* NULL past the end */
+FN_API const fn_registry *fn_schedule_kinds(void); /* the table (kind.h) */
+FN_API int fn_schedule_kind_count(void);
+FN_API const fn_schedule_kind *fn_schedule_kind_at(int i); /* NULL past the end */
 
 /* The kind called `name`; FN_ERR_INVALID "expected constant, step, cosine
  * or plateau, got 'x'" (the table's names) when there is none. */
-fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind);
+FN_API fn_status fn_schedule_kind_find(const char *name, const fn_schedule_kind **kind);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #ifndef FUSENET_SGD_H
 #define FUSENET_SGD_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/optimizer.h"
 
 #ifdef __cplusplus
@@ -39,28 +41,28 @@ typedef struct fn_sgd_config {
 } fn_sgd_config;
 
 /* lr as given, everything else as torch.optim.SGD's defaults (0, off). */
-fn_sgd_config fn_sgd_config_default(float lr);
+FN_API fn_sgd_config fn_sgd_config_default(float lr);
 /* FN_ERR_INVALID with a message naming the offending option. */
-fn_status fn_sgd_config_check(const fn_sgd_config *cfg);
+FN_API fn_status fn_sgd_config_check(const fn_sgd_config *cfg);
 
 /* One tensor's update; the primitive both backends implement. momentum_buf
  * (same shape as value) is read and written only when cfg->momentum != 0;
  * first_step says the buffer holds nothing yet. It writes value only:
  * where the parameter's bf16 copy is kept (param.h), call
  * fn_param_refresh_bf16 after. */
-fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
-                        fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
+FN_API fn_status fn_sgd_update(fn_context *ctx, fn_tensor *value, const fn_tensor *grad,
+                               fn_tensor *momentum_buf, const fn_sgd_config *cfg, int first_step);
 
 typedef struct fn_sgd fn_sgd; /* opaque: an fn_optimizer with SGD's config and buffers */
 
 /* An optimiser over params (borrowed; they must outlive it). */
-fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, int n_params,
-                        const fn_sgd_config *cfg);
+FN_API fn_status fn_sgd_create(fn_sgd **opt, fn_context *ctx, fn_param *const *params, int n_params,
+                               const fn_sgd_config *cfg);
 /* The same optimiser through the common interface (fn_optimizer_destroy
  * then destroys it); NULL for NULL. */
-fn_optimizer *fn_sgd_optimizer(fn_sgd *opt);
-fn_status fn_sgd_step(fn_sgd *opt); /* fn_optimizer_step */
-void fn_sgd_destroy(fn_sgd *opt); /* NULL is fine */
+FN_API fn_optimizer *fn_sgd_optimizer(fn_sgd *opt);
+FN_API fn_status fn_sgd_step(fn_sgd *opt); /* fn_optimizer_step */
+FN_API void fn_sgd_destroy(fn_sgd *opt); /* NULL is fine */
 
 /* Plain SGD: momentum 0 and weight decay 0 (dampening and nesterov then
  * change nothing), so a step is theta <- theta - lr * grad and keeps no
@@ -70,8 +72,8 @@ void fn_sgd_destroy(fn_sgd *opt); /* NULL is fine */
  * fn_sgd_step counts its own, so the step count (checkpoints) stays right.
  * FN_ERR_INVALID when the optimiser is not plain: its buffers would miss
  * the step. */
-int fn_sgd_is_plain(const fn_sgd *opt);
-fn_status fn_sgd_count_step(fn_sgd *opt);
+FN_API int fn_sgd_is_plain(const fn_sgd *opt);
+FN_API fn_status fn_sgd_count_step(fn_sgd *opt);
 
 /* State, also published through the optimiser interface: steps taken and
  * one momentum buffer per parameter (NULL when momentum is 0), float32;
@@ -79,12 +81,12 @@ fn_status fn_sgd_count_step(fn_sgd *opt);
  * current after fn_optimizer_state_export and read back by
  * fn_optimizer_state_import. Setting the step count to 0 restarts
  * buffers. */
-long long fn_sgd_steps(const fn_sgd *opt);
-void fn_sgd_set_steps(fn_sgd *opt, long long steps);
-fn_tensor *fn_sgd_momentum_buffer(fn_sgd *opt, int i);
-const fn_sgd_config *fn_sgd_get_config(const fn_sgd *opt);
+FN_API long long fn_sgd_steps(const fn_sgd *opt);
+FN_API void fn_sgd_set_steps(fn_sgd *opt, long long steps);
+FN_API fn_tensor *fn_sgd_momentum_buffer(fn_sgd *opt, int i);
+FN_API const fn_sgd_config *fn_sgd_get_config(const fn_sgd *opt);
 /* Changes the learning rate (schedules); other options are fixed. */
-void fn_sgd_set_lr(fn_sgd *opt, float lr);
+FN_API void fn_sgd_set_lr(fn_sgd *opt, float lr);
 
 #ifdef __cplusplus
 }

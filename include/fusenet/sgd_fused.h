@@ -17,13 +17,15 @@
 #ifndef FUSENET_SGD_FUSED_H
 #define FUSENET_SGD_FUSED_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/net.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr);
+FN_API fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr);
 
 #ifdef __cplusplus
 }

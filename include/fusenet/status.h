@@ -7,6 +7,8 @@
 #ifndef FUSENET_STATUS_H
 #define FUSENET_STATUS_H
 
+#include "fusenet/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,14 +28,14 @@ typedef enum fn_status {
 } fn_status;
 
 /* The message of the most recent failure on this thread ("" if none). */
-const char *fn_last_error(void);
+FN_API const char *fn_last_error(void);
 
 /* A short fixed name for a status ("invalid argument", ...). */
-const char *fn_status_name(fn_status status);
+FN_API const char *fn_status_name(fn_status status);
 
 /* Records a printf-style message as the last error and returns `status`, so
  * failures read `return fn_fail(FN_ERR_INVALID, "groups %d ...", g);`. */
-fn_status fn_fail(fn_status status, const char *fmt, ...)
+FN_API fn_status fn_fail(fn_status status, const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -41,13 +43,13 @@ fn_status fn_fail(fn_status status, const char *fmt, ...)
 
 /* Puts `prefix` (printf-style) in front of the current message, so a caller
  * can add where it was: fn_error_prefix("%s: ", path). Returns nothing. */
-void fn_error_prefix(const char *fmt, ...)
+FN_API void fn_error_prefix(const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
 
-void fn_clear_error(void);
+FN_API void fn_clear_error(void);
 
 /* Propagate a failure unchanged: FN_TRY(fn_tensor_alloc(...)); */
 #define FN_TRY(call)                          \

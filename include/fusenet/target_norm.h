@@ -14,6 +14,8 @@
 #ifndef FUSENET_TARGET_NORM_H
 #define FUSENET_TARGET_NORM_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/input_norm.h"
 
 #ifdef __cplusplus
@@ -21,16 +23,16 @@ extern "C" {
 #endif
 
 /* From a set of values' target columns (the training set's). */
-fn_status fn_target_norm_from_data(fn_input_norm **norm, fn_context *ctx, fn_data *data);
+FN_API fn_status fn_target_norm_from_data(fn_input_norm **norm, fn_context *ctx, fn_data *data);
 
 /* The `/target_norm` group of a weights file (read under the probe); *norm
  * is NULL when the file has none. features: the network's outputs. */
-fn_status fn_target_norm_load(fn_input_norm **norm, fn_context *ctx, const char *path,
-                              int features);
+FN_API fn_status fn_target_norm_load(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                     int features);
 
 /* y [rows, features] on the host, in place: y = y * std + mean, the
  * network's outputs in the targets' own units. */
-void fn_target_norm_undo(const fn_input_norm *norm, float *y, long long rows);
+FN_API void fn_target_norm_undo(const fn_input_norm *norm, float *y, long long rows);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef FUSENET_TRAIN_STATE_H
 #define FUSENET_TRAIN_STATE_H
 
+#include "fusenet/api.h"
+
 #include <stdint.h>
 
 #include "fusenet/schedule.h"
@@ -46,21 +48,21 @@ typedef struct fn_train_state {
 } fn_train_state;
 
 /* The start of a run: epoch 0, nothing taken. */
-fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
-                                    long long slab_rows);
+FN_API fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
+                                           long long slab_rows);
 /* A step over a batch of `rows` rows with mean loss `loss`, `correct` of
  * them classified right. */
-void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct);
+FN_API void fn_train_state_add_step(fn_train_state *s, double loss, int rows, long long correct);
 /* An epoch's watched metric (monitor.h): whether it is the best yet
  * (higher is better, or lower with lower_better) by more than min_delta
  * (>= 0), updating best, best_epoch and since_best. The first epoch's is
  * the best yet. */
-int fn_train_state_best(fn_train_state *s, double metric, int lower_better, double min_delta);
+FN_API int fn_train_state_best(fn_train_state *s, double metric, int lower_better, double min_delta);
 /* The epoch is over: the next one starts with empty sums. */
-void fn_train_state_next_epoch(fn_train_state *s);
+FN_API void fn_train_state_next_epoch(fn_train_state *s);
 /* FN_ERR_FORMAT, naming `where`, unless every count is in range (a state
  * read from a file). */
-fn_status fn_train_state_check(const fn_train_state *s, const char *where);
+FN_API fn_status fn_train_state_check(const fn_train_state *s, const char *where);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@
 #ifndef FUSENET_TRAINER_H
 #define FUSENET_TRAINER_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/loader.h"
@@ -192,33 +194,33 @@ typedef struct fn_trainer fn_trainer; /* opaque */
  * written yet: the output directory is checked (another run's files: an
  * error unless options->overwrite) and made with the first file written.
  * cfg is borrowed and must outlive the trainer. */
-fn_status fn_trainer_create(fn_trainer **trainer, const fn_config *cfg,
-                            const fn_trainer_options *options);
+FN_API fn_status fn_trainer_create(fn_trainer **trainer, const fn_config *cfg,
+                                   const fn_trainer_options *options);
 /* Runs the epochs left (on_model, on_start, on_step, on_epoch, on_done);
  * metrics.csv is kept up to the checkpoint's epoch when resuming. FN_OK when
  * done or stopped (fn_trainer_outcome says which). Once only. */
-fn_status fn_trainer_run(fn_trainer *trainer);
+FN_API fn_status fn_trainer_run(fn_trainer *trainer);
 /* After fn_trainer_run failed: 1 when every rank of its world failed at the
  * same step with it (a non-finite loss, weights that differ between ranks),
  * so the program may end normally; 0 when the failure may be this rank's
  * alone, which must end the others (fn_world_abort). */
-int fn_trainer_failed_on_every_rank(const fn_trainer *trainer);
-void fn_trainer_destroy(fn_trainer *trainer); /* NULL is fine */
+FN_API int fn_trainer_failed_on_every_rank(const fn_trainer *trainer);
+FN_API void fn_trainer_destroy(fn_trainer *trainer); /* NULL is fine */
 
-fn_train_outcome fn_trainer_outcome(const fn_trainer *trainer);
-const fn_train_state *fn_trainer_state(const fn_trainer *trainer);
-const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
-const char *fn_trainer_weights_path(const fn_trainer *trainer);
-const char *fn_trainer_best_path(const fn_trainer *trainer);
-fn_net *fn_trainer_net(const fn_trainer *trainer);
+FN_API fn_train_outcome fn_trainer_outcome(const fn_trainer *trainer);
+FN_API const fn_train_state *fn_trainer_state(const fn_trainer *trainer);
+FN_API const char *fn_trainer_checkpoint_path(const fn_trainer *trainer);
+FN_API const char *fn_trainer_weights_path(const fn_trainer *trainer);
+FN_API const char *fn_trainer_best_path(const fn_trainer *trainer);
+FN_API fn_net *fn_trainer_net(const fn_trainer *trainer);
 /* The input standardisation the network trains with ([data] standardize,
  * input_norm.h), for fn_infer; NULL without it. */
-const fn_input_norm *fn_trainer_input_norm(const fn_trainer *trainer);
+FN_API const fn_input_norm *fn_trainer_input_norm(const fn_trainer *trainer);
 /* The target standardisation ([data] standardize_targets, target_norm.h):
  * fn_infer's outputs are standardised; fn_target_norm_undo maps them back.
  * NULL without it. */
-const fn_input_norm *fn_trainer_target_norm(const fn_trainer *trainer);
-fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
+FN_API const fn_input_norm *fn_trainer_target_norm(const fn_trainer *trainer);
+FN_API fn_optimizer *fn_trainer_optimizer(const fn_trainer *trainer);
 
 #ifdef __cplusplus
 }

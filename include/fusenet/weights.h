@@ -19,6 +19,8 @@
 #ifndef FUSENET_WEIGHTS_H
 #define FUSENET_WEIGHTS_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/input_norm.h"
 #include "fusenet/loss_kind.h"
 #include "fusenet/net.h"
@@ -37,39 +39,39 @@ extern "C" {
 #define FN_WEIGHTS_VERSION 3
 
 /* Writes every layer of net; config_text may be NULL (stored as ""). */
-fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
+FN_API fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
 
 /* The same with the input standardisation the network was trained with
  * (norm NULL: none), as the group `/input_norm` (input_norm.h); read it
  * back with fn_input_norm_load. */
-fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
-                               const char *config_text);
+FN_API fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
+                                      const char *config_text);
 /* The same with the target standardisation too (target NULL: none), as
  * the group `/target_norm` (target_norm.h). */
-fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
-                                const fn_input_norm *target, const char *path,
-                                const char *config_text);
+FN_API fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
+                                       const fn_input_norm *target, const char *path,
+                                       const char *config_text);
 
 /* The same with the run's provenance (provenance.h) as the group
  * `/provenance` (prov NULL: none); read it back with fn_provenance_read. */
-fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
-                                          const fn_input_norm *target, const fn_provenance *prov,
-                                          const char *path, const char *config_text);
+FN_API fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
+                                                 const fn_input_norm *target, const fn_provenance *prov,
+                                                 const char *path, const char *config_text);
 /* Loads the values of a weights file into net, whose layers must match the
  * file's in kind, sizes and block settings. */
-fn_status fn_weights_load(fn_net *net, const char *path);
+FN_API fn_status fn_weights_load(fn_net *net, const char *path);
 
 /* Builds the network a weights file describes, for forward passes of
  * batches of up to max_batch rows, with its values: without gradients
  * (fn_net_create_forward_only), and its memory checked for that alone. Its input standardisation, when the
  * file has one, is read apart (fn_input_norm_load) and applied to the
  * inputs before the network (fn_loader_set_norm), as predict does. */
-fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
+FN_API fn_status fn_weights_build(fn_net **net, fn_context *ctx, const char *path, int max_batch);
 
 /* The input standardisation a weights file (fn_input_norm_load), a
  * checkpoint or an exported safetensors file holds; *norm NULL: none. */
-fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
-                                int features);
+FN_API fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const char *path,
+                                       int features);
 
 /* The loss the network of a weights file was trained with: the [train]
  * loss of the run's resolved config (its provenance's, every --set
@@ -78,7 +80,7 @@ fn_status fn_weights_input_norm(fn_input_norm **norm, fn_context *ctx, const cha
  * predicts classes or values (fn_loss_kind_targets) without naming a loss.
  * FN_ERR_FORMAT for a file that is no weights file, and for a safetensors
  * export, which holds no config. */
-fn_status fn_weights_loss(const char *path, const fn_loss_kind **kind);
+FN_API fn_status fn_weights_loss(const char *path, const fn_loss_kind **kind);
 
 #ifdef __cplusplus
 }

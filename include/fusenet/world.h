@@ -13,6 +13,8 @@
 #ifndef FUSENET_WORLD_H
 #define FUSENET_WORLD_H
 
+#include "fusenet/api.h"
+
 #include "fusenet/status.h"
 
 #ifdef __cplusplus
@@ -21,18 +23,18 @@ extern "C" {
 
 /* Starts MPI when a launcher started this process (see above); argc and
  * argv may be NULL. Once per process; a second call does nothing. */
-fn_status fn_world_init(int *argc, char ***argv);
+FN_API fn_status fn_world_init(int *argc, char ***argv);
 /* MPI_Finalize when fn_world_init started MPI; otherwise nothing. */
-void fn_world_finalize(void);
+FN_API void fn_world_finalize(void);
 /* Ends every rank with this exit status (MPI_Abort) in a world of several;
  * returns in a world of one (the caller exits). */
-void fn_world_abort(int status);
-int fn_world_rank(void);       /* 0 before fn_world_init or without MPI */
-int fn_world_size(void);       /* 1 likewise */
-int fn_world_local_rank(void); /* this process's rank among those of its node */
-int fn_world_mpi(void);        /* 1: MPI was started (even with one rank) */
+FN_API void fn_world_abort(int status);
+FN_API int fn_world_rank(void);       /* 0 before fn_world_init or without MPI */
+FN_API int fn_world_size(void);       /* 1 likewise */
+FN_API int fn_world_local_rank(void); /* this process's rank among those of its node */
+FN_API int fn_world_mpi(void);        /* 1: MPI was started (even with one rank) */
 /* What this build can do: "MPI and NCCL", "MPI, no NCCL", ... */
-const char *fn_world_build(void);
+FN_API const char *fn_world_build(void);
 /* World collectives for a run's set-up, before any communicator exists
  * (the ranks' agreement on their config and data, which must come before
  * a backend's own collectives); each bounded like every wait for other
@@ -41,8 +43,8 @@ const char *fn_world_build(void);
  * in rank order into all [size * n] there (all is not touched elsewhere
  * and may be NULL); fn_world_broadcast_bytes: rank 0's n bytes to every
  * rank (MPI_Ibcast). */
-fn_status fn_world_gather_bytes(const void *mine, int n, void *all);
-fn_status fn_world_broadcast_bytes(void *bytes, int n);
+FN_API fn_status fn_world_gather_bytes(const void *mine, int n, void *all);
+FN_API fn_status fn_world_broadcast_bytes(void *bytes, int n);
 
 #ifdef __cplusplus
 }
