@@ -71,6 +71,12 @@ if(FN_NCCL_FOUND)
   target_include_directories(fn_objects PRIVATE ${NCCL_INCLUDE_DIR})
 endif()
 fn_target_flags(fn_objects)
+# The shared library exports the public API alone: everything is hidden but
+# what a header of include/fusenet/ marks FN_API (include/fusenet/api.h).
+# libfusenet.a keeps every symbol linkable, for the white-box tests and bench.
+target_compile_options(fn_objects PRIVATE
+  $<$<COMPILE_LANGUAGE:C>:-fvisibility=hidden>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden>)
 # The CPU backends' element-wise loops vectorise only where the compiler may
 # evaluate both arms of a select (u > 0 ? 1 : slope): -fno-trapping-math
 # promises that no floating-point trap is enabled (none is). Unlike
