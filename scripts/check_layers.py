@@ -33,7 +33,7 @@ import sys
 LAYERS = ["core", "dist", "store", "data", "nn", "optim", "export", "run", "trainer",
           "programs"]
 # Headers and kernels without a same-stem source in src/.
-FALLBACK = {"param": "core", "memory": "core", "transfer": "core", "option": "core",
+FALLBACK = {"param": "core", "memory": "core", "transfer": "core", "option": "core", "api": "core",
             "fusenet": "trainer"}  # fusenet.h, the umbrella: every public header
 WHITE_BOX = {"bench.c"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -38,11 +38,12 @@
 #include "fusenet/model.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-#include "fusenet/sgd_fused.h"
+#include "optim/optimizers/sgd/sgd_fused.h"
 #include "optim/optimizer_paths.h"
 #include "core/test_hooks.h"
 #include "test_main.h"
 #include "trainer_run.h"
+#include "nn/model_memory.h"
 
 enum { BATCH = 24, IN = 40, H = 64, OUT = 10, GROUPS = 4, STEPS = 6, MSG_CAP = 1024 };
 static const float lr = 0.05f;

@@ -36,7 +36,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-#include "fusenet/sgd_fused.h"
+#include "optim/optimizers/sgd/sgd_fused.h"
 #include "fusenet/weights.h"
 #include "optim/optimizer_paths.h"
 #include "core/test_hooks.h"

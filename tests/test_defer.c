@@ -38,7 +38,7 @@
 #include "fusenet/adam.h"
 #include "fusenet/config.h"
 #include "fusenet/loss.h"
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 #include "fusenet/sgd.h"
 #include "fusenet/trainer.h"
 #include "optim/optimizer_paths.h"

@@ -37,7 +37,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/loss.h"
 #include "fusenet/loss_kind.h"
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 #include "fusenet/net.h"
 #include "nn/layers/block/block_impl.h"
 #include "nn/losses/huber/huber.h"

@@ -29,6 +29,7 @@
 #include "norm_loader.h"
 #include "sets.h"
 #include "test_main.h"
+#include "run/train_state.h"
 
 enum { N = 40, IN = 5, OUT = 3 };
 

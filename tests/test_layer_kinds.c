@@ -20,6 +20,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/model.h"
 #include "layer_specs.h"
+#include "nn/model_memory.h"
 
 static int setup(void **state)
 {

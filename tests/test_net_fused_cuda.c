@@ -37,7 +37,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-#include "fusenet/sgd_fused.h"
+#include "optim/optimizers/sgd/sgd_fused.h"
 #include "optim/optimizer_paths.h"
 #include "test_main.h"
 

@@ -41,6 +41,7 @@
 #include "layer_specs.h"
 #include "test_main.h"
 #include "under_asan.h"
+#include "nn/model_memory.h"
 
 enum { CAP = 1024, IN = 6 /* the corpus' good.h5 */ };
 static const double LIMIT = 4.0 * 1024 * 1024 * 1024;

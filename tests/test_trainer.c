@@ -34,6 +34,7 @@
 #include "program.h"
 #include "sets.h"
 #include "test_main.h"
+#include "run/train_state.h"
 
 enum {
     TRAIN_ROWS = 512,

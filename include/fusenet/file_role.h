@@ -43,11 +43,6 @@ FN_API const char *fn_file_describe(const char *path, char *out, size_t cap);
  * file) is refused as what it is. */
 FN_API fn_status fn_file_info(const char *path, char *line, size_t cap);
 
-/* The root attribute `format` of the HDF5 file at path ("fusenet-weights",
- * "fusenet-export-check") into format (cap bytes, cap > 0); "" when the
- * file is no readable HDF5 file or has no such text attribute. */
-FN_API void fn_file_format(const char *path, char *format, size_t cap);
-
 #ifdef __cplusplus
 }
 #endif

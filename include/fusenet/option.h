@@ -49,10 +49,6 @@ typedef struct fn_option_context {
     int outputs; /* the network's outputs, the last layer's width (a loss's) */
 } fn_option_context;
 
-/* The option called `name` of options[0..n), or NULL (NULL options or
- * name: NULL): how each registry finds a kind's key. */
-FN_API const fn_option *fn_option_find(const fn_option *options, int n, const char *name);
-
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fusenet/option.h"
+#include "core/option.h"
 
 const fn_option *fn_option_find(const fn_option *options, int n, const char *name)
 {

@@ -25,6 +25,7 @@
 #include "fusenet/model.h"
 #include "fusenet/safetensors.h"
 #include "store/regular_file.h"
+#include "nn/model_memory.h"
 
 enum { NAME_CAP = FN_EXPORT_NAME_CAP, WHERE_CAP = 1024, SHOWN_CAP = 160 };
 /* A header longer than this is not one fusenet wrote (the safetensors

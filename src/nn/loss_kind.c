@@ -4,6 +4,7 @@
 #include "fusenet/loss_kind.h"
 #include "nn/losses/bce/bce.h"
 #include "nn/losses/huber/huber.h"
+#include "core/option.h"
 
 static const fn_kind *const kinds[] = {
     &fn_bce_with_logits_kind.kind,

@@ -9,7 +9,7 @@
 
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 
 struct fn_loss_tally {
     fn_context *ctx;     /* borrowed */

@@ -5,7 +5,7 @@
 #ifndef FUSENET_NN_LOSS_TALLY_CUDA_H
 #define FUSENET_NN_LOSS_TALLY_CUDA_H
 
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,7 +11,7 @@
 #include <math.h>
 
 #include "fusenet/loss_kind.h"
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 #include "core/reduce_cuda.cuh"
 
 /* The block size of a finish: it fixes the order of the additions. */

@@ -5,6 +5,7 @@
 
 #include "fusenet/model.h"
 #include "core/test_hooks.h"
+#include "nn/model_memory.h"
 
 fn_status fn_model_add_layer(fn_net *net, const fn_layer_spec *spec, int in_features,
                              const fn_layer_hparams *hp, fn_rng *rng)

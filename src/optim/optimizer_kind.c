@@ -2,6 +2,7 @@
  * one table that lists them (count and lookup are the registries' own,
  * core/kind.c). A new optimiser adds its line to the table. */
 #include "fusenet/optimizer_kind.h"
+#include "core/option.h"
 
 static const fn_kind *const kinds[] = {
     &fn_sgd_kind.kind,

@@ -3,6 +3,7 @@
  * the registries' own, core/kind.c). A new schedule adds its line to the
  * table. */
 #include "fusenet/schedule_kind.h"
+#include "core/option.h"
 
 extern const fn_schedule_kind fn_constant_schedule; /* constant_schedule.c */
 extern const fn_schedule_kind fn_step_schedule;     /* step_schedule.c */

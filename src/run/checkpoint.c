@@ -21,6 +21,7 @@
 #include "data/input_norm_impl.h"
 #include "run/provenance_impl.h"
 #include "run/weights_impl.h"
+#include "run/train_state.h"
 
 enum { WHERE_CAP = 512, LABEL_CAP = 96 };
 

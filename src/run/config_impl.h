@@ -11,7 +11,7 @@
 #include "fusenet/layer_kind.h"
 #include "fusenet/loss_kind.h"
 #include "fusenet/memory_set.h"
-#include "fusenet/monitor.h"
+#include "run/monitor.h"
 #include "fusenet/optimizer_kind.h"
 #include "fusenet/schedule_kind.h"
 

@@ -9,6 +9,7 @@
 #include "fusenet/file_role.h"
 #include "store/h5util.h"
 #include "store/regular_file.h"
+#include "run/file_format.h"
 
 /* The role of an HDF5 file whose open succeeded. */
 static fn_file_role hdf5_role(hid_t file, char *datasets, size_t cap)

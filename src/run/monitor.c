@@ -2,7 +2,7 @@
  * (monitor.h). */
 
 #include "core/name_list.h"
-#include "fusenet/monitor.h"
+#include "run/monitor.h"
 
 static const char *const names[] = {
     [FN_MONITOR_VALID_LOSS] = "valid_loss",

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "fusenet/train_state.h"
+#include "run/train_state.h"
 
 fn_train_state fn_train_state_start(uint64_t seed, int batch_size, long long rows,
                                     long long slab_rows)

@@ -20,6 +20,7 @@
 #include "data/input_norm_impl.h"
 #include "run/provenance_impl.h"
 #include "run/weights_impl.h"
+#include "nn/model_memory.h"
 
 enum { WHERE_CAP = 512 };
 

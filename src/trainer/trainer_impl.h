@@ -14,7 +14,7 @@
 #include "fusenet/data.h"
 #include <time.h>
 
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 #include "fusenet/provenance.h"
 #include "fusenet/schedule.h"
 #include "fusenet/trainer.h"
@@ -22,6 +22,7 @@
 #include "run/config_impl.h"
 #include "store/dir_lock.h"
 #include "trainer/metrics_csv.h"
+#include "run/train_state.h"
 
 struct fn_trainer {
     const fn_config *cfg; /* borrowed */

@@ -6,7 +6,7 @@
 
 #include "fusenet/net.h"
 #include "fusenet/sgd.h"
-#include "fusenet/sgd_fused.h"
+#include "optim/optimizers/sgd/sgd_fused.h"
 #include "optim/multi_tensor.h"
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
  * per layer, its ops' backward_sgd hook where it has one, else backward
  * (which writes the gradients, param.h) and the one-tensor update. */
 #include "fusenet/sgd.h"
-#include "fusenet/sgd_fused.h"
+#include "optim/optimizers/sgd/sgd_fused.h"
 
 /* After dx has used the old values, the layer's parameters take the step. */
 static fn_status layer_backward_sgd(fn_layer *l, const fn_tensor *dy, fn_tensor *dx, void *arg)

@@ -3,10 +3,8 @@
  * validation accuracy (higher) or the training loss (lower), each an
  * epoch's mean; an epoch improves on the best so far when it is better by
  * more than [train] min_delta, as Keras' EarlyStopping counts it. */
-#ifndef FUSENET_MONITOR_H
-#define FUSENET_MONITOR_H
-
-#include "fusenet/api.h"
+#ifndef FUSENET_RUN_MONITOR_H
+#define FUSENET_RUN_MONITOR_H
 
 #include "fusenet/status.h"
 
@@ -23,12 +21,12 @@ typedef enum fn_monitor {
 enum { FN_MONITOR_KINDS = FN_MONITOR_TRAIN_LOSS + 1 };
 
 /* "valid_loss", "valid_accuracy", "train_loss". */
-FN_API fn_status fn_monitor_parse(const char *text, fn_monitor *monitor);
-FN_API const char *fn_monitor_name(fn_monitor monitor);
+fn_status fn_monitor_parse(const char *text, fn_monitor *monitor);
+const char *fn_monitor_name(fn_monitor monitor);
 /* 1 when a lower value is better (the losses), 0 for the accuracy. */
-FN_API int fn_monitor_lower_better(fn_monitor monitor);
+int fn_monitor_lower_better(fn_monitor monitor);
 /* 1 when the metric is the validation set's. */
-FN_API int fn_monitor_needs_valid(fn_monitor monitor);
+int fn_monitor_needs_valid(fn_monitor monitor);
 
 #ifdef __cplusplus
 }

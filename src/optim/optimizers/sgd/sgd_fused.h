@@ -14,10 +14,8 @@
  * except where a hook says otherwise (a fused block's weight differs in the
  * last bits: one fused accumulation instead of a product and a
  * subtraction); deterministic run to run. The caller counts the step. */
-#ifndef FUSENET_SGD_FUSED_H
-#define FUSENET_SGD_FUSED_H
-
-#include "fusenet/api.h"
+#ifndef FUSENET_OPTIM_OPTIMIZERS_SGD_SGD_FUSED_H
+#define FUSENET_OPTIM_OPTIMIZERS_SGD_SGD_FUSED_H
 
 #include "fusenet/net.h"
 
@@ -25,7 +23,7 @@
 extern "C" {
 #endif
 
-FN_API fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr);
+fn_status fn_sgd_fused_backward(fn_net *net, const fn_tensor *dy, float lr);
 
 #ifdef __cplusplus
 }

@@ -27,10 +27,8 @@
  * sums, their late copies and the kernel that finishes a loss's partial
  * sums into them) and nn/loss_tally_finish_cuda.cuh (that finish, which
  * the losses' kernels share). */
-#ifndef FUSENET_LOSS_TALLY_H
-#define FUSENET_LOSS_TALLY_H
-
-#include "fusenet/api.h"
+#ifndef FUSENET_NN_LOSS_TALLY_H
+#define FUSENET_NN_LOSS_TALLY_H
 
 #include <stdint.h>
 
@@ -61,14 +59,14 @@ typedef struct fn_loss_tally fn_loss_tally; /* opaque */
 
 /* A tally on ctx's device; lag: 0 or 1 (copies arrive when they do), more
  * only on the CPU (tests). */
-FN_API fn_status fn_loss_tally_create(fn_loss_tally **tally, fn_context *ctx, int lag);
-FN_API void fn_loss_tally_destroy(fn_loss_tally *tally); /* NULL is fine */
+fn_status fn_loss_tally_create(fn_loss_tally **tally, fn_context *ctx, int lag);
+void fn_loss_tally_destroy(fn_loss_tally *tally); /* NULL is fine */
 
 /* Starts the sums from these (an epoch's start, a resumed epoch's): the
  * next step counted has global index `step`; clears the bad flag. Queued
  * on the context's stream after the steps before it. */
-FN_API fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long long correct,
-                                   long long seen, long long step);
+fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long long correct,
+                            long long seen, long long step);
 
 /* A training step's loss of kind `kind` with its options block (the value into loss [1, 1], the
  * gradient assigned to dpred, which may be NULL), counted in the tally:
@@ -76,30 +74,30 @@ FN_API fn_status fn_loss_tally_set(fn_loss_tally *tally, double loss_sum, long l
  * loss's own last block where the kind can (fn_loss_tally_into), else by
  * the tally's own kernel. Launches only on the GPU (no copy, no
  * synchronisation: a CUDA graph may capture it). */
-FN_API fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
-                                    const void *options, const fn_tensor *pred,
-                                    const fn_loss_targets *targets,
-                                    fn_tensor *loss, fn_tensor *dpred);
+fn_status fn_loss_tally_step(fn_loss_tally *tally, const fn_loss_kind *kind,
+                             const void *options, const fn_tensor *pred,
+                             const fn_loss_targets *targets,
+                             fn_tensor *loss, fn_tensor *dpred);
 /* fn_loss_tally_step of predictions that still lack a bias [pred->cols]
  * on their device (NULL: none; fn_net_forward_unbiased leaves it): pred +=
  * bias first, with the bits the layer's forward would give, by the loss's
  * own kernel where the kind takes it (loss_kind.h, takes_bias). */
-FN_API fn_status fn_loss_tally_step_biased(fn_loss_tally *tally, const fn_loss_kind *kind,
-                                           const void *options, const fn_tensor *pred,
-                                           const float *pred_bias, const fn_loss_targets *targets,
-                                           fn_tensor *loss, fn_tensor *dpred);
+fn_status fn_loss_tally_step_biased(fn_loss_tally *tally, const fn_loss_kind *kind,
+                                    const void *options, const fn_tensor *pred,
+                                    const float *pred_bias, const fn_loss_targets *targets,
+                                    fn_tensor *loss, fn_tensor *dpred);
 
 /* The bad flag, where the optimiser's kernels read it (device memory on
  * the GPU, host memory on the CPU): non-zero once a loss was not finite. */
-FN_API const int *fn_loss_tally_bad_flag(const fn_loss_tally *tally);
+const int *fn_loss_tally_bad_flag(const fn_loss_tally *tally);
 
 /* Queues a copy of the sums as they are after the kernels queued so far. */
-FN_API fn_status fn_loss_tally_post(fn_loss_tally *tally);
+fn_status fn_loss_tally_post(fn_loss_tally *tally);
 /* The newest posted copy that has arrived and was not taken before, in
  * *value, with *fresh = 1; *fresh = 0 when none has. Never waits. */
-FN_API fn_status fn_loss_tally_poll(fn_loss_tally *tally, fn_loss_tally_value *value, int *fresh);
+fn_status fn_loss_tally_poll(fn_loss_tally *tally, fn_loss_tally_value *value, int *fresh);
 /* The sums after everything queued so far: waits for the device. */
-FN_API fn_status fn_loss_tally_read(fn_loss_tally *tally, fn_loss_tally_value *value);
+fn_status fn_loss_tally_read(fn_loss_tally *tally, fn_loss_tally_value *value);
 
 #ifdef __cplusplus
 }
