@@ -280,7 +280,7 @@ static void test_writers_refresh(void **state)
 
     expect_other_weights(&src, &m);
     snprintf(path, sizeof path, "%s/w.h5", dir);
-    EXPECT_OK(fn_weights_save(src.net, path, NULL));
+    EXPECT_OK(fn_weights_save(path, src.net, NULL));
     EXPECT_OK(fn_weights_load(m.net, path));
     expect_same_weights(src.net, m.net);
     expect_copy_current(&m, "loading a weights file");

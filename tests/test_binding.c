@@ -63,7 +63,8 @@ static void write_weights(const char *path, const char *text, const char *resolv
         EXPECT_OK(fn_provenance_create(&prov));
         EXPECT_OK(fn_provenance_set(prov, "config", resolved));
     }
-    EXPECT_OK(fn_weights_save_with_provenance(net, NULL, NULL, prov, path, text));
+    EXPECT_OK(fn_weights_save(path, net,
+                              &(fn_weights_save_options){.provenance = prov, .config_text = text}));
     fn_provenance_destroy(prov);
     fn_net_destroy(net);
     fn_context_destroy(ctx);

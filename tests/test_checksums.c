@@ -91,7 +91,9 @@ static void test_weights_bit_flips(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    EXPECT_OK(fn_weights_save(net, path, "[model]\nlayers = block 16, linear 3\n"));
+    EXPECT_OK(fn_weights_save(
+        path, net,
+        &(fn_weights_save_options){.config_text = "[model]\nlayers = block 16, linear 3\n"}));
     flip_and_load(ctx, net, path, load_weights, NULL);
     unlink(path);
     fn_net_destroy(net);

@@ -58,7 +58,7 @@ static void deep_linear_builds_and_loads(fn_context *ctx)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    EXPECT_OK(fn_weights_save(net, path, NULL));
+    EXPECT_OK(fn_weights_save(path, net, NULL));
     t0 = now();
     fn_net *loaded = NULL;
     fn_status st = fn_weights_build(&loaded, ctx, path, 2);

@@ -206,7 +206,8 @@ static void safetensors_round_trip_is_bit_identical(void **state)
     path_in(f, "w.h5", h5);
     path_in(f, "w.safetensors", st);
     path_in(f, "again.h5", h5_again);
-    EXPECT_OK(fn_weights_save_norm(f->net, f->norm, h5, "[model]\n"));
+    EXPECT_OK(fn_weights_save(
+        h5, f->net, &(fn_weights_save_options){.norm = f->norm, .config_text = "[model]\n"}));
     fn_net *from_h5 = NULL;
     fn_input_norm *norm_h5 = NULL;
     EXPECT_OK(fn_weights_build(&from_h5, f->ctx, h5, 4));
@@ -231,7 +232,8 @@ static void safetensors_round_trip_is_bit_identical(void **state)
     EXPECT_OK(fn_weights_input_norm(&norm_st, f->ctx, st, IN));
     expect_same_norm(f->norm, norm_st);
     /* ... and written as HDF5 again: the same values as the first file. */
-    EXPECT_OK(fn_weights_save_norm(loaded, norm_st, h5_again, "[model]\n"));
+    EXPECT_OK(fn_weights_save(
+        h5_again, loaded, &(fn_weights_save_options){.norm = norm_st, .config_text = "[model]\n"}));
     fn_net *again = NULL;
     fn_input_norm *norm_again = NULL;
     EXPECT_OK(fn_weights_build(&again, f->ctx, h5_again, 4));
@@ -281,7 +283,7 @@ static void every_kind_round_trips(void **state)
         for (size_t k = 0; k < fn_tensor_count(&p->value); k++)
             p->value.data[k] += 0.001f * (float)((k * 7919 + (size_t)i * 104729) % 997) - 0.5f;
     }
-    EXPECT_OK(fn_weights_save_norm(net, NULL, h5, "[model]\n"));
+    EXPECT_OK(fn_weights_save(h5, net, &(fn_weights_save_options){.config_text = "[model]\n"}));
     fn_net *from_h5 = NULL, *built = NULL, *again = NULL;
     EXPECT_OK(fn_weights_build(&from_h5, f->ctx, h5, 4));
     EXPECT_OK(fn_export_write(from_h5, NULL, NULL, FN_EXPORT_SAFETENSORS, st));
@@ -313,7 +315,8 @@ static void every_kind_round_trips(void **state)
     fn_net *loaded = every_kind_net(f->ctx, 99);
     EXPECT_OK(fn_weights_load(loaded, st));
     expect_same_values(net, loaded);
-    EXPECT_OK(fn_weights_save_norm(loaded, NULL, h5_again, "[model]\n"));
+    EXPECT_OK(
+        fn_weights_save(h5_again, loaded, &(fn_weights_save_options){.config_text = "[model]\n"}));
     EXPECT_OK(fn_weights_build(&again, f->ctx, h5_again, 4));
     expect_same_values(from_h5, again);
     EXPECT_OK(fn_dropout_get_p(fn_net_layer(again, 1), &p));

@@ -533,12 +533,12 @@ static void test_save_refuses_nonfinite(void **state)
     model_open(f, &m);
     const char *weights = program_files_at(f, "w.h5"), *ckpt = program_files_at(f, "c.h5");
     fn_train_state s = {.epoch = 1, .seed = 1, .batch_size = 3};
-    EXPECT_OK(fn_weights_save(m.net, weights, NULL));
+    EXPECT_OK(fn_weights_save(weights, m.net, NULL));
     EXPECT_OK(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL));
     fn_param *w = fn_net_param(m.net, 0);
     float good = w->value.data[7];
     w->value.data[7] = NAN;
-    assert_int_equal(fn_weights_save(m.net, weights, NULL), FN_ERR_NUMERIC);
+    assert_int_equal(fn_weights_save(weights, m.net, NULL), FN_ERR_NUMERIC);
     if (!strstr(fn_last_error(), "w.h5: group 'layer0': dataset 'weight' would hold NaN at [1, 1]"))
         fail_msg("message: %s", fn_last_error());
     assert_int_equal(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL),

@@ -3,7 +3,8 @@
  * refused, statistics from a set (a constant column gets std 1 and is
  * counted), the `/input_norm` group of weights files and checkpoints
  * written and read back (a file without it loads with no norm, a damaged
- * one is refused naming the file), and the loader applying the norm to
+ * one is refused naming the file), the one save call's options (none,
+ * the input norm, both norms: the version and groups each writes), and the loader applying the norm to
  * every batch it hands out, in both modes. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
@@ -25,6 +26,7 @@
 #include "fusenet/linear.h"
 #include "fusenet/loader.h"
 #include "fusenet/sgd.h"
+#include "fusenet/target_norm.h"
 #include "fusenet/weights.h"
 #include "norm_loader.h"
 #include "sets.h"
@@ -183,11 +185,12 @@ static void test_weights_and_checkpoint_group(void **state)
     assert_int_equal(fn_input_norm_create(&norm, f->ctx, IN, mean, std), FN_OK);
     fn_net *net = small_net(f->ctx);
     /* Without: loads as before, no norm. */
-    assert_int_equal(fn_weights_save(net, weights_of(f), NULL), FN_OK);
+    assert_int_equal(fn_weights_save(weights_of(f), net, NULL), FN_OK);
     assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
     assert_null(back);
     /* With: the same values, and the weights load as before. */
-    assert_int_equal(fn_weights_save_norm(net, norm, weights_of(f), NULL), FN_OK);
+    assert_int_equal(fn_weights_save(weights_of(f), net, &(fn_weights_save_options){.norm = norm}),
+                     FN_OK);
     assert_int_equal(fn_weights_load(net, weights_of(f)), FN_OK);
     assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
     assert_non_null(back);
@@ -204,8 +207,10 @@ static void test_weights_and_checkpoint_group(void **state)
     assert_int_equal(fn_sgd_create(&sgd, f->ctx, fn_net_params(net), fn_net_n_params(net), &cfg),
                      FN_OK);
     fn_train_state st = fn_train_state_start(1, 8, N, N);
-    assert_int_equal(fn_checkpoint_save_norm(ckpt_of(f), net, fn_sgd_optimizer(sgd), &st, norm, ""),
-                     FN_OK);
+    assert_int_equal(
+        fn_checkpoint_save(ckpt_of(f), net, fn_sgd_optimizer(sgd), &st,
+                           &(fn_checkpoint_save_options){.norm = norm, .config_text = ""}),
+        FN_OK);
     assert_int_equal(fn_input_norm_load(&back, f->ctx, ckpt_of(f), IN), FN_OK);
     assert_non_null(back);
     assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
@@ -215,12 +220,61 @@ static void test_weights_and_checkpoint_group(void **state)
     fn_input_norm_destroy(norm);
 }
 
+/* The root attribute format_version of a weights file. */
+static long long format_version(const char *path)
+{
+    long long v = -1;
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
+    H5Aread(attr, H5T_NATIVE_LLONG, &v);
+    H5Aclose(attr);
+    H5Fclose(file);
+    return v;
+}
+
+/* One save call, its options naming what the file holds besides the
+ * layers: none (NULL options: version 1, no group), the input norm
+ * (version 2), the input and target norms (version 3, both read back). */
+static void test_weights_save_options(void **state)
+{
+    fixture *f = *state;
+    float mean[IN] = {1, 2, 3, 4, 5}, std[IN] = {0.5f, 1, 2, 4, 8};
+    float tmean[OUT] = {10, 20, 30}, tstd[OUT] = {2, 3, 4};
+    fn_input_norm *norm = NULL, *target = NULL, *back = NULL;
+    assert_int_equal(fn_input_norm_create(&norm, f->ctx, IN, mean, std), FN_OK);
+    assert_int_equal(fn_input_norm_create(&target, f->ctx, OUT, tmean, tstd), FN_OK);
+    fn_net *net = small_net(f->ctx);
+    assert_int_equal(fn_weights_save(weights_of(f), net, NULL), FN_OK);
+    assert_int_equal(format_version(weights_of(f)), 1);
+    assert_int_equal(fn_target_norm_load(&back, f->ctx, weights_of(f), OUT), FN_OK);
+    assert_null(back);
+    const fn_weights_save_options inputs = {.norm = norm};
+    assert_int_equal(fn_weights_save(weights_of(f), net, &inputs), FN_OK);
+    assert_int_equal(format_version(weights_of(f)), 2);
+    const fn_weights_save_options both = {.norm = norm, .target = target,
+                                          .config_text = "[model]\n"};
+    assert_int_equal(fn_weights_save(weights_of(f), net, &both), FN_OK);
+    assert_int_equal(format_version(weights_of(f)), 3);
+    assert_int_equal(fn_target_norm_load(&back, f->ctx, weights_of(f), OUT), FN_OK);
+    assert_non_null(back);
+    assert_memory_equal(fn_input_norm_mean(back), tmean, sizeof tmean);
+    assert_memory_equal(fn_input_norm_std(back), tstd, sizeof tstd);
+    fn_input_norm_destroy(back);
+    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
+    assert_non_null(back);
+    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
+    fn_input_norm_destroy(back);
+    fn_net_destroy(net);
+    fn_input_norm_destroy(target);
+    fn_input_norm_destroy(norm);
+}
+
 /* A std of 0 written by hand (fusenet never writes one) is refused. */
 static void test_damaged_group(void **state)
 {
     fixture *f = *state;
     fn_net *net = small_net(f->ctx);
-    assert_int_equal(fn_weights_save(net, weights_of(f), NULL), FN_OK);
+    assert_int_equal(fn_weights_save(weights_of(f), net, NULL), FN_OK);
     fn_net_destroy(net);
     hid_t file = H5Fopen(weights_of(f), H5F_ACC_RDWR, H5P_DEFAULT);
     hid_t group = H5Gcreate2(file, "input_norm", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -290,4 +344,5 @@ static void test_loader_applies(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(name, set_file_setup, set_file_teardown)
 TEST_MAIN(NULL, NULL, T(test_apply_matches_reference), T(test_bad_statistics), T(test_from_data),
-          T(test_weights_and_checkpoint_group), T(test_damaged_group), T(test_loader_applies))
+          T(test_weights_and_checkpoint_group), T(test_weights_save_options), T(test_damaged_group),
+          T(test_loader_applies))

@@ -67,7 +67,7 @@ static void write_weights(const char *path, int width, int groups)
     const fn_layer_hparams hp = default_hparams(groups);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, cpu, specs, 2, IN, &hp, 1, 1));
-    EXPECT_OK(fn_weights_save(net, path, NULL));
+    EXPECT_OK(fn_weights_save(path, net, NULL));
     fn_net_destroy(net);
     fn_context_destroy(cpu);
 }
@@ -265,7 +265,7 @@ static void write_claim(const char *path, int declared)
     /* Layer 1 of width 4 when declared: its datasets are replaced below. */
     const fn_layer_spec small[] = {{linear, width, 0}, {linear, 4, 0}, {linear, 4, 0}};
     EXPECT_OK(fn_model_create(&net, cpu, declared ? small : specs, 3, IN, &hp, 1, 1));
-    EXPECT_OK(fn_weights_save(net, path, NULL));
+    EXPECT_OK(fn_weights_save(path, net, NULL));
     fn_net_destroy(net);
     fn_context_destroy(cpu);
     hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);

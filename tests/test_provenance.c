@@ -453,7 +453,7 @@ static void test_file_without_provenance(void **state)
     const fn_layer_hparams hp = default_hparams(4);
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, ctx, specs, 2, IN, &hp, 4, 1));
-    EXPECT_OK(fn_weights_save(net, path, ""));
+    EXPECT_OK(fn_weights_save(path, net, &(fn_weights_save_options){.config_text = ""}));
     EXPECT_OK(fn_weights_load(net, path));
     fn_provenance *prov = NULL;
     EXPECT_OK(fn_provenance_read(&prov, path));

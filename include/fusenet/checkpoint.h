@@ -33,23 +33,24 @@ extern "C" {
 #define FN_CHECKPOINT_FORMAT "fusenet-checkpoint"
 #define FN_CHECKPOINT_VERSION 2 /* written; 1 and 2 are read */
 
-/* opt must optimise net's parameters, in net's order. */
+/* What a checkpoint holds besides the layers, the optimiser's state and
+ * the run's; every field may be NULL (zero-initialise the struct). */
+typedef struct fn_checkpoint_save_options {
+    /* The run's input standardisation, as the group `/input_norm` of
+     * weights files (input_norm.h; read back by fn_input_norm_load). */
+    const fn_input_norm *norm;
+    /* The run's provenance, as the group `/provenance` (provenance.h). */
+    const fn_provenance *provenance;
+    const char *config_text; /* the run's config text; NULL: "" */
+} fn_checkpoint_save_options;
+
+/* Writes net, opt's state and *state to path, with what options names
+ * (options NULL: none of it). opt must optimise net's parameters, in
+ * net's order. */
 FN_API fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
-                                    const fn_train_state *state, const char *config_text);
+                                    const fn_train_state *state,
+                                    const fn_checkpoint_save_options *options);
 
-/* The same with the run's input standardisation (norm NULL: none), as the
- * group `/input_norm` of weights files (input_norm.h); fn_input_norm_load
- * reads it back. */
-FN_API fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
-                                         const fn_train_state *state, const fn_input_norm *norm,
-                                         const char *config_text);
-
-/* The same with the run's provenance (provenance.h) as the group
- * `/provenance` (prov NULL: none). */
-FN_API fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
-                                                    fn_optimizer *opt, const fn_train_state *state,
-                                                    const fn_input_norm *norm, const fn_provenance *prov,
-                                                    const char *config_text);
 /* Restores net's values, opt's state and step count, and *state. The net
  * must have the checkpoint's layers, opt the kind (name) and configuration
  * it was written with (a state kind it keeps must be in the file, and a

@@ -38,25 +38,26 @@ extern "C" {
  * either stay at 1. */
 #define FN_WEIGHTS_VERSION 3
 
-/* Writes every layer of net; config_text may be NULL (stored as ""). */
-FN_API fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text);
+/* What a weights file holds besides the layers; every field may be
+ * NULL (zero-initialise the struct and set what you have). */
+typedef struct fn_weights_save_options {
+    /* The input standardisation the network was trained with, as the group
+     * `/input_norm` (input_norm.h; read back by fn_input_norm_load). */
+    const fn_input_norm *norm;
+    /* The target standardisation, as the group `/target_norm`
+     * (target_norm.h). */
+    const fn_input_norm *target;
+    /* The run's provenance, as the group `/provenance` (provenance.h; read
+     * back by fn_provenance_read). */
+    const fn_provenance *provenance;
+    const char *config_text; /* the run's config text; NULL: "" */
+} fn_weights_save_options;
 
-/* The same with the input standardisation the network was trained with
- * (norm NULL: none), as the group `/input_norm` (input_norm.h); read it
- * back with fn_input_norm_load. */
-FN_API fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
-                                      const char *config_text);
-/* The same with the target standardisation too (target NULL: none), as
- * the group `/target_norm` (target_norm.h). */
-FN_API fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
-                                       const fn_input_norm *target, const char *path,
-                                       const char *config_text);
+/* Writes every layer of net to path, with what options names (options
+ * NULL: the layers alone). */
+FN_API fn_status fn_weights_save(const char *path, const fn_net *net,
+                                 const fn_weights_save_options *options);
 
-/* The same with the run's provenance (provenance.h) as the group
- * `/provenance` (prov NULL: none); read it back with fn_provenance_read. */
-FN_API fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
-                                                 const fn_input_norm *target, const fn_provenance *prov,
-                                                 const char *path, const char *config_text);
 /* Loads the values of a weights file into net, whose layers must match the
  * file's in kind, sizes and block settings. */
 FN_API fn_status fn_weights_load(fn_net *net, const char *path);

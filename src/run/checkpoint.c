@@ -141,29 +141,18 @@ static fn_status write_all(hid_t file, const char *path, const fn_net *net, fn_o
 }
 
 fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *opt,
-                             const fn_train_state *state, const char *config_text)
+                             const fn_train_state *state,
+                             const fn_checkpoint_save_options *options)
 {
-    return fn_checkpoint_save_norm(path, net, opt, state, NULL, config_text);
-}
-
-fn_status fn_checkpoint_save_norm(const char *path, const fn_net *net, fn_optimizer *opt,
-                                  const fn_train_state *state, const fn_input_norm *norm,
-                                  const char *config_text)
-{
-    return fn_checkpoint_save_with_provenance(path, net, opt, state, norm, NULL, config_text);
-}
-
-fn_status fn_checkpoint_save_with_provenance(const char *path, const fn_net *net,
-                                             fn_optimizer *opt, const fn_train_state *state,
-                                             const fn_input_norm *norm, const fn_provenance *prov,
-                                             const char *config_text)
-{
+    const fn_checkpoint_save_options none = {0};
+    const fn_checkpoint_save_options *o = options ? options : &none;
     FN_TRY(check_pair(net, opt, path));
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
     return fn_h5_finish(file, tmp, path,
-                        write_all(file, path, net, opt, state, norm, prov, config_text));
+                        write_all(file, path, net, opt, state, o->norm, o->provenance,
+                                  o->config_text));
 }
 
 /* --- reading into host memory ----------------------------------------------- */

@@ -161,39 +161,22 @@ fn_status fn_weights_write(hid_t file, const char *path, const char *format, int
     return st;
 }
 
-fn_status fn_weights_save(const fn_net *net, const char *path, const char *config_text)
+fn_status fn_weights_save(const char *path, const fn_net *net,
+                          const fn_weights_save_options *options)
 {
-    return fn_weights_save_norm(net, NULL, path, config_text);
-}
-
-fn_status fn_weights_save_norm(const fn_net *net, const fn_input_norm *norm, const char *path,
-                               const char *config_text)
-{
-    return fn_weights_save_norms(net, norm, NULL, path, config_text);
-}
-
-fn_status fn_weights_save_norms(const fn_net *net, const fn_input_norm *norm,
-                                const fn_input_norm *target, const char *path,
-                                const char *config_text)
-{
-    return fn_weights_save_with_provenance(net, norm, target, NULL, path, config_text);
-}
-
-fn_status fn_weights_save_with_provenance(const fn_net *net, const fn_input_norm *norm,
-                                          const fn_input_norm *target, const fn_provenance *prov,
-                                          const char *path, const char *config_text)
-{
+    const fn_weights_save_options none = {0};
+    const fn_weights_save_options *o = options ? options : &none;
     hid_t file = -1;
     char *tmp = NULL;
     FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
-    const int version = target ? 3 : norm ? 2 : 1;
-    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, version, net, config_text);
+    const int version = o->target ? 3 : o->norm ? 2 : 1;
+    fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, version, net, o->config_text);
     if (st == FN_OK)
-        st = fn_input_norm_write(file, path, norm);
+        st = fn_input_norm_write(file, path, o->norm);
     if (st == FN_OK)
-        st = fn_input_norm_write_group(file, path, target, FN_TARGET_NORM_GROUP);
+        st = fn_input_norm_write_group(file, path, o->target, FN_TARGET_NORM_GROUP);
     if (st == FN_OK)
-        st = fn_provenance_write(file, path, prov);
+        st = fn_provenance_write(file, path, o->provenance);
     return fn_h5_finish(file, tmp, path, st);
 }
 

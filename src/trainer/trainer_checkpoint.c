@@ -29,8 +29,9 @@ fn_status fn_trainer_save_checkpoint(fn_trainer *t)
     memcpy(t->state.schedule, t->schedule.state, sizeof t->state.schedule);
     const fn_provenance *prov = NULL;
     FN_TRY(fn_trainer_provenance(t, &prov));
-    fn_status st = fn_checkpoint_save_with_provenance(t->checkpoint_path, t->net, t->opt, &t->state,
-                                                      t->norm, prov, t->cfg->text);
+    const fn_checkpoint_save_options with = {.norm = t->norm, .provenance = prov,
+                                             .config_text = t->cfg->text};
+    fn_status st = fn_checkpoint_save(t->checkpoint_path, t->net, t->opt, &t->state, &with);
     if (st == FN_OK) {
         t->checkpoint_ours = 1;
         t->checkpoint_step = t->state.global_step;

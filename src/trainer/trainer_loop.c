@@ -191,8 +191,9 @@ static fn_status watch_best(fn_trainer *t, fn_train_metrics train, fn_train_metr
     FN_TRY(fn_trainer_prepare_output(t));
     const fn_provenance *prov = NULL;
     FN_TRY(fn_trainer_provenance(t, &prov));
-    return fn_weights_save_with_provenance(t->net, t->norm, t->target_norm, prov, t->best_path,
-                                           c->text);
+    const fn_weights_save_options with = {.norm = t->norm, .target = t->target_norm,
+                                          .provenance = prov, .config_text = c->text};
+    return fn_weights_save(t->best_path, t->net, &with);
 }
 
 /* The metric a schedule that reacts to the run (reduce on plateau) follows,
@@ -299,8 +300,9 @@ fn_status fn_trainer_run(fn_trainer *t)
         FN_TRY(fn_trainer_prepare_output(t));
         const fn_provenance *prov = NULL;
         FN_TRY(fn_trainer_provenance(t, &prov));
-        FN_TRY(fn_weights_save_with_provenance(t->net, t->norm, t->target_norm, prov,
-                                               t->weights_path, t->cfg->text));
+        const fn_weights_save_options with = {.norm = t->norm, .target = t->target_norm,
+                                              .provenance = prov, .config_text = t->cfg->text};
+        FN_TRY(fn_weights_save(t->weights_path, t->net, &with));
     }
     /* Then the end's checkpoint, unless the last epoch's is it already:
      * what --resume with a larger [train] epochs continues. The weights,

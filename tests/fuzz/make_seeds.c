@@ -137,7 +137,10 @@ static void save_weights(fn_net *net, const char *dir, const char *name)
 {
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    check(fn_weights_save(net, path, "[model]\nlayers = block 4, linear 2\n") == FN_OK, path);
+    check(fn_weights_save(path, net,
+                          &(fn_weights_save_options){
+                              .config_text = "[model]\nlayers = block 4, linear 2\n"}) == FN_OK,
+          path);
 }
 
 /* The fixed model of fuzz_entry.h as weights and as a checkpoint. */
@@ -150,16 +153,22 @@ static void write_model_seeds(const char *dir)
                             .loss_sum = 1.5, .correct = 3, .seen = 8, .seconds = 0.25};
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/checkpoint.h5", dir);
-    check(fn_checkpoint_save(path, m.net, fn_sgd_optimizer(m.opt), &state, "") == FN_OK, path);
+    check(fn_checkpoint_save(path, m.net, fn_sgd_optimizer(m.opt), &state,
+                             &(fn_checkpoint_save_options){.config_text = ""}) == FN_OK,
+          path);
     /* With the input standardisation group /input_norm. */
     const float mean[3] = {0.5f, -1, 2}, std[3] = {1, 0.25f, 3};
     fn_input_norm *norm = NULL;
     check(fn_input_norm_create(&norm, m.ctx, 3, mean, std) == FN_OK, "fn_input_norm_create");
     snprintf(path, sizeof path, "%s/weights_norm.h5", dir);
-    check(fn_weights_save_norm(m.net, norm, path, "") == FN_OK, path);
+    check(fn_weights_save(path, m.net,
+                          &(fn_weights_save_options){.norm = norm, .config_text = ""}) == FN_OK,
+          path);
     snprintf(path, sizeof path, "%s/checkpoint_norm.h5", dir);
-    check(fn_checkpoint_save_norm(path, m.net, fn_sgd_optimizer(m.opt), &state, norm, "") ==
-              FN_OK, path);
+    check(fn_checkpoint_save(path, m.net, fn_sgd_optimizer(m.opt), &state,
+                             &(fn_checkpoint_save_options){.norm = norm, .config_text = ""}) ==
+              FN_OK,
+          path);
     fn_input_norm_destroy(norm);
     fuzz_model_destroy(&m);
 }

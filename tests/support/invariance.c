@@ -164,7 +164,7 @@ static void write_weights(const char *path)
     const fn_layer_hparams hp = {.groups = 8, .eps = 1e-5f, .negative_slope = 0.01f};
     fn_net *net = NULL;
     EXPECT_OK(fn_model_create(&net, cpu, specs, 6, INFER_IN, &hp, 1, 5));
-    EXPECT_OK(fn_weights_save(net, path, NULL));
+    EXPECT_OK(fn_weights_save(path, net, NULL));
     fn_net_destroy(net);
     fn_context_destroy(cpu);
 }
