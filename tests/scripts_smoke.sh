@@ -35,7 +35,7 @@ fail() { echo "scripts_smoke.sh $case_: $*" >&2; exit 1; }
 
 # Run by other tests (build_wheel.sh: python_wheel) or by scripts/test.sh
 # itself (CI), not here.
-covered_elsewhere="check_install.sh check_launches.py check_layers.py install_deps.sh
+covered_elsewhere="check_install.sh check_launches.py check_layers.py check_public_api.py install_deps.sh
     plot_metrics.py python-requirements.txt python_env.sh test.sh test_cpu_only.sh
     to_hdf5.py verify_export.py weights_to_torch.py cmake build_wheel.sh"
 # Run through another script's case.
