@@ -79,9 +79,12 @@ def public_objects(headers):
 
 
 def exported(lib):
+    """The dynamic symbols lib defines, less AddressSanitizer's companions
+    of exported objects (__odr_asan.<object>) in a -DFN_SANITIZE=ON build."""
     out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
                          capture_output=True, text=True).stdout
-    return set(line.split()[-1] for line in out.splitlines() if line.strip())
+    names = set(line.split()[-1] for line in out.splitlines() if line.strip())
+    return set(n for n in names if not n.startswith("__odr_asan."))
 
 
 def main():
