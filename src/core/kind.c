@@ -6,6 +6,7 @@
 
 #include "core/suggest.h"
 #include "fusenet/kind.h"
+#include "core/option.h"
 
 enum { MAX_NAMES = 64 }; /* names compared for a spelling or a suggestion */
 
