@@ -48,16 +48,6 @@ fn_status fn_loss_check_weights(const fn_tensor *pred, const float *weights, con
     return FN_OK;
 }
 
-double fn_loss_elementwise_scale(const float *weights, int rows, int cols)
-{
-    if (!weights)
-        return 1.0 / ((double)rows * (double)cols);
-    double w = 0.0;
-    for (int n = 0; n < rows; n++)
-        w += weights[n];
-    return w > 0.0 ? 1.0 / (w * (double)cols) : 0.0;
-}
-
 fn_status fn_mse_loss_weighted(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                                const float *weights, fn_tensor *loss, fn_tensor *dpred)
 {

@@ -24,7 +24,7 @@ fn_status fn_loss_check_pointwise(fn_context *ctx, const fn_tensor *pred, const 
  * NULL is fine; refused, naming `name` (may be NULL) and the fix, when pred is on the
  * GPU (the losses' kernels take no per-row weights). */
 fn_status fn_loss_check_weights(const fn_tensor *pred, const float *weights, const char *name);
-/* nn/loss.c: 1 / (the mean's divisor) of an elementwise loss over
+/* nn/loss_cpu.c: 1 / (the mean's divisor) of an elementwise loss over
  * rows x cols values: 1 / (rows * cols) without weights (the unweighted
  * mean's own scale, bit for bit), 1 / (sum(w) * cols) with them, 0 when
  * the weights sum to 0. */

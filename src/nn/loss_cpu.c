@@ -1,10 +1,20 @@
 /* loss_cpu.c — the losses on the CPU: values and gradients as torch's
  * MSELoss and CrossEntropyLoss (mean reduction), sums accumulated in double
- * in a fixed order. Arguments were validated by src/loss.c. */
+ * in a fixed order. Arguments were validated by nn/loss.c. */
 #include <math.h>
 #include <stddef.h>
 
 #include "nn/loss_backends.h"
+
+double fn_loss_elementwise_scale(const float *weights, int rows, int cols)
+{
+    if (!weights)
+        return 1.0 / ((double)rows * (double)cols);
+    double w = 0.0;
+    for (int n = 0; n < rows; n++)
+        w += weights[n];
+    return w > 0.0 ? 1.0 / (w * (double)cols) : 0.0;
+}
 
 /* Row i / cols's weight; 1 without weights (a product by 1 is exact, so
  * weights of 1 give the unweighted bits). */
