@@ -259,6 +259,16 @@ def one_line(e):
 # --- checking and shaping ---------------------------------------------------------
 
 
+def check_float32(where, what, a):
+    """Refuses the first cell of a (2-D) that is not finite or out of float32's range."""
+    af = a.astype(np.float64)
+    bad = ~np.isfinite(af) | (np.abs(af) > FLOAT32_MAX)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise Bad(f"{where}: {what} row {r} column {c} is {a[r, c]}, expected a finite number "
+                  "within float32's range")
+
+
 def checked_inputs(where, x):
     x = np.asarray(x)
     if x.dtype.kind not in "biuf":
@@ -267,12 +277,7 @@ def checked_inputs(where, x):
         x = x.reshape(-1, 1)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise Bad(f"{where}: the inputs have shape {list(x.shape)}, expected [N, in] with N >= 1")
-    xf = x.astype(np.float64)
-    bad = ~np.isfinite(xf) | (np.abs(xf) > FLOAT32_MAX)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise Bad(f"{where}: input row {r} column {c} is {x[r, c]}, expected a finite number "
-                  "within float32's range")
+    check_float32(where, "input", x)
     return x.astype(np.float32)
 
 
@@ -344,12 +349,7 @@ def as_values(where, y):
         y = y.reshape(-1, 1)
     if y.ndim != 2 or y.shape[1] < 1:
         raise Bad(f"{where}: values must be [N] or [N, out]; these have shape {list(y.shape)}")
-    yf = y.astype(np.float64)
-    bad = ~np.isfinite(yf) | (np.abs(yf) > FLOAT32_MAX)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise Bad(f"{where}: target row {r} column {c} is {y[r, c]}, expected a finite number "
-                  "within float32's range")
+    check_float32(where, "target", y)
     return y.astype(np.float32), f"values: a regression's last layer of {y.shape[1]} output" + \
         ("s" if y.shape[1] != 1 else "")
 

@@ -165,6 +165,20 @@ static void test_from_data(void **state)
     fn_data_close(d);
 }
 
+/* The norm `load` (fn_input_norm_load or fn_target_norm_load) reads from
+ * path, width columns: present, with this mean and std. */
+static void expect_norm(fn_status (*load)(fn_input_norm **, fn_context *, const char *, int),
+                        fn_context *ctx, const char *path, int width, const float *mean,
+                        const float *std)
+{
+    fn_input_norm *back = NULL;
+    assert_int_equal(load(&back, ctx, path, width), FN_OK);
+    assert_non_null(back);
+    assert_memory_equal(fn_input_norm_mean(back), mean, (size_t)width * sizeof *mean);
+    assert_memory_equal(fn_input_norm_std(back), std, (size_t)width * sizeof *std);
+    fn_input_norm_destroy(back);
+}
+
 /* A one-layer net to save. */
 static fn_net *small_net(fn_context *ctx)
 {
@@ -192,12 +206,7 @@ static void test_weights_and_checkpoint_group(void **state)
     assert_int_equal(fn_weights_save(weights_of(f), net, &(fn_weights_save_options){.norm = norm}),
                      FN_OK);
     assert_int_equal(fn_weights_load(net, weights_of(f)), FN_OK);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
-    assert_non_null(back);
-    assert_memory_equal(fn_input_norm_mean(back), mean, sizeof mean);
-    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
-    fn_input_norm_destroy(back);
-    back = NULL;
+    expect_norm(fn_input_norm_load, f->ctx, weights_of(f), IN, mean, std);
     /* Another input width is refused, naming the file and group. */
     assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN + 1), FN_ERR_FORMAT);
     assert_non_null(strstr(fn_last_error(), "w.h5: group 'input_norm'"));
@@ -211,10 +220,7 @@ static void test_weights_and_checkpoint_group(void **state)
         fn_checkpoint_save(ckpt_of(f), net, fn_sgd_optimizer(sgd), &st,
                            &(fn_checkpoint_save_options){.norm = norm, .config_text = ""}),
         FN_OK);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, ckpt_of(f), IN), FN_OK);
-    assert_non_null(back);
-    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
-    fn_input_norm_destroy(back);
+    expect_norm(fn_input_norm_load, f->ctx, ckpt_of(f), IN, mean, std);
     fn_sgd_destroy(sgd);
     fn_net_destroy(net);
     fn_input_norm_destroy(norm);
@@ -255,15 +261,8 @@ static void test_weights_save_options(void **state)
                                           .config_text = "[model]\n"};
     assert_int_equal(fn_weights_save(weights_of(f), net, &both), FN_OK);
     assert_int_equal(format_version(weights_of(f)), 3);
-    assert_int_equal(fn_target_norm_load(&back, f->ctx, weights_of(f), OUT), FN_OK);
-    assert_non_null(back);
-    assert_memory_equal(fn_input_norm_mean(back), tmean, sizeof tmean);
-    assert_memory_equal(fn_input_norm_std(back), tstd, sizeof tstd);
-    fn_input_norm_destroy(back);
-    assert_int_equal(fn_input_norm_load(&back, f->ctx, weights_of(f), IN), FN_OK);
-    assert_non_null(back);
-    assert_memory_equal(fn_input_norm_std(back), std, sizeof std);
-    fn_input_norm_destroy(back);
+    expect_norm(fn_target_norm_load, f->ctx, weights_of(f), OUT, tmean, tstd);
+    expect_norm(fn_input_norm_load, f->ctx, weights_of(f), IN, mean, std);
     fn_net_destroy(net);
     fn_input_norm_destroy(target);
     fn_input_norm_destroy(norm);

@@ -95,18 +95,26 @@ static void expect_kept(const program_files *f, int status, const char *output, 
     free(after.data);
 }
 
+/* train --set <key>=<input> [flag] exits 1 naming `output` and the <what>
+ * `input`, and input is byte for byte what it was before the run. */
+static void expect_set_kept(const program_files *f, const char *key, const char *input,
+                            const char *flag, const char *output, const char *what)
+{
+    file_bytes before = file_bytes_read(input);
+    char set[PROGRAM_PATH_CAP + 16];
+    snprintf(set, sizeof set, "%s=%s", key, input);
+    int status = train(f, f->ini, "--set", set, flag);
+    expect_kept(f, status, output, what, input, &before);
+    free(before.data);
+}
+
 static void test_training_set_as_weights(void **state)
 {
     program_files *f = *state;
     first_run(f);
     char *weights = program_files_at(f, "out/weights.h5");
     file_bytes_copy(source_path("tests/bad_inputs/good.h5"), weights);
-    file_bytes before = file_bytes_read(weights);
-    char set[PROGRAM_PATH_CAP + 16];
-    snprintf(set, sizeof set, "data.train=%s", weights);
-    int status = train(f, f->ini, "--set", set, "--overwrite");
-    expect_kept(f, status, weights, "[data] train file", weights, &before);
-    free(before.data);
+    expect_set_kept(f, "data.train", weights, "--overwrite", weights, "[data] train file");
 }
 
 static void test_init_as_best(void **state)
@@ -114,12 +122,7 @@ static void test_init_as_best(void **state)
     program_files *f = *state;
     first_run(f);
     char *best = program_files_at(f, "out/best.h5");
-    file_bytes before = file_bytes_read(best);
-    char set[PROGRAM_PATH_CAP + 16];
-    snprintf(set, sizeof set, "model.init=%s", best);
-    int status = train(f, f->ini, "--set", set, "--overwrite");
-    expect_kept(f, status, best, "[model] init file", best, &before);
-    free(before.data);
+    expect_set_kept(f, "model.init", best, "--overwrite", best, "[model] init file");
 }
 
 /* Named through another path: out is reached as alias/. */
@@ -132,12 +135,7 @@ static void test_validation_set_through_linked_dir(void **state)
     snprintf(valid, sizeof valid, "%s", program_files_at(f, "alias/checkpoint.h5"));
     assert_int_equal(symlink(program_files_at(f, "out"), program_files_at(f, "alias")), 0);
     file_bytes_copy(source_path("tests/bad_inputs/good.h5"), checkpoint);
-    file_bytes before = file_bytes_read(valid);
-    char set[PROGRAM_PATH_CAP + 16];
-    snprintf(set, sizeof set, "data.valid=%s", valid);
-    int status = train(f, f->ini, "--set", set, "--overwrite");
-    expect_kept(f, status, checkpoint, "[data] valid file", valid, &before);
-    free(before.data);
+    expect_set_kept(f, "data.valid", valid, "--overwrite", checkpoint, "[data] valid file");
 }
 
 static void test_config_as_metrics(void **state)
@@ -159,12 +157,7 @@ static void test_training_set_as_weights_resumed(void **state)
     first_run(f);
     char *weights = program_files_at(f, "out/weights.h5");
     file_bytes_copy(source_path("tests/bad_inputs/good.h5"), weights);
-    file_bytes before = file_bytes_read(weights);
-    char set[PROGRAM_PATH_CAP + 16];
-    snprintf(set, sizeof set, "data.train=%s", weights);
-    int status = train(f, f->ini, "--set", set, "--resume");
-    expect_kept(f, status, weights, "[data] train file", weights, &before);
-    free(before.data);
+    expect_set_kept(f, "data.train", weights, "--resume", weights, "[data] train file");
 }
 
 /* A write removes what its temporary's name holds first; no --overwrite
@@ -175,12 +168,7 @@ static void test_training_set_as_temporary(void **state)
     assert_int_equal(mkdir(program_files_at(f, "out"), 0777), 0);
     char *tmp = program_files_at(f, "out/metrics.csv.tmp");
     file_bytes_copy(source_path("tests/bad_inputs/good.h5"), tmp);
-    file_bytes before = file_bytes_read(tmp);
-    char set[PROGRAM_PATH_CAP + 16];
-    snprintf(set, sizeof set, "data.train=%s", tmp);
-    int status = train(f, f->ini, "--set", set, NULL);
-    expect_kept(f, status, tmp, "[data] train file", tmp, &before);
-    free(before.data);
+    expect_set_kept(f, "data.train", tmp, NULL, tmp, "[data] train file");
 }
 
 TEST_MAIN_EACH(setup, teardown,

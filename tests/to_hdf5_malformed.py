@@ -128,6 +128,9 @@ def main():
         text(tmp, "huge.csv", "a,t\n1,0.5\n2,1e300\n")
         fails(tmp, "huge.csv: target row 1 column 0 is 1e+300, expected a finite number within "
               "float32's range", "huge.csv", "--values")
+        text(tmp, "hugex.csv", "a,b,t\n1,2,0\n3,-1e300,1\n")
+        fails(tmp, "hugex.csv: input row 1 column 1 is -1e+300, expected a finite number within "
+              "float32's range", "hugex.csv", "--labels")
         text(tmp, "one.csv", "t\n1\n")
         fails(tmp, "one.csv: no input column left", "one.csv")
 

@@ -9,7 +9,6 @@
 #include "fusenet/file_role.h"
 #include "fusenet/provenance.h"
 #include "store/regular_file.h"
-#include "run/file_format.h"
 
 const char *fn_file_describe(const char *path, char *out, size_t cap)
 {

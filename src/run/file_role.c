@@ -9,7 +9,6 @@
 #include "fusenet/file_role.h"
 #include "store/h5util.h"
 #include "store/regular_file.h"
-#include "run/file_format.h"
 
 /* The role of an HDF5 file whose open succeeded. */
 static fn_file_role hdf5_role(hid_t file, char *datasets, size_t cap)
@@ -37,8 +36,6 @@ typedef struct role_job {
     char *datasets;
     size_t cap;
     fn_file_role role;
-    char *format; /* fn_file_format's: the root's format text, else NULL */
-    size_t format_cap;
 } role_job;
 
 static fn_status read_role(fn_h5_child *probe, void *arg)
@@ -49,14 +46,7 @@ static fn_status read_role(fn_h5_child *probe, void *arg)
     const fn_status st = fn_h5_open_read(&file, job->path);
     if (st != FN_OK)
         return st;
-    char *format = NULL;
-    if (job->format && H5Aexists(file, "format") > 0 &&
-        fn_h5_get_string(file, "/", "format", &format) == FN_OK)
-        snprintf(job->format, job->format_cap, "%s", format);
-    free(format);
-    H5Eclear2(H5E_DEFAULT);
-    if (!job->format)
-        job->role = hdf5_role(file, job->datasets, job->cap);
+    job->role = hdf5_role(file, job->datasets, job->cap);
     H5Fclose(file);
     return FN_OK;
 }
@@ -75,26 +65,10 @@ fn_file_role fn_file_role_of(const char *path, char *datasets, size_t cap)
         H5Eclear2(H5E_DEFAULT);
         return fn_file_looks_like_text(path) ? FN_FILE_TEXT : FN_FILE_OTHER;
     }
-    role_job job = {path, datasets, cap, FN_FILE_UNKNOWN, NULL, 0};
+    role_job job = {path, datasets, cap, FN_FILE_UNKNOWN};
     if (fn_h5_probe(path, read_role, &job, FN_H5_PROBE_SECONDS, NULL) != FN_OK)
         return FN_FILE_UNKNOWN;
     if (read_role(NULL, &job) != FN_OK)
         return FN_FILE_UNKNOWN;
     return job.role;
-}
-
-void fn_file_format(const char *path, char *format, size_t cap)
-{
-    format[0] = '\0';
-    if (!path || fn_require_regular_file(path) != FN_OK)
-        return;
-    fn_h5_quiet();
-    if (H5Fis_hdf5(path) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return;
-    }
-    role_job job = {.path = path, .format = format, .format_cap = cap};
-    if (fn_h5_probe(path, read_role, &job, FN_H5_PROBE_SECONDS, NULL) != FN_OK ||
-        read_role(NULL, &job) != FN_OK)
-        format[0] = '\0';
 }
