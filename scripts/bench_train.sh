@@ -12,7 +12,7 @@
 #
 # The comparison: a network's first layer computes no dx, so the step to
 # match is bench's `step_nodx_m0` (the fused plain-SGD step), which train
-# runs too with momentum 0 (fn_net_backward_sgd), plus a linear 8192 -> 16
+# runs too with momentum 0 (fn_sgd_fused_backward), plus a linear 8192 -> 16
 # head, the cross-entropy loss and one 8-byte read per step (loss and
 # correct count); its ratio is also printed against
 # `step_nodx_unfused_m0`, the step with the update as a pass of its own.

@@ -23,7 +23,7 @@
 #include "expect.h"
 #include "fusenet/config.h"
 #include "fusenet/loss_kind.h"
-#include "fusenet/loss_tally.h"
+#include "nn/loss_tally.h"
 #include "fusenet/memory_set.h"
 #include "fusenet/trainer.h"
 #include "program.h"

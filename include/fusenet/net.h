@@ -51,7 +51,7 @@ FN_API fn_status fn_net_set_pass(fn_net *net, const fn_pass *pass);
  * backward(layer, dy, dx, arg) for every layer, last first, on the net's
  * buffers (dx NULL for the first layer). fn_net_backward passes
  * fn_layer_backward; an optimiser may fold its update in
- * (fn_sgd_backward_step). */
+ * (plain SGD's fused backward step does). */
 typedef fn_status (*fn_net_layer_backward)(fn_layer *l, const fn_tensor *dy, fn_tensor *dx,
                                            void *arg);
 FN_API fn_status fn_net_backward_each(fn_net *net, const fn_tensor *dy, fn_net_layer_backward backward,

@@ -1,8 +1,8 @@
 /* init_cuda.cu — initialisation on the GPU: cuRAND's Philox generator through
  * its host API, generating into device memory (curandCreateGenerator; the
- * CPU side, src/init.c, uses curandCreateGeneratorHost), which gives the
+ * CPU side, src/core/init.c, uses curandCreateGeneratorHost), which gives the
  * same uniforms for the same seed and offset, and the transform to [lo, hi)
- * in the same float arithmetic as src/init.c (round-to-nearest multiply
+ * in the same float arithmetic as src/core/init.c (round-to-nearest multiply
  * then add, never fused). */
 #include "core/cuda_runtime.h"
 #include "core/cuda_check.h"

@@ -9,7 +9,7 @@
  * write one partial sum each (in double) into the context's reduce buffer,
  * then one block adds the partials in order and writes the mean to the
  * [1, 1] loss tensor. The gradient is assigned in the first kernel. The
- * arithmetic is src/loss_cpu.c's, in double. No atomics and no host round
+ * arithmetic is src/nn/loss_cpu.c's, in double. No atomics and no host round
  * trip; only the correct-count synchronises, to hand its number to the host.
  * fn_cuda_cross_entropy_loss_read counts in the loss's own kernels (partial
  * counts in the reduce buffer's second half, so the cross-entropy uses at

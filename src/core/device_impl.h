@@ -1,5 +1,5 @@
 /* device_impl.h (private) — what a fn_context (fusenet/device.h) holds. The CUDA part is opaque to
- * host C: kernels/cuda_state.h defines it. */
+ * host C: src/core/cuda_state.h defines it. */
 #ifndef FUSENET_CORE_DEVICE_IMPL_H
 #define FUSENET_CORE_DEVICE_IMPL_H
 

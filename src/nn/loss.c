@@ -1,5 +1,5 @@
 /* loss.c — the losses' checked entry points: shapes, devices and buffers are
- * validated here, then the work goes to src/loss_cpu.c or kernels/nn/loss_cuda.cu. */
+ * validated here, then the work goes to src/nn/loss_cpu.c or kernels/nn/loss_cuda.cu. */
 #include "nn/loss_backends.h"
 #include "fusenet/loss.h"
 

@@ -1,6 +1,6 @@
 /* loss_cpu.c — the losses on the CPU: values and gradients as torch's
  * MSELoss and CrossEntropyLoss (mean reduction), sums accumulated in double
- * in a fixed order. Arguments were validated by nn/loss.c. */
+ * in a fixed order. Arguments were validated by src/nn/loss.c. */
 #include <math.h>
 #include <stddef.h>
 

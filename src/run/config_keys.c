@@ -205,12 +205,12 @@ fn_status fn_config_check_option_names(void)
         for (int i = 0; i < N_KEYS; i++)
             if (strcmp(keys[i].section, "train") == 0 &&
                 strcmp(keys[i].name, fn_config_option_name(j, NULL)) == 0)
-                return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and "
-                               "by config.c's table", keys[i].name,
+                return fn_fail(FN_ERR_INVALID, "config_keys.c: [train] %s is declared by an %s and "
+                               "by the table of keys", keys[i].name,
                                families[f].selector);
         for (int g = f + 1; g < N_FAMILIES; g++)
             if (fn_config_first_taking(g, fn_config_option_name(j, NULL)) >= 0)
-                return fn_fail(FN_ERR_INVALID, "config.c: [train] %s is declared by an %s and a "
+                return fn_fail(FN_ERR_INVALID, "config_keys.c: [train] %s is declared by an %s and a "
                                "%s", fn_config_option_name(j, NULL), families[f].selector,
                                families[g].selector);
     }

@@ -351,10 +351,10 @@ static fn_status option_defaults(fn_config *cfg)
 {
     for (int f = 0; f < N_FAMILIES; f++)
         if (fn_config_family_count(f) > MAX_KINDS)
-            return fn_fail(FN_ERR_INVALID, "config.c: more %ss than it keeps",
+            return fn_fail(FN_ERR_INVALID, "config_parse.c: more %ss than it keeps",
                            families[f].selector);
     if (fn_config_option_name(MAX_OPTIONS, NULL))
-        return fn_fail(FN_ERR_INVALID, "config.c: more options than it keeps");
+        return fn_fail(FN_ERR_INVALID, "config_parse.c: more options than it keeps");
     FN_TRY(fn_config_check_option_names());
     for (int f = 0; f < N_FAMILIES; f++)
         for (int k = 0; k < fn_config_family_count(f); k++) {

@@ -1,6 +1,6 @@
 /* block.c — the fused block's device-independent code: its configuration,
  * creation (parameters, caches, initialisation as PyTorch) and release. The
- * arithmetic lives in src/block_cpu.c and kernels/nn/layers/block/block_cuda.cu. */
+ * arithmetic lives in src/nn/layers/block/block_cpu.c and kernels/nn/layers/block/block_cuda.cu. */
 #include <math.h>
 #include <stdlib.h>
 

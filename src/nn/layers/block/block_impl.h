@@ -1,5 +1,5 @@
 /* block_impl.h (private) — the fused block's state, shared by its common code
- * (src/block.c), its CPU ops (src/block_cpu.c) and its CUDA ops
+ * (src/nn/layers/block/block.c), its CPU ops (src/nn/layers/block/block_cpu.c) and its CUDA ops
  * (kernels/nn/layers/block/block_cuda.cu). */
 #ifndef FUSENET_SRC_BLOCK_IMPL_H
 #define FUSENET_SRC_BLOCK_IMPL_H

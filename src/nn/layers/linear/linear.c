@@ -1,6 +1,6 @@
 /* linear.c — the affine layer's device-independent code: creation
  * (parameters initialised as nn.Linear) and release. The arithmetic lives in
- * src/linear_cpu.c and kernels/nn/layers/linear/linear_cuda.cu. */
+ * src/nn/layers/linear/linear_cpu.c and kernels/nn/layers/linear/linear_cuda.cu. */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
-/* linear_impl.h (private) — the linear layer's state, shared by src/linear.c,
- * src/linear_cpu.c and kernels/nn/layers/linear/linear_cuda.cu. */
+/* linear_impl.h (private) — the linear layer's state, shared by src/nn/layers/linear/linear.c,
+ * src/nn/layers/linear/linear_cpu.c and kernels/nn/layers/linear/linear_cuda.cu. */
 #ifndef FUSENET_SRC_LINEAR_IMPL_H
 #define FUSENET_SRC_LINEAR_IMPL_H
 

@@ -9,8 +9,8 @@
  * p = softmax(x_n). With sample weights r_n (row_weights) each row's
  * bracket is multiplied by r_n and W = sum_n r_n w[y_n]: PyTorch's
  * reduction='none' losses l_n summed as sum(r l) / sum(r w[y]).
- * Without weights and smoothing it is fn_cross_entropy_loss
- * (src/nn/losses/cross_entropy/cross_entropy_kind.c takes that one then, bit for bit as before).
+ * Without weights and smoothing it is fn_cross_entropy_loss, which
+ * cross_entropy_kind.c then calls, so those results are its bit for bit.
  * CPU: src/nn/losses/cross_entropy/cross_entropy_options_cpu.c; CUDA:
  * kernels/nn/losses/cross_entropy/cross_entropy_options_cuda.cu, whose kernels take the weights by
  * value (at most FN_CE_MAX_WEIGHTS classes), so a CUDA graph captures them
