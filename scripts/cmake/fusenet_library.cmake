@@ -101,7 +101,11 @@ foreach(kind SHARED STATIC)
   endif()
 endforeach()
 set_target_properties(fusenet PROPERTIES VERSION ${PROJECT_VERSION}
-  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+  LINK_DEPENDS ${PROJECT_SOURCE_DIR}/scripts/cmake/fusenet.map)
+# Only fn_ names leave the shared library (fusenet.map says why).
+target_link_options(fusenet PRIVATE
+  "LINKER:--version-script=${PROJECT_SOURCE_DIR}/scripts/cmake/fusenet.map")
 target_link_libraries(fusenet PRIVATE ${FN_LINK_DEPS})
 target_link_libraries(fusenet_static PUBLIC ${FN_LINK_DEPS})
 target_include_directories(fusenet_static PUBLIC $<BUILD_INTERFACE:${HDF5_INCLUDE_DIRS}>)
