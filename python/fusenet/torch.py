@@ -35,8 +35,12 @@ import ctypes
 import operator
 from typing import Tuple
 
-import torch
-from torch import Tensor, nn
+try:
+    import torch
+    from torch import Tensor, nn
+except ImportError as missing:  # the door needs PyTorch; fusenet itself does not
+    raise ImportError("fusenet.torch needs PyTorch: pip install 'fusenet[torch]' "
+                      "(%s)" % missing) from missing
 
 from ._lib import check, lib
 

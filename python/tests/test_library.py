@@ -123,8 +123,8 @@ def test_enums_are_the_library_s():
 
 def test_import_needs_no_optional_package(source_dir, tmp_path):
     # sklearn, torch and h5py made unimportable: the package imports,
-    # trains, loads a weights file and tells its task; the estimators name
-    # the extra that brings scikit-learn.
+    # trains, loads a weights file and tells its task; the estimators and
+    # the PyTorch door name the extras that bring their packages.
     config = os.path.join(source_dir, "data", "example.ini")
     status, out = _python("""
         import sys
@@ -138,10 +138,15 @@ def test_import_needs_no_optional_package(source_dir, tmp_path):
             fusenet.FusenetClassifier
         except ImportError as e:
             print("estimators:", e)
+        try:
+            import fusenet.torch
+        except ImportError as e:
+            print("torch door:", e)
         """ % (config, str(tmp_path / "run")), library=_lib.library_path)
     assert status == 0, out
     assert "estimators: fusenet's estimators need scikit-learn: pip install " \
         "'fusenet[sklearn]'" in out
+    assert "torch door: fusenet.torch needs PyTorch: pip install 'fusenet[torch]'" in out
 
 
 def test_the_package_version_is_the_project_s(source_dir):
