@@ -1,12 +1,27 @@
 /* cuda_absent_nn.c — the network room's own calls into kernels/nn/ in a
  * build without CUDA (core/cuda_absent.h): the losses of loss_cpu.c's GPU
- * half (kernels/nn/loss_cuda.cu) and the loss tally. Each kind's stand-ins
- * sit in its own folder (layers/block/cuda_absent_block.c, ...). Nothing on
+ * half (kernels/nn/loss_cuda.cu), the loss tally, and the forward and
+ * backward every layer kind's stand-in ops table takes
+ * (nn/cuda_absent_layer.h). Each kind's stand-ins sit in its own folder
+ * (layers/block/cuda_absent_block.c, ...). Nothing on
  * a GPU can be asked for in such a build, so these answer only for
  * completeness; each fails naming the build option. */
 #include "core/cuda_absent.h"
+#include "nn/cuda_absent_layer.h"
 #include "nn/loss_backends.h"
 #include "nn/loss_tally_cuda.h"
+
+fn_status fn_layer_absent_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
+{
+    (void)l, (void)x, (void)y;
+    return fn_cuda_absent("a layer's forward on the GPU");
+}
+
+fn_status fn_layer_absent_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
+{
+    (void)l, (void)dy, (void)dx;
+    return fn_cuda_absent("a layer's backward on the GPU");
+}
 
 fn_status fn_cuda_mse_loss(fn_context *ctx, const fn_tensor *pred, const fn_tensor *target,
                            fn_tensor *loss, fn_tensor *dpred)

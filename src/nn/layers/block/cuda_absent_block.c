@@ -4,29 +4,20 @@
  * build, so these answer only for completeness; each fails naming the build
  * option, and what the host half allocated is freed as on the CPU. */
 #include "core/cuda_absent.h"
+#include "nn/cuda_absent_layer.h"
 #include "nn/layers/block/block_impl.h"
 #include "nn/layers/block/block_products_cuda.h"
-
-static fn_status absent_forward(fn_layer *l, const fn_tensor *x, fn_tensor *y)
-{
-    (void)l, (void)x, (void)y;
-    return fn_cuda_absent("a layer's forward on the GPU");
-}
-
-static fn_status absent_backward(fn_layer *l, const fn_tensor *dy, fn_tensor *dx)
-{
-    (void)l, (void)dy, (void)dx;
-    return fn_cuda_absent("a layer's backward on the GPU");
-}
 
 static void destroy_block(fn_layer *l) { fn_block_cpu_ops.destroy(l); }
 
 const fn_layer_ops fn_block_cuda_ops = {
-    .kind = "block", .forward = absent_forward, .backward = absent_backward,
+    .kind = "block", .forward = fn_layer_absent_forward,
+    .backward = fn_layer_absent_backward,
     .destroy = destroy_block,
 };
 const fn_layer_ops fn_residual_cuda_ops = {
-    .kind = "residual", .forward = absent_forward, .backward = absent_backward,
+    .kind = "residual", .forward = fn_layer_absent_forward,
+    .backward = fn_layer_absent_backward,
     .destroy = destroy_block,
 };
 
