@@ -20,11 +20,36 @@
 enum { MODEL_METADATA = 14, ENTRY_KEY = 1, ENTRY_VALUE = 2 };
 enum { WIRE_VARINT = 0, WIRE_64 = 1, WIRE_BYTES = 2, WIRE_32 = 5 };
 
-static int varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v)
+/* Protobuf bytes to walk: an entry read whole into memory (p), or the
+ * model file itself (fd, read a byte at a time with pread: a model is a
+ * few small top-level fields, the graph, most of the file, skipped
+ * unread, and the metadata entries, so a file of any size, an export or
+ * not, costs a few small reads). */
+typedef struct source {
+    const unsigned char *p;
+    int fd;
+    uint64_t size, at;
+} source;
+
+enum { ENTRY_MAX = 1 << 24, FIELDS_MAX = 1 << 20 };
+
+static int next_byte(source *s, unsigned char *b)
 {
+    if (s->at >= s->size)
+        return 0;
+    if (s->p)
+        *b = s->p[s->at];
+    else if (pread(s->fd, b, 1, (off_t)s->at) != 1)
+        return 0;
+    s->at++;
+    return 1;
+}
+
+static int varint(source *s, uint64_t *v)
+{
+    unsigned char b = 0;
     *v = 0;
-    for (int shift = 0; shift < 64 && *at < n; shift += 7) {
-        const unsigned char b = p[(*at)++];
+    for (int shift = 0; shift < 64 && next_byte(s, &b); shift += 7) {
         *v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80))
             return 1;
@@ -32,89 +57,60 @@ static int varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v)
     return 0;
 }
 
-/* The next field at *at: its number, wire type and, for bytes, where they
- * are; 0 at a malformed field. *at moves past it. */
-static int next_field(const unsigned char *p, size_t n, size_t *at, int *field,
-                      const unsigned char **bytes, size_t *len)
+/* The next field at s->at: its number and, for bytes, their length, with
+ * s->at at them (*len 0 and s->at past the field for other wire types); 0
+ * at a malformed field. The caller moves past the bytes. */
+static int next_field(source *s, int *field, uint64_t *len)
 {
     uint64_t key = 0, v = 0;
-    if (!varint(p, n, at, &key))
+    if (!varint(s, &key))
         return 0;
     *field = (int)(key >> 3);
-    *bytes = NULL;
+    *len = 0;
     switch (key & 7) {
     case WIRE_VARINT:
-        return varint(p, n, at, &v);
+        return varint(s, &v);
     case WIRE_64:
-    case WIRE_32: {
-        const size_t size = (key & 7) == WIRE_64 ? 8 : 4;
-        if (n - *at < size)
+    case WIRE_32:
+        v = (key & 7) == WIRE_64 ? 8 : 4;
+        if (v > s->size - s->at)
             return 0;
-        *at += size;
+        s->at += v;
         return 1;
-    }
     case WIRE_BYTES:
-        if (!varint(p, n, at, &v) || v > n - *at)
+        if (!varint(s, len) || *len > s->size - s->at)
             return 0;
-        *bytes = p + *at;
-        *len = (size_t)v;
-        *at += (size_t)v;
         return 1;
     default:
         return 0;
     }
 }
 
-static int text_is(const unsigned char *bytes, size_t len, const char *want)
+static int text_is(const source *s, uint64_t len, const char *want)
 {
-    return bytes && len == strlen(want) && memcmp(bytes, want, len) == 0;
+    return len == strlen(want) && memcmp(s->p + s->at, want, (size_t)len) == 0;
 }
 
-/* A metadata entry (key 1, value 2) of format = fusenet-export. */
+/* A metadata entry (key 1, value 2) in memory: format = fusenet-export? */
 static int export_entry(const unsigned char *p, size_t n)
 {
+    source s = {p, -1, n, 0};
     int key = 0, value = 0, field = 0;
-    const unsigned char *bytes = NULL;
-    size_t at = 0, len = 0;
-    while (at < n) {
-        if (!next_field(p, n, &at, &field, &bytes, &len))
+    uint64_t len = 0;
+    while (s.at < s.size) {
+        if (!next_field(&s, &field, &len))
             return 0;
         if (field == ENTRY_KEY)
-            key = text_is(bytes, len, "format");
+            key = text_is(&s, len, "format");
         else if (field == ENTRY_VALUE)
-            value = text_is(bytes, len, FN_EXPORT_FORMAT);
+            value = text_is(&s, len, FN_EXPORT_FORMAT);
+        s.at += len;
     }
     return key && value;
 }
 
-/* An ONNX file read a top-level field at a time (pread): a model is a few
- * small fields, the graph (most of the file, skipped unread) and the
- * metadata entries, so a file of any size, an export or not, costs a few
- * small reads and no more memory than its largest entry. */
-typedef struct stream {
-    int fd;
-    uint64_t size, at;
-} stream;
-
-enum { ENTRY_MAX = 1 << 24, FIELDS_MAX = 1 << 20 };
-
-static int stream_varint(stream *s, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 64 && s->at < s->size; shift += 7) {
-        unsigned char b = 0;
-        if (pread(s->fd, &b, 1, (off_t)s->at) != 1)
-            return 0;
-        s->at++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 1;
-    }
-    return 0;
-}
-
-/* The metadata entry of len bytes at s->at: format = fusenet-export? */
-static int stream_entry(const stream *s, uint64_t len)
+/* The model file's metadata entry of len bytes at s->at, read whole. */
+static int stream_entry(const source *s, uint64_t len)
 {
     if (len > ENTRY_MAX)
         return 0;
@@ -127,33 +123,15 @@ static int stream_entry(const stream *s, uint64_t len)
 
 static int onnx_is_export(int fd, uint64_t size)
 {
-    stream s = {fd, size, 0};
-    int found = 0;
+    source s = {NULL, fd, size, 0};
+    int found = 0, field = 0;
+    uint64_t len = 0;
     for (long fields = 0; s.at < s.size; fields++) {
-        uint64_t key = 0, v = 0, skip = 0;
-        if (fields > FIELDS_MAX || !stream_varint(&s, &key))
+        if (fields > FIELDS_MAX || !next_field(&s, &field, &len))
             return 0;
-        switch (key & 7) {
-        case WIRE_VARINT:
-            if (!stream_varint(&s, &v))
-                return 0;
-            break;
-        case WIRE_64:
-        case WIRE_32:
-            skip = (key & 7) == WIRE_64 ? 8 : 4;
-            break;
-        case WIRE_BYTES:
-            if (!stream_varint(&s, &skip) || skip > s.size - s.at)
-                return 0;
-            if (key >> 3 == MODEL_METADATA && stream_entry(&s, skip))
-                found = 1;
-            break;
-        default:
-            return 0;
-        }
-        if (skip > s.size - s.at)
-            return 0;
-        s.at += skip;
+        if (field == MODEL_METADATA && len > 0 && stream_entry(&s, len))
+            found = 1;
+        s.at += len;
     }
     return found;
 }
