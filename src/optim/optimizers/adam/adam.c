@@ -283,29 +283,15 @@ static const fn_optimizer_paths adam_paths = {
     .apply_part = adam_apply_part,
 };
 
-static const fn_optimizer_ops adam_ops = {
-    .name = "adam",
-    .step = adam_step_any,
-    .set_lr = adam_set_lr,
-    .n_state = 2,
-    .state_names = adam_state_names,
-    .state_nonnegative = adam_state_nonnegative,
-    .state = adam_state,
-    .destroy = adam_destroy,
-    .paths = &adam_paths,
-};
-
-static const fn_optimizer_ops adamw_ops = {
-    .name = "adamw",
-    .step = adam_step_any,
-    .set_lr = adam_set_lr,
-    .n_state = 2,
-    .state_names = adam_state_names,
-    .state_nonnegative = adam_state_nonnegative,
-    .state = adam_state,
-    .destroy = adam_destroy,
-    .paths = &adam_paths,
-};
+/* Adam's and AdamW's tables differ in their names alone. */
+#define ADAM_OPS(the_name)                                                                      \
+    {                                                                                           \
+        .name = (the_name), .step = adam_step_any, .set_lr = adam_set_lr, .n_state = 2,         \
+        .state_names = adam_state_names, .state_nonnegative = adam_state_nonnegative,           \
+        .state = adam_state, .destroy = adam_destroy, .paths = &adam_paths,                     \
+    }
+static const fn_optimizer_ops adam_ops = ADAM_OPS("adam");
+static const fn_optimizer_ops adamw_ops = ADAM_OPS("adamw");
 
 static fn_status alloc_moments(fn_adam *opt)
 {

@@ -525,27 +525,15 @@ static const fn_optimizer_paths sgd_fused_paths = {
     .zero_grad = sgd_zero_grad,
 };
 
-static const fn_optimizer_ops sgd_ops = {
-    .name = "sgd",
-    .step = sgd_step,
-    .set_lr = sgd_set_lr,
-    .n_state = 1,
-    .state_names = sgd_state_names,
-    .state = sgd_state,
-    .destroy = sgd_destroy,
-    .paths = &sgd_paths,
-};
-
-static const fn_optimizer_ops sgd_fused_ops = {
-    .name = "sgd",
-    .step = sgd_step,
-    .set_lr = sgd_set_lr,
-    .n_state = 1,
-    .state_names = sgd_state_names,
-    .state = sgd_state,
-    .destroy = sgd_destroy,
-    .paths = &sgd_fused_paths,
-};
+/* The public table, the same for both but for the paths it points to. */
+#define SGD_OPS(the_paths)                                                                      \
+    {                                                                                           \
+        .name = "sgd", .step = sgd_step, .set_lr = sgd_set_lr, .n_state = 1,                    \
+        .state_names = sgd_state_names, .state = sgd_state, .destroy = sgd_destroy,             \
+        .paths = (the_paths),                                                                   \
+    }
+static const fn_optimizer_ops sgd_ops = SGD_OPS(&sgd_paths);
+static const fn_optimizer_ops sgd_fused_ops = SGD_OPS(&sgd_fused_paths);
 
 static fn_status alloc_buffers(fn_sgd *opt)
 {
