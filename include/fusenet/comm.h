@@ -6,7 +6,10 @@
  * rank), the backend of the context's device: MPI_Iallreduce in place on
  * host floats for the CPU; ncclAllReduce on a communication stream of its
  * own for the GPU (a build with NCCL: FN_HAVE_NCCL; the NCCL unique id goes from rank
- * 0 to the others with MPI_Bcast). Otherwise, or with FN_COMM_SELF, the
+ * 0 to the others with MPI_Bcast); the sharded collectives likewise, in
+ * place (MPI_Ireduce to each part's owner and MPI_Iallgatherv;
+ * ncclReduceScatter and ncclAllGather where the parts are equal, else one
+ * ncclReduce or ncclBroadcast a part, in one group). Otherwise, or with FN_COMM_SELF, the
  * single-process backend, which sums nothing (fn_comm_is_single).
  *
  * Gradient sums are started and waited for by ticket, so each layer's sum
@@ -33,7 +36,7 @@
  *
  * Host collectives (blocking, MPI on the world; on one process the
  * identity): fn_comm_sum_doubles, fn_comm_any (did any rank set its flag),
- * fn_comm_same (do all ranks hold this value). */
+ * fn_comm_same (do all ranks hold this value), fn_comm_gather_parts. */
 #ifndef FUSENET_COMM_H
 #define FUSENET_COMM_H
 
@@ -77,12 +80,31 @@ FN_API const char *fn_comm_name(const fn_comm *comm); /* "single", "mpi", "nccl"
 /* Sums tensors[0..n) in place across the ranks, started now (see above);
  * *ticket names the sums for fn_comm_sum_wait. */
 FN_API fn_status fn_comm_sum_start(fn_comm *comm, fn_tensor *const *tensors, int n, int *ticket);
+
+/* Sharded collectives (a sharded optimiser's: each rank updates its part
+ * of every parameter). Rank r of N owns elements [first, first + n) of a
+ * tensor of `count` values, first = count * r / N: parts differ by at most
+ * one element, and a part may be empty. Started and waited for by ticket,
+ * like the sums (the same numbering): */
+FN_API void fn_comm_part(const fn_comm *comm, size_t count, int rank, size_t *first, size_t *n);
+/* In place: this rank's part of whole[i] becomes that part's sum over the
+ * ranks; the rest of whole[i] is left undefined. */
+FN_API fn_status fn_comm_reduce_scatter_start(fn_comm *comm, fn_tensor *const *whole, int n,
+                                              int *ticket);
+/* Every rank's part of whole[i] (in place, at its fn_comm_part range) to
+ * every rank's whole[i]. */
+FN_API fn_status fn_comm_gather_start(fn_comm *comm, fn_tensor *const *whole, int n, int *ticket);
 FN_API fn_status fn_comm_sum_wait(fn_comm *comm, int ticket);
 FN_API fn_status fn_comm_settle(fn_comm *comm);
 
 /* values[0..n) summed over the ranks in place, in rank order (so every rank
  * gets the same bits). */
 FN_API fn_status fn_comm_sum_doubles(fn_comm *comm, double *values, int n);
+/* Host floats: every rank's part (fn_comm_part's) of a tensor of `count`
+ * values into rank 0's whole [count] (whole is read on rank 0 alone: the
+ * others may pass NULL), as a checkpoint of sharded state needs. */
+FN_API fn_status fn_comm_gather_parts(fn_comm *comm, const float *part, float *whole,
+                                      size_t count);
 /* *flag becomes 1 on every rank when it was non-zero on any. */
 FN_API fn_status fn_comm_any(fn_comm *comm, int *flag);
 /* *same = 1 when every rank passed the same value, else 0 on every rank. */

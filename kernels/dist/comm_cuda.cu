@@ -3,7 +3,8 @@
  * NCCL backend. Each ticket's sums run on a communication stream of the
  * communicator's own: an event recorded on the context's stream when they
  * start (the layer's backward queued before it), the stream waits for it,
- * one ncclAllReduce a tensor in one NCCL group, and an event after them
+ * one collective a tensor in one NCCL group (ncclAllReduce for a sum; for
+ * the sharded ones, nccl_one), and an event after them
  * that fn_comm_sum_wait makes the context's stream wait for. The host
  * waits only in fn_comm_settle, polling that last event and the
  * communicator's asynchronous error against a deadline, so a rank that
@@ -206,7 +207,46 @@ static fn_status make_events(nccl_sums *m, int need)
     return FN_OK;
 }
 
-static fn_status nccl_start(fn_comm *c, fn_tensor *const *t, int n, int ticket)
+/* One tensor's collective in place, inside the ticket's NCCL group. Equal
+ * parts (count a multiple of the ranks) take NCCL's reduce-scatter and
+ * all-gather (in place: the receiving part at sendbuff + rank * part);
+ * unequal ones one reduce to, or broadcast from, each part's owner. */
+static fn_status nccl_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
+{
+    nccl_sums *m = (nccl_sums *)c->impl;
+    float *w = whole->data;
+    const size_t count = fn_tensor_count(whole);
+    if (op == FN_COMM_OP_SUM) {
+        FN_NCCL_CHECK(m, ncclAllReduce(w, w, count, ncclFloat, ncclSum, m->comm, m->stream));
+        return FN_OK;
+    }
+    size_t mine = 0, n = 0;
+    fn_comm_part(c, count, c->rank, &mine, &n);
+    if (count % (size_t)c->size == 0) {
+        if (op == FN_COMM_OP_REDUCE_SCATTER)
+            FN_NCCL_CHECK(m, ncclReduceScatter(w, w + mine, n, ncclFloat, ncclSum, m->comm,
+                                               m->stream));
+        else
+            FN_NCCL_CHECK(m, ncclAllGather(w + mine, w, n, ncclFloat, m->comm, m->stream));
+        return FN_OK;
+    }
+    for (int r = 0; r < c->size; r++) {
+        size_t first = 0;
+        fn_comm_part(c, count, r, &first, &n);
+        if (n == 0)
+            continue; /* every rank skips it: the parts are the same everywhere */
+        if (op == FN_COMM_OP_REDUCE_SCATTER) /* in place on the root */
+            FN_NCCL_CHECK(m, ncclReduce(w + first, w + first, n, ncclFloat, ncclSum, r, m->comm,
+                                        m->stream));
+        else
+            FN_NCCL_CHECK(m, ncclBroadcast(w + first, w + first, n, ncclFloat, r, m->comm,
+                                           m->stream));
+    }
+    return FN_OK;
+}
+
+static fn_status nccl_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, int n,
+                            int ticket)
 {
     nccl_sums *m = (nccl_sums *)c->impl;
     if (m->aborted)
@@ -215,13 +255,12 @@ static fn_status nccl_start(fn_comm *c, fn_tensor *const *t, int n, int ticket)
     FN_CUDA_CHECK(cudaEventRecord(m->ready[ticket], fn_ctx_stream(c->ctx)));
     FN_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->ready[ticket], 0));
     FN_NCCL_CHECK(m, ncclGroupStart());
-    for (int i = 0; i < n; i++) {
-        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
-        FN_NCCL_CHECK(m, ncclAllReduce(t[i]->data, t[i]->data, count, ncclFloat, ncclSum,
-                                       m->comm, m->stream));
-    }
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = nccl_one(c, op, whole[i]);
     FN_NCCL_CHECK(m, ncclGroupEnd());
-    FN_TRY(wait_async(c, "all-reduce of the gradients (ncclAllReduce)"));
+    FN_TRY(st);
+    FN_TRY(wait_async(c, "a collective of the gradients or parameters (NCCL)"));
     FN_CUDA_CHECK(cudaEventRecord(m->done[ticket], m->stream));
     return FN_OK;
 }

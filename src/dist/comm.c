@@ -1,6 +1,6 @@
 /* comm.c — the communicator's entry points (fusenet/comm.h), the choice of
  * backend, the host collectives over the world's (host_collectives.h), and the
- * single-process backend, which sums nothing: a plain run's. */
+ * single-process backend, which sums nothing (a plain run's). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +10,10 @@
 
 /* --- the single-process backend ---------------------------------------------- */
 
-static fn_status single_start(fn_comm *c, fn_tensor *const *t, int n, int ticket)
+static fn_status single_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, int n,
+                              int ticket)
 {
-    (void)c, (void)t, (void)n, (void)ticket;
+    (void)c, (void)op, (void)whole, (void)n, (void)ticket;
     return FN_OK;
 }
 
@@ -109,18 +110,65 @@ const char *fn_comm_name(const fn_comm *c) { return c ? c->backend->name : "sing
 
 /* --- gradient sums ------------------------------------------------------------------ */
 
-fn_status fn_comm_sum_start(fn_comm *c, fn_tensor *const *tensors, int n, int *ticket)
+void fn_comm_part(const fn_comm *c, size_t count, int rank, size_t *first, size_t *n)
 {
-    if (!c || !ticket || n < 0 || (n > 0 && !tensors))
-        return fn_fail(FN_ERR_INVALID, "fn_comm_sum_start: bad arguments");
+    const size_t size = (size_t)fn_comm_size(c), r = (size_t)rank;
+    *first = count * r / size;
+    *n = count * (r + 1) / size - *first;
+}
+
+fn_status fn_comm_part_layout(const fn_comm *c, size_t count, int **out)
+{
+    int *layout = malloc(sizeof *layout * 2 * (size_t)c->size);
+    if (!layout)
+        return fn_fail(FN_ERR_NOMEM, "out of host memory for the sharded collectives");
+    for (int r = 0; r < c->size; r++) {
+        size_t first = 0, n = 0;
+        fn_comm_part(c, count, r, &first, &n);
+        layout[r] = (int)n;
+        layout[c->size + r] = (int)first;
+    }
+    *out = layout;
+    return FN_OK;
+}
+
+/* Every tensor on the communicator's device. */
+static fn_status check_tensors(const fn_comm *c, fn_tensor *const *whole, int n, const char *who)
+{
+    if (n < 0 || (n > 0 && !whole))
+        return fn_fail(FN_ERR_INVALID, "%s: bad arguments", who);
     for (int i = 0; i < n; i++)
-        if (!tensors[i] || tensors[i]->device != c->ctx->device)
-            return fn_fail(FN_ERR_INVALID,
-                           "fn_comm_sum_start: tensor %d is not on the communicator's device", i);
+        if (!whole[i] || whole[i]->device != c->ctx->device)
+            return fn_fail(FN_ERR_INVALID, "%s: tensor %d is not on the communicator's device",
+                           who, i);
+    return FN_OK;
+}
+
+static fn_status start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, int n, int *ticket,
+                       const char *who)
+{
+    if (!c || !ticket)
+        return fn_fail(FN_ERR_INVALID, "%s: communicator or ticket is NULL", who);
+    FN_TRY(check_tensors(c, whole, n, who));
     *ticket = c->tickets;
-    FN_TRY(c->backend->start(c, tensors, n, *ticket));
+    FN_TRY(c->backend->start(c, op, whole, n, *ticket));
     c->tickets++;
     return FN_OK;
+}
+
+fn_status fn_comm_sum_start(fn_comm *c, fn_tensor *const *tensors, int n, int *ticket)
+{
+    return start(c, FN_COMM_OP_SUM, tensors, n, ticket, "fn_comm_sum_start");
+}
+
+fn_status fn_comm_reduce_scatter_start(fn_comm *c, fn_tensor *const *whole, int n, int *ticket)
+{
+    return start(c, FN_COMM_OP_REDUCE_SCATTER, whole, n, ticket, "fn_comm_reduce_scatter_start");
+}
+
+fn_status fn_comm_gather_start(fn_comm *c, fn_tensor *const *whole, int n, int *ticket)
+{
+    return start(c, FN_COMM_OP_GATHER, whole, n, ticket, "fn_comm_gather_start");
 }
 
 fn_status fn_comm_sum_wait(fn_comm *c, int ticket)
@@ -187,6 +235,24 @@ fn_status fn_comm_same(fn_comm *c, uint64_t value, int *same)
     for (int r = 0; st == FN_OK && r < c->size; r++)
         *same = *same && all[2 * r] == mine[0] && all[2 * r + 1] == mine[1];
     free(all);
+    return st;
+}
+
+fn_status fn_comm_gather_parts(fn_comm *c, const float *part, float *whole, size_t count)
+{
+    if (!c || (count > 0 && !part))
+        return fn_fail(FN_ERR_INVALID, "fn_comm_gather_parts: bad arguments");
+    if (!c->mpi || c->size == 1) {
+        if (whole && count > 0)
+            memcpy(whole, part, sizeof *whole * count);
+        return FN_OK;
+    }
+    if (count > (size_t)0x7fffffff)
+        return fn_fail(FN_ERR_INVALID, "a tensor of %zu floats is beyond MPI's int counts", count);
+    int *layout = NULL;
+    FN_TRY(fn_comm_part_layout(c, count, &layout));
+    fn_status st = fn_comm_gather_floats(part, layout[c->rank], whole, layout, layout + c->size);
+    free(layout);
     return st;
 }
 

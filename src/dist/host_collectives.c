@@ -85,6 +85,14 @@ fn_status fn_comm_gather_doubles(const double *values, int n, double *all)
     return fn_mpi_wait_requests(&r, 1, "the step's sums over the ranks (MPI_Iallgather)");
 }
 
+fn_status fn_comm_gather_floats(const float *mine, int n, float *all, const int *counts,
+                                const int *displs)
+{
+    MPI_Request r;
+    MPI_Igatherv(mine, n, MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD, &r);
+    return fn_mpi_wait_requests(&r, 1, "the ranks' parts gathered to rank 0 (MPI_Igatherv)");
+}
+
 fn_status fn_comm_max_int(int *value)
 {
     MPI_Request r;
@@ -120,6 +128,13 @@ fn_status fn_world_broadcast_bytes(void *bytes, int n)
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all)
 {
     (void)values, (void)n, (void)all;
+    return no_mpi();
+}
+
+fn_status fn_comm_gather_floats(const float *mine, int n, float *all, const int *counts,
+                                const int *displs)
+{
+    (void)mine, (void)n, (void)all, (void)counts, (void)displs;
     return no_mpi();
 }
 

@@ -25,6 +25,10 @@ fn_status fn_comm_broadcast_bytes(void *bytes, int n);
 /* Every rank's values [n] gathered in rank order into all [size * n]. */
 fn_status fn_comm_gather_doubles(const double *values, int n, double *all);
 fn_status fn_comm_max_int(int *value);
+/* Every rank's values [n] into rank 0's all, rank r's at displs[r] (counts[r]
+ * of them); all, counts and displs are read on rank 0 alone. */
+fn_status fn_comm_gather_floats(const float *mine, int n, float *all, const int *counts,
+                                const int *displs);
 
 #ifdef FN_MPI_REQUESTS
 /* Polls n requests until done or the timeout; `what` names the wait in the

@@ -72,6 +72,35 @@ void fn_optimizer_step_done(fn_optimizer *opt)
         opt->steps++;
 }
 
+int fn_optimizer_sums_own(const fn_optimizer *opt)
+{
+    return opt && opt->ops && paths_of(opt)->sum_start;
+}
+
+fn_status fn_optimizer_sum_start(fn_optimizer *opt, int first, int count)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_sum_start"));
+    if (!paths_of(opt)->sum_start)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_sum_start: %s sums no gradients itself",
+                       name_of(opt));
+    if (first < 0 || count < 0 || first > opt->n_params - count)
+        return fn_fail(FN_ERR_INVALID, "fn_optimizer_sum_start: parameters [%d, %d) of %d",
+                       first, first + count, opt->n_params);
+    return paths_of(opt)->sum_start(opt, first, count);
+}
+
+fn_status fn_optimizer_whole_begin(fn_optimizer *opt, fn_optimizer_whole mode)
+{
+    FN_TRY(check_optimizer(opt, "fn_optimizer_whole_begin"));
+    return paths_of(opt)->whole_begin ? paths_of(opt)->whole_begin(opt, mode) : FN_OK;
+}
+
+void fn_optimizer_whole_end(fn_optimizer *opt)
+{
+    if (opt && opt->ops && paths_of(opt)->whole_end)
+        paths_of(opt)->whole_end(opt);
+}
+
 int fn_optimizer_can_backward_step(const fn_optimizer *opt)
 {
     return opt && opt->ops && paths_of(opt)->backward_step;

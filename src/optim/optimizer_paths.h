@@ -12,6 +12,12 @@
 
 #include "fusenet/optimizer.h"
 
+/* What whole_begin publishes the state for (below). */
+typedef enum fn_optimizer_whole {
+    FN_WHOLE_WRITE, /* rank 0 writes it: the parts gathered there */
+    FN_WHOLE_READ   /* every rank reads it in: zeroed tensors to load into */
+} fn_optimizer_whole;
+
 typedef struct fn_optimizer_paths {
     /* The update of parameters [first, first + count) alone, as step
      * would make it in the same step (the count not advanced); a step
@@ -89,6 +95,23 @@ typedef struct fn_optimizer_paths {
     /* The bytes of that other-format state (what fn_optimizer_state_bytes
      * adds to the float32 tensors'). */
     size_t (*kept_state_bytes)(const fn_optimizer *opt);
+    /* An optimiser that sums the gradients over the ranks itself (the
+     * sharded one, optim/shard.h): sum_start starts the sums that the
+     * update of parameters [first, first + count) reads, as one ticket of
+     * its communicator (a ticket even for count 0, as fn_comm_sum_start
+     * takes one), and step_params waits for them. Without it the caller
+     * sums the gradients (fn_comm_sum_start) before the update. */
+    fn_status (*sum_start)(fn_optimizer *opt, int first, int count);
+    /* Both or neither: an optimiser whose ranks keep parts of its state
+     * (the sharded one) publishes it through `state` only between
+     * whole_begin and whole_end, as whole tensors in host memory, every
+     * rank calling both: FN_WHOLE_WRITE gathers the parts into rank 0's
+     * tensors (the other ranks publish none), exported (state_export
+     * then has nothing left to do); FN_WHOLE_READ gives every rank zeroed
+     * ones to load, of which state_import takes the rank's part.
+     * Without them the published state is whole at all times. */
+    fn_status (*whole_begin)(fn_optimizer *opt, fn_optimizer_whole mode);
+    void (*whole_end)(fn_optimizer *opt);
 } fn_optimizer_paths;
 
 /* Checked entry points (optimizer.c). A step that fails is not counted;
@@ -125,6 +148,16 @@ fn_status fn_optimizer_apply_part(fn_optimizer *opt, int part, const int *skip);
 fn_status fn_optimizer_fold(fn_optimizer *opt, int *folded);
 /* The fuse hook above; FN_OK and nothing without one. */
 fn_status fn_optimizer_fuse(fn_optimizer *opt, fn_net *net);
+/* The sum_start hook above: sums_own is 1 where the optimiser has one;
+ * sum_start is FN_ERR_INVALID without one or for a range outside the
+ * parameters. */
+int fn_optimizer_sums_own(const fn_optimizer *opt);
+fn_status fn_optimizer_sum_start(fn_optimizer *opt, int first, int count);
+/* The whole_begin and whole_end hooks above: FN_OK and nothing without
+ * them. Every rank calls them, around a checkpoint's write (rank 0's) or
+ * read (every rank's). */
+fn_status fn_optimizer_whole_begin(fn_optimizer *opt, fn_optimizer_whole mode);
+void fn_optimizer_whole_end(fn_optimizer *opt);
 /* The bytes of the parameters' gradient tensors that are published state
  * tensors (a fold: SGD's momentum buffers), which fn_optimizer_state_bytes
  * counts already: a sum of the parameters' gradient bytes and the state's

@@ -29,7 +29,8 @@ typedef enum key_type {
     T_KIND, /* a kind of the family this key selects (fn_config_families) */
     T_DEVICE,
     T_MATH,
-    T_MONITOR
+    T_MONITOR,
+    T_CHOICE /* one of the key's choices (NULL-terminated): an int, its index */
 } key_type;
 
 typedef struct key_spec {
@@ -39,12 +40,13 @@ typedef struct key_spec {
     double min, max;   /* numbers: the allowed range */
     int min_exclusive; /* min itself is not allowed (lr > 0) */
     const char *fallback; /* the default as text; NULL: required */
+    const char *const *choices; /* T_CHOICE's names, NULL-terminated */
 } key_spec;
 
 #define AT(field) offsetof(fn_config, field)
 
 /* The keys of the table (config_keys.c). */
-enum { N_KEYS = 33 };
+enum { N_KEYS = 34 };
 extern const key_spec fn_config_key_specs[N_KEYS];
 
 /* The keys the registries' kinds declare (option.h) follow the table's in

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/name_list.h"
 #include "core/suggest.h"
 #include "run/config_keys.h"
 
@@ -80,6 +81,19 @@ static fn_status parse_auto_bool(const char *text, int *out)
     if (parse_bool(text, out) != FN_OK)
         return fn_fail(FN_ERR_INVALID, "expected auto, true or false, got '%s'", text);
     return FN_OK;
+}
+
+/* One of the key's choices, ignoring case, as its index. */
+static fn_status parse_choice(const char *text, const char *const *choices, int *out)
+{
+    int n = 0;
+    for (; choices[n]; n++)
+        if (strcasecmp(text, choices[n]) == 0)
+            return *out = n, FN_OK;
+    char list[256];
+    fn_status st = fn_fail(FN_ERR_INVALID, "expected %s, got '%s'",
+                           fn_name_list(list, sizeof list, choices, n), text);
+    return fn_suggest_fix(st, "", fn_suggest(text, choices, n), "");
 }
 
 static fn_status parse_seed(const char *text, uint64_t *out)
@@ -255,6 +269,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return set_kind(field, families[fn_config_family_of(k->offset)].kinds(), text);
     case T_MONITOR:
         return fn_monitor_parse(text, (fn_monitor *)field);
+    case T_CHOICE:
+        return parse_choice(text, k->choices, (int *)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;
@@ -273,7 +289,7 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
 static fn_status set_list(fn_option_list *list, const fn_option *o, const char *text)
 {
     fn_option_list got = {NULL, 0};
-    const key_spec k = {"train", o->name, T_FLOAT, 0, o->min, o->max, o->min_exclusive, NULL};
+    const key_spec k = {"train", o->name, T_FLOAT, 0, o->min, o->max, o->min_exclusive, NULL, NULL};
     fn_status st = FN_OK;
     for (const char *at = text; *at && st == FN_OK;) {
         while (*at == ' ' || *at == '\t')
@@ -319,7 +335,7 @@ fn_status fn_config_set_option(void *block, const fn_option *o, const char *text
     case FN_OPTION_FLOAT:
     case FN_OPTION_INT: {
         const key_spec k = {"train", o->name, o->type == FN_OPTION_INT ? T_INT : T_FLOAT,
-                            o->offset, o->min, o->max, o->min_exclusive, o->fallback};
+                            o->offset, o->min, o->max, o->min_exclusive, o->fallback, NULL};
         return set_number(block, &k, text);
     }
     case FN_OPTION_BOOL:

@@ -16,10 +16,13 @@
  *   each layer's update waits for its own sum only (the optimiser's
  *   step_params), so the first layers' sums, the last to start, run while
  *   the last layers update; with clipping, which needs every sum for its
- *   norm, all sums, then clipping and one step. The fused plain-SGD
+ *   norm, all sums, then clipping and one step. A sharded optimiser
+ *   ([run] shard = optimizer, optim/shard.h) makes the sums itself: a
+ *   reduce-scatter a layer in their place, and after each layer's update
+ *   of the rank's parts the all-gather of its values. The fused plain-SGD
  *   backward_step is never used here (on any number of ranks), since it
  *   would update before the sums;
- *   fn_comm_settle: a bounded wait for the sums, so a rank that stopped
+ *   fn_comm_settle: a bounded wait for the sums (and gathers), so a rank that stopped
  *   answering ends in an error, not a hang.
  * The rest of data parallelism is trainer_dist.c's. */
 #include <math.h>
@@ -27,9 +30,21 @@
 #include "core/test_hooks.h"
 #include "trainer/trainer_impl.h"
 
-/* Starts the sum of one layer's parameter gradients. */
+/* Layer l's first parameter in the net's list (the layers' are in order). */
+static int first_param(const fn_net *net, const fn_layer *l)
+{
+    int first = 0;
+    for (int k = 0; k < fn_net_n_layers(net) && fn_net_layer(net, k) != l; k++)
+        first += fn_net_layer(net, k)->n_params;
+    return first;
+}
+
+/* Starts the sum of one layer's parameter gradients: an all-reduce, or
+ * the sums a sharded optimiser's update reads (its reduce-scatter). */
 static fn_status sum_layer(fn_trainer *t, fn_layer *l)
 {
+    if (fn_optimizer_sums_own(t->opt))
+        return fn_optimizer_sum_start(t->opt, first_param(t->net, l), l->n_params);
     enum { MAX_PARAMS = 16 };
     fn_tensor *grads[MAX_PARAMS];
     if (l->n_params > MAX_PARAMS)

@@ -14,11 +14,23 @@ fn_status fn_trainer_sync_grad_norm(fn_trainer *t)
     return fn_clip_last_norm(t->clip, &t->state.grad_norm);
 }
 
+static fn_status save(fn_trainer *t);
+
 /* The library refuses to write a non-finite value (FN_ERR_NUMERIC): the
- * parameters went bad at the last step, whose loss was still finite. */
+ * parameters went bad at the last step, whose loss was still finite. A
+ * sharded optimiser's parts are gathered into rank 0's whole state first,
+ * every rank taking part (shard.h). */
 fn_status fn_trainer_save_checkpoint(fn_trainer *t)
 {
     FN_TRY(fn_trainer_sync_grad_norm(t));
+    FN_TRY(fn_optimizer_whole_begin(t->opt, FN_WHOLE_WRITE));
+    const fn_status st = save(t);
+    fn_optimizer_whole_end(t->opt);
+    return st;
+}
+
+static fn_status save(fn_trainer *t)
+{
     if (!fn_trainer_writes(t)) {
         t->checkpoint_ours = 1; /* rank 0's */
         t->checkpoint_step = t->state.global_step;

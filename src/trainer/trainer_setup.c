@@ -17,6 +17,7 @@
 #include "fusenet/target_norm.h"
 #include "fusenet/version.h"
 #include "fusenet/weights.h"
+#include "optim/shard.h"
 #include "trainer/trainer_impl.h"
 
 /* [run] device, or with device = auto the first GPU when there is one. A
@@ -127,6 +128,19 @@ static fn_status make_schedule(fn_trainer *t)
     return fn_schedule_check(&t->schedule);
 }
 
+/* Over the ranks of a world with [run] shard = optimizer, each rank's part
+ * of the optimiser (optim/shard.h); otherwise the whole. */
+static fn_status make_optimizer(fn_trainer *t)
+{
+    const fn_config *c = t->cfg;
+    fn_param *const *params = fn_net_params(t->net);
+    const int n = fn_net_n_params(t->net);
+    if (t->dist && c->shard)
+        return fn_shard_optimizer_create(&t->opt, t->comm, c->optimizer, t->ctx, params, n, c->lr,
+                                         c->optimizer_options);
+    return c->optimizer->create(&t->opt, t->ctx, params, n, c->lr, c->optimizer_options);
+}
+
 static fn_status build(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
@@ -136,8 +150,7 @@ static fn_status build(fn_trainer *t)
     FN_TRY(fn_model_build(&t->net, t->ctx, &sized, fn_data_in_features(t->train)));
     if (c->init)
         FN_TRY(fn_weights_load(t->net, c->init));
-    FN_TRY(c->optimizer->create(&t->opt, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
-                                c->lr, c->optimizer_options));
+    FN_TRY(make_optimizer(t));
     FN_TRY(make_schedule(t));
     if (c->clip_grad_norm > 0)
         FN_TRY(fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
@@ -236,7 +249,10 @@ static fn_status resume(fn_trainer *t)
     fn_train_state s = {0};
     /* A checkpoint of other layers fails here, naming the first that
      * differs ("group 'layer0': out_features is 32, the model has 64"). */
+    /* A sharded optimiser takes its part of the whole state (shard.h). */
+    FN_TRY(fn_optimizer_whole_begin(t->opt, FN_WHOLE_READ));
     fn_status st = fn_checkpoint_load(t->checkpoint_path, t->net, t->opt, &s);
+    fn_optimizer_whole_end(t->opt);
     if (st != FN_OK) {
         /* State that options of this optimiser make (rmsprop's centered,
          * momentum) is missing, or the checkpoint holds state these

@@ -1,5 +1,17 @@
 /* dist_check.c — data-parallel training against one process, run under
- * `mpirun -np N dist_check DEVICE B` (tests/CMakeLists.txt, with MPI).
+ * `mpirun -np N dist_check DEVICE B [shard]` (tests/CMakeLists.txt, with MPI).
+ *
+ * First the sharded collectives alone (check_collectives): a reduce-scatter
+ * and an all-gather of tensors of 1, 2, 5, 7 and 64 values (parts of one
+ * value, uneven parts, empty parts where a tensor has fewer values than
+ * ranks) whose values are small integers, so every sum is exact and every
+ * rank's part must equal the expected values bit for bit.
+ *
+ * With `shard`, A's optimiser is sharded ([run] shard = optimizer): each
+ * rank receives its part of the summed gradient by a reduce-scatter and
+ * updates that part alone, then the values are gathered. Its arithmetic
+ * per element is the unsharded step's on a sum in another order, so the
+ * same checks and bound below hold.
  *
  * Every rank writes the same set of B rows and trains one step of it (one
  * global batch of B rows, SGD with momentum and weight decay, through a
@@ -109,8 +121,9 @@ static void write_set(const char *path, int rows, float *x, int32_t *y)
     H5Fclose(f);
 }
 
-/* The run's config, writing into out. */
-static fn_config *config(const char *dir, const char *device, int batch, const char *out_dir)
+/* The run's config, writing into out; shard: [run] shard = optimizer. */
+static fn_config *config(const char *dir, const char *device, int batch, const char *out_dir,
+                         int shard)
 {
     char ini[PATH_CAP + 32];
     snprintf(ini, sizeof ini, "%s/rank%d.ini", dir, rank_);
@@ -121,8 +134,9 @@ static fn_config *config(const char *dir, const char *device, int batch, const c
             "[model]\nlayers = block 16, dropout 0.25, block 16, linear %d\ngroups = 4\n"
             "[train]\nbatch_size = %d\nepochs = 1\nlr = %g\nmomentum = 0.9\n"
             "weight_decay = 0.001\nseed = %llu\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
-            "[output]\ndir = %s\n",
-            dir, rank_, CLASSES, batch, LR, (unsigned long long)SEED, device, out_dir);
+            "shard = %s\n[output]\ndir = %s\n",
+            dir, rank_, CLASSES, batch, LR, (unsigned long long)SEED, device,
+            shard ? "optimizer" : "none", out_dir);
     fclose(out);
     fn_config *cfg = NULL;
     check_ok(fn_config_load(&cfg, ini), "fn_config_load");
@@ -239,6 +253,65 @@ static double *row_sums(const fn_config *cfg, const char *path, fn_device device
     return s;
 }
 
+/* Tensor i of the collectives' check: `count` values on the device. */
+static void fill(fn_tensor *t, size_t count, float (*value)(size_t j, int rank), fn_device device)
+{
+    float *host = malloc(sizeof *host * count);
+    check(host != NULL, "out of memory");
+    for (size_t j = 0; j < count; j++)
+        host[j] = value(j, rank_);
+    check_ok(fn_tensor_alloc(t, 1, (int)count, device), "alloc");
+    check_ok(fn_tensor_upload(t, host, count), "upload");
+    free(host);
+}
+
+static float summand(size_t j, int rank) { return (float)((rank + 1) * (int)(j + 1)); }
+/* A rank's own part of the gathered tensor holds its mark; the rest 0. */
+static float owned(size_t j, int rank) { return (float)(1000 * (rank + 1) + (int)j); }
+
+static void check_collectives(fn_device device)
+{
+    enum { N_T = 5 };
+    const size_t counts[N_T] = {1, 2, 5, 7, 64};
+    fn_context *ctx = NULL;
+    check_ok(fn_context_create(&ctx, device, device == FN_CUDA ? 0 : -1, FN_MATH_FP32), "context");
+    fn_comm *comm = NULL;
+    check_ok(fn_comm_create(&comm, ctx, FN_COMM_WORLD), "fn_comm_create");
+    fn_tensor whole[N_T], gathered[N_T];
+    fn_tensor *w[N_T], *g[N_T];
+    for (int i = 0; i < N_T; i++) {
+        fill(&whole[i], counts[i], summand, device);
+        fill(&gathered[i], counts[i], owned, device);
+        w[i] = &whole[i], g[i] = &gathered[i];
+    }
+    int t0 = -1, t1 = -1;
+    check_ok(fn_comm_reduce_scatter_start(comm, w, N_T, &t0), "reduce-scatter");
+    check_ok(fn_comm_gather_start(comm, g, N_T, &t1), "gather");
+    check_ok(fn_comm_settle(comm), "settle");
+    const float triangle = (float)(size_ * (size_ + 1) / 2);
+    for (int i = 0; i < N_T; i++) {
+        float host[64];
+        size_t first = 0, n = 0;
+        fn_comm_part(comm, counts[i], rank_, &first, &n);
+        check_ok(fn_tensor_download(&whole[i], host, counts[i]), "download");
+        for (size_t j = first; j < first + n; j++)
+            check(host[j] == triangle * (float)(j + 1),
+                  "reduce-scatter of %zu values: element %zu is %g, expected %g", counts[i], j,
+                  host[j], triangle * (float)(j + 1));
+        check_ok(fn_tensor_download(&gathered[i], host, counts[i]), "download");
+        for (int r = 0; r < size_; r++) {
+            fn_comm_part(comm, counts[i], r, &first, &n);
+            for (size_t j = first; j < first + n; j++)
+                check(host[j] == owned(j, r), "gather of %zu values: element %zu is %g, rank "
+                      "%d's %g", counts[i], j, host[j], r, owned(j, r));
+        }
+        fn_tensor_free(&whole[i]);
+        fn_tensor_free(&gathered[i]);
+    }
+    fn_comm_destroy(comm);
+    fn_context_destroy(ctx);
+}
+
 static uint64_t hash(const float *w, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -275,6 +348,7 @@ static void compare(const float *a, const float *ref, const double *s, size_t n,
         printf("dist_check: %d rank%s, batch %d: %zu of %zu parameter elements differ from the "
                "one-process run, the largest at %.3f of its bound\n",
                size_, size_ == 1 ? "" : "s", rows, differ, n, worst);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -283,7 +357,9 @@ int main(int argc, char **argv)
     check(fn_world_mpi(), "not started by mpirun (%s)", fn_world_build());
     rank_ = fn_world_rank();
     size_ = fn_world_size();
-    check(argc == 3, "usage: mpirun -np N dist_check cpu|cuda BATCH");
+    check(argc == 3 || (argc == 4 && strcmp(argv[3], "shard") == 0),
+          "usage: mpirun -np N dist_check cpu|cuda BATCH [shard]");
+    const int shard = argc == 4;
     const fn_device device = strcmp(argv[1], "cuda") == 0 ? FN_CUDA : FN_CPU;
     const int rows = atoi(argv[2]);
     check(rows > 0 && rows <= 4096, "batch %s", argv[2]);
@@ -295,6 +371,7 @@ int main(int argc, char **argv)
         return SKIP;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    check_collectives(device);
     char dir[PATH_CAP] = "";
     if (rank_ == 0) {
         snprintf(dir, sizeof dir, "/tmp/fn_dist_check_XXXXXX");
@@ -310,9 +387,9 @@ int main(int argc, char **argv)
     write_set(path, rows, x, y);
     char out[PATH_CAP + 32];
     snprintf(out, sizeof out, "%s/world", dir);
-    fn_config *cfg = config(dir, argv[1], rows, out);
+    fn_config *cfg = config(dir, argv[1], rows, out, shard);
     snprintf(out, sizeof out, "%s/alone%d", dir, rank_);
-    fn_config *cfg_alone = config(dir, argv[1], rows, out);
+    fn_config *cfg_alone = config(dir, argv[1], rows, out, 0);
     size_t n = 0, n_ref = 0;
     float *a = train_once(cfg, 0, &n);
     float *ref = train_once(cfg_alone, 1, &n_ref);
