@@ -15,8 +15,13 @@
 # last train loss must match the NVLink run's (a different NCCL algorithm
 # changes only the summation order); and PyTorch DDP (scripts/bench_ddp.py
 # under torchrun) on the same network, batch and precision, on 1 and N
-# GPUs. Efficiency = samples/s on N GPUs / (N x samples/s on 1), against
-# the plain 1-GPU run and against 1 GPU under `mpirun -np 1` (see below).
+# GPUs; and the N-GPU run with the optimiser sharded ([run] shard =
+# optimizer: a reduce-scatter and an all-gather a layer in place of its
+# all-reduce). Efficiency = samples/s on N GPUs / (N x samples/s on 1),
+# against the plain 1-GPU run and against 1 GPU under `mpirun -np 1` (see
+# below). The exposed communication a step is the N-GPU step's time less
+# the `-np 1` step's (each rank runs that same step on its 1024 rows, so
+# the rest is communication the backward did not hide).
 # fusenet's
 # samples/s are the mean of metrics.csv's samples_per_s over the epochs
 # after the first (start-up). NCCL_NVLS_ENABLE=0 is set for every run (NCCL's
@@ -60,7 +65,7 @@ rows=$(( max * per_gpu * steps ))
 echo "bench_scaling.sh: writing $rows x $width rows to $work/train.h5" >&2
 scripts/synthetic_set.sh "$work/train.h5" "$rows" "$width" "$classes"
 
-# config <name> <math> <global batch>: writes $work/<name>.ini
+# config <name> <math> <global batch> [shard]: writes $work/<name>.ini
 config() {
     cat >"$work/$1.ini" <<INI
 [data]
@@ -79,6 +84,7 @@ seed = 1
 device = $device
 math = $2
 log_every = 0
+shard = ${4:-none}
 [output]
 dir = $1
 INI
@@ -89,10 +95,12 @@ rate() { awk -F, 'NR > 2 { s += $7; n++ } END { printf "%.1f", s / n }' "$work/$
 last_loss() { awk -F, 'END { print $2 }' "$work/$1/metrics.csv"; }
 
 # fusenet <name> <math> <N> [ENV=VALUE ...]: trains, 1 GPU without mpirun;
-# n = 0: 1 GPU under `mpirun -np 1` (the data-parallel step, unfused)
+# n = 0: 1 GPU under `mpirun -np 1` (the data-parallel step, unfused); a
+# name starting with "shard" shards the optimiser
 fusenet() {
-    local name=$1 math=$2 n=$3; shift 3
-    config "$name" "$math" $(( (n > 0 ? n : 1) * per_gpu ))
+    local name=$1 math=$2 n=$3 shard=none; shift 3
+    [[ $name == shard* ]] && shard=optimizer
+    config "$name" "$math" $(( (n > 0 ? n : 1) * per_gpu )) "$shard"
     echo "bench_scaling.sh: $name ($n GPU, $math${*:+, $*})" >&2
     if [ "$n" -eq 0 ]; then
         "${mpirun[@]}" -np 1 "$build/train" "$work/$name.ini" --overwrite >"$work/$name.log" 2>&1
@@ -120,8 +128,12 @@ ddp() { # ddp <math> <N> -> samples/s; empty (0 in the table) when it failed
 # run under `mpirun -np 1` (the data-parallel step: sums of one rank, the
 # update a pass of its own) and the efficiency against it: what the sums
 # themselves cost.
-table="| math | GPUs | fusenet 1 GPU samples/s | 1 GPU, -np 1 | fusenet N GPUs samples/s | efficiency | vs -np 1 | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+# exposed <N> <samples/s on N> <samples/s of -np 1>: ms a step beyond -np 1's
+exposed() { awk -v n="$1" -v r="$2" -v o="$3" -v b="$per_gpu" \
+    'BEGIN { printf "%.3f", 1000 * (n * b / r - b / o) }'; }
+
+table="| math | GPUs | fusenet 1 GPU samples/s | 1 GPU, -np 1 | fusenet N GPUs samples/s | efficiency | vs -np 1 | exposed ms/step | sharded optimiser: samples/s | efficiency | exposed ms/step | N GPUs, NCCL network transport: samples/s | efficiency | loss vs NVLink run | DDP 1 GPU | DDP N GPUs | DDP efficiency | fusenet / DDP on N |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
 for math in ${MATHS:-fp32 tf32}; do
     fusenet "one_$math" "$math" 1
     one=$(rate "one_$math")
@@ -130,8 +142,10 @@ for math in ${MATHS:-fp32 tf32}; do
     ddp_one=$(ddp "$math" 1)
     for n in "${counts[@]}"; do
         fusenet "n${n}_$math" "$math" "$n"
+        fusenet "shard_n${n}_$math" "$math" "$n"
         fusenet "n${n}_net_$math" "$math" "$n" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
         many=$(rate "n${n}_$math")
+        sharded=$(rate "shard_n${n}_$math")
         net=$(rate "n${n}_net_$math")
         # The transports may pick other NCCL algorithms: the same run up to
         # summation order, so the last epoch's loss agrees to ~1e-4.
@@ -140,10 +154,13 @@ for math in ${MATHS:-fp32 tf32}; do
                      printf "%s (%.5f vs %.5f)", (same ? "same" : "DIFFERS"), a, b }')
         ddp_n=$(ddp "$math" "$n")
         table+=$'\n'$(awk -v m="$math" -v n="$n" -v o="$one" -v o1="$np1" -v p="$many" \
+            -v x="$(exposed "$n" "$many" "$np1")" -v s="$sharded" \
+            -v xs="$(exposed "$n" "$sharded" "$np1")" \
             -v q="$net" -v g="$agree" -v d1="${ddp_one:-0}" -v dn="${ddp_n:-0}" 'BEGIN {
-            printf "| %s | %d | %.0f | %.0f | %.0f | %.1f %% | %.1f %% | %.0f | %.1f %% | %s | %.0f | %.0f | %.1f %% | %.3f |",
-                   m, n, o, o1, p, 100 * p / (n * o), 100 * p / (n * o1), q, 100 * q / (n * o),
-                   g, d1, dn, (d1 > 0 ? 100 * dn / (n * d1) : 0), (dn > 0 ? p / dn : 0) }')
+            printf "| %s | %d | %.0f | %.0f | %.0f | %.1f %% | %.1f %% | %s | %.0f | %.1f %% | %s | %.0f | %.1f %% | %s | %.0f | %.0f | %.1f %% | %.3f |",
+                   m, n, o, o1, p, 100 * p / (n * o), 100 * p / (n * o1), x, s, 100 * s / (n * o),
+                   xs, q, 100 * q / (n * o), g, d1, dn, (d1 > 0 ? 100 * dn / (n * d1) : 0),
+                   (dn > 0 ? p / dn : 0) }')
     done
 done
 echo "$table"

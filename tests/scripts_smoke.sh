@@ -74,9 +74,10 @@ bench_scaling)
         WORK=$work PYTHON=$py scripts/bench_scaling.sh 2 >"$work/out.md" 2>"$work/err" ||
         { rc=$?; cat "$work/err"; fail "exit $rc"; }
     cat "$work/out.md"
-    IFS='|' read -r _ math gpus one np1 many _ <<<"$(first_row "$work/out.md")"
+    IFS='|' read -r _ math gpus one np1 many _ _ exposed sharded _ <<<"$(first_row "$work/out.md")"
     [ "$(echo $math) $(echo $gpus)" = "fp32 2" ] || fail "no row for fp32 on 2"
-    for v in $one $np1 $many; do number "$v" || fail "a fusenet figure is '$v'"; done ;;
+    for v in $one $np1 $many $sharded; do number "$v" || fail "a fusenet figure is '$v'"; done
+    [[ $(echo $exposed) =~ ^-?[0-9]+\.[0-9]+$ ]] || fail "exposed time '$exposed'" ;;
 bench_python_fit)
     PYTHON=${FN_PYENV_PYTHON:?} scripts/bench_python_fit.sh "$build" 1 >"$work/out" 2>&1 ||
         { rc=$?; cat "$work/out"; fail "exit $rc"; }

@@ -1,5 +1,6 @@
 /* trainer_notices.c — what the user should know before a run that is no
- * error (fn_trainer_callbacks.on_notice): how a set's targets were read
+ * error (fn_trainer_callbacks.on_notice): what [run] shard does to the
+ * run; how a set's targets were read
  * when not as declared (fn_data_reading); a last layer of bounded outputs
  * under a loss that reads logits; outputs that no training label asks
  * for; and, without [data] standardize, input columns whose scales differ
@@ -166,8 +167,26 @@ static fn_status notice_scales(fn_trainer *t)
     return FN_OK;
 }
 
+/* What [run] shard = optimizer does to this run. */
+static void notice_shard(const fn_trainer *t)
+{
+    if (!t->cfg->shard)
+        return;
+    char text[512];
+    if (!t->dist)
+        snprintf(text, sizeof text, "[run] shard = optimizer divides the optimiser's state among "
+                 "the ranks of mpirun or srun; this run is one process, which keeps it whole");
+    else
+        snprintf(text, sizeof text, "optimiser sharded over %d ranks: each updates its part of "
+                 "every parameter and keeps that part's state (%.1f KiB on this rank); "
+                 "checkpoints gather it whole", t->ranks,
+                 (double)fn_optimizer_state_bytes(t->opt) / 1024.0);
+    notice(t, text);
+}
+
 fn_status fn_trainer_notices(fn_trainer *t)
 {
+    notice_shard(t);
     notice_readings(t);
     notice_last_layer(t);
     FN_TRY(notice_unused_outputs(t));

@@ -29,14 +29,6 @@
 . "$(dirname "$0")/dist_common.sh" dist_train "$@"
 HOOKS=${3:-0}
 [ "${FN_TEST_HOOKS_OFF:-}" = 1 ] && HOOKS=0 # a hooks build answering as one without
-mpi() { # mpi N [ENV=VALUE ...] -- train arguments...
-    local n=$1; shift
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-    shift
-    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" "${envs[@]}" "$TRAIN" "$@"
-}
-
 cat > "$work/c.ini" <<EOF
 [data]
 train = $DATA/digits_train.h5
@@ -55,29 +47,6 @@ seed = 7
 device = cpu
 log_every = 0
 EOF
-
-# Exit 0 when every dataset of two weights files is equal bit for bit
-# (same_bits) or within rtol of the larger magnitude (close).
-compare() {
-    "$PYTHON" - "$@" <<'EOF'
-import sys, h5py, numpy as np
-mode, a, b = sys.argv[1], h5py.File(sys.argv[2], "r"), h5py.File(sys.argv[3], "r")
-names = []
-a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-worst = 0.0
-for n in names:
-    x, y = a[n][()], b[n][()]
-    if mode == "same_bits":
-        if x.shape != y.shape or x.tobytes() != y.tobytes():
-            sys.exit(f"{n} differs")
-    else:
-        scale = max(np.abs(x).max(), 1e-30)
-        worst = max(worst, float(np.abs(x - y).max() / scale))
-if mode != "same_bits" and worst > float(sys.argv[4]):
-    sys.exit(f"largest relative difference {worst:.3g} above {sys.argv[4]}")
-print(f"{len(names)} datasets compared ({mode})")
-EOF
-}
 
 # 1. run to run
 for k in a b; do
