@@ -6,14 +6,14 @@
  * gets the test-only FN_TEST_WRITE_DELAY_MS (src/core/test_hooks.h, compiled
  * in by FN_TEST_HOOKS builds only: the test skips without it), which holds
  * every write open for WRITE_DELAY_MS between the temporary's fsync and
- * its rename, and the kill comes at most KILL_WITHIN_MS after the .tmp
- * appears: so each of those kills lands inside the write, whatever the
+ * its rename, and the kill comes at most KILL_WITHIN_MS after the run's
+ * temporary ("<file>.<pid>-<n>.tmp") appears: so each of those kills lands inside the write, whatever the
  * machine's load, and the test asserts that every one did. After every
  * kill checkpoint.h5 and weights.h5 are absent only if never written, else
  * complete files that the library's loaders open and whose values equal,
- * bit for bit, those of a reference run stopped at the same epoch. A broken
- * .tmp left behind is then ignored by --resume, which ends with the
- * reference's final weights.
+ * bit for bit, those of a reference run stopped at the same epoch. The
+ * broken temporaries left behind are then ignored and removed by --resume,
+ * which ends with the reference's final weights, a user's <file>.tmp kept.
  * Non-finite loss: a run with a huge lr stops with "step S (epoch E, batch
  * B): loss is nan; first non-finite: layer L (kind) ...", exit 1, no
  * weights.h5, and checkpoint.h5 is the one of epoch E-1, equal to a
@@ -22,7 +22,10 @@
  * Out of GPU memory: a clear error naming the layer (skips without a GPU).
  * Two runs on one output directory: the second fails at once, naming the
  * first's pid, and touches nothing; a killed holder leaves no stale lock.
- * A leftover .tmp that is a symbolic link is never written through.
+ * Files and symbolic links at a temporary's old name (<file>.tmp) or at a
+ * dead process's are never written through, removed or replaced; a dead
+ * process's leftover temporaries (regular files) are removed by the next
+ * run, anything else of a like name kept.
  * metrics.csv's rewrite on --resume is atomic: a SIGKILL inside it leaves
  * the old file whole.
  * A full disk (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG, as
