@@ -1,5 +1,6 @@
-/* atomic_file.c — the commit of a file written under a temporary name:
- * fsync, rename, fsync of the directory (a rename is durable only then). */
+/* atomic_file.c — a file written under a temporary name of its process
+ * and committed: fsync, rename, fsync of the directory (a rename is
+ * durable only then); and the removal of killed writers' leftovers. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -31,8 +32,8 @@ fn_status fn_atomic_prepare_own(const char *path, char **tmp)
 {
     /* A name taken already (a killed run's leftover whose process id this
      * one has now, or a user's file) is left alone: the next one is tried.
-     * Only another process of this id could take a name between this check
-     * and the exclusive create, which then fails rather than replace it. */
+     * Whatever takes the name between this check and the exclusive create
+     * makes the create fail; it is never replaced. */
     for (int tries = 0; tries < 1000; tries++) {
         *tmp = fn_atomic_own_tmp_name(path);
         if (!*tmp)
