@@ -1,13 +1,18 @@
 /* make_synthetic.c — writes a synthetic training set for the benchmark scripts:
  * X float32 [rows, cols] uniform in [-1, 1) and y int32 [rows] uniform in
- * [0, classes), from a fixed xorshift seed, written 1024 rows at a time.
- * Built and run by scripts/synthetic_set.sh; not part of the library.
+ * [0, classes), from a fixed xorshift seed, written 1024 rows at a time
+ * into a new temporary of this process ("out.h5.<pid>.tmp", created
+ * exclusively) that is renamed over out.h5 once whole, and removed on
+ * failure. Built and run by scripts/synthetic_set.sh; not part of the
+ * library.
  *
  *   make_synthetic out.h5 rows cols classes */
+#define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 enum { CHUNK_ROWS = 1024 };
 
@@ -44,7 +49,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "make_synthetic: rows, cols and classes must be positive\n");
         return 2;
     }
-    hid_t file = H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", argv[1], (long)getpid());
+    hid_t file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     hsize_t dims[2] = {rows, cols};
     hid_t xspace = H5Screate_simple(2, dims, NULL), yspace = H5Screate_simple(1, dims, NULL);
     hid_t x = H5Dcreate2(file, "X", H5T_IEEE_F32LE, xspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -52,7 +59,9 @@ int main(int argc, char **argv)
     float *xb = malloc(sizeof *xb * CHUNK_ROWS * cols);
     int32_t *yb = malloc(sizeof *yb * CHUNK_ROWS);
     if (file < 0 || x < 0 || y < 0 || !xb || !yb) {
-        fprintf(stderr, "make_synthetic: cannot create %s\n", argv[1]);
+        fprintf(stderr, "make_synthetic: cannot create %s\n", tmp);
+        if (file >= 0)
+            remove(tmp);
         return 1;
     }
     uint64_t s = 0x9E3779B97F4A7C15ull;
@@ -64,7 +73,8 @@ int main(int argc, char **argv)
             yb[i] = (int32_t)(next(&s) % (uint64_t)classes);
         if (!write_rows(x, H5T_NATIVE_FLOAT, 2, r0, n, cols, xb) ||
             !write_rows(y, H5T_NATIVE_INT32, 1, r0, n, 1, yb)) {
-            fprintf(stderr, "make_synthetic: cannot write %s\n", argv[1]);
+            fprintf(stderr, "make_synthetic: cannot write %s\n", tmp);
+            remove(tmp);
             return 1;
         }
     }
@@ -74,5 +84,10 @@ int main(int argc, char **argv)
     H5Dclose(y);
     H5Sclose(xspace);
     H5Sclose(yspace);
-    return H5Fclose(file) < 0;
+    if (H5Fclose(file) < 0 || rename(tmp, argv[1]) != 0) {
+        fprintf(stderr, "make_synthetic: cannot write %s\n", argv[1]);
+        remove(tmp);
+        return 1;
+    }
+    return 0;
 }

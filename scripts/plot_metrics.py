@@ -8,7 +8,8 @@ them the learning rate and the gradient norm where the CSV has them.
 Without -o the picture is written beside the CSV as curves.png; an -o
 without an extension gets ".png". An -o that is a directory, in a folder
 that does not exist, or the CSV itself is refused with a one-line error.
-Reads the
+The picture is written to a temporary of its own beside it and renamed
+into place (a link at -o is replaced, never written through). Reads the
 columns by their header names (epoch, train_loss, train_acc, valid_loss,
 valid_acc; lr and grad_norm where present), so columns added after them
 change nothing. The learning rate (the last step's of each epoch) gets a
@@ -27,6 +28,7 @@ import csv
 import math
 import os
 import sys
+import tempfile
 
 import matplotlib
 
@@ -122,10 +124,35 @@ def figure(columns, title, log_loss=False):
     return fig
 
 
+def write_atomically(path, write):
+    """Calls write(f) on a new temporary file beside path, unique to this
+    process and created exclusively (so no file or link already there is
+    written through), then fsyncs it and renames it over path; on failure
+    the temporary is removed and path is as it was."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(path) or ".")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary alone
+        with os.fdopen(fd, "w+b") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+
+
 def plot(columns, title, out, log_loss=False):
+    """The figure as the file out, its format named by its extension."""
     fig = figure(columns, title, log_loss)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    try:
+        fmt = os.path.splitext(out)[1][1:].lower() or "png"
+        write_atomically(out, lambda f: fig.savefig(f, dpi=100, format=fmt))
+    finally:
+        plt.close(fig)
 
 
 def output_path(out, csv_path):

@@ -45,12 +45,15 @@ As a program:
 
 prints the module; with --inputs runs it on a dataset of any numeric type
 (read as float32, as fusenet reads it) and with --outputs writes the
-results as dataset 'outputs'. Uses Debian's python3-torch and python3-h5py
+results as dataset 'outputs'. Each file is written to a temporary of its
+own beside it and renamed into place. Uses Debian's python3-torch and python3-h5py
 (hence /usr/bin/python3).
 """
 import argparse
 import collections
+import os
 import sys
+import tempfile
 
 import h5py
 import numpy as np
@@ -216,9 +219,31 @@ def load(path):
     return torch.nn.Sequential(children).eval()
 
 
+def write_atomically(path, write):
+    """Calls write(f) on a new temporary file beside path, unique to this
+    process and created exclusively (so no file or link already there is
+    written through), then fsyncs it and renames it over path; on failure
+    the temporary is removed and path is as it was."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(path) or ".")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for the temporary alone
+        with os.fdopen(fd, "w+b") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+
+
 def save_torchscript(model, path):
     """Writes model as TorchScript: torch.jit.load(path) needs only PyTorch."""
-    torch.jit.save(torch.jit.script(model), path)
+    scripted = torch.jit.script(model)
+    write_atomically(path, lambda f: torch.jit.save(scripted, f))
 
 
 def run(model, inputs):
@@ -249,8 +274,10 @@ def main(argv):
             x = np.asarray(f[args.dataset], dtype=np.float32)
         y = run(model, x)
         if args.outputs:
-            with h5py.File(args.outputs, "w") as f:
-                f.create_dataset("outputs", data=y.astype(np.float32))
+            def write_outputs(handle):
+                with h5py.File(handle, "w") as f:
+                    f.create_dataset("outputs", data=y.astype(np.float32))
+            write_atomically(args.outputs, write_outputs)
         print(f"outputs: {y.shape[0]} rows of {y.shape[1]}")
     return 0
 

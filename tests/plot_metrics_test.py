@@ -9,7 +9,8 @@ axis and nothing else; the best epoch it marks is keep_best's
 (highest validation accuracy, first of equals; lowest loss for mse); a CSV
 without epochs or columns is an error naming the file; an -o that names a
 missing folder, the CSV itself or a directory is a one-line error naming
-it, the CSV unchanged. Needs FN_SOURCE_DIR (set by ctest) and Debian's
+it, the CSV unchanged; the picture is renamed into place (a link at -o
+replaced, never written through). Needs FN_SOURCE_DIR (set by ctest) and Debian's
 python3-matplotlib."""
 import os
 import struct
@@ -77,6 +78,26 @@ def check_bad_output(tmp, csv_path):
                 sys.exit(f"-o {out}: the CSV was changed")
 
 
+def check_renamed_into_place(tmp, csv_path):
+    """-o naming a link: the link is replaced by the picture, the file it
+    points to untouched; a file at "<out>.tmp" is not the script's."""
+    victim, out = os.path.join(tmp, "victim.txt"), os.path.join(tmp, "linked.png")
+    with open(victim, "w") as f:
+        f.write("the user's own")
+    with open(out + ".tmp", "w") as f:
+        f.write("the user's too")
+    os.symlink(victim, out)
+    r = run(csv_path, "-o", out)
+    with open(victim) as f, open(out + ".tmp") as g:
+        kept = f.read() == "the user's own" and g.read() == "the user's too"
+    if r.returncode != 0 or os.path.islink(out) or png_size(out) != (600, 450) or not kept:
+        sys.exit(f"-o a link: expected the link replaced by the PNG and the user's files "
+                 f"kept, got {r.returncode}:\n{r.stderr}")
+    left = [n for n in os.listdir(tmp) if n.startswith("linked.png.") and n != "linked.png.tmp"]
+    if left:
+        sys.exit(f"temporaries left: {left}")
+
+
 def check_best():
     sys.path.insert(0, os.path.dirname(SCRIPT))
     import plot_metrics
@@ -129,6 +150,7 @@ def main():
         if r.returncode != 0 or png_size(os.path.join(tmp, "curves.png")) != (600, 450):
             sys.exit(f"without -o: no curves.png beside the CSV:\n{r.stderr}")
         check_bad_output(tmp, os.path.join(tmp, "mse.csv"))
+        check_renamed_into_place(tmp, os.path.join(tmp, "mse.csv"))
         check_error(tmp, "empty", HEADER, "no epochs")
         check_error(tmp, "columns", "epoch,loss\n1,0.5\n", "no column train_loss")
         check_error(tmp, "bad", HEADER + "1,x,0,0,0,0,0\n", ":2: train_loss is 'x'")

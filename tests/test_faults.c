@@ -6,14 +6,14 @@
  * gets the test-only FN_TEST_WRITE_DELAY_MS (src/core/test_hooks.h, compiled
  * in by FN_TEST_HOOKS builds only: the test skips without it), which holds
  * every write open for WRITE_DELAY_MS between the temporary's fsync and
- * its rename, and the kill comes at most KILL_WITHIN_MS after the .tmp
- * appears: so each of those kills lands inside the write, whatever the
+ * its rename, and the kill comes at most KILL_WITHIN_MS after the run's
+ * temporary ("<file>.<pid>-<n>.tmp") appears: so each of those kills lands inside the write, whatever the
  * machine's load, and the test asserts that every one did. After every
  * kill checkpoint.h5 and weights.h5 are absent only if never written, else
  * complete files that the library's loaders open and whose values equal,
- * bit for bit, those of a reference run stopped at the same epoch. A broken
- * .tmp left behind is then ignored by --resume, which ends with the
- * reference's final weights.
+ * bit for bit, those of a reference run stopped at the same epoch. The
+ * broken temporaries left behind are then ignored and removed by --resume,
+ * which ends with the reference's final weights, a user's <file>.tmp kept.
  * Non-finite loss: a run with a huge lr stops with "step S (epoch E, batch
  * B): loss is nan; first non-finite: layer L (kind) ...", exit 1, no
  * weights.h5, and checkpoint.h5 is the one of epoch E-1, equal to a
@@ -22,7 +22,10 @@
  * Out of GPU memory: a clear error naming the layer (skips without a GPU).
  * Two runs on one output directory: the second fails at once, naming the
  * first's pid, and touches nothing; a killed holder leaves no stale lock.
- * A leftover .tmp that is a symbolic link is never written through.
+ * Files and symbolic links at a temporary's old name (<file>.tmp) or at a
+ * dead process's are never written through, removed or replaced; a dead
+ * process's leftover temporaries (regular files) are removed by the next
+ * run, anything else of a like name kept.
  * metrics.csv's rewrite on --resume is atomic: a SIGKILL inside it leaves
  * the old file whole.
  * A full disk (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG, as
@@ -193,13 +196,50 @@ static void sleep_for(double seconds)
     nanosleep(&ts, NULL);
 }
 
-/* 1 when path exists and was modified at or after `since` (CLOCK_REALTIME). */
-static int written_since(const char *path, double since)
+/* 1 when name is "<file>.<pid>-<n>.tmp", a writer's temporary for file
+ * (pid 0: of any process). */
+static int is_tmp_of(const char *name, const char *file, pid_t pid)
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
+    char prefix[PATH_CAP];
+    const int len = pid ? snprintf(prefix, sizeof prefix, "%s.%ld-", file, (long)pid)
+                        : snprintf(prefix, sizeof prefix, "%s.", file);
+    if (strncmp(name, prefix, (size_t)len) != 0)
         return 0;
-    return (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec >= since - 0.01;
+    const char *p = name + len;
+    while (!pid && *p >= '0' && *p <= '9')
+        p++;
+    if (!pid && (p == name + len || *p++ != '-'))
+        return 0;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > digits && strcmp(p, ".tmp") == 0;
+}
+
+/* The number of temporaries for dir/file in dir (pid 0: of any process). */
+static int tmps_of(const char *dir, const char *file, pid_t pid)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += is_tmp_of(e->d_name, file, pid);
+    closedir(d);
+    return n;
+}
+
+/* No name ending in ".tmp" in dir. */
+static void expect_no_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
+            fail_msg("%s/%s was left", dir, e->d_name);
+    }
+    closedir(d);
 }
 
 /* A small generator, so the kill times differ from case to case but the test
@@ -282,37 +322,38 @@ static int epochs_reported(const fixture *f)
     return n;
 }
 
-/* Waits until path exists; fails the test after `limit` seconds or when
- * the run ends first. */
-static void wait_for_file(const fixture *f, pid_t pid, const char *path, double limit, int k)
+/* Waits until the run pid has a temporary for <dir>/<file>; fails the
+ * test after `limit` seconds or when the run ends first. */
+static void wait_for_tmp(const fixture *f, pid_t pid, const char *dir, const char *file,
+                         double limit, int k)
 {
     double t0 = now();
-    while (access(path, F_OK) != 0) {
+    while (!tmps_of(dir, file, pid)) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)
-            fail_msg("kill %d: the run ended before %s appeared: %s", k, path,
-                     program_slurp(f->err));
+            fail_msg("kill %d: the run ended before a temporary of %s/%s appeared: %s", k, dir,
+                     file, program_slurp(f->err));
         if (now() - t0 > limit)
-            fail_msg("kill %d: %s did not appear within %.0f s", k, path, limit);
+            fail_msg("kill %d: no temporary of %s/%s appeared within %.0f s", k, dir, file,
+                     limit);
         sleep_for(2e-4);
     }
 }
 
 /* Starts a run in <dir>/kill and SIGKILLs it. Target 0: at a random time
- * (returns 1 when a fresh .tmp is left, only counted). Target 1: inside the
- * checkpoint write of a random epoch; target 2: inside the weights write:
- * with the write delay, at most KILL_WITHIN_MS after the .tmp appears
- * (stale ones of earlier kills are removed first, so the one seen is the
- * run's own); returns 1 when that .tmp is left, which must be always. */
+ * (returns 1 when a temporary of the run is left, only counted). Target 1:
+ * inside the checkpoint write of a random epoch; target 2: inside the
+ * weights write: with the write delay, at most KILL_WITHIN_MS after the
+ * run's temporary ("<file>.<pid>-<n>.tmp") appears; returns 1 when that
+ * temporary is left, which must be always. */
 static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
 {
-    const char *tmps[2] = {program_files_at(f, "kill/checkpoint.h5.tmp"), program_files_at(f, "kill/weights.h5.tmp")};
+    const char *files[2] = {"checkpoint.h5", "weights.h5"};
+    char dir[PATH_CAP];
+    snprintf(dir, sizeof dir, "%s", program_files_at(f, "kill"));
     int target = k % 3; /* 0: any time, 1: a checkpoint write, 2: the weights write */
-    sleep_for(0.02); /* so a .tmp of the last kill is older than t0 by more than a tick */
     double t0 = now();
     if (target != 0) {
-        remove(tmps[0]);
-        remove(tmps[1]);
         char delay[16];
         snprintf(delay, sizeof delay, "%d", WRITE_DELAY_MS);
         setenv("FN_TEST_WRITE_DELAY_MS", delay, 1);
@@ -333,10 +374,10 @@ static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
                 fail_msg("kill %d: epoch %d not reported within %.0f s", k, e, limit);
             sleep_for(1e-3);
         }
-        wait_for_file(f, pid, tmps[0], limit, k);
+        wait_for_tmp(f, pid, dir, files[0], limit, k);
         sleep_for(KILL_WITHIN_MS * 1e-3 * uniform(rng));
     } else {
-        wait_for_file(f, pid, tmps[1], limit, k);
+        wait_for_tmp(f, pid, dir, files[1], limit, k);
         sleep_for(KILL_WITHIN_MS * 1e-3 * uniform(rng));
     }
     kill(pid, SIGKILL);
@@ -346,8 +387,8 @@ static int kill_one(const fixture *f, const references *r, int k, uint64_t *rng)
         fail_msg("kill %d: the run failed by itself (status %d): %s", k, status,
                  program_slurp(f->err));
     if (target != 0)
-        return sig && access(tmps[target - 1], F_OK) == 0;
-    return sig && (written_since(tmps[0], t0) || written_since(tmps[1], t0));
+        return sig && tmps_of(dir, files[target - 1], pid) == 1;
+    return sig && tmps_of(dir, files[0], pid) + tmps_of(dir, files[1], pid) > 0;
 }
 
 static void test_sigkill_while_writing(void **state)
@@ -379,16 +420,23 @@ static void test_sigkill_while_writing(void **state)
            aimed_in_write, aimed, random_in_write, KILLS - aimed);
     assert_true(seen_ckpt);
     /* A broken temporary is never taken for the file: --resume reads
-     * checkpoint.h5 and ends as the reference did, its weights written over
-     * the broken weights.h5.tmp. */
+     * checkpoint.h5 and ends as the reference did. It removes the killed
+     * runs' temporaries (one of a dead process planted, should the last
+     * kill have left none) and leaves "<file>.tmp", no name of a run's,
+     * as it was. */
+    char dir[PATH_CAP];
+    snprintf(dir, sizeof dir, "%s", program_files_at(f, "kill"));
     for (int i = 0; i < 2; i++) {
-        FILE *junk = fopen(program_files_at(f, i ? "kill/weights.h5.tmp" : "kill/checkpoint.h5.tmp"), "w");
+        FILE *junk = fopen(program_files_at(f, i ? "kill/weights.h5.tmp" : "kill/checkpoint.h5.99999999-0.tmp"), "w");
         assert_non_null(junk);
         fputs("not HDF5", junk);
         fclose(junk);
     }
     expect_success(f, start_train(f, "kill", NULL, NULL, RESUME), "resume after the kills");
-    assert_int_not_equal(access(program_files_at(f, "kill/weights.h5.tmp"), F_OK), 0);
+    assert_int_equal(tmps_of(dir, "checkpoint.h5", 0) + tmps_of(dir, "weights.h5", 0), 0);
+    char *junk = program_slurp(program_files_at(f, "kill/weights.h5.tmp"));
+    assert_string_equal(junk, "not HDF5");
+    free(junk);
     assert_int_equal(access(program_files_at(f, "kill/checkpoint.h5"), F_OK), 0);
     assert_int_equal(access(program_files_at(f, "kill/weights.h5"), F_OK), 0);
     check_after_kill(f, &r, &seen_ckpt, &seen_weights, KILLS);
@@ -423,8 +471,7 @@ static void test_nonfinite_loss_stops(void **state)
         fail_msg("the message does not say the checkpoint is kept:\n%s", err);
     free(err);
     assert_int_not_equal(access(program_files_at(f, "nan/weights.h5"), F_OK), 0);
-    assert_int_not_equal(access(program_files_at(f, "nan/weights.h5.tmp"), F_OK), 0);
-    assert_int_not_equal(access(program_files_at(f, "nan/checkpoint.h5.tmp"), F_OK), 0);
+    expect_no_tmp(program_files_at(f, "nan"));
 
     /* The checkpoint is the one of the last whole epoch, as a run of that
      * many epochs writes it. */
@@ -543,8 +590,7 @@ static void test_save_refuses_nonfinite(void **state)
         fail_msg("message: %s", fn_last_error());
     assert_int_equal(fn_checkpoint_save(ckpt, m.net, fn_sgd_optimizer(m.opt), &s, NULL),
                      FN_ERR_NUMERIC);
-    assert_int_not_equal(access(program_files_at(f, "w.h5.tmp"), F_OK), 0);
-    assert_int_not_equal(access(program_files_at(f, "c.h5.tmp"), F_OK), 0);
+    assert_int_equal(tmps_of(f->dir, "w.h5", 0) + tmps_of(f->dir, "c.h5", 0), 0);
     w->value.data[7] = 0;
     EXPECT_OK(fn_weights_load(m.net, weights));
     assert_true(memcmp(&w->value.data[7], &good, sizeof good) == 0);
@@ -634,10 +680,12 @@ static void expect_regular(const char *path)
         fail_msg("%s is not a regular file", path);
 }
 
-/* A killed run's .tmp replaced by a symbolic link to a file outside the
- * output directory: the file it points to stays as it was, and the run's
- * files are regular files of their own. predict writes under a name of its
- * own process ("out.h5.<pid>-<n>.tmp"), so it leaves the link alone. */
+/* Files at names a run's temporaries once had, "<file>.tmp", and at names
+ * of a dead process's ("<file>.<pid>-<n>.tmp"), as symbolic links to a
+ * file outside the output directory: train and predict write under names
+ * of their own process and create them exclusively, so every link stays a
+ * link, the file it points to stays as it was, and the run's files are
+ * regular files of their own. */
 static void test_tmp_symlinks_not_followed(void **state)
 {
     fixture *f = *state;
@@ -650,9 +698,11 @@ static void test_tmp_symlinks_not_followed(void **state)
     fclose(out);
     assert_int_equal(mkdir(program_files_at(f, "sym"), 0777), 0);
     static const char *names[] = {"weights.h5", "checkpoint.h5", "metrics.csv", "out.h5"};
+    static const char *tails[] = {".tmp", ".99999999-0.tmp"}; /* no process has that id */
+    enum { N_NAMES = sizeof names / sizeof names[0] };
     char tmp[PATH_CAP];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(tmp, sizeof tmp, "%s/sym/%s.tmp", f->dir, names[i]);
+    for (size_t i = 0; i < N_NAMES * 2; i++) {
+        snprintf(tmp, sizeof tmp, "%s/sym/%s%s", f->dir, names[i / 2], tails[i % 2]);
         assert_int_equal(symlink(precious, tmp), 0);
     }
     expect_success(f, start_train(f, "sym", NULL, NULL, 0), "train over .tmp links");
@@ -663,16 +713,68 @@ static void test_tmp_symlinks_not_followed(void **state)
     char *kept = program_slurp(precious);
     assert_string_equal(kept, "the user's own file");
     free(kept);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(tmp, sizeof tmp, "%s/sym/%s", f->dir, names[i]);
+    for (size_t i = 0; i < N_NAMES * 2; i++) {
+        snprintf(tmp, sizeof tmp, "%s/sym/%s", f->dir, names[i / 2]);
         expect_regular(tmp);
-        strcat(tmp, ".tmp");
+        strcat(tmp, tails[i % 2]);
         struct stat st;
-        if (strcmp(names[i], "out.h5") == 0)
-            assert_true(lstat(tmp, &st) == 0 && S_ISLNK(st.st_mode));
-        else
-            assert_int_not_equal(access(tmp, F_OK), 0);
+        char target[PATH_CAP] = "";
+        if (lstat(tmp, &st) != 0 || !S_ISLNK(st.st_mode) ||
+            readlink(tmp, target, sizeof target - 1) < 0 || strcmp(target, precious) != 0)
+            fail_msg("%s is no longer the user's link to %s", tmp, precious);
     }
+}
+
+/* The temporaries runs killed before their rename left in an output
+ * directory ("<file>.<pid>-<n>.tmp", regular files of a process that is
+ * gone) are removed by the next run there before its first write; what a
+ * live process may still be writing, a name of another form, another
+ * file's or a directory is left as it was. */
+static void test_dead_runs_temporaries_removed(void **state)
+{
+    fixture *f = *state;
+    write_config(f, "block 8, linear 4", "batch_size = 8\nepochs = 1\ncheckpoint_every = 1");
+    pid_t dead = fork(); /* a process id no process has once it is reaped */
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(program_wait(dead, NULL), 0);
+    assert_int_equal(mkdir(program_files_at(f, "left"), 0777), 0);
+    enum { N_GONE = 4, N_KEPT = 6 };
+    char gone[N_GONE][PATH_CAP], kept[N_KEPT][PATH_CAP];
+    const long d = (long)dead, live = (long)getpid();
+    snprintf(gone[0], PATH_CAP, "%s/left/weights.h5.%ld-0.tmp", f->dir, d);
+    snprintf(gone[1], PATH_CAP, "%s/left/checkpoint.h5.%ld-12.tmp", f->dir, d);
+    snprintf(gone[2], PATH_CAP, "%s/left/metrics.csv.%ld-1.tmp", f->dir, d);
+    snprintf(gone[3], PATH_CAP, "%s/left/best.h5.%ld-3.tmp", f->dir, d);
+    snprintf(kept[0], PATH_CAP, "%s/left/weights.h5.%ld-0.tmp", f->dir, live);
+    snprintf(kept[1], PATH_CAP, "%s/left/weights.h5.tmp", f->dir);
+    snprintf(kept[2], PATH_CAP, "%s/left/weights.h5.%ld-0.tmp.old", f->dir, d);
+    snprintf(kept[3], PATH_CAP, "%s/left/weights.h5.%ld-x.tmp", f->dir, d);
+    snprintf(kept[4], PATH_CAP, "%s/left/out.h5.%ld-0.tmp", f->dir, d);
+    snprintf(kept[5], PATH_CAP, "%s/left/metrics.csv.%ldx-0.tmp", f->dir, d);
+    for (int i = 0; i < N_GONE + N_KEPT; i++) {
+        FILE *out = fopen(i < N_GONE ? gone[i] : kept[i - N_GONE], "w");
+        assert_non_null(out);
+        fputs("a file", out);
+        fclose(out);
+    }
+    char dir_named[PATH_CAP];
+    snprintf(dir_named, sizeof dir_named, "%s/left/checkpoint.h5.%ld-0.tmp", f->dir, d);
+    assert_int_equal(mkdir(dir_named, 0777), 0);
+    expect_success(f, start_train(f, "left", NULL, NULL, FRESH), "a run beside leftovers");
+    for (int i = 0; i < N_GONE; i++)
+        if (access(gone[i], F_OK) == 0)
+            fail_msg("%s, a dead process's temporary, is still there", gone[i]);
+    for (int i = 0; i < N_KEPT; i++) {
+        char *text = program_slurp(kept[i]);
+        if (strcmp(text, "a file") != 0)
+            fail_msg("%s is not as it was", kept[i]);
+        free(text);
+    }
+    struct stat st;
+    assert_true(stat(dir_named, &st) == 0 && S_ISDIR(st.st_mode));
+    assert_int_equal(access(program_files_at(f, "left/weights.h5"), F_OK), 0);
 }
 
 /* --- metrics.csv rewritten atomically on --resume ------------------------------- */
@@ -702,7 +804,7 @@ static void test_metrics_rewrite_atomic(void **state)
         setenv("FN_TEST_WRITE_DELAY_MS", "2000", 1);
         pid_t pid = start_train(f, "m", NULL, NULL, 1);
         unsetenv("FN_TEST_WRITE_DELAY_MS");
-        wait_for_file(f, pid, program_files_at(f, "m/metrics.csv.tmp"), 60, 0);
+        wait_for_tmp(f, pid, program_files_at(f, "m"), "metrics.csv", 60, 0);
         kill(pid, SIGKILL);
         int sig = 0;
         program_wait(pid, &sig);
@@ -772,19 +874,6 @@ static void expect_full_disk(const fixture *f, pid_t pid, const char *program, c
                  "line '%s...%s...: File too large'; it holds:\n%s",
                  program, status, sig, prefix, file, err);
     free(err);
-}
-
-static void expect_no_tmp(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
-            fail_msg("%s/%s was left", dir, e->d_name);
-    }
-    closedir(d);
 }
 
 static void test_disk_full(void **state)
@@ -861,5 +950,6 @@ TEST_MAIN_EACH(setup, teardown,
                cmocka_unit_test(test_out_of_gpu_memory),
                cmocka_unit_test(test_output_dir_in_use),
                cmocka_unit_test(test_tmp_symlinks_not_followed),
+               cmocka_unit_test(test_dead_runs_temporaries_removed),
                cmocka_unit_test(test_metrics_rewrite_atomic),
                cmocka_unit_test(test_disk_full))

@@ -5,7 +5,8 @@
  * lookup, the list a message names, the spelling that ignores case and
  * "did you mean" answer alike for all of them; a kind's rule across its
  * keys is reached through its head, with the base rate or the network's
- * outputs from the context. */
+ * outputs from the context; each loss's declared facts agree with one
+ * another (one that reads logits has a link to probabilities). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,7 +151,30 @@ static void test_options_through_the_head(void **state)
     assert_string_equal(key, "class_weights");
 }
 
+/* What each loss declares agrees with itself: a loss whose outputs have a
+ * link to probabilities (softmax, sigmoid) reads logits, unbounded scores,
+ * and one that reads logits has that link; probabilities in [0, 1] are
+ * values, never labels; a loss that counts nothing right watches its loss. */
+static void test_loss_facts_agree(void **state)
+{
+    (void)state;
+    for (int i = 0; i < fn_loss_kind_count(); i++) {
+        const fn_loss_kind *k = fn_loss_kind_at(i);
+        if (!k->takes_logits != !k->probabilities)
+            fail_msg("loss %s: takes_logits %d, but it %s a link to probabilities", k->name,
+                     k->takes_logits, k->probabilities ? "has" : "has no");
+        if (k->unit_targets && k->targets != FN_DATA_FLOATS)
+            fail_msg("loss %s: unit targets that are not values", k->name);
+        if (!k->metric && !k->watch_loss)
+            fail_msg("loss %s: watches a metric it does not have", k->name);
+    }
+    const fn_loss_kind *bce = NULL;
+    EXPECT_OK(fn_loss_kind_find("bce_with_logits", &bce));
+    assert_true(bce->takes_logits);
+}
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_heads_are_the_descriptors),
+          cmocka_unit_test(test_loss_facts_agree),
           cmocka_unit_test(test_find_and_list),
           cmocka_unit_test(test_spelling_and_suggest),
           cmocka_unit_test(test_options_through_the_head))

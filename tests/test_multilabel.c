@@ -3,7 +3,8 @@
  * bits of its digit, float32 [N, 4] of 0 and 1) train with ./train (on
  * the GPU where there is one: device auto) to a validation label accuracy
  * (the fraction of the N * 4 labels whose logit > 0 matches target >= 0.5)
- * of at least 0.9, the validation loss falling; pos_weight trains too; and
+ * of at least 0.9, the validation loss falling; pos_weight trains too; a
+ * block last gets the notice a loss of logits gives; and
  * ./predict on the weights evaluates the float targets as any values
  * (the mean squared error of the logits) without failing, and with
  * --probabilities writes each output's sigmoid (the labels are
@@ -150,6 +151,29 @@ static void test_pos_weight_trains(void **state)
     assert_true(loss > 0 && acc >= 0.5 && acc <= 1.0);
 }
 
+/* A block, whose outputs are normalised and activated, last under this
+ * loss of logits: the run says so, as under cross_entropy; a linear layer
+ * last gets no notice. */
+static void test_block_last_gets_notice(void **state)
+{
+    program_files *f = *state;
+    write_config(f, 1, "");
+    const char *argv[] = {f->ini, "--set", "model.layers=block 16, block 4", "--set",
+                          "model.groups=4", NULL};
+    assert_int_equal(program_run("train", argv, f->dir, f->out, f->err), 0);
+    char *out = program_slurp(f->out);
+    if (!strstr(out, "notice: [model] layers ends with 'block 4' under loss = bce_with_logits: "
+                     "its outputs are normalised and activated, a narrow range for logits; end "
+                     "with 'linear N'\n"))
+        fail_msg("no notice of the block last; stdout:\n%s", out);
+    free(out);
+    const char *linear[] = {f->ini, "--overwrite", NULL};
+    assert_int_equal(program_run("train", linear, f->dir, f->out, f->err), 0);
+    out = program_slurp(f->out);
+    assert_null(strstr(out, "notice: [model] layers ends with"));
+    free(out);
+}
+
 /* Dataset `name` of the HDF5 file at path into out (float32, at most
  * cap values); the count read, or -1 when the file has no such dataset. */
 static long read_floats(const char *path, const char *name, float *out, long cap)
@@ -216,5 +240,6 @@ static void test_predict_probabilities_are_sigmoids(void **state)
 
 TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_trains_to_label_accuracy, setup, teardown),
           cmocka_unit_test_setup_teardown(test_pos_weight_trains, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_block_last_gets_notice, setup, teardown),
           cmocka_unit_test_setup_teardown(test_predict_probabilities_are_sigmoids, setup,
                                           teardown))

@@ -4,10 +4,13 @@
  * --overwrite), the validation set as out/checkpoint.h5 named through a
  * symbolically linked directory (with --overwrite), the config as
  * out/metrics.csv (with --overwrite), the training set as out/weights.h5
- * of a run continued with --resume, and the training set as
- * out/metrics.csv.tmp, the temporary a run removes before it writes. Each
- * run fails (exit 1) before it writes anything, naming the output and the
- * input, and the input is byte for byte what it was. */
+ * of a run continued with --resume. Each run fails (exit 1) before it
+ * writes anything, naming the output and the input, and the input is byte
+ * for byte what it was. The training set at names of temporaries,
+ * out/metrics.csv.tmp (no run's name: runs name theirs after their process)
+ * and out/metrics.csv.<pid>-0.tmp of a process that is gone (a killed
+ * run's leftover, which a run removes unless it reads it), is kept by a
+ * run that succeeds. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,15 +163,32 @@ static void test_training_set_as_weights_resumed(void **state)
     expect_set_kept(f, "data.train", weights, "--resume", weights, "[data] train file");
 }
 
-/* A write removes what its temporary's name holds first; no --overwrite
- * needed, the directory holding no run's files. */
+/* Neither a name runs once gave their temporaries nor a leftover's name
+ * is removed while the run reads the file there. */
 static void test_training_set_as_temporary(void **state)
 {
     program_files *f = *state;
     assert_int_equal(mkdir(program_files_at(f, "out"), 0777), 0);
-    char *tmp = program_files_at(f, "out/metrics.csv.tmp");
-    file_bytes_copy(source_path("tests/bad_inputs/good.h5"), tmp);
-    expect_set_kept(f, "data.train", tmp, NULL, tmp, "[data] train file");
+    char tmp[2][PROGRAM_PATH_CAP];
+    snprintf(tmp[0], sizeof tmp[0], "%s", program_files_at(f, "out/metrics.csv.tmp"));
+    /* 99999999: above any pid_max, so no process has it. */
+    snprintf(tmp[1], sizeof tmp[1], "%s", program_files_at(f, "out/metrics.csv.99999999-0.tmp"));
+    for (int i = 0; i < 2; i++) {
+        file_bytes_copy(source_path("tests/bad_inputs/good.h5"), tmp[i]);
+        file_bytes before = file_bytes_read(tmp[i]);
+        char set[PROGRAM_PATH_CAP + 16];
+        snprintf(set, sizeof set, "data.train=%s", tmp[i]);
+        const int status = train(f, f->ini, "--set", set, i ? "--overwrite" : NULL);
+        if (status != 0) {
+            char *err = program_slurp(f->err);
+            fail_msg("training on %s: exit status %d; stderr:\n%s", tmp[i], status, err);
+        }
+        file_bytes after = file_bytes_read(tmp[i]);
+        if (after.size != before.size || memcmp(after.data, before.data, after.size) != 0)
+            fail_msg("%s, an input of the run, was changed or removed", tmp[i]);
+        free(before.data);
+        free(after.data);
+    }
 }
 
 TEST_MAIN_EACH(setup, teardown,

@@ -1149,7 +1149,7 @@ static void test_notices(void **state)
     assert_int_equal(run(f, last), 0);
     expect_output(f, "out.txt", "notice: [model] layers ends with 'block 16' under loss = "
                                 "cross_entropy: its outputs are normalised and activated, a "
-                                "narrow range for logits; end with 'linear N' for the classes");
+                                "narrow range for logits; end with 'linear N'\n");
     snprintf(corpus, sizeof corpus, "%s/tests/bad_inputs/train.ini", getenv("FN_SOURCE_DIR"));
     snprintf(hot, sizeof hot, "data.train=%s/tests/bad_inputs/y_one_hot.h5",
              getenv("FN_SOURCE_DIR"));

@@ -10,8 +10,9 @@
  * for blocks gamma [out], beta [out] — and attributes kind ("block" or
  * "linear"), in_features, out_features and, for blocks, groups, eps and
  * negative_slope; and, when the network was trained on standardised
- * inputs, the group "input_norm" (input_norm.h). Files are written to "<path>.tmp", synced and renamed, so
- * a crash never leaves a broken file where a good one was.
+ * inputs, the group "input_norm" (input_norm.h). Files are written to a temporary of the writing process,
+ * "<path>.<pid>-<n>.tmp", synced and renamed, so a crash never leaves a
+ * broken file where a good one was.
  *
  * Where a path ends in ".safetensors", fn_weights_load, fn_weights_build
  * and fn_weights_input_norm read a safetensors file that fusenet exported

@@ -8,6 +8,7 @@ and `predict` reads: a pickle holds them, `save` writes them as they are.
 """
 import contextlib
 import ctypes
+import itertools
 import os
 import shutil
 import signal
@@ -30,6 +31,43 @@ def setting(key, value):
     elif isinstance(value, (list, tuple)):
         value = ", ".join(str(v) for v in value)
     return "%s=%s" % (key, value)
+
+
+_serial = itertools.count()  # two writes of one process get two temporaries
+
+
+def write_file(path, data):
+    """Writes bytes as the file at path the way the library writes its own:
+    into a new temporary of this process beside it, "<path>.<pid>-<n>.tmp"
+    (created exclusively, so a file or link already there is never written
+    through), fsynced and renamed over path; on failure the temporary is
+    removed and path is as it was."""
+    path = os.fspath(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temporary = "%s.%d-%d.tmp" % (path, os.getpid(), next(_serial))
+        try:
+            fd = os.open(temporary, flags, 0o666)
+            break
+        except FileExistsError:  # a killed process's leftover: another name
+            continue
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+    with contextlib.suppress(OSError):  # the rename made durable, where a folder can be opened
+        folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 @contextlib.contextmanager

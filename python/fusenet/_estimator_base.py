@@ -237,8 +237,7 @@ class FusenetBase(TagsMixin, BaseEstimator):
     def save_weights(self, path):
         """Writes the model as the weights.h5 `predict` and fusenet.load read."""
         check_is_fitted(self, "_weights")
-        with open(path, "wb") as f:
-            f.write(self._weights)
+        _core.write_file(path, self._weights)
 
     def _read_weights(self, path):
         """Takes a weights file's model (messages name the file); returns

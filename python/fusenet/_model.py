@@ -70,8 +70,7 @@ class Model:
         return _core.softmax(out) if self.task == "classify" else sigmoid(out)
 
     def save(self, path):
-        with open(path, "wb") as f:
-            f.write(self.weights)
+        _core.write_file(path, self.weights)
 
     def __reduce__(self):
         return (Model, (self.weights, self.task, "auto", self.history, self.weights_path))

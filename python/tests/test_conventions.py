@@ -1,7 +1,7 @@
 """test_conventions.py — the estimators' scikit-learn conventions and the
 safety of what they write and read: random_state, verbose, class_weight,
 partial_fit, multi-label y, groups="auto" (any width trains), an earlier
-run's files kept unless overwrite=True, predictions in the targets' own
+run's files kept unless overwrite=True, saves renamed into place, predictions in the targets' own
 units after standardize_targets, from_weights' classes and messages that
 name the user's file."""
 import os
@@ -175,6 +175,29 @@ def test_from_weights_refuses_classes_of_another_length(tmp_path):
     names = ["c%d" % i for i in range(10)]
     clf = fusenet.FusenetClassifier.from_weights(tmp_path / "w.h5", classes=names)
     assert set(clf.predict(X)) <= set(names)
+
+
+def test_saves_are_renamed_into_place(tmp_path):
+    """save_weights and Model.save write a temporary of their own and rename
+    it: an earlier file at the path is replaced, never rewritten in place
+    (its other name keeps it), a link there is replaced, not written
+    through, and a file at "<path>.tmp" is not theirs to touch."""
+    X, y = _digits()
+    clf = fusenet.FusenetClassifier(epochs=1, device="cpu").fit(X, y)
+    path, victim = tmp_path / "w.h5", tmp_path / "victim.txt"
+    path.write_bytes(b"an earlier file")
+    os.link(path, tmp_path / "earlier.h5")
+    (tmp_path / "w.h5.tmp").write_bytes(b"the user's")
+    clf.save_weights(path)
+    victim.write_bytes(b"the user's own")
+    os.symlink(victim, tmp_path / "m.h5")
+    fusenet.load(path, device="cpu").save(tmp_path / "m.h5")
+    assert path.read_bytes() == clf._weights and (tmp_path / "m.h5").read_bytes() == clf._weights
+    assert not (tmp_path / "m.h5").is_symlink()
+    assert (tmp_path / "earlier.h5").read_bytes() == b"an earlier file"
+    assert (tmp_path / "w.h5.tmp").read_bytes() == b"the user's"
+    assert victim.read_bytes() == b"the user's own"
+    assert sorted(os.listdir(tmp_path)) == ["earlier.h5", "m.h5", "victim.txt", "w.h5", "w.h5.tmp"]
 
 
 def test_messages_name_the_users_file(tmp_path):

@@ -1,24 +1,20 @@
-/* atomic_file.c — the commit of a file written under a temporary name:
- * fsync, rename, fsync of the directory (a rename is durable only then). */
+/* atomic_file.c — a file written under a temporary name of its process
+ * and committed: fsync, rename, fsync of the directory (a rename is
+ * durable only then); and the removal of killed writers' leftovers. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/atomic_file.h"
 #include "core/test_hooks.h"
-
-char *fn_atomic_tmp_name(const char *path)
-{
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (tmp)
-        snprintf(tmp, n, "%s.tmp", path);
-    return tmp;
-}
 
 char *fn_atomic_own_tmp_name(const char *path)
 {
@@ -32,33 +28,24 @@ char *fn_atomic_own_tmp_name(const char *path)
     return tmp;
 }
 
-/* Removes what is left under the name *tmp (a link itself, never its
- * target); *tmp freed and NULL on failure. */
-static fn_status make_way(char **tmp)
-{
-    if (!*tmp)
-        return fn_fail(FN_ERR_NOMEM, "out of memory");
-    /* unlink removes a symbolic link itself, never its target. */
-    if (unlink(*tmp) != 0 && errno != ENOENT) {
-        fn_status st = fn_fail(FN_ERR_IO, "%s: cannot remove what an earlier run left there: %s",
-                               *tmp, strerror(errno));
-        free(*tmp);
-        *tmp = NULL;
-        return st;
-    }
-    return FN_OK;
-}
-
-fn_status fn_atomic_prepare(const char *path, char **tmp)
-{
-    *tmp = fn_atomic_tmp_name(path);
-    return make_way(tmp);
-}
-
 fn_status fn_atomic_prepare_own(const char *path, char **tmp)
 {
-    *tmp = fn_atomic_own_tmp_name(path);
-    return make_way(tmp);
+    /* A name taken already (a killed run's leftover whose process id this
+     * one has now, or a user's file) is left alone: the next one is tried.
+     * Whatever takes the name between this check and the exclusive create
+     * makes the create fail; it is never replaced. */
+    for (int tries = 0; tries < 1000; tries++) {
+        *tmp = fn_atomic_own_tmp_name(path);
+        if (!*tmp)
+            return fn_fail(FN_ERR_NOMEM, "out of memory");
+        struct stat st;
+        if (lstat(*tmp, &st) != 0)
+            return FN_OK; /* free, or the create says why it cannot make it */
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return fn_fail(FN_ERR_IO, "%s: no free name for a temporary beside it (%s.<pid>-<n>.tmp): "
+                   "remove the leftovers of killed runs there", path, path);
 }
 
 /* The prepared temporary *tmp, created exclusively. */
@@ -72,12 +59,6 @@ static fn_status create_prepared(char **tmp, int *fd)
         return st;
     }
     return FN_OK;
-}
-
-fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
-{
-    FN_TRY(fn_atomic_prepare(path, tmp));
-    return create_prepared(tmp, fd);
 }
 
 fn_status fn_atomic_create_own(const char *path, char **tmp, int *fd)
@@ -139,4 +120,62 @@ void fn_atomic_abandon(const char *tmp)
 {
     if (tmp)
         remove(tmp);
+}
+
+/* Skips a run of decimal digits at *p, its value (capped past INT_MAX)
+ * into *v; 0 when there is none. */
+static int digits(const char **p, long *v)
+{
+    const char *s = *p;
+    *v = 0;
+    while (*s >= '0' && *s <= '9') {
+        *v = *v > INT_MAX ? *v : *v * 10 + (*s - '0');
+        s++;
+    }
+    if (s == *p)
+        return 0;
+    *p = s;
+    return 1;
+}
+
+/* The process id of name when it is "<base>.<pid>-<n>.tmp"; else 0. */
+static pid_t leftover_pid(const char *name, const char *base)
+{
+    const size_t b = strlen(base);
+    if (strncmp(name, base, b) != 0 || name[b] != '.')
+        return 0;
+    const char *p = name + b + 1;
+    long pid, n;
+    if (!digits(&p, &pid) || *p++ != '-' || !digits(&p, &n) || strcmp(p, ".tmp") != 0)
+        return 0;
+    return pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+fn_status fn_atomic_remove_leftovers(const char *path,
+                                     int (*keep)(const struct stat *leftover, void *arg),
+                                     void *arg)
+{
+    char *dir = parent_dir(path);
+    if (!dir)
+        return fn_fail(FN_ERR_NOMEM, "out of memory");
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    DIR *d = opendir(dir);
+    free(dir);
+    if (!d)
+        return FN_OK; /* nothing can be listed there: nothing is removed */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const pid_t pid = leftover_pid(e->d_name, base);
+        struct stat st;
+        /* A process that is gone (kill: ESRCH), a regular file (never a
+         * link, nor what one points to) that the caller does not keep. */
+        if (!pid || (kill(pid, 0) == 0 || errno != ESRCH) ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || (keep && keep(&st, arg)))
+            continue;
+        unlinkat(dirfd(d), e->d_name, 0); /* one that cannot be removed stays */
+    }
+    closedir(d);
+    return FN_OK;
 }

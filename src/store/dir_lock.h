@@ -1,7 +1,8 @@
 /* dir_lock.h (private) — a run's hold on its output directory: an exclusive
  * flock on the directory itself, taken before any file of the run is
  * opened and held until the run ends, so two runs never write the same
- * checkpoint.h5.tmp or metrics.csv. The kernel drops a flock when its
+ * checkpoint.h5 or metrics.csv, and the holder knows that a temporary of
+ * its files' names (atomic_file.h) of a dead process is a leftover. The kernel drops a flock when its
  * holder dies, so a killed run leaves no stale lock; and nothing is written
  * into the directory for it. The lock makes the directory (and its
  * missing parents) when there is none, and on release removes those it

@@ -1,7 +1,7 @@
 /* trainer.c — what every part of a run shares, below its step strategies
  * and its loop: the output directory's files (their paths, the refusal of
- * another run's, the clearing of an overwritten run's before the first
- * write; rank 0 alone writes them), and what a caller may read of a run.
+ * another run's, the clearing of an overwritten run's and of killed runs'
+ * temporaries before the first write; rank 0 alone writes them), and what a caller may read of a run.
  * A run is set up and ended in trainer_setup.c and runs in
  * trainer_loop.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -55,6 +55,7 @@ fn_status fn_trainer_prepare_output(fn_trainer *t)
 {
     if (t->output_ready)
         return FN_OK;
+    FN_TRY(fn_trainer_remove_leftovers(t)); /* the lock makes this run their only writer */
     const char *paths[N_OUT] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
     for (int i = 0; t->overwrite && !t->resuming && i < N_OUT; i++)
         if (unlink(paths[i]) != 0 && errno != ENOENT)

@@ -179,8 +179,9 @@ fn_status fn_trainer_check_output(fn_trainer *t);
  * logits, input columns of scales far apart without [data] standardize.
  * Call after setup_norm (the norm is known). */
 fn_status fn_trainer_notices(fn_trainer *t);
-/* Makes the output directory and, overwriting, removes the earlier run's
- * files; once, before the first file is written. */
+/* Once, before the first file is written: removes the temporaries killed
+ * runs left for the run's files and, overwriting, the earlier run's
+ * files. */
 fn_status fn_trainer_prepare_output(fn_trainer *t);
 /* Rank 0 writes the run's files and holds the directory's lock. */
 int fn_trainer_writes(const fn_trainer *t);
@@ -217,6 +218,9 @@ fn_status fn_trainer_provenance(fn_trainer *t, const fn_provenance **prov);
  * writes or removes in its directory is one it reads (compared by device
  * and inode). */
 fn_status fn_trainer_check_inputs_kept(const fn_trainer *t);
+/* trainer_inputs.c: removes the temporaries killed runs left for the run's
+ * files (fn_atomic_remove_leftovers), never one that is an input. */
+fn_status fn_trainer_remove_leftovers(const fn_trainer *t);
 
 /* trainer_ranks.c: in a world of several ranks, the distinct devices and
  * nodes its ranks train on, counted on rank 0 (t->devices, t->nodes; 1 and

@@ -1,10 +1,12 @@
-/* trainer_inputs.c — the check that a run's outputs never replace or remove
- * a file the run reads. Every file the run writes in its directory (each
- * file and its temporary, which a write first removes), and every one that
+/* trainer_inputs.c — a run's outputs never replace or remove a file the run
+ * reads. Every file the run writes in its directory, and every one that
  * --overwrite removes, is compared with the config, the training and
  * validation sets, the init weights and, resuming, the checkpoint, by
  * device and inode: a link, a symbolically linked directory or a path
- * spelt otherwise names the same file. Run before anything is written. */
+ * spelt otherwise names the same file. Run before anything is written.
+ * The temporaries the writes create are new files of names no one holds
+ * (atomic_file.h), so they need no check; the leftovers of killed runs
+ * that a run removes before its first write are checked the same way. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,41 +27,62 @@ typedef struct input {
     const char *what, *path; /* path NULL: not read by this run */
 } input;
 
-/* output (the file itself, or with tmp its temporary) against every input. */
-static fn_status check_one(const fn_trainer *t, const char *output, int tmp, const input *in,
-                           int n_in)
+enum { N_INPUTS = 5 };
+
+/* The files the run reads. */
+static void inputs_of(const fn_trainer *t, input in[N_INPUTS])
 {
-    for (int i = 0; i < n_in; i++) {
-        if (!in[i].path || (!tmp && output == t->checkpoint_path && in[i].path == output))
+    const fn_config *c = t->cfg;
+    in[0] = (input){"config file", c->path};
+    in[1] = (input){"[data] train file", c->train};
+    in[2] = (input){"[data] valid file", c->valid};
+    in[3] = (input){"[model] init file", c->init};
+    in[4] = (input){"checkpoint --resume reads", t->resuming ? t->checkpoint_path : NULL};
+}
+
+/* output against every input. */
+static fn_status check_one(const fn_trainer *t, const char *output, const input *in)
+{
+    for (int i = 0; i < N_INPUTS; i++) {
+        if (!in[i].path || (output == t->checkpoint_path && in[i].path == output))
             continue; /* a resumed run replaces its own checkpoint */
         if (same_file(output, in[i].path))
             return fn_fail(FN_ERR_INVALID,
-                           "%s: is the %s %s (or a link to it): this run would %s it; give "
-                           "another [output] dir, or move the file out of %s",
-                           output, in[i].what, in[i].path, tmp ? "remove" : "replace",
-                           t->cfg->out_dir);
+                           "%s: is the %s %s (or a link to it): this run would replace it; "
+                           "give another [output] dir, or move the file out of %s",
+                           output, in[i].what, in[i].path, t->cfg->out_dir);
     }
     return FN_OK;
 }
 
 fn_status fn_trainer_check_inputs_kept(const fn_trainer *t)
 {
-    const fn_config *c = t->cfg;
-    const input in[] = {{"config file", c->path},
-                        {"[data] train file", c->train},
-                        {"[data] valid file", c->valid},
-                        {"[model] init file", c->init},
-                        {"checkpoint --resume reads", t->resuming ? t->checkpoint_path : NULL}};
-    const int n_in = (int)(sizeof in / sizeof *in);
+    input in[N_INPUTS];
+    inputs_of(t, in);
     const char *outputs[] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
-    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
-        FN_TRY(check_one(t, outputs[i], 0, in, n_in));
-        char *tmp = fn_atomic_tmp_name(outputs[i]);
-        if (!tmp)
-            return fn_fail(FN_ERR_NOMEM, "out of memory");
-        fn_status st = check_one(t, tmp, 1, in, n_in);
-        free(tmp);
-        FN_TRY(st);
-    }
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++)
+        FN_TRY(check_one(t, outputs[i], in));
+    return FN_OK;
+}
+
+/* fn_atomic_remove_leftovers' keep: a leftover that is an input. */
+static int is_input(const struct stat *leftover, void *arg)
+{
+    const input *in = arg;
+    struct stat st;
+    for (int i = 0; i < N_INPUTS; i++)
+        if (in[i].path && stat(in[i].path, &st) == 0 && st.st_dev == leftover->st_dev &&
+            st.st_ino == leftover->st_ino)
+            return 1;
+    return 0;
+}
+
+fn_status fn_trainer_remove_leftovers(const fn_trainer *t)
+{
+    input in[N_INPUTS];
+    inputs_of(t, in);
+    const char *outputs[] = {t->weights_path, t->checkpoint_path, t->csv_path, t->best_path};
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++)
+        FN_TRY(fn_atomic_remove_leftovers(outputs[i], is_input, in));
     return FN_OK;
 }

@@ -56,7 +56,7 @@ static void notice_last_layer(const fn_trainer *t)
              "[model] layers ends with '%s %d' under loss = %s: its outputs are normalised and "
              "activated, a narrow range for logits; end with %s%s%s", last->kind->name,
              last->width, c->loss->name, usage ? "'" : "a layer of unbounded outputs",
-             usage ? usage : "", usage ? "' for the classes" : "");
+             usage ? usage : "", usage ? "'" : "");
     notice(t, text);
 }
 

@@ -76,6 +76,7 @@ const fn_loss_kind fn_bce_with_logits_kind = {
     .options = bce_options,
     .n_options = sizeof bce_options / sizeof bce_options[0],
     .check_options = bce_check,
+    .takes_logits = 1,
     .read = bce_read,
     .partials = bce_partials,
     .probabilities = bce_probabilities,
