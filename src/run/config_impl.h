@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/device.h"
 #include "fusenet/layer_kind.h"
@@ -77,6 +78,7 @@ struct fn_config {
     int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/trainer/step_graph.c) */
     int layer_updates; /* each layer's update beside backward where allowed (step_choice.c) */
     int data_on_device; /* GPU: the training set kept on the device; -1 auto (loader.h) */
+    fn_comm_sum grad_sum; /* the type of the gradient sums over the ranks (comm.h) */
 
     /* [output] */
     char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */

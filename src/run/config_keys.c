@@ -46,6 +46,7 @@ const key_spec fn_config_key_specs[N_KEYS] = {
     {"run", "cuda_graphs", T_BOOL, AT(cuda_graphs), 0, 0, 0, "true"},
     {"run", "layer_updates", T_BOOL, AT(layer_updates), 0, 0, 0, "false"},
     {"run", "data_on_device", T_AUTO_BOOL, AT(data_on_device), 0, 0, 0, "auto"},
+    {"run", "grad_sum", T_GRAD_SUM, AT(grad_sum), 0, 0, 0, "float32"},
     /* Empty: runs/<the config file's stem>, beside the file (finish). */
     {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, ""},
 };

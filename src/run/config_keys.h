@@ -29,7 +29,8 @@ typedef enum key_type {
     T_KIND, /* a kind of the family this key selects (fn_config_families) */
     T_DEVICE,
     T_MATH,
-    T_MONITOR
+    T_MONITOR,
+    T_GRAD_SUM /* a type of the gradient sums (fusenet/comm.h's fn_comm_sum) */
 } key_type;
 
 typedef struct key_spec {
@@ -44,7 +45,7 @@ typedef struct key_spec {
 #define AT(field) offsetof(fn_config, field)
 
 /* The keys of the table (config_keys.c). */
-enum { N_KEYS = 33 };
+enum { N_KEYS = 34 };
 extern const key_spec fn_config_key_specs[N_KEYS];
 
 /* The keys the registries' kinds declare (option.h) follow the table's in
