@@ -176,10 +176,6 @@ static void nccl_release(fn_comm *c)
     }
     free(m->ready);
     free(m->done);
-    for (int i = 0; i < m->n_slots; i++)
-        cudaFree(m->half[i]);
-    free(m->half);
-    free(m->half_cap);
     /* A non-blocking communicator finishes its work in ncclCommFinalize,
      * waited for within the timeout (else aborted), before it is freed. */
     if (m->comm_made && !m->aborted) {
@@ -190,6 +186,12 @@ static void nccl_release(fn_comm *c)
         if (!m->aborted)
             ncclCommDestroy(m->comm);
     }
+    /* The bfloat16 buffers after the communicator, which may hold them
+     * registered. */
+    for (int i = 0; i < m->n_slots; i++)
+        cudaFree(m->half[i]);
+    free(m->half);
+    free(m->half_cap);
     free(m);
 }
 
