@@ -39,7 +39,7 @@
  * moves the weights by lr |g|, orders of magnitude above either bound.
  *
  * With `bf16` the world's run A sums in bfloat16 ([run] grad_sum = bf16;
- * R still float32), and two checks come first and after:
+ * R still float32), with two checks more:
  *
  * The communicator alone (check_comm). Rank k holds values g_k (float32,
  * of mixed signs and magnitudes, known to every rank); the bfloat16 sum s
@@ -50,8 +50,9 @@
  * among the subnormals; the N - 1 additions of the reduction (a tree of
  * some order: every element's sum is a tree of N - 1 additions over the N
  * inputs) each add in float (relative 2^-24) and round to bfloat16 (u),
- * so each is exact times (1 + d), |d| <= u' = (1 + 2^-24)(1 + u) - 1. By
- * Higham's lemma 3.1 (Accuracy and Stability, 2nd ed.), the tree's result
+ * so each is exact times (1 + d), |d| <= u' = (1 + 2^-24)(1 + u) - 1. As
+ * for any summation tree (Higham, Accuracy and Stability, 2nd ed., 4.2,
+ * with lemma 3.1 for the products of the (1 + d)), the tree's result
  * is sum_k b_k (1 + theta_k), |theta_k| <= gamma'_{N-1} = (N-1) u' /
  * (1 - (N-1) u'). So
  *   |s - E| <= (u + gamma'_{N-1} (1 + u)) S + N 2^-133,  S = sum_k |g_k|,
