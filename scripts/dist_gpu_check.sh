@@ -4,11 +4,14 @@
 # built build/gpu (with -DFN_TEST_HOOKS=ON):
 #   1. the dist tests of ctest (label dist): one step on 1 rank (NCCL at
 #      -np 1, bit for bit the plain run) and on 2 ranks (the summation-order
-#      bound, tests/dist/dist_check.c), the CPU runs of tests/dist/;
-#   2. the 2-rank one-step check again with NCCL on its network transport
-#      (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1);
+#      bound, tests/dist/dist_check.c), each again with the sums in
+#      bfloat16 (dist_nccl_bf16_*: their bounds), the CPU runs of
+#      tests/dist/;
+#   2. the 2-rank one-step checks (float32 and bfloat16 sums) again with
+#      NCCL on its network transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1);
 #   3. a 2-rank training run of the digits on the GPUs under
-#      compute-sanitizer memcheck (each rank under its own sanitizer);
+#      compute-sanitizer memcheck (each rank under its own sanitizer), and
+#      one with [run] grad_sum = bf16;
 #   4. the same run without the sanitizer, its weights against the 1-GPU
 #      run's (close: summation order only) and a second 2-rank run's (the
 #      same bits).
@@ -39,6 +42,9 @@ else
     NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${mpirun[@]}" -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
         -np 2 "$build/tests/dist_check" cuda 32 2>&1 | tee "$out/dist_net_transport.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "dist_check over NCCL's network transport"
+    NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${mpirun[@]}" -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
+        -np 2 "$build/tests/dist_check" cuda 32 bf16 2>&1 | tee "$out/dist_net_transport_bf16.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "dist_check bf16 over NCCL's network transport"
 
     work=$(mktemp -d)
     cat >"$work/c.ini" <<INI
@@ -78,6 +84,12 @@ INI
         tail -30 "$out/dist_memcheck_$variant.log"
         [ $variant = no_p2p ] && note_failure "2-rank train under memcheck"
     done
+    # The sums in bfloat16 (their rounding and widening kernels), with the
+    # transports of the variant that ran above.
+    "${mpirun[@]}" "${envs[@]}" -np 2 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$build/train" "$work/c.ini" --set train.epochs=1 --set run.grad_sum=bf16 \
+        --set output.dir="$work/san_bf16" --overwrite >"$out/dist_memcheck_bf16.log" 2>&1 ||
+        note_failure "2-rank train summing in bfloat16 under memcheck"
 
     "$build/train" "$work/c.ini" --set output.dir="$work/one" >"$out/dist_one.log" 2>&1 ||
         note_failure "1-GPU train"

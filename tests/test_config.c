@@ -436,6 +436,36 @@ static void test_math_bf16(void **state)
     fn_config_destroy(cfg);
 }
 
+/* [run] grad_sum: float32 by default, bf16 from the file or --set (any
+ * case), given back by fn_config_get; other values refused by name. */
+static void test_grad_sum(void **state)
+{
+    fixture *f = *state;
+    fn_config *cfg = NULL;
+    if (load(f, minimal, NULL, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->grad_sum, FN_COMM_SUM_FLOAT32);
+    fn_config_destroy(cfg);
+    static const char text[] = "[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n"
+                               "[run]\ngrad_sum = bf16\n";
+    if (load(f, text, NULL, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->grad_sum, FN_COMM_SUM_BF16);
+    char value[32];
+    assert_int_equal(fn_config_get(cfg, "run.grad_sum", value, sizeof value), FN_OK);
+    assert_string_equal(value, "bf16");
+    fn_config_destroy(cfg);
+    const char *sets[] = {"run.grad_sum=BF16", NULL};
+    if (load(f, minimal, sets, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->grad_sum, FN_COMM_SUM_BF16);
+    fn_config_destroy(cfg);
+    EXPECT_ERROR("[run]\ngrad_sum = fp16\n", NULL, FN_ERR_INVALID,
+                 "run.grad_sum: expected float32 or bf16, got 'fp16'", NULL);
+    EXPECT_ERROR("[run]\ngrad_sum = bf61\n", NULL, FN_ERR_INVALID, "got 'bf61'",
+                 "did you mean bf16?");
+}
+
 /* [train] optimizer, its options, schedules and clipping. */
 static void test_optimizer_keys(void **state)
 {
@@ -1105,7 +1135,7 @@ static void test_enum_values_ignore_case(void **state)
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides),
+TEST_MAIN(NULL, NULL, T(test_not_a_regular_file), T(test_defaults), T(test_values_and_overrides), T(test_grad_sum),
           T(test_unknown_section), T(test_key_outside_section), T(test_unknown_key),
           T(test_duplicate_key), T(test_syntax_error), T(test_not_a_number), T(test_out_of_range),
           T(test_float_range_after_narrowing), T(test_zero_and_negative_sizes),

@@ -242,11 +242,15 @@ static void on_resume(void *user, const char *checkpoint, const fn_train_state *
 static void on_start(void *user, const fn_train_plan *p)
 {
     (void)user;
+    const int bf16 = p->grad_sum == FN_COMM_SUM_BF16;
     if (p->ranks > 1)
         printf("data parallel: %d ranks on %d %s%s of %d node%s, each taking its share of every "
-               "batch of %d\n",
+               "batch of %d%s\n",
                p->ranks, p->devices, p->device == FN_CUDA ? "GPU" : "CPU",
-               p->devices == 1 ? "" : "s", p->nodes, p->nodes == 1 ? "" : "s", p->batch_size);
+               p->devices == 1 ? "" : "s", p->nodes, p->nodes == 1 ? "" : "s", p->batch_size,
+               bf16 ? "; gradients summed in bfloat16" : "");
+    else if (bf16)
+        printf("data parallel: 1 rank; gradients summed in bfloat16\n");
     printf("training: %lld rows, %lld batch%s of up to %d per epoch, %d epoch%s, %d layer%s\n",
            p->rows, p->batches, p->batches == 1 ? "" : "es", p->batch_size, p->epochs,
            p->epochs == 1 ? "" : "s", p->layers, p->layers == 1 ? "" : "s");

@@ -29,8 +29,18 @@
  * Either fails with a message naming the wait: the caller ends the job
  * (fn_world_abort), so a rank that stopped answering never hangs the
  * others.
+ * The sums are float32 by default; fn_comm_set_sum(comm, FN_COMM_SUM_BF16)
+ * makes them bfloat16 (half the bytes on the wire): each tensor rounded to
+ * the nearest bfloat16 (ties to even) into a scratch buffer of the
+ * communicator's, the buffers summed across the ranks in bfloat16 (each
+ * addition rounded to bfloat16: MPI with an operation of its own on the
+ * CPU, NCCL's ncclBfloat16 on the GPU), and the sum widened back into the
+ * tensor before fn_comm_sum_wait's work sees it. An element's result is
+ * within (u + gamma_{N-1}) * sum_r |g_r| of the exact sum of the ranks'
+ * float32 values g_r (u = 2^-8 per rounding, N ranks). The single-process
+ * backend sums nothing in either type: there it changes nothing.
  * Every rank must start the same sums in the same order, of tensors of the
- * same sizes. For a fixed number of ranks the sums are deterministic (the
+ * same sizes, and choose the same type. For a fixed number of ranks the sums are deterministic (the
  * libraries pick their algorithm by size and rank count) and every rank
  * receives the same bits (checked by the trainer with fn_comm_same).
  *
@@ -76,6 +86,21 @@ FN_API int fn_comm_size(const fn_comm *comm);
 /* 1: the single-process backend (nothing to sum, plain training). */
 FN_API int fn_comm_is_single(const fn_comm *comm);
 FN_API const char *fn_comm_name(const fn_comm *comm); /* "single", "mpi", "nccl" */
+
+/* The type the gradient sums travel and add in. */
+typedef enum fn_comm_sum {
+    FN_COMM_SUM_FLOAT32 = 0, /* float32 (the default) */
+    FN_COMM_SUM_BF16         /* rounded to bfloat16, summed in bfloat16, widened back */
+} fn_comm_sum;
+/* How many there are: fn_comm_sum_name's table is checked against it. */
+enum { FN_COMM_SUMS = FN_COMM_SUM_BF16 + 1 };
+
+/* The type of the sums started from now on; an error while sums are
+ * started and not settled (fn_comm_settle), or for an unknown type. */
+FN_API fn_status fn_comm_set_sum(fn_comm *comm, fn_comm_sum sum);
+FN_API fn_comm_sum fn_comm_sum_of(const fn_comm *comm); /* NULL: float32 */
+/* "float32", "bf16" (the [run] grad_sum key's values); "unknown" past the last. */
+FN_API const char *fn_comm_sum_name(fn_comm_sum sum);
 
 /* Sums tensors[0..n) in place across the ranks, started now (see above);
  * *ticket names the sums for fn_comm_sum_wait. */

@@ -91,6 +91,9 @@ typedef struct fn_train_plan {
      * as rank 0 counted them. */
     int ranks, devices, nodes;
     fn_device device;  /* this rank's */
+    /* The type the gradients are summed over the ranks in ([run] grad_sum):
+     * float32 whenever there is nothing to sum (one process, no launcher). */
+    fn_comm_sum grad_sum;
 } fn_train_plan;
 
 /* After a step. */

@@ -10,7 +10,12 @@
  * communicator's asynchronous error against a deadline, so a rank that
  * stopped answering ends in an error (the communicator aborted with
  * ncclCommAbort), never a hang. The communicator is non-blocking
- * (ncclConfig_t.blocking = 0) so its set-up is bounded the same way. */
+ * (ncclConfig_t.blocking = 0) so its set-up is bounded the same way.
+ * Sums in bfloat16 (fn_comm_set_sum) run on the same stream: a kernel
+ * rounds each tensor into a scratch buffer of its slot (its place among
+ * the tensors started since the last settle; the buffers stay from step
+ * to step), ncclAllReduce adds the buffers as ncclBfloat16, and a kernel
+ * widens each sum back into its tensor before the ticket's event. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <time.h>
@@ -22,6 +27,7 @@
 #include "core/launch_cuda.cuh"
 
 #ifdef FN_HAVE_NCCL
+#include <cuda_bf16.h>
 #include <nccl.h>
 #endif
 
@@ -54,6 +60,11 @@ typedef struct nccl_sums {
     cudaStream_t stream; /* the communication stream */
     cudaEvent_t *ready, *done; /* [cap]: per ticket */
     int cap, made;             /* events allocated, created */
+    /* Sums in bfloat16: slot i's scratch buffer half[i] of half_cap[i]
+     * values ([n_slots]), and the next slot of this step. */
+    __nv_bfloat16 **half;
+    size_t *half_cap;
+    int n_slots, slot;
 } nccl_sums;
 
 static double now(void)
@@ -176,6 +187,12 @@ static void nccl_release(fn_comm *c)
         if (!m->aborted)
             ncclCommDestroy(m->comm);
     }
+    /* The bfloat16 buffers after the communicator, which may hold them
+     * registered. */
+    for (int i = 0; i < m->n_slots; i++)
+        cudaFree(m->half[i]);
+    free(m->half);
+    free(m->half_cap);
     free(m);
 }
 
@@ -245,6 +262,94 @@ static fn_status nccl_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
     return FN_OK;
 }
 
+/* --- sums in bfloat16 --------------------------------------------------------------- */
+
+__global__ void __launch_bounds__(kThreads)
+    round_bf16_kernel(__nv_bfloat16 *h /* [n] */, const float *x /* [n] */, size_t n)
+{
+    FN_GRID_WAIT();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        h[i] = __float2bfloat16_rn(x[i]);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    widen_bf16_kernel(float *x /* [n] */, const __nv_bfloat16 *h /* [n] */, size_t n)
+{
+    FN_GRID_WAIT();
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        x[i] = __bfloat162float(h[i]);
+}
+
+/* Slot i's buffer of at least count values. The step's earlier sums were
+ * settled, so a buffer grown here is no longer read. */
+static fn_status half_buffer(nccl_sums *m, int i, size_t count, __nv_bfloat16 **out)
+{
+    if (i >= m->n_slots) {
+        const int n = i + 16;
+        __nv_bfloat16 **half = (__nv_bfloat16 **)realloc(m->half, sizeof *half * (size_t)n);
+        if (half)
+            m->half = half;
+        size_t *cap = (size_t *)realloc(m->half_cap, sizeof *cap * (size_t)n);
+        if (cap)
+            m->half_cap = cap;
+        if (!half || !cap)
+            return fn_fail(FN_ERR_NOMEM, "out of host memory for the bfloat16 gradient sums");
+        for (int k = m->n_slots; k < n; k++) {
+            m->half[k] = NULL;
+            m->half_cap[k] = 0;
+        }
+        m->n_slots = n;
+    }
+    if (m->half_cap[i] < count) {
+        FN_CUDA_CHECK(cudaFree(m->half[i]));
+        m->half[i] = NULL;
+        m->half_cap[i] = 0;
+        FN_CUDA_CHECK_NAMED(cudaMalloc((void **)&m->half[i], sizeof(__nv_bfloat16) * count),
+                            "a bfloat16 gradient sum's buffer (cudaMalloc)");
+        m->half_cap[i] = count;
+    }
+    *out = m->half[i];
+    return FN_OK;
+}
+
+/* The tensors rounded into their slots' buffers, summed as ncclBfloat16,
+ * widened back: all on the communication stream. */
+static fn_status start_bf16(fn_comm *c, fn_tensor *const *t, int n)
+{
+    nccl_sums *m = (nccl_sums *)c->impl;
+    const int first = m->slot;
+    for (int i = 0; i < n; i++) {
+        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
+        __nv_bfloat16 *h = NULL;
+        FN_TRY(half_buffer(m, first + i, count, &h));
+        if (count)
+            fn_launch(c->ctx, round_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
+                      kThreads, 0, m->stream, h, t[i]->data, count);
+        FN_CUDA_CHECK_LAUNCH(round_bf16_kernel);
+    }
+    m->slot += n;
+    FN_NCCL_CHECK(m, ncclGroupStart());
+    for (int i = 0; i < n; i++) {
+        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
+        FN_NCCL_CHECK(m, ncclAllReduce(m->half[first + i], m->half[first + i], count,
+                                       ncclBfloat16, ncclSum, m->comm, m->stream));
+    }
+    FN_NCCL_CHECK(m, ncclGroupEnd());
+    FN_TRY(wait_async(c, "all-reduce of the gradients in bfloat16 (ncclAllReduce)"));
+    for (int i = 0; i < n; i++) {
+        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
+        if (count)
+            fn_launch(c->ctx, widen_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
+                      kThreads, 0, m->stream, t[i]->data, m->half[first + i], count);
+        FN_CUDA_CHECK_LAUNCH(widen_bf16_kernel);
+    }
+    return FN_OK;
+}
+
+/* --- the backend --------------------------------------------------------------------- */
+
 static fn_status nccl_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, int n,
                             int ticket)
 {
@@ -254,6 +359,11 @@ static fn_status nccl_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, 
     FN_TRY(make_events(m, ticket + 1));
     FN_CUDA_CHECK(cudaEventRecord(m->ready[ticket], fn_ctx_stream(c->ctx)));
     FN_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->ready[ticket], 0));
+    if (op == FN_COMM_OP_SUM && c->sum == FN_COMM_SUM_BF16) {
+        FN_TRY(start_bf16(c, whole, n));
+        FN_CUDA_CHECK(cudaEventRecord(m->done[ticket], m->stream));
+        return FN_OK;
+    }
     FN_NCCL_CHECK(m, ncclGroupStart());
     fn_status st = FN_OK;
     for (int i = 0; st == FN_OK && i < n; i++)
@@ -278,6 +388,7 @@ static fn_status nccl_settle(fn_comm *c)
 {
     nccl_sums *m = (nccl_sums *)c->impl;
     const cudaEvent_t last = m->done[c->tickets - 1];
+    m->slot = 0; /* the bfloat16 buffers are free for the next step's sums */
     const double deadline = now() + c->timeout_s;
     for (;;) {
         const cudaError_t q = cudaEventQuery(last);

@@ -110,6 +110,35 @@ const char *fn_comm_name(const fn_comm *c) { return c ? c->backend->name : "sing
 
 /* --- gradient sums ------------------------------------------------------------------ */
 
+static const char *const sum_names[] = {
+    [FN_COMM_SUM_FLOAT32] = "float32",
+    [FN_COMM_SUM_BF16] = "bf16",
+};
+_Static_assert(sizeof sum_names / sizeof *sum_names == FN_COMM_SUMS, "every sum type has its name");
+
+const char *fn_comm_sum_name(fn_comm_sum sum)
+{
+    return (unsigned)sum < FN_COMM_SUMS ? sum_names[sum] : "unknown";
+}
+
+/* Between settles only: a ticket's sums are one type from start to wait. */
+fn_status fn_comm_set_sum(fn_comm *c, fn_comm_sum sum)
+{
+    if (!c)
+        return fn_fail(FN_ERR_INVALID, "fn_comm_set_sum: communicator is NULL");
+    if ((unsigned)sum >= FN_COMM_SUMS)
+        return fn_fail(FN_ERR_INVALID, "fn_comm_set_sum: unknown sum type %d", (int)sum);
+    if (c->tickets)
+        return fn_fail(FN_ERR_INVALID,
+                       "fn_comm_set_sum: %d sum%s started and not settled: call fn_comm_settle "
+                       "first",
+                       c->tickets, c->tickets == 1 ? "" : "s");
+    c->sum = sum;
+    return FN_OK;
+}
+
+fn_comm_sum fn_comm_sum_of(const fn_comm *c) { return c ? c->sum : FN_COMM_SUM_FLOAT32; }
+
 void fn_comm_part(const fn_comm *c, size_t count, int rank, size_t *first, size_t *n)
 {
     const size_t size = (size_t)fn_comm_size(c), r = (size_t)rank;

@@ -39,6 +39,7 @@ struct fn_comm {
     int rank, size;
     int mpi;           /* host collectives go through MPI_COMM_WORLD */
     int tickets;       /* started since the last settle */
+    fn_comm_sum sum;   /* the type of the sums (fn_comm_set_sum) */
     double timeout_s;  /* fn_comm_settle's bound */
     void *impl;        /* the backend's own */
 };

@@ -2,12 +2,15 @@
  * communicator (dist/comm_impl.h) on host floats, in place: MPI_Iallreduce
  * a tensor for a sum, MPI_Ireduce to each part's owner for a
  * reduce-scatter, MPI_Iallgatherv a tensor for a gather (its counts and
- * displacements kept until the request is done, as MPI requires).
+ * displacements kept until the request is done, as MPI requires); a sum
+ * in bfloat16 (fn_comm_set_sum) through the scratch buffers of
+ * comm_mpi_bf16.c, widened back when the ticket's requests are done.
  * Each ticket's requests are waited for within the timeout
  * (host_collectives.h). */
 #include <stdlib.h>
 
 #include "dist/comm_impl.h"
+#include "dist/comm_mpi_bf16.h"
 #include "dist/host_collectives.h"
 
 #ifdef FN_HAVE_MPI
@@ -17,6 +20,7 @@ typedef struct mpi_sums {
     int **layouts; /* [n_requests]: a request's counts and displacements, or NULL */
     int *first;
     int n_requests, cap_requests, cap_layouts, cap_tickets;
+    fn_mpi_bf16 *bf16; /* the sums in bfloat16 (comm_mpi_bf16.c); made on the first */
 } mpi_sums;
 
 static fn_status grow(void **p, int *cap, int need, size_t size)
@@ -54,6 +58,7 @@ static void mpi_release(fn_comm *c)
     if (!m)
         return;
     free_layouts(m);
+    fn_mpi_bf16_destroy(m->bf16);
     free(m->layouts);
     free(m->requests);
     free(m->first);
@@ -92,7 +97,11 @@ static fn_status start_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
     MPI_Request *r = &m->requests[m->n_requests];
     int **layout = &m->layouts[m->n_requests];
     *layout = NULL;
-    if (op == FN_COMM_OP_SUM) {
+    if (op == FN_COMM_OP_SUM && c->sum == FN_COMM_SUM_BF16) {
+        if (!m->bf16)
+            FN_TRY(fn_mpi_bf16_create(&m->bf16));
+        FN_TRY(fn_mpi_bf16_start(m->bf16, whole, m->n_requests, r));
+    } else if (op == FN_COMM_OP_SUM) {
         MPI_Iallreduce(MPI_IN_PLACE, whole->data, (int)count, MPI_FLOAT, MPI_SUM,
                        MPI_COMM_WORLD, r);
     } else {
@@ -122,9 +131,11 @@ static fn_status mpi_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, i
 static fn_status mpi_wait(fn_comm *c, int ticket)
 {
     mpi_sums *m = c->impl;
-    const int first = m->first[ticket];
-    return fn_mpi_wait_requests(m->requests + first, m->first[ticket + 1] - first,
-                                "a layer's gradient sums or its parameters' gather");
+    const int first = m->first[ticket], end = m->first[ticket + 1];
+    FN_TRY(fn_mpi_wait_requests(m->requests + first, end - first,
+                                "a layer's gradient sums or its parameters' gather"));
+    fn_mpi_bf16_finish(m->bf16, first, end);
+    return FN_OK;
 }
 
 /* A completed request is MPI_REQUEST_NULL, which MPI_Testall skips. */
@@ -133,8 +144,10 @@ static fn_status mpi_settle(fn_comm *c)
     mpi_sums *m = c->impl;
     fn_status st = fn_mpi_wait_requests(m->requests, m->n_requests,
                                         "the gradient sums and the parameters' gathers");
-    if (st == FN_OK) /* an error ends the job: requests in flight keep their layouts */
+    if (st == FN_OK) { /* an error ends the job: requests in flight keep their layouts */
+        fn_mpi_bf16_finish(m->bf16, 0, m->n_requests);
         free_layouts(m);
+    }
     m->n_requests = 0;
     return st;
 }

@@ -86,6 +86,9 @@ static size_t format_value(const fn_config *cfg, const key_spec *k, char *buf, s
     case T_MATH: n = snprintf(buf, cap, "%s", fn_math_name(*(const fn_math *)field)); break;
     case T_MONITOR: n = snprintf(buf, cap, "%s", fn_monitor_name(*(const fn_monitor *)field)); break;
     case T_CHOICE: n = snprintf(buf, cap, "%s", k->choices[*(const int *)field]); break;
+    case T_GRAD_SUM:
+        n = snprintf(buf, cap, "%s", fn_comm_sum_name(*(const fn_comm_sum *)field));
+        break;
     case T_DEVICE:
         n = snprintf(buf, cap, "%s", device_text(cfg, small, sizeof small));
         break;

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/device.h"
 #include "fusenet/layer_kind.h"
@@ -78,6 +79,7 @@ struct fn_config {
     int layer_updates; /* each layer's update beside backward where allowed (step_choice.c) */
     int shard;         /* [run] shard: 0 none, 1 optimizer (optim/shard.h) over an MPI world's ranks */
     int data_on_device; /* GPU: the training set kept on the device; -1 auto (loader.h) */
+    fn_comm_sum grad_sum; /* the type of the gradient sums over the ranks (comm.h) */
 
     /* [output] */
     char *out_dir; /* "runs/<config file's stem>" beside the file (resolved) */

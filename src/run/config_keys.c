@@ -49,6 +49,7 @@ const key_spec fn_config_key_specs[N_KEYS] = {
     {"run", "layer_updates", T_BOOL, AT(layer_updates), 0, 0, 0, "false", NULL},
     {"run", "data_on_device", T_AUTO_BOOL, AT(data_on_device), 0, 0, 0, "auto", NULL},
     {"run", "shard", T_CHOICE, AT(shard), 0, 0, 0, "none", shard_choices},
+    {"run", "grad_sum", T_GRAD_SUM, AT(grad_sum), 0, 0, 0, "float32", NULL},
     /* Empty: runs/<the config file's stem>, beside the file (finish). */
     {"output", "dir", T_OPTPATH, AT(out_dir), 0, 0, 0, "", NULL},
 };

@@ -30,7 +30,8 @@ typedef enum key_type {
     T_DEVICE,
     T_MATH,
     T_MONITOR,
-    T_CHOICE /* one of the key's choices (NULL-terminated): an int, its index */
+    T_CHOICE, /* one of the key's choices (NULL-terminated): an int, its index */
+    T_GRAD_SUM /* a type of the gradient sums (fusenet/comm.h's fn_comm_sum) */
 } key_type;
 
 typedef struct key_spec {
@@ -46,7 +47,7 @@ typedef struct key_spec {
 #define AT(field) offsetof(fn_config, field)
 
 /* The keys of the table (config_keys.c). */
-enum { N_KEYS = 34 };
+enum { N_KEYS = 35 };
 extern const key_spec fn_config_key_specs[N_KEYS];
 
 /* The keys the registries' kinds declare (option.h) follow the table's in

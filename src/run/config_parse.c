@@ -188,6 +188,21 @@ static fn_status parse_math(const char *text, fn_math *math)
     return FN_OK;
 }
 
+/* A type of the gradient sums by its name (comm.h's), ignoring case. */
+static fn_status parse_grad_sum(const char *text, fn_comm_sum *sum)
+{
+    const char *names[FN_COMM_SUMS];
+    for (int i = 0; i < FN_COMM_SUMS; i++)
+        names[i] = fn_comm_sum_name((fn_comm_sum)i);
+    const int nocase = fn_name_find_nocase(text, names, FN_COMM_SUMS);
+    int at = 0;
+    fn_status st = fn_name_lookup(nocase >= 0 ? names[nocase] : text, names, FN_COMM_SUMS, &at);
+    if (st != FN_OK)
+        return fn_suggest_fix(st, "", fn_suggest(text, names, FN_COMM_SUMS), "");
+    *sum = (fn_comm_sum)at;
+    return FN_OK;
+}
+
 static fn_status set_number(char *base, const key_spec *k, const char *text)
 {
     char *field = base + k->offset;
@@ -271,6 +286,8 @@ static fn_status set_value(fn_config *cfg, const key_spec *k, const char *text)
         return fn_monitor_parse(text, (fn_monitor *)field);
     case T_CHOICE:
         return parse_choice(text, k->choices, (int *)field);
+    case T_GRAD_SUM:
+        return parse_grad_sum(text, (fn_comm_sum *)field);
     case T_LAYERS: {
         fn_layer_spec *layers = NULL;
         int n = 0;

@@ -1,7 +1,7 @@
 /* trainer_dist.c — what data-parallel training over the ranks of an MPI
  * world (docs/many-processes.md, fusenet/comm.h) needs besides its step
  * (step_dist.c): the communicator, a rank's GPU and share of a batch, the
- * stop every rank agrees on, the sums of a validation over the ranks, rank
+ * stop every rank agrees on ([run] grad_sum: the type of the sums), the sums of a validation over the ranks, rank
  * 0's writes waited for by every rank, and the ranks' parameters compared
  * bit for bit (a 64-bit FNV-1a hash of every value) when the run starts
  * and when it ends. Rank 0 alone writes the output directory's files
@@ -18,7 +18,9 @@ fn_status fn_trainer_dist_setup(fn_trainer *t, fn_comm_scope scope)
 {
     FN_TRY(fn_comm_create(&t->comm, t->ctx, scope));
     t->dist = !fn_comm_is_single(t->comm);
-    return FN_OK;
+    /* Alone there is nothing to sum: the plan says float32, and a notice
+     * says the key changed nothing (trainer_notices.c). */
+    return t->dist ? fn_comm_set_sum(t->comm, t->cfg->grad_sum) : FN_OK;
 }
 
 int fn_trainer_dist_rows(const fn_trainer *t)

@@ -42,7 +42,8 @@ static void report_start(const fn_trainer *t)
                                 .ranks = t->dist ? t->ranks : 1,
                                 .devices = t->devices,
                                 .nodes = t->nodes,
-                                .device = fn_context_device(t->ctx)};
+                                .device = fn_context_device(t->ctx),
+                                .grad_sum = fn_comm_sum_of(t->comm)};
     t->cb.on_start(t->user, &plan);
 }
 

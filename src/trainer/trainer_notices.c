@@ -3,7 +3,7 @@
  * run; how a set's targets were read
  * when not as declared (fn_data_reading); a last layer of bounded outputs
  * under a loss that reads logits; outputs that no training label asks
- * for; and, without [data] standardize, input columns whose scales differ
+ * for; [run] grad_sum = bf16 where nothing is summed; and, without [data] standardize, input columns whose scales differ
  * by more than SCALE_RATIO. The last two only for a training set held
  * whole in memory: a set read in slabs is not read once more for a
  * notice. */
@@ -57,6 +57,20 @@ static void notice_last_layer(const fn_trainer *t)
              "activated, a narrow range for logits; end with %s%s%s", last->kind->name,
              last->width, c->loss->name, usage ? "'" : "a layer of unbounded outputs",
              usage ? usage : "", usage ? "'" : "");
+    notice(t, text);
+}
+
+/* [run] grad_sum = bf16 where no communicator sums (one process, no
+ * launcher): the key is kept, and changes nothing. */
+static void notice_grad_sum(const fn_trainer *t)
+{
+    if (t->cfg->grad_sum == FN_COMM_SUM_FLOAT32 || t->dist)
+        return;
+    char text[256];
+    snprintf(text, sizeof text,
+             "[run] grad_sum = %s changes nothing here: one process without a launcher sums "
+             "no gradients (it applies under mpirun or srun)",
+             fn_comm_sum_name(t->cfg->grad_sum));
     notice(t, text);
 }
 
@@ -189,6 +203,7 @@ fn_status fn_trainer_notices(fn_trainer *t)
     notice_shard(t);
     notice_readings(t);
     notice_last_layer(t);
+    notice_grad_sum(t);
     FN_TRY(notice_unused_outputs(t));
     return notice_scales(t);
 }

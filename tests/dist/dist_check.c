@@ -1,5 +1,5 @@
 /* dist_check.c — data-parallel training against one process, run under
- * `mpirun -np N dist_check DEVICE B [shard]` (tests/CMakeLists.txt, with MPI).
+ * `mpirun -np N dist_check DEVICE B [shard | bf16]` (tests/CMakeLists.txt, with MPI).
  *
  * First the sharded collectives alone (check_collectives): a reduce-scatter
  * and an all-gather of tensors of 1, 2, 5, 7 and 64 values (parts of one
@@ -48,7 +48,44 @@
  * whose sums over the features (8 and 16 here) may round in another
  * order, so each row's own terms may differ by a few roundings more,
  * scaled by the group normalisation: k = 64 there. A wrong share or scale
- * moves the weights by lr |g|, orders of magnitude above either bound. */
+ * moves the weights by lr |g|, orders of magnitude above either bound.
+ *
+ * With `bf16` the world's run A sums in bfloat16 ([run] grad_sum = bf16;
+ * R still float32), with two checks more:
+ *
+ * The communicator alone (check_comm). Rank k holds values g_k (float32,
+ * of mixed signs and magnitudes, known to every rank); the bfloat16 sum s
+ * of each element against the float64 sum E = sum_k g_k (exact: N <= 3
+ * float32 values of magnitudes 2^-6 to 2^7 span at most 7 + 6 + 23 + 2 =
+ * 38 bits). Each g_k is rounded once to bfloat16, b_k = g_k (1 + e_k), |e_k|
+ * <= u = 2^-8 (8 significant bits, to nearest), or off by at most 2^-134
+ * among the subnormals; the N - 1 additions of the reduction (a tree of
+ * some order: every element's sum is a tree of N - 1 additions over the N
+ * inputs) each add in float (relative 2^-24) and round to bfloat16 (u),
+ * so each is exact times (1 + d), |d| <= u' = (1 + 2^-24)(1 + u) - 1. As
+ * for any summation tree (Higham, Accuracy and Stability, 2nd ed., 4.2,
+ * with lemma 3.1 for the products of the (1 + d)), the tree's result
+ * is sum_k b_k (1 + theta_k), |theta_k| <= gamma'_{N-1} = (N-1) u' /
+ * (1 - (N-1) u'). So
+ *   |s - E| <= (u + gamma'_{N-1} (1 + u)) S + N 2^-133,  S = sum_k |g_k|,
+ * first order N u S: u S on one rank (the rounding alone), 2u S on two, 3u S
+ * on three. The check also asserts that every s is a bfloat16 widened (its
+ * low 16 bits zero), so a float32 sum fails it; on one rank s is exactly
+ * g_0 rounded; sums of 2 g_k are exactly 2 s (a second round through the
+ * same buffers); tickets waited for out of order each get theirs.
+ *
+ * The training step against the one-process float32 run R. A's gradient
+ * is the bfloat16 sum of the ranks' float32 partial gradients p_k, which
+ * sum exactly (in real numbers) to within the float32 bound above of R's
+ * g; the bfloat16 sum adds at most (u + gamma'_{N-1} (1 + u)) sum_k |p_k|,
+ * and |p_k| <= |P_k| + gamma_B S_k with P_k = sum of rank k's rows' t_r
+ * (its share of the step's batch in the batch's order: rows [B k / N, B
+ * (k+1) / N)), summed here in float64 from the rows' own gradients. So
+ *   tol_bf16 = tol + lr (u + gamma'_{N-1} (1 + u)) (sum_k |P_k| + gamma_B S) * 1.01
+ *              + lr N 2^-133.
+ * That the bfloat16 path ran: some element is off by more than the
+ * float32 bound tol (the float32 sums stay within it, above), and two runs
+ * of A give the same bits. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <math.h>
@@ -60,6 +97,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bf16.h"
 #include "fusenet/comm.h"
 #include "fusenet/config.h"
 #include "fusenet/data.h"
@@ -72,6 +110,7 @@ static const double LR = 0.1;
 static const uint64_t SEED = 3;
 
 static int rank_, size_;
+static int bf16_; /* the world's run sums in bfloat16 */
 
 /* A failed check ends every rank. */
 static void check(int ok, const char *fmt, ...)
@@ -123,10 +162,10 @@ static void write_set(const char *path, int rows, float *x, int32_t *y)
 
 /* The run's config, writing into out; shard: [run] shard = optimizer. */
 static fn_config *config(const char *dir, const char *device, int batch, const char *out_dir,
-                         int shard)
+                         const char *grad_sum, int shard)
 {
     char ini[PATH_CAP + 32];
-    snprintf(ini, sizeof ini, "%s/rank%d.ini", dir, rank_);
+    snprintf(ini, sizeof ini, "%s/rank%d_%s.ini", dir, rank_, grad_sum);
     FILE *out = fopen(ini, "w");
     check(out != NULL, "cannot write %s", ini);
     fprintf(out,
@@ -134,8 +173,8 @@ static fn_config *config(const char *dir, const char *device, int batch, const c
             "[model]\nlayers = block 16, dropout 0.25, block 16, linear %d\ngroups = 4\n"
             "[train]\nbatch_size = %d\nepochs = 1\nlr = %g\nmomentum = 0.9\n"
             "weight_decay = 0.001\nseed = %llu\n[run]\ndevice = %s\nmath = fp32\nlog_every = 0\n"
-            "shard = %s\n[output]\ndir = %s\n",
-            dir, rank_, CLASSES, batch, LR, (unsigned long long)SEED, device,
+            "grad_sum = %s\nshard = %s\n[output]\ndir = %s\n",
+            dir, rank_, CLASSES, batch, LR, (unsigned long long)SEED, device, grad_sum,
             shard ? "optimizer" : "none", out_dir);
     fclose(out);
     fn_config *cfg = NULL;
@@ -198,9 +237,14 @@ static int64_t *batch_order(const char *path, int rows)
     return order;
 }
 
-/* S = sum over rows of |t_r|, each row's gradient alone (see the top). */
+/* The first place of rank k's share of a batch of `rows` (loader.h). */
+static int share_begin(int rows, int k) { return (int)((long long)rows * k / size_); }
+
+/* S = sum over rows of |t_r|, each row's gradient alone (see the top);
+ * into *shares, sum over the ranks k of |P_k|, P_k the sum of the t_r of
+ * rank k's share. */
 static double *row_sums(const fn_config *cfg, const char *path, fn_device device, int rows,
-                        const float *x, const int32_t *y, size_t n)
+                        const float *x, const int32_t *y, size_t n, double **shares)
 {
     int64_t *order = batch_order(path, rows);
     fn_context *ctx = NULL;
@@ -215,9 +259,11 @@ static double *row_sums(const fn_config *cfg, const char *path, fn_device device
     fn_tensor lab; /* one float's room on the device, for one int32 label's bits */
     check_ok(fn_tensor_alloc(&lab, 1, 1, device), "alloc");
     label = (int32_t *)lab.data;
-    double *s = calloc(n, sizeof *s);
+    double *s = calloc(n, sizeof *s), *part = calloc(n, sizeof *part);
+    double *p_abs = calloc(n, sizeof *p_abs);
     float *g = malloc(sizeof *g * n);
-    check(s && g, "out of memory");
+    check(s && g && part && p_abs, "out of memory");
+    int share = 0;
     for (int r = 0; r < rows; r++) {
         /* Place r of the step's batch: its row, with its dropout mask. */
         const fn_pass pass = {.training = 1, .step = 0, .row0 = r};
@@ -239,9 +285,20 @@ static double *row_sums(const fn_config *cfg, const char *path, fn_device device
             check_ok(fn_tensor_download(gr, p, k), "download");
             p += k;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             s[i] += fabs((double)g[i]);
+            part[i] += (double)g[i];
+        }
+        while (share < size_ && r + 1 == share_begin(rows, share + 1)) { /* its share ends */
+            for (size_t i = 0; i < n; i++) {
+                p_abs[i] += fabs(part[i]);
+                part[i] = 0;
+            }
+            share++;
+        }
     }
+    *shares = p_abs;
+    free(part);
     free(g);
     free(order);
     fn_tensor_free(&lab);
@@ -253,8 +310,207 @@ static double *row_sums(const fn_config *cfg, const char *path, fn_device device
     return s;
 }
 
-/* Tensor i of the collectives' check: `count` values on the device. */
-static void fill(fn_tensor *t, size_t count, float (*value)(size_t j, int rank), fn_device device)
+/* --- the communicator's sums in bfloat16 ---------------------------------------- */
+
+/* gamma'_{N-1} of the bfloat16 reduction over N ranks, and u (see the top). */
+static const double U_BF16 = 0x1p-8;
+static double bf16_gamma(int ranks)
+{
+    const double u1 = (1 + 0x1p-24) * (1 + U_BF16) - 1, k = ranks - 1;
+    return k * u1 / (1 - k * u1);
+}
+
+static uint64_t hash(const float *w, size_t n);
+
+enum { SUM_A = 1000, SUM_B = 37 }; /* two tensors' values */
+
+/* Rank k's value at element i of tensor `which`: signs mixed, magnitudes
+ * 2^-6 to 2^6, 24-bit mantissas (so rounding to bfloat16 changes them). */
+static float value_of(int k, int which, int i)
+{
+    uint64_t z = ((uint64_t)k << 40) ^ ((uint64_t)which << 32) ^ (uint64_t)i;
+    z = (z + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 31)) * 0x94d049bb133111ebULL;
+    z ^= z >> 29;
+    const double mant = 1.0 + (double)(z & 0xffffff) / (double)(1 << 24);
+    const int expo = (int)((z >> 24) % 13) - 6;
+    return (float)((z >> 40 & 1 ? -1.0 : 1.0) * ldexp(mant, expo));
+}
+
+static int is_bf16(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    return (b & 0xffffu) == 0;
+}
+
+static void fill(fn_tensor *t, int which, int n, float scale)
+{
+    float *h = malloc(sizeof *h * (size_t)n);
+    check(h != NULL, "out of memory");
+    for (int i = 0; i < n; i++)
+        h[i] = scale * value_of(rank_, which, i);
+    check_ok(fn_tensor_upload(t, h, (size_t)n), "upload");
+    free(h);
+}
+
+/* Tensor `which`'s bfloat16 sums (in *got) against the float64 sum of every
+ * rank's values: the bound at the top; the worst difference over its bound
+ * into *worst. */
+static void check_sums(const fn_tensor *t, int which, int n, float *got, double *worst)
+{
+    check_ok(fn_tensor_download(t, got, (size_t)n), "download");
+    const double bound_rel = U_BF16 + bf16_gamma(size_) * (1 + U_BF16);
+    size_t off_f32 = 0;
+    for (int i = 0; i < n; i++) {
+        double e = 0, s = 0;
+        float f32 = 0;
+        for (int k = 0; k < size_; k++) {
+            e += (double)value_of(k, which, i);
+            s += fabs((double)value_of(k, which, i));
+            f32 += value_of(k, which, i);
+        }
+        const double d = fabs((double)got[i] - e), tol = bound_rel * s + size_ * 0x1p-133;
+        check(is_bf16(got[i]), "tensor %d element %d: %.9g is no bfloat16: the sum was not "
+              "made in bfloat16", which, i, got[i]);
+        check(d <= tol, "tensor %d element %d: bfloat16 sum %.9g, exact %.17g: difference %.3g "
+              "above the bound %.3g (S %.3g)", which, i, got[i], e, d, tol, s);
+        if (size_ == 1)
+            check(got[i] == fn_bf16_widen(fn_bf16_round(value_of(0, which, i))),
+                  "tensor %d element %d: one rank's sum %.9g is not its value %.9g rounded",
+                  which, i, got[i], value_of(0, which, i));
+        off_f32 += got[i] != f32;
+        if (d / tol > *worst)
+            *worst = d / tol;
+    }
+    check(off_f32 > (size_t)n / 2, "tensor %d: only %zu of %d sums differ from float32's", which,
+          off_f32, n);
+}
+
+/* The communicator's bfloat16 sums (see the top). */
+static void check_comm(fn_device device)
+{
+    const int gpu = device == FN_CUDA ? fn_world_local_rank() % fn_cuda_device_count() : -1;
+    fn_context *ctx = NULL;
+    check_ok(fn_context_create(&ctx, device, gpu, FN_MATH_FP32), "context");
+    fn_comm *comm = NULL;
+    check_ok(fn_comm_create(&comm, ctx, FN_COMM_WORLD), "fn_comm_create");
+    check(fn_comm_sum_of(comm) == FN_COMM_SUM_FLOAT32, "a communicator's sums start as float32");
+    check_ok(fn_comm_set_sum(comm, FN_COMM_SUM_BF16), "fn_comm_set_sum");
+    check(strcmp(fn_comm_sum_name(fn_comm_sum_of(comm)), "bf16") == 0, "the type's name");
+    fn_tensor a, b;
+    check_ok(fn_tensor_alloc(&a, 40, SUM_A / 40, device), "alloc");
+    check_ok(fn_tensor_alloc(&b, 1, SUM_B, device), "alloc");
+    float *got_a = malloc(sizeof *got_a * SUM_A), *got_b = malloc(sizeof *got_b * SUM_B);
+    float *again = malloc(sizeof *again * SUM_A);
+    check(got_a && got_b && again, "out of memory");
+    double worst = 0;
+    for (int round = 0; round < 2; round++) {
+        /* Round 1: every value doubled, through the same scratch buffers:
+         * rounding and adding commute with a power of two, so the sums
+         * double exactly. */
+        const float scale = round ? 2.0f : 1.0f;
+        fill(&a, 0, SUM_A, scale);
+        fill(&b, 1, SUM_B, scale);
+        fn_tensor *ta[1] = {&a}, *tb[1] = {&b};
+        int ticket_a = -1, ticket_b = -1;
+        check_ok(fn_comm_sum_start(comm, ta, 1, &ticket_a), "sum start");
+        check_ok(fn_comm_sum_start(comm, tb, 1, &ticket_b), "sum start");
+        check(fn_comm_set_sum(comm, FN_COMM_SUM_FLOAT32) != FN_OK,
+              "the type changed while sums were in flight");
+        check_ok(fn_comm_sum_wait(comm, ticket_b), "sum wait"); /* out of order */
+        check_ok(fn_comm_sum_wait(comm, ticket_a), "sum wait");
+        check_ok(fn_comm_settle(comm), "settle");
+        check_ok(fn_context_sync(ctx), "sync");
+        if (round == 0) {
+            check_sums(&a, 0, SUM_A, got_a, &worst);
+            check_sums(&b, 1, SUM_B, got_b, &worst);
+        } else {
+            check_ok(fn_tensor_download(&a, again, SUM_A), "download");
+            for (int i = 0; i < SUM_A; i++)
+                check(again[i] == 2 * got_a[i], "element %d: the doubled values' sum %.9g is "
+                      "not twice the sum %.9g", i, again[i], got_a[i]);
+        }
+    }
+    /* Every rank holds the same bits. */
+    uint64_t mine = hash(got_a, SUM_A) ^ hash(got_b, SUM_B), first = mine;
+    MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    check(mine == first, "the bfloat16 sums differ from rank 0's");
+    if (rank_ == 0)
+        printf("dist_check: %d rank%s: bfloat16 sums of %d and %d values within their bound, "
+               "the largest at %.3f of it\n", size_, size_ == 1 ? "" : "s", SUM_A, SUM_B, worst);
+    free(again);
+    free(got_a);
+    free(got_b);
+    fn_tensor_free(&a);
+    fn_tensor_free(&b);
+    fn_comm_destroy(comm);
+    fn_context_destroy(ctx);
+}
+
+static uint64_t hash(const float *w, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof *w; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static void compare(const float *a, const float *ref, const double *s, const double *shares,
+                    size_t n, int rows, fn_device device)
+{
+    const double k = device == FN_CUDA ? 64 : 16; /* see the top */
+    const double u = ldexp(1.0, -24), gamma = rows * u / (1 - rows * u);
+    const double bf16_rel = U_BF16 + bf16_gamma(size_) * (1 + U_BF16);
+    double worst = 0;
+    size_t differ = 0, beyond_f32 = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)ref[i]);
+        differ += a[i] != ref[i];
+        if (bf16_) {
+            const double tol32 =
+                LR * (2 * gamma + k * u) * s[i] * 1.01 + 4 * u * fabs((double)ref[i]);
+            const double tol = tol32 + LR * bf16_rel * (shares[i] + gamma * s[i]) * 1.01 +
+                               LR * size_ * 0x1p-133;
+            check(d <= tol, "parameter element %zu: %.9g on %d ranks summing in bfloat16, %.9g "
+                  "on one in float32: difference %.3g above the bound %.3g (S %.3g, sum |P_k| %.3g)",
+                  i, a[i], size_, ref[i], d, tol, s[i], shares[i]);
+            beyond_f32 += d > tol32;
+            if (tol > 0 && d / tol > worst)
+                worst = d / tol;
+            continue;
+        }
+        if (size_ == 1) {
+            check(memcmp(&a[i], &ref[i], sizeof *a) == 0,
+                  "one rank under MPI differs from the plain run at parameter element %zu: "
+                  "%.9g against %.9g",
+                  i, a[i], ref[i]);
+            continue;
+        }
+        const double tol = LR * (2 * gamma + k * u) * s[i] * 1.01 + 4 * u * fabs((double)ref[i]);
+        check(d <= tol, "parameter element %zu: %.9g on %d ranks, %.9g on one: difference %.3g "
+              "above the bound %.3g (S %.3g)", i, a[i], size_, ref[i], d, tol, s[i]);
+        if (tol > 0 && d / tol > worst)
+            worst = d / tol;
+    }
+    /* Rounded to 8 bits, the gradient moves elements beyond float32's bound:
+     * none would mean the sums were not bfloat16. */
+    check(!bf16_ || beyond_f32 > 0, "no parameter element is beyond the float32 sums' bound: "
+          "were the sums bfloat16?");
+    if (rank_ == 0)
+        printf("dist_check: %d rank%s, batch %d%s: %zu of %zu parameter elements differ from the "
+               "one-process run (%zu beyond the float32 sums' bound), the largest at %.3f of "
+               "its bound\n",
+               size_, size_ == 1 ? "" : "s", rows, bf16_ ? ", sums in bfloat16" : "", differ, n,
+               beyond_f32, worst);
+}
+
+/* --- the sharded collectives -------------------------------------------------------- */
+
+/* A tensor of the collectives' check: `count` values on the device. */
+static void fill_counted(fn_tensor *t, size_t count, float (*value)(size_t j, int rank),
+                         fn_device device)
 {
     float *host = malloc(sizeof *host * count);
     check(host != NULL, "out of memory");
@@ -273,15 +529,16 @@ static void check_collectives(fn_device device)
 {
     enum { N_T = 5 };
     const size_t counts[N_T] = {1, 2, 5, 7, 64};
+    const int gpu = device == FN_CUDA ? fn_world_local_rank() % fn_cuda_device_count() : -1;
     fn_context *ctx = NULL;
-    check_ok(fn_context_create(&ctx, device, device == FN_CUDA ? 0 : -1, FN_MATH_FP32), "context");
+    check_ok(fn_context_create(&ctx, device, gpu, FN_MATH_FP32), "context");
     fn_comm *comm = NULL;
     check_ok(fn_comm_create(&comm, ctx, FN_COMM_WORLD), "fn_comm_create");
     fn_tensor whole[N_T], gathered[N_T];
     fn_tensor *w[N_T], *g[N_T];
     for (int i = 0; i < N_T; i++) {
-        fill(&whole[i], counts[i], summand, device);
-        fill(&gathered[i], counts[i], owned, device);
+        fill_counted(&whole[i], counts[i], summand, device);
+        fill_counted(&gathered[i], counts[i], owned, device);
         w[i] = &whole[i], g[i] = &gathered[i];
     }
     int t0 = -1, t1 = -1;
@@ -312,54 +569,17 @@ static void check_collectives(fn_device device)
     fn_context_destroy(ctx);
 }
 
-static uint64_t hash(const float *w, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t i = 0; i < n * sizeof *w; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-static void compare(const float *a, const float *ref, const double *s, size_t n, int rows,
-                    fn_device device)
-{
-    const double k = device == FN_CUDA ? 64 : 16; /* see the top */
-    const double u = ldexp(1.0, -24), gamma = rows * u / (1 - rows * u);
-    double worst = 0;
-    size_t differ = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - (double)ref[i]);
-        differ += a[i] != ref[i];
-        if (size_ == 1) {
-            check(memcmp(&a[i], &ref[i], sizeof *a) == 0,
-                  "one rank under MPI differs from the plain run at parameter element %zu: "
-                  "%.9g against %.9g",
-                  i, a[i], ref[i]);
-            continue;
-        }
-        const double tol = LR * (2 * gamma + k * u) * s[i] * 1.01 + 4 * u * fabs((double)ref[i]);
-        check(d <= tol, "parameter element %zu: %.9g on %d ranks, %.9g on one: difference %.3g "
-              "above the bound %.3g (S %.3g)", i, a[i], size_, ref[i], d, tol, s[i]);
-        if (tol > 0 && d / tol > worst)
-            worst = d / tol;
-    }
-    if (rank_ == 0)
-        printf("dist_check: %d rank%s, batch %d: %zu of %zu parameter elements differ from the "
-               "one-process run, the largest at %.3f of its bound\n",
-               size_, size_ == 1 ? "" : "s", rows, differ, n, worst);
-    fflush(stdout);
-}
-
 int main(int argc, char **argv)
 {
     check_ok(fn_world_init(&argc, &argv), "fn_world_init");
     check(fn_world_mpi(), "not started by mpirun (%s)", fn_world_build());
     rank_ = fn_world_rank();
     size_ = fn_world_size();
-    check(argc == 3 || (argc == 4 && strcmp(argv[3], "shard") == 0),
-          "usage: mpirun -np N dist_check cpu|cuda BATCH [shard]");
-    const int shard = argc == 4;
+    check(argc == 3 || (argc == 4 && (strcmp(argv[3], "bf16") == 0 ||
+                                      strcmp(argv[3], "shard") == 0)),
+          "usage: mpirun -np N dist_check cpu|cuda BATCH [shard | bf16]");
+    bf16_ = argc == 4 && strcmp(argv[3], "bf16") == 0;
+    const int shard = argc == 4 && strcmp(argv[3], "shard") == 0;
     const fn_device device = strcmp(argv[1], "cuda") == 0 ? FN_CUDA : FN_CPU;
     const int rows = atoi(argv[2]);
     check(rows > 0 && rows <= 4096, "batch %s", argv[2]);
@@ -387,15 +607,25 @@ int main(int argc, char **argv)
     write_set(path, rows, x, y);
     char out[PATH_CAP + 32];
     snprintf(out, sizeof out, "%s/world", dir);
-    fn_config *cfg = config(dir, argv[1], rows, out, shard);
+    if (bf16_)
+        check_comm(device);
+    fn_config *cfg = config(dir, argv[1], rows, out, bf16_ ? "bf16" : "float32", shard);
     snprintf(out, sizeof out, "%s/alone%d", dir, rank_);
-    fn_config *cfg_alone = config(dir, argv[1], rows, out, 0);
+    fn_config *cfg_alone = config(dir, argv[1], rows, out, "float32", 0);
     size_t n = 0, n_ref = 0;
     float *a = train_once(cfg, 0, &n);
     float *ref = train_once(cfg_alone, 1, &n_ref);
     check(n == n_ref, "parameter counts differ");
-    double *s = row_sums(cfg, path, device, rows, x, y, n);
-    compare(a, ref, s, n, rows, device);
+    if (bf16_) { /* the same bits run to run */
+        size_t n2 = 0;
+        float *a2 = train_once(cfg, 0, &n2);
+        check(n2 == n && memcmp(a, a2, sizeof *a * n) == 0,
+              "two runs summing in bfloat16 give different weights");
+        free(a2);
+    }
+    double *shares = NULL;
+    double *s = row_sums(cfg, path, device, rows, x, y, n, &shares);
+    compare(a, ref, s, shares, n, rows, device);
 
     /* The same bits on every rank. */
     uint64_t mine = hash(a, n), first = mine;
@@ -403,6 +633,7 @@ int main(int argc, char **argv)
     check(mine == first, "weights differ from rank 0's after the step");
 
     free(s);
+    free(shares);
     free(ref);
     free(a);
     free(x);

@@ -14,8 +14,9 @@
 #      on 3 ranks and plainly on one process (no launcher), the two agreeing
 #      to the summation-order level; an all-reduce 2-rank checkpoint
 #      continues sharded on 2 ranks exactly as it continues unsharded;
-#   4. refused or explained: sharding with clip_grad_norm fails naming both
-#      keys, and one process says it keeps the state whole.
+#   4. refused or explained: sharding with clip_grad_norm or with bfloat16
+#      sums fails naming the keys, and one process says it keeps the state
+#      whole.
 # shellcheck source=dist_common.sh
 . "$(dirname "$0")/dist_common.sh" dist_shard "$@"
 cat > "$work/c.ini" <<EOF
@@ -91,6 +92,12 @@ if mpi 2 -- "$work/c.ini" "${shard[@]}" --set train.clip_grad_norm=1 \
 fi
 grep -q "run.shard=optimizer: optimizer cannot clip.*clip_grad_norm = 0" "$work/clip.log" ||
     fail "4: the refusal does not name the keys: $(cat "$work/clip.log")"
+if mpi 2 -- "$work/c.ini" "${shard[@]}" --set run.grad_sum=bf16 \
+    --set output.dir="$work/bf16" > "$work/bf16.log" 2>&1; then
+    fail "4: sharding with bfloat16 sums trained"
+fi
+grep -q "run.shard=optimizer: optimizer sums its gradients in float32.*grad_sum = float32" \
+    "$work/bf16.log" || fail "4: the refusal does not name the keys: $(cat "$work/bf16.log")"
 timeout 120 "$TRAIN" "$work/c.ini" "${shard[@]}" --set train.epochs=1 \
     --set output.dir="$work/alone" > "$work/alone.log" 2>&1 || fail "4: one process failed"
 grep -q "this run is one process, which keeps it whole" "$work/alone.log" ||
