@@ -106,7 +106,10 @@ static fn_status shard_step(fn_optimizer *opt)
     return shard_step_params(opt, 0, opt->n_params);
 }
 
-static void shard_set_lr(fn_optimizer *opt, float lr) { fn_optimizer_set_lr(shard_of(opt)->inner, lr); }
+static void shard_set_lr(fn_optimizer *opt, float lr)
+{
+    fn_optimizer_set_lr(shard_of(opt)->inner, lr);
+}
 
 /* --- the whole state of a checkpoint ---------------------------------------------------- */
 

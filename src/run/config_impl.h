@@ -77,7 +77,7 @@ struct fn_config {
     int log_every; /* steps between plain progress lines, 0 = per epoch only */
     int cuda_graphs; /* GPU: replay each step as a CUDA graph (src/trainer/step_graph.c) */
     int layer_updates; /* each layer's update beside backward where allowed (step_choice.c) */
-    int shard;         /* [run] shard: 0 none, 1 optimizer (optim/shard.h) over an MPI world's ranks */
+    int shard;         /* [run] shard: 0 none, 1 optimizer (optim/shard.h), over the ranks */
     int data_on_device; /* GPU: the training set kept on the device; -1 auto (loader.h) */
     fn_comm_sum grad_sum; /* the type of the gradient sums over the ranks (comm.h) */
 
