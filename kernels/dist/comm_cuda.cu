@@ -343,9 +343,10 @@ static fn_status start_bf16(fn_comm *c, fn_comm_op op, fn_tensor *const *t, int 
         const size_t count = fn_tensor_count(t[i]);
         __nv_bfloat16 *h = NULL;
         FN_TRY(half_buffer(m, first + i, count, &h));
+        const unsigned blocks = (unsigned)fn_stride_blocks(c->ctx, count, kThreads);
         if (count)
-            fn_launch(c->ctx, round_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
-                      kThreads, 0, m->stream, h, t[i]->data, count);
+            fn_launch(c->ctx, round_bf16_kernel, blocks, kThreads, 0, m->stream, h, t[i]->data,
+                      count);
         FN_CUDA_CHECK_LAUNCH(round_bf16_kernel);
     }
     m->slot += n;
@@ -362,10 +363,10 @@ static fn_status start_bf16(fn_comm *c, fn_comm_op op, fn_tensor *const *t, int 
     for (int i = 0; i < n; i++) {
         size_t from = 0, count = 0;
         widened_range(c, op, t[i], &from, &count);
+        const unsigned blocks = (unsigned)fn_stride_blocks(c->ctx, count, kThreads);
         if (count)
-            fn_launch(c->ctx, widen_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
-                      kThreads, 0, m->stream, t[i]->data + from, m->half[first + i] + from,
-                      count);
+            fn_launch(c->ctx, widen_bf16_kernel, blocks, kThreads, 0, m->stream,
+                      t[i]->data + from, m->half[first + i] + from, count);
         FN_CUDA_CHECK_LAUNCH(widen_bf16_kernel);
     }
     return FN_OK;
