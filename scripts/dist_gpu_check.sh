@@ -7,17 +7,22 @@
 #      bound, tests/dist/dist_check.c), each again with the sums in
 #      bfloat16 (dist_nccl_bf16_*: their bounds), the CPU runs of
 #      tests/dist/;
-#   2. the 2-rank one-step checks (float32 and bfloat16 sums) again with
-#      NCCL on its network transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1);
+#   2. the 2-rank one-step checks (float32 and bfloat16 sums, and sharded
+#      with bfloat16 sums) again with NCCL on its network transport
+#      (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1);
 #   3. a 2-rank training run of the digits on the GPUs under
 #      compute-sanitizer memcheck (each rank under its own sanitizer), one
-#      with [run] grad_sum = bf16, and one with the optimiser sharded
+#      with [run] grad_sum = bf16, one with the optimiser sharded
 #      ([run] shard = optimizer, AdamW, bf16 math: the reduce-scatters and
-#      all-gathers, the parts' updates);
+#      all-gathers, the parts' updates), and one sharded with bfloat16 sums
+#      (the reduce-scatter's rounding and its part's widening);
 #   4. the same run without the sanitizer, its weights against the 1-GPU
 #      run's (close: summation order only) and a second 2-rank run's (the
 #      same bits), and a sharded 2-rank run's (the same bits: a sum of two
-#      ranks has one order, reduce-scatter or all-reduce).
+#      ranks has one order, reduce-scatter or all-reduce); likewise a
+#      sharded 2-rank run with bfloat16 sums against the all-reduce run
+#      with bfloat16 sums (the same bits: one bfloat16 addition of the two
+#      rounded values either way), and off the float32 sharded run's.
 # NCCL_NVLS_ENABLE=0 is set (NCCL's NVLink SHARP off, which some machines
 # need). Logs go to
 # ${OUT:-/tmp/out}; exits non-zero when a step failed, after running all.
@@ -48,6 +53,11 @@ else
     NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${mpirun[@]}" -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
         -np 2 "$build/tests/dist_check" cuda 32 bf16 2>&1 | tee "$out/dist_net_transport_bf16.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "dist_check bf16 over NCCL's network transport"
+    NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "${mpirun[@]}" -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
+        -np 2 "$build/tests/dist_check" cuda 32 shard bf16 2>&1 |
+        tee "$out/dist_net_transport_shard_bf16.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] ||
+        note_failure "dist_check sharded with bf16 sums over NCCL's network transport"
 
     work=$(mktemp -d)
     cat >"$work/c.ini" <<INI
@@ -98,6 +108,11 @@ INI
         --set train.optimizer=adamw --set run.math=bf16 --set output.dir="$work/san_shard" \
         --overwrite >"$out/dist_memcheck_shard.log" 2>&1 ||
         note_failure "2-rank train with the optimiser sharded under memcheck"
+    "${mpirun[@]}" "${envs[@]}" -np 2 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$build/train" "$work/c.ini" --set train.epochs=1 --set run.shard=optimizer \
+        --set run.grad_sum=bf16 --set output.dir="$work/san_shard_bf16" \
+        --overwrite >"$out/dist_memcheck_shard_bf16.log" 2>&1 ||
+        note_failure "2-rank train sharded with bfloat16 sums under memcheck"
 
     "$build/train" "$work/c.ini" --set output.dir="$work/one" >"$out/dist_one.log" 2>&1 ||
         note_failure "1-GPU train"
@@ -108,6 +123,12 @@ INI
     "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set run.shard=optimizer \
         --set output.dir="$work/two_shard" >"$out/dist_two_shard.log" 2>&1 ||
         note_failure "2-rank train, optimiser sharded"
+    for shard in none optimizer; do
+        "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set run.shard=$shard \
+            --set run.grad_sum=bf16 --set output.dir="$work/two_bf16_$shard" \
+            >"$out/dist_two_bf16_$shard.log" 2>&1 ||
+            note_failure "2-rank train summing in bfloat16, shard = $shard"
+    done
     "$python" - "$work" <<'PY' 2>&1 | tee "$out/dist_compare.log"
 import sys, h5py, numpy as np
 w = sys.argv[1]
@@ -116,16 +137,22 @@ def sets(path):
     h5py.File(path, "r").visititems(
         lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
     return out
-one, a, b, sh = (sets(f"{w}/{d}/weights.h5") for d in ("one", "two_a", "two_b", "two_shard"))
+one, a, b, sh, b16, sh16 = (sets(f"{w}/{d}/weights.h5") for d in
+                            ("one", "two_a", "two_b", "two_shard", "two_bf16_none",
+                             "two_bf16_optimizer"))
 same = all(a[k].tobytes() == b[k].tobytes() for k in a)
 sharded = all(a[k].tobytes() == sh[k].tobytes() for k in a)
+sharded16 = all(b16[k].tobytes() == sh16[k].tobytes() for k in b16)
+off16 = any(sh[k].tobytes() != sh16[k].tobytes() for k in sh)
 rel = max(float(np.abs(a[k] - one[k]).max() / max(np.abs(one[k]).max(), 1e-30)) for k in a)
-print(f"2-rank runs bit for bit: {same}; sharded bit for bit: {sharded}; largest difference from "
-      f"the 1-GPU run, relative to the dataset's largest value: {rel:.3g}")
+print(f"2-rank runs bit for bit: {same}; sharded bit for bit: {sharded}; sharded with bfloat16 "
+      f"sums bit for bit the all-reduce bfloat16 run: {sharded16}, off the float32 sharded run: "
+      f"{off16}; largest difference from the 1-GPU run, relative to the dataset's largest "
+      f"value: {rel:.3g}")
 # 3 epochs of 23 steps apart in summation order: rounding-level differences
 # grow with the steps but stay far below 1e-2 (a wrong share or scale
 # changes the weights at the 1e-1 level).
-sys.exit(0 if same and sharded and rel < 1e-2 else 1)
+sys.exit(0 if same and sharded and sharded16 and off16 and rel < 1e-2 else 1)
 PY
     [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU)"
     rm -rf "$work"

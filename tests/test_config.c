@@ -437,7 +437,8 @@ static void test_math_bf16(void **state)
 }
 
 /* [run] grad_sum: float32 by default, bf16 from the file or --set (any
- * case), given back by fn_config_get; other values refused by name. */
+ * case), also with the optimiser sharded, given back by fn_config_get;
+ * other values refused by name. */
 static void test_grad_sum(void **state)
 {
     fixture *f = *state;
@@ -459,6 +460,14 @@ static void test_grad_sum(void **state)
     if (load(f, minimal, sets, &cfg) != FN_OK)
         fail_msg("%s", fn_last_error());
     assert_int_equal(cfg->grad_sum, FN_COMM_SUM_BF16);
+    fn_config_destroy(cfg);
+    /* With the optimiser sharded too: its reduce-scatter sums in bfloat16. */
+    static const char sharded[] = "[data]\ntrain = train.h5\n[model]\nlayers = linear 2\n"
+                                  "[run]\ngrad_sum = bf16\nshard = optimizer\n";
+    if (load(f, sharded, NULL, &cfg) != FN_OK)
+        fail_msg("%s", fn_last_error());
+    assert_int_equal(cfg->grad_sum, FN_COMM_SUM_BF16);
+    assert_true(cfg->shard);
     fn_config_destroy(cfg);
     EXPECT_ERROR("[run]\ngrad_sum = fp16\n", NULL, FN_ERR_INVALID,
                  "run.grad_sum: expected float32 or bf16, got 'fp16'", NULL);

@@ -37,8 +37,12 @@
  * CPU, NCCL's ncclBfloat16 on the GPU), and the sum widened back into the
  * tensor before fn_comm_sum_wait's work sees it. An element's result is
  * within (u + gamma_{N-1}) * sum_r |g_r| of the exact sum of the ranks'
- * float32 values g_r (u = 2^-8 per rounding, N ranks). The single-process
- * backend sums nothing in either type: there it changes nothing.
+ * float32 values g_r (u = 2^-8 per rounding, N ranks). The type holds for
+ * the reduce-scatter too (the whole tensor rounded, each part reduced in
+ * bfloat16 to its owner, this rank's part alone widened back, within the
+ * same bound); the all-gather moves float32 whatever the type. The
+ * single-process backend sums nothing in either type: there it changes
+ * nothing.
  * Every rank must start the same sums in the same order, of tensors of the
  * same sizes, and choose the same type. For a fixed number of ranks the sums are deterministic (the
  * libraries pick their algorithm by size and rank count) and every rank
@@ -113,11 +117,12 @@ FN_API fn_status fn_comm_sum_start(fn_comm *comm, fn_tensor *const *tensors, int
  * like the sums (the same numbering): */
 FN_API void fn_comm_part(const fn_comm *comm, size_t count, int rank, size_t *first, size_t *n);
 /* In place: this rank's part of whole[i] becomes that part's sum over the
- * ranks; the rest of whole[i] is left undefined. */
+ * ranks, in the sums' type (fn_comm_set_sum); the rest of whole[i] is
+ * left undefined. */
 FN_API fn_status fn_comm_reduce_scatter_start(fn_comm *comm, fn_tensor *const *whole, int n,
                                               int *ticket);
 /* Every rank's part of whole[i] (in place, at its fn_comm_part range) to
- * every rank's whole[i]. */
+ * every rank's whole[i], in float32 whatever the sums' type. */
 FN_API fn_status fn_comm_gather_start(fn_comm *comm, fn_tensor *const *whole, int n, int *ticket);
 FN_API fn_status fn_comm_sum_wait(fn_comm *comm, int ticket);
 FN_API fn_status fn_comm_settle(fn_comm *comm);

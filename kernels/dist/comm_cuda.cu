@@ -11,11 +11,14 @@
  * stopped answering ends in an error (the communicator aborted with
  * ncclCommAbort), never a hang. The communicator is non-blocking
  * (ncclConfig_t.blocking = 0) so its set-up is bounded the same way.
- * Sums in bfloat16 (fn_comm_set_sum) run on the same stream: a kernel
- * rounds each tensor into a scratch buffer of its slot (its place among
- * the tensors started since the last settle; the buffers stay from step
- * to step), ncclAllReduce adds the buffers as ncclBfloat16, and a kernel
- * widens each sum back into its tensor before the ticket's event. */
+ * Sums and reduce-scatters in bfloat16 (fn_comm_set_sum) run on the same
+ * stream: a kernel rounds each tensor into a scratch buffer of its slot
+ * (its place among the tensors started since the last settle; the buffers
+ * stay from step to step), ncclAllReduce (a sum) or nccl_one's
+ * reduce-scatter (ncclReduceScatter or ncclReduce) adds the buffers in
+ * place as ncclBfloat16, and a kernel widens each sum back into its
+ * tensor (a reduce-scatter's: this rank's part alone) before the ticket's
+ * event. Gathers stay float32. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <time.h>
@@ -224,27 +227,30 @@ static fn_status make_events(nccl_sums *m, int need)
     return FN_OK;
 }
 
-/* One tensor's collective in place, inside the ticket's NCCL group. Equal
- * parts (count a multiple of the ranks) take NCCL's reduce-scatter and
- * all-gather (in place: the receiving part at sendbuff + rank * part);
- * unequal ones one reduce to, or broadcast from, each part's owner. */
-static fn_status nccl_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
+/* One collective in place over `count` values of `type` at buf (a
+ * tensor's floats, or its bfloat16 scratch buffer), inside the ticket's
+ * NCCL group. Equal parts (count a multiple of the ranks) take NCCL's
+ * reduce-scatter and all-gather (in place: the receiving part at sendbuff
+ * + rank * part); unequal ones one reduce to, or broadcast from, each
+ * part's owner. */
+static fn_status nccl_one(fn_comm *c, fn_comm_op op, void *buf, size_t count,
+                          ncclDataType_t type)
 {
     nccl_sums *m = (nccl_sums *)c->impl;
-    float *w = whole->data;
-    const size_t count = fn_tensor_count(whole);
+    char *const w = (char *)buf;
+    const size_t bytes = type == ncclBfloat16 ? sizeof(__nv_bfloat16) : sizeof(float);
     if (op == FN_COMM_OP_SUM) {
-        FN_NCCL_CHECK(m, ncclAllReduce(w, w, count, ncclFloat, ncclSum, m->comm, m->stream));
+        FN_NCCL_CHECK(m, ncclAllReduce(w, w, count, type, ncclSum, m->comm, m->stream));
         return FN_OK;
     }
     size_t mine = 0, n = 0;
     fn_comm_part(c, count, c->rank, &mine, &n);
     if (count % (size_t)c->size == 0) {
         if (op == FN_COMM_OP_REDUCE_SCATTER)
-            FN_NCCL_CHECK(m, ncclReduceScatter(w, w + mine, n, ncclFloat, ncclSum, m->comm,
+            FN_NCCL_CHECK(m, ncclReduceScatter(w, w + mine * bytes, n, type, ncclSum, m->comm,
                                                m->stream));
         else
-            FN_NCCL_CHECK(m, ncclAllGather(w + mine, w, n, ncclFloat, m->comm, m->stream));
+            FN_NCCL_CHECK(m, ncclAllGather(w + mine * bytes, w, n, type, m->comm, m->stream));
         return FN_OK;
     }
     for (int r = 0; r < c->size; r++) {
@@ -252,12 +258,11 @@ static fn_status nccl_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
         fn_comm_part(c, count, r, &first, &n);
         if (n == 0)
             continue; /* every rank skips it: the parts are the same everywhere */
+        char *const part = w + first * bytes;
         if (op == FN_COMM_OP_REDUCE_SCATTER) /* in place on the root */
-            FN_NCCL_CHECK(m, ncclReduce(w + first, w + first, n, ncclFloat, ncclSum, r, m->comm,
-                                        m->stream));
+            FN_NCCL_CHECK(m, ncclReduce(part, part, n, type, ncclSum, r, m->comm, m->stream));
         else
-            FN_NCCL_CHECK(m, ncclBroadcast(w + first, w + first, n, ncclFloat, r, m->comm,
-                                           m->stream));
+            FN_NCCL_CHECK(m, ncclBroadcast(part, part, n, type, r, m->comm, m->stream));
     }
     return FN_OK;
 }
@@ -314,35 +319,54 @@ static fn_status half_buffer(nccl_sums *m, int i, size_t count, __nv_bfloat16 **
     return FN_OK;
 }
 
-/* The tensors rounded into their slots' buffers, summed as ncclBfloat16,
- * widened back: all on the communication stream. */
-static fn_status start_bf16(fn_comm *c, fn_tensor *const *t, int n)
+/* The range of tensor t that a bfloat16 collective widens back: the
+ * whole for a sum, this rank's part for a reduce-scatter. */
+static void widened_range(const fn_comm *c, fn_comm_op op, const fn_tensor *t, size_t *first,
+                          size_t *n)
+{
+    const size_t count = fn_tensor_count(t);
+    *first = 0;
+    *n = count;
+    if (op == FN_COMM_OP_REDUCE_SCATTER)
+        fn_comm_part(c, count, c->rank, first, n);
+}
+
+/* The tensors rounded into their slots' buffers, summed (op: a sum or a
+ * reduce-scatter) as ncclBfloat16 in place there, and the sums widened
+ * back (a reduce-scatter's: this rank's part alone): all on the
+ * communication stream. */
+static fn_status start_bf16(fn_comm *c, fn_comm_op op, fn_tensor *const *t, int n)
 {
     nccl_sums *m = (nccl_sums *)c->impl;
     const int first = m->slot;
     for (int i = 0; i < n; i++) {
-        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
+        const size_t count = fn_tensor_count(t[i]);
         __nv_bfloat16 *h = NULL;
         FN_TRY(half_buffer(m, first + i, count, &h));
+        const unsigned blocks = (unsigned)fn_stride_blocks(c->ctx, count, kThreads);
         if (count)
-            fn_launch(c->ctx, round_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
-                      kThreads, 0, m->stream, h, t[i]->data, count);
+            fn_launch(c->ctx, round_bf16_kernel, blocks, kThreads, 0, m->stream, h, t[i]->data,
+                      count);
         FN_CUDA_CHECK_LAUNCH(round_bf16_kernel);
     }
     m->slot += n;
     FN_NCCL_CHECK(m, ncclGroupStart());
-    for (int i = 0; i < n; i++) {
-        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
-        FN_NCCL_CHECK(m, ncclAllReduce(m->half[first + i], m->half[first + i], count,
-                                       ncclBfloat16, ncclSum, m->comm, m->stream));
-    }
+    fn_status st = FN_OK;
+    for (int i = 0; st == FN_OK && i < n; i++)
+        st = nccl_one(c, op, m->half[first + i], fn_tensor_count(t[i]), ncclBfloat16);
     FN_NCCL_CHECK(m, ncclGroupEnd());
-    FN_TRY(wait_async(c, "all-reduce of the gradients in bfloat16 (ncclAllReduce)"));
+    FN_TRY(st);
+    FN_TRY(wait_async(c, op == FN_COMM_OP_SUM
+                             ? "all-reduce of the gradients in bfloat16 (ncclAllReduce)"
+                             : "reduce-scatter of the gradients in bfloat16 (ncclReduceScatter "
+                               "or ncclReduce)"));
     for (int i = 0; i < n; i++) {
-        const size_t count = (size_t)t[i]->rows * (size_t)t[i]->cols;
+        size_t from = 0, count = 0;
+        widened_range(c, op, t[i], &from, &count);
+        const unsigned blocks = (unsigned)fn_stride_blocks(c->ctx, count, kThreads);
         if (count)
-            fn_launch(c->ctx, widen_bf16_kernel, (unsigned)fn_stride_blocks(c->ctx, count, kThreads),
-                      kThreads, 0, m->stream, t[i]->data, m->half[first + i], count);
+            fn_launch(c->ctx, widen_bf16_kernel, blocks, kThreads, 0, m->stream,
+                      t[i]->data + from, m->half[first + i] + from, count);
         FN_CUDA_CHECK_LAUNCH(widen_bf16_kernel);
     }
     return FN_OK;
@@ -359,15 +383,15 @@ static fn_status nccl_start(fn_comm *c, fn_comm_op op, fn_tensor *const *whole, 
     FN_TRY(make_events(m, ticket + 1));
     FN_CUDA_CHECK(cudaEventRecord(m->ready[ticket], fn_ctx_stream(c->ctx)));
     FN_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->ready[ticket], 0));
-    if (op == FN_COMM_OP_SUM && c->sum == FN_COMM_SUM_BF16) {
-        FN_TRY(start_bf16(c, whole, n));
+    if (op != FN_COMM_OP_GATHER && c->sum == FN_COMM_SUM_BF16) { /* gathers stay float32 */
+        FN_TRY(start_bf16(c, op, whole, n));
         FN_CUDA_CHECK(cudaEventRecord(m->done[ticket], m->stream));
         return FN_OK;
     }
     FN_NCCL_CHECK(m, ncclGroupStart());
     fn_status st = FN_OK;
     for (int i = 0; st == FN_OK && i < n; i++)
-        st = nccl_one(c, op, whole[i]);
+        st = nccl_one(c, op, whole[i]->data, fn_tensor_count(whole[i]), ncclFloat);
     FN_NCCL_CHECK(m, ncclGroupEnd());
     FN_TRY(st);
     FN_TRY(wait_async(c, "a collective of the gradients or parameters (NCCL)"));

@@ -3,8 +3,9 @@
  * a tensor for a sum, MPI_Ireduce to each part's owner for a
  * reduce-scatter, MPI_Iallgatherv a tensor for a gather (its counts and
  * displacements kept until the request is done, as MPI requires); a sum
- * in bfloat16 (fn_comm_set_sum) through the scratch buffers of
- * comm_mpi_bf16.c, widened back when the ticket's requests are done.
+ * or a reduce-scatter in bfloat16 (fn_comm_set_sum) through the scratch
+ * buffers of comm_mpi_bf16.c, widened back when the ticket's requests are
+ * done; a gather is float32 whatever the sums' type.
  * Each ticket's requests are waited for within the timeout
  * (host_collectives.h). */
 #include <stdlib.h>
@@ -65,21 +66,45 @@ static void mpi_release(fn_comm *c)
     free(m);
 }
 
+static fn_status bf16_of(mpi_sums *m, fn_mpi_bf16 **out)
+{
+    if (!m->bf16)
+        FN_TRY(fn_mpi_bf16_create(&m->bf16));
+    *out = m->bf16;
+    return FN_OK;
+}
+
 /* A reduce-scatter in place: one MPI_Ireduce to each non-empty part's
  * owner, who receives the sum in place (MPI_Ireduce_scatter would write
- * it at the start of another buffer). */
-static void reduce_parts(fn_comm *c, float *whole, size_t count)
+ * it at the start of another buffer). In bfloat16 the tensor is rounded
+ * into the slot of its first request, whose parts are reduced there, and
+ * this rank's part alone is widened back when they are done. */
+static fn_status reduce_parts(fn_comm *c, fn_tensor *t, size_t count)
 {
     mpi_sums *m = c->impl;
+    float *whole = t->data;
+    const int slot = m->n_requests;
+    fn_mpi_bf16 *bf16 = NULL;
+    if (c->sum == FN_COMM_SUM_BF16 && count > 0) {
+        size_t mine = 0, n_mine = 0;
+        fn_comm_part(c, count, c->rank, &mine, &n_mine);
+        FN_TRY(bf16_of(m, &bf16));
+        FN_TRY(fn_mpi_bf16_round(bf16, t, slot, mine, n_mine));
+    }
     for (int r = 0; r < c->size; r++) {
         size_t first = 0, n = 0;
         fn_comm_part(c, count, r, &first, &n);
         if (n == 0)
             continue; /* every rank skips it: the parts are the same everywhere */
         m->layouts[m->n_requests] = NULL;
-        MPI_Ireduce(r == c->rank ? MPI_IN_PLACE : whole + first, whole + first, (int)n, MPI_FLOAT,
-                    MPI_SUM, r, MPI_COMM_WORLD, &m->requests[m->n_requests++]);
+        MPI_Request *request = &m->requests[m->n_requests++];
+        if (bf16)
+            fn_mpi_bf16_reduce_start(bf16, slot, first, n, r, request);
+        else
+            MPI_Ireduce(r == c->rank ? MPI_IN_PLACE : whole + first, whole + first, (int)n,
+                        MPI_FLOAT, MPI_SUM, r, MPI_COMM_WORLD, request);
     }
+    return FN_OK;
 }
 
 /* Tensor `whole`'s requests: at most size of them (reduce_parts). */
@@ -90,17 +115,15 @@ static fn_status start_one(fn_comm *c, fn_comm_op op, fn_tensor *whole)
     if (count > (size_t)0x7fffffff)
         return fn_fail(FN_ERR_INVALID, "a tensor of %zu floats is beyond MPI's int counts",
                        count);
-    if (op == FN_COMM_OP_REDUCE_SCATTER) {
-        reduce_parts(c, whole->data, count);
-        return FN_OK;
-    }
+    if (op == FN_COMM_OP_REDUCE_SCATTER)
+        return reduce_parts(c, whole, count);
     MPI_Request *r = &m->requests[m->n_requests];
     int **layout = &m->layouts[m->n_requests];
     *layout = NULL;
     if (op == FN_COMM_OP_SUM && c->sum == FN_COMM_SUM_BF16) {
-        if (!m->bf16)
-            FN_TRY(fn_mpi_bf16_create(&m->bf16));
-        FN_TRY(fn_mpi_bf16_start(m->bf16, whole, m->n_requests, r));
+        fn_mpi_bf16 *bf16 = NULL;
+        FN_TRY(bf16_of(m, &bf16));
+        FN_TRY(fn_mpi_bf16_start(bf16, whole, m->n_requests, r));
     } else if (op == FN_COMM_OP_SUM) {
         MPI_Iallreduce(MPI_IN_PLACE, whole->data, (int)count, MPI_FLOAT, MPI_SUM,
                        MPI_COMM_WORLD, r);

@@ -1,5 +1,6 @@
 /* comm_mpi_bf16.c — the MPI backend's gradient sums in bfloat16
- * (dist/comm_mpi_bf16.h). The operation adds in float and rounds once to
+ * (dist/comm_mpi_bf16.h), all-reduced or reduced a part to its owner
+ * (a reduce-scatter). The operation adds in float and rounds once to
  * bfloat16 (core/bf16.h, the GPU's rounding): the sum of two bfloat16
  * values (8 significant bits) is exact in float unless their exponents are
  * more than 15 apart, so the result is the nearest bfloat16 of the exact
@@ -17,11 +18,12 @@ typedef struct slot {
     uint16_t *half;  /* [cap] the scratch buffer */
     size_t cap;
     float *dst;      /* the tensor the sum goes back to; NULL: nothing pending */
-    size_t count;
+    size_t keep, count; /* its values [keep, keep + count) */
 } slot;
 
 struct fn_mpi_bf16 {
     MPI_Op add;
+    int rank;        /* this process's in MPI_COMM_WORLD: a reduce's root or not */
     slot *slots;
     int n_slots;
 };
@@ -42,6 +44,7 @@ fn_status fn_mpi_bf16_create(fn_mpi_bf16 **out)
     if (!s)
         return fn_fail(FN_ERR_NOMEM, "out of host memory for the bfloat16 gradient sums");
     MPI_Op_create(bf16_add, 1, &s->add);
+    MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
     *out = s;
     return FN_OK;
 }
@@ -86,7 +89,7 @@ static fn_status slot_of(fn_mpi_bf16 *s, int i, size_t count, slot **out)
     return FN_OK;
 }
 
-fn_status fn_mpi_bf16_start(fn_mpi_bf16 *s, fn_tensor *t, int i, MPI_Request *request)
+fn_status fn_mpi_bf16_round(fn_mpi_bf16 *s, fn_tensor *t, int i, size_t keep, size_t n_keep)
 {
     const size_t count = (size_t)t->rows * (size_t)t->cols;
     slot *sl = NULL;
@@ -94,17 +97,34 @@ fn_status fn_mpi_bf16_start(fn_mpi_bf16 *s, fn_tensor *t, int i, MPI_Request *re
     for (size_t k = 0; k < count; k++)
         sl->half[k] = fn_bf16_round(t->data[k]);
     sl->dst = t->data;
-    sl->count = count;
-    MPI_Iallreduce(MPI_IN_PLACE, sl->half, (int)count, MPI_UINT16_T, s->add, MPI_COMM_WORLD,
-                   request);
+    sl->keep = keep;
+    sl->count = n_keep;
     return FN_OK;
+}
+
+fn_status fn_mpi_bf16_start(fn_mpi_bf16 *s, fn_tensor *t, int i, MPI_Request *request)
+{
+    const size_t count = (size_t)t->rows * (size_t)t->cols;
+    FN_TRY(fn_mpi_bf16_round(s, t, i, 0, count));
+    MPI_Iallreduce(MPI_IN_PLACE, s->slots[i].half, (int)count, MPI_UINT16_T, s->add,
+                   MPI_COMM_WORLD, request);
+    return FN_OK;
+}
+
+/* The root receives in place; the others' receive buffer is not read. */
+void fn_mpi_bf16_reduce_start(fn_mpi_bf16 *s, int i, size_t first, size_t n, int root,
+                              MPI_Request *request)
+{
+    uint16_t *h = s->slots[i].half + first;
+    MPI_Ireduce(root == s->rank ? MPI_IN_PLACE : h, h, (int)n, MPI_UINT16_T, s->add, root,
+                MPI_COMM_WORLD, request);
 }
 
 void fn_mpi_bf16_finish(fn_mpi_bf16 *s, int first, int end)
 {
     for (int i = first; s && i < end && i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
-        for (size_t k = 0; sl->dst && k < sl->count; k++)
+        for (size_t k = sl->keep; sl->dst && k < sl->keep + sl->count; k++)
             sl->dst[k] = fn_bf16_widen(sl->half[k]);
         sl->dst = NULL;
     }

@@ -261,8 +261,7 @@ static fn_status check_standardize_targets(const fn_config *cfg)
 }
 
 /* A sharded optimiser updates each rank's part from that part's summed
- * gradient, where clipping needs the norm of every gradient first; its
- * reduce-scatter sums in float32 (grad_sum is the all-reduce's). */
+ * gradient, where clipping needs the norm of every gradient first. */
 static fn_status check_shard(const fn_config *cfg)
 {
     if (!cfg->shard)
@@ -273,10 +272,6 @@ static fn_status check_shard(const fn_config *cfg)
                         "optimizer cannot clip: clipping needs the norm of the whole summed "
                         "gradient before any rank updates its part; set [train] clip_grad_norm "
                         "= 0, or [run] shard = none");
-    if (cfg->grad_sum != FN_COMM_SUM_FLOAT32)
-        return key_fail(cfg, FN_ERR_INVALID, key,
-                        "optimizer sums its gradients in float32 (a reduce-scatter): set [run] "
-                        "grad_sum = float32, or [run] shard = none to sum in bfloat16");
     return FN_OK;
 }
 

@@ -1,5 +1,5 @@
 /* dist_check.c — data-parallel training against one process, run under
- * `mpirun -np N dist_check DEVICE B [shard | bf16]` (tests/CMakeLists.txt, with MPI).
+ * `mpirun -np N dist_check DEVICE B [shard] [bf16]` (tests/CMakeLists.txt, with MPI).
  *
  * First the sharded collectives alone (check_collectives): a reduce-scatter
  * and an all-gather of tensors of 1, 2, 5, 7 and 64 values (parts of one
@@ -72,7 +72,12 @@
  * on three. The check also asserts that every s is a bfloat16 widened (its
  * low 16 bits zero), so a float32 sum fails it; on one rank s is exactly
  * g_0 rounded; sums of 2 g_k are exactly 2 s (a second round through the
- * same buffers); tickets waited for out of order each get theirs.
+ * same buffers); tickets waited for out of order each get theirs. The
+ * reduce-scatter in bfloat16 likewise (check_reduce_scatter_bf16): each
+ * rank's part of tensors of 1 to 1000 values (uneven and empty parts) is
+ * a tree of N - 1 bfloat16 additions over the N rounded values, the same
+ * bound, every value a widened bfloat16 and most off the float32 sum; a
+ * gather started beside it stays float32 (exact).
  *
  * The training step against the one-process float32 run R. A's gradient
  * is the bfloat16 sum of the ranks' float32 partial gradients p_k, which
@@ -85,7 +90,13 @@
  *              + lr N 2^-133.
  * That the bfloat16 path ran: some element is off by more than the
  * float32 bound tol (the float32 sums stay within it, above), and two runs
- * of A give the same bits. */
+ * of A give the same bits.
+ *
+ * With `shard bf16` A is sharded and sums in bfloat16: its reduce-scatter
+ * gives each element the bfloat16 reduction of the same N rounded partial
+ * gradients (a tree of N - 1 additions, as the all-reduce's), so tol_bf16
+ * holds as it stands, and so do the two checks that the bfloat16 path ran:
+ * a reduce-scatter in float32 would stay within tol. */
 #define _POSIX_C_SOURCE 200809L
 #include <hdf5.h>
 #include <math.h>
@@ -354,15 +365,17 @@ static void fill(fn_tensor *t, int which, int n, float scale)
     free(h);
 }
 
-/* Tensor `which`'s bfloat16 sums (in *got) against the float64 sum of every
- * rank's values: the bound at the top; the worst difference over its bound
- * into *worst. */
-static void check_sums(const fn_tensor *t, int which, int n, float *got, double *worst)
+/* Tensor `which`'s bfloat16 sums at elements [from, to) (in *got, which
+ * holds all n) against the float64 sum of every rank's values: the bound at
+ * the top; the worst difference over its bound into *worst. How many
+ * differ from the float32 sum. */
+static size_t check_range(const fn_tensor *t, int which, int n, int from, int to, float *got,
+                          double *worst)
 {
     check_ok(fn_tensor_download(t, got, (size_t)n), "download");
     const double bound_rel = U_BF16 + bf16_gamma(size_) * (1 + U_BF16);
     size_t off_f32 = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = from; i < to; i++) {
         double e = 0, s = 0;
         float f32 = 0;
         for (int k = 0; k < size_; k++) {
@@ -383,8 +396,73 @@ static void check_sums(const fn_tensor *t, int which, int n, float *got, double 
         if (d / tol > *worst)
             *worst = d / tol;
     }
+    return off_f32;
+}
+
+/* Tensor `which`'s all-reduced bfloat16 sums (check_range over all n). */
+static void check_sums(const fn_tensor *t, int which, int n, float *got, double *worst)
+{
+    const size_t off_f32 = check_range(t, which, n, 0, n, got, worst);
     check(off_f32 > (size_t)n / 2, "tensor %d: only %zu of %d sums differ from float32's", which,
           off_f32, n);
+}
+
+static float owned(size_t j, int rank);
+static void fill_counted(fn_tensor *t, size_t count, float (*value)(size_t j, int rank),
+                         fn_device device);
+
+/* The reduce-scatter in bfloat16 (see the top): each rank's part of
+ * tensors of 1, 2, 5, 7, 64 and SUM_A values (parts of one value, uneven
+ * parts, empty parts where a tensor has fewer values than ranks) within
+ * the bound of the sums, every value a widened bfloat16; and a gather
+ * started in the same ticket order stays float32 (its values, 1001 and up,
+ * are no bfloat16, and must arrive exactly). */
+static void check_reduce_scatter_bf16(fn_comm *comm, fn_device device)
+{
+    enum { N_T = 6, FIRST_WHICH = 10 };
+    const size_t counts[N_T] = {1, 2, 5, 7, 64, SUM_A};
+    fn_tensor whole[N_T], gathered[N_T];
+    fn_tensor *w[N_T], *g[N_T];
+    for (int i = 0; i < N_T; i++) {
+        check_ok(fn_tensor_alloc(&whole[i], 1, (int)counts[i], device), "alloc");
+        fill(&whole[i], FIRST_WHICH + i, (int)counts[i], 1.0f);
+        fill_counted(&gathered[i], counts[i], owned, device);
+        w[i] = &whole[i], g[i] = &gathered[i];
+    }
+    int t0 = -1, t1 = -1;
+    check_ok(fn_comm_reduce_scatter_start(comm, w, N_T, &t0), "reduce-scatter");
+    check_ok(fn_comm_gather_start(comm, g, N_T, &t1), "gather");
+    check_ok(fn_comm_sum_wait(comm, t0), "reduce-scatter wait");
+    check_ok(fn_comm_settle(comm), "settle");
+    float *got = malloc(sizeof *got * SUM_A);
+    check(got != NULL, "out of memory");
+    double worst = 0;
+    unsigned long long counted[2] = {0, 0}; /* values checked, of them off float32's sum */
+    for (int i = 0; i < N_T; i++) {
+        size_t first = 0, n = 0;
+        fn_comm_part(comm, counts[i], rank_, &first, &n);
+        counted[1] += check_range(&whole[i], FIRST_WHICH + i, (int)counts[i], (int)first,
+                                  (int)(first + n), got, &worst);
+        counted[0] += n;
+        check_ok(fn_tensor_download(&gathered[i], got, counts[i]), "download");
+        for (int r = 0; r < size_; r++) {
+            fn_comm_part(comm, counts[i], r, &first, &n);
+            for (size_t j = first; j < first + n; j++)
+                check(got[j] == owned(j, r), "gather of %zu values with bfloat16 sums: element "
+                      "%zu is %.9g, rank %d's %.9g: the gather must stay float32", counts[i], j,
+                      got[j], r, owned(j, r));
+        }
+        fn_tensor_free(&whole[i]);
+        fn_tensor_free(&gathered[i]);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, counted, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    check(counted[1] > counted[0] / 2, "only %llu of the %llu reduce-scattered sums differ from "
+          "float32's", counted[1], counted[0]);
+    if (rank_ == 0)
+        printf("dist_check: %d rank%s: bfloat16 reduce-scatter of 1 to %d values within its "
+               "bound, the largest at %.3f of it; the gather float32\n", size_,
+               size_ == 1 ? "" : "s", SUM_A, worst);
+    free(got);
 }
 
 /* The communicator's bfloat16 sums (see the top). */
@@ -439,6 +517,7 @@ static void check_comm(fn_device device)
     if (rank_ == 0)
         printf("dist_check: %d rank%s: bfloat16 sums of %d and %d values within their bound, "
                "the largest at %.3f of it\n", size_, size_ == 1 ? "" : "s", SUM_A, SUM_B, worst);
+    check_reduce_scatter_bf16(comm, device);
     free(again);
     free(got_a);
     free(got_b);
@@ -458,7 +537,7 @@ static uint64_t hash(const float *w, size_t n)
 }
 
 static void compare(const float *a, const float *ref, const double *s, const double *shares,
-                    size_t n, int rows, fn_device device)
+                    size_t n, int rows, fn_device device, int shard)
 {
     const double k = device == FN_CUDA ? 64 : 16; /* see the top */
     const double u = ldexp(1.0, -24), gamma = rows * u / (1 - rows * u);
@@ -499,11 +578,11 @@ static void compare(const float *a, const float *ref, const double *s, const dou
     check(!bf16_ || beyond_f32 > 0, "no parameter element is beyond the float32 sums' bound: "
           "were the sums bfloat16?");
     if (rank_ == 0)
-        printf("dist_check: %d rank%s, batch %d%s: %zu of %zu parameter elements differ from the "
-               "one-process run (%zu beyond the float32 sums' bound), the largest at %.3f of "
-               "its bound\n",
-               size_, size_ == 1 ? "" : "s", rows, bf16_ ? ", sums in bfloat16" : "", differ, n,
-               beyond_f32, worst);
+        printf("dist_check: %d rank%s, batch %d%s%s: %zu of %zu parameter elements differ "
+               "from the one-process run (%zu beyond the float32 sums' bound), the largest at "
+               "%.3f of its bound\n",
+               size_, size_ == 1 ? "" : "s", rows, shard ? ", optimiser sharded" : "",
+               bf16_ ? ", sums in bfloat16" : "", differ, n, beyond_f32, worst);
 }
 
 /* --- the sharded collectives -------------------------------------------------------- */
@@ -575,11 +654,13 @@ int main(int argc, char **argv)
     check(fn_world_mpi(), "not started by mpirun (%s)", fn_world_build());
     rank_ = fn_world_rank();
     size_ = fn_world_size();
-    check(argc == 3 || (argc == 4 && (strcmp(argv[3], "bf16") == 0 ||
-                                      strcmp(argv[3], "shard") == 0)),
-          "usage: mpirun -np N dist_check cpu|cuda BATCH [shard | bf16]");
-    bf16_ = argc == 4 && strcmp(argv[3], "bf16") == 0;
-    const int shard = argc == 4 && strcmp(argv[3], "shard") == 0;
+    int shard = 0;
+    for (int i = 3; i < argc; i++) {
+        shard += strcmp(argv[i], "shard") == 0;
+        bf16_ += strcmp(argv[i], "bf16") == 0;
+    }
+    check(argc >= 3 && shard <= 1 && bf16_ <= 1 && 3 + shard + bf16_ == argc,
+          "usage: mpirun -np N dist_check cpu|cuda BATCH [shard] [bf16]");
     const fn_device device = strcmp(argv[1], "cuda") == 0 ? FN_CUDA : FN_CPU;
     const int rows = atoi(argv[2]);
     check(rows > 0 && rows <= 4096, "batch %s", argv[2]);
@@ -625,7 +706,7 @@ int main(int argc, char **argv)
     }
     double *shares = NULL;
     double *s = row_sums(cfg, path, device, rows, x, y, n, &shares);
-    compare(a, ref, s, shares, n, rows, device);
+    compare(a, ref, s, shares, n, rows, device, shard);
 
     /* The same bits on every rank. */
     uint64_t mine = hash(a, n), first = mine;

@@ -14,9 +14,10 @@
 #      on 3 ranks and plainly on one process (no launcher), the two agreeing
 #      to the summation-order level; an all-reduce 2-rank checkpoint
 #      continues sharded on 2 ranks exactly as it continues unsharded;
-#   4. refused or explained: sharding with clip_grad_norm or with bfloat16
-#      sums fails naming the keys, and one process says it keeps the state
-#      whole.
+#   4. refused or explained: sharding with clip_grad_norm fails naming the
+#      keys; sharding with bfloat16 sums trains on 2 ranks, the same bits run
+#      to run and the all-reduce bfloat16 run's (below), off the float32
+#      sharded run; one process says it keeps the state whole.
 # shellcheck source=dist_common.sh
 . "$(dirname "$0")/dist_common.sh" dist_shard "$@"
 cat > "$work/c.ini" <<EOF
@@ -92,12 +93,30 @@ if mpi 2 -- "$work/c.ini" "${shard[@]}" --set train.clip_grad_norm=1 \
 fi
 grep -q "run.shard=optimizer: optimizer cannot clip.*clip_grad_norm = 0" "$work/clip.log" ||
     fail "4: the refusal does not name the keys: $(cat "$work/clip.log")"
-if mpi 2 -- "$work/c.ini" "${shard[@]}" --set run.grad_sum=bf16 \
-    --set output.dir="$work/bf16" > "$work/bf16.log" 2>&1; then
-    fail "4: sharding with bfloat16 sums trained"
+# Sharded with bfloat16 sums (its reduce-scatter in bfloat16): on 2 ranks
+# each element's sum, as the all-reduce's, is one addition in float of the
+# two ranks' rounded gradients, rounded to bfloat16 (the same bits in
+# either order), so the run is the all-reduce bfloat16 run bit for bit; and
+# off the sharded float32 run of case 2 (a reduce-scatter in float32 would
+# be that run).
+b16=(--set train.optimizer=sgd --set run.grad_sum=bf16)
+for k in a b; do
+    mpi 2 -- "$work/c.ini" "${b16[@]}" "${shard[@]}" --set output.dir="$work/bf16_$k" \
+        > "$work/bf16_$k.log" 2>&1 ||
+        fail "4: the sharded bfloat16 run $k failed: $(cat "$work/bf16_$k.log")"
+done
+grep -q "gradients summed in bfloat16" "$work/bf16_a.log" ||
+    fail "4: the sharded run does not say it sums in bfloat16: $(cat "$work/bf16_a.log")"
+compare same_bits "$work/bf16_a/checkpoint.h5" "$work/bf16_b/checkpoint.h5" ||
+    fail "4: two sharded bfloat16 runs differ"
+mpi 2 -- "$work/c.ini" "${b16[@]}" --set output.dir="$work/bf16_all" > "$work/bf16_all.log" 2>&1 ||
+    fail "4: the all-reduce bfloat16 run failed: $(cat "$work/bf16_all.log")"
+compare same_bits "$work/bf16_all/checkpoint.h5" "$work/bf16_a/checkpoint.h5" ||
+    fail "4: sharded with bfloat16 sums on 2 ranks departs from the all-reduce bfloat16 run"
+if compare same_bits "$work/shard_sgd/checkpoint.h5" "$work/bf16_a/checkpoint.h5" > /dev/null 2>&1
+then
+    fail "4: sharded with bfloat16 sums is the float32 sharded run: no bfloat16 sum ran"
 fi
-grep -q "run.shard=optimizer: optimizer sums its gradients in float32.*grad_sum = float32" \
-    "$work/bf16.log" || fail "4: the refusal does not name the keys: $(cat "$work/bf16.log")"
 timeout 120 "$TRAIN" "$work/c.ini" "${shard[@]}" --set train.epochs=1 \
     --set output.dir="$work/alone" > "$work/alone.log" 2>&1 || fail "4: one process failed"
 grep -q "this run is one process, which keeps it whole" "$work/alone.log" ||
