@@ -260,19 +260,13 @@ static fn_status check_standardize_targets(const fn_config *cfg)
     return key_fail(cfg, FN_ERR_INVALID, fn_config_find_key("data", "standardize_targets"), why);
 }
 
-/* A sharded optimiser updates each rank's part from that part's summed
- * gradient, where clipping needs the norm of every gradient first; its
- * reduce-scatter sums in float32 (grad_sum is the all-reduce's). */
+/* A sharded optimiser's reduce-scatter sums in float32 (grad_sum is the
+ * all-reduce's); it clips as the all-reduce path does (optim/shard.h). */
 static fn_status check_shard(const fn_config *cfg)
 {
     if (!cfg->shard)
         return FN_OK;
     const int key = fn_config_find_key("run", "shard");
-    if (cfg->clip_grad_norm > 0)
-        return key_fail(cfg, FN_ERR_INVALID, key,
-                        "optimizer cannot clip: clipping needs the norm of the whole summed "
-                        "gradient before any rank updates its part; set [train] clip_grad_norm "
-                        "= 0, or [run] shard = none");
     if (cfg->grad_sum != FN_COMM_SUM_FLOAT32)
         return key_fail(cfg, FN_ERR_INVALID, key,
                         "optimizer sums its gradients in float32 (a reduce-scatter): set [run] "
