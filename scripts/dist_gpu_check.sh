@@ -13,11 +13,15 @@
 #      compute-sanitizer memcheck (each rank under its own sanitizer), one
 #      with [run] grad_sum = bf16, and one with the optimiser sharded
 #      ([run] shard = optimizer, AdamW, bf16 math: the reduce-scatters and
-#      all-gathers, the parts' updates);
+#      all-gathers, the parts' updates), and one sharded with clipping
+#      (clip_grad_norm: the rank's sum of squares to the host, the scaling);
 #   4. the same run without the sanitizer, its weights against the 1-GPU
 #      run's (close: summation order only) and a second 2-rank run's (the
 #      same bits), and a sharded 2-rank run's (the same bits: a sum of two
-#      ranks has one order, reduce-scatter or all-reduce).
+#      ranks has one order, reduce-scatter or all-reduce); a sharded 2-rank
+#      run with clipping against the all-reduce run with the same clipping
+#      (weights and the checkpoint's grad_norm within 1e-3: the norm's sum
+#      in another order).
 # NCCL_NVLS_ENABLE=0 is set (NCCL's NVLink SHARP off, which some machines
 # need). Logs go to
 # ${OUT:-/tmp/out}; exits non-zero when a step failed, after running all.
@@ -98,6 +102,11 @@ INI
         --set train.optimizer=adamw --set run.math=bf16 --set output.dir="$work/san_shard" \
         --overwrite >"$out/dist_memcheck_shard.log" 2>&1 ||
         note_failure "2-rank train with the optimiser sharded under memcheck"
+    "${mpirun[@]}" "${envs[@]}" -np 2 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$build/train" "$work/c.ini" --set train.epochs=1 --set run.shard=optimizer \
+        --set train.clip_grad_norm=0.01 --set output.dir="$work/san_shard_clip" \
+        --overwrite >"$out/dist_memcheck_shard_clip.log" 2>&1 ||
+        note_failure "2-rank train, optimiser sharded, clipping, under memcheck"
 
     "$build/train" "$work/c.ini" --set output.dir="$work/one" >"$out/dist_one.log" 2>&1 ||
         note_failure "1-GPU train"
@@ -108,6 +117,13 @@ INI
     "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set run.shard=optimizer \
         --set output.dir="$work/two_shard" >"$out/dist_two_shard.log" 2>&1 ||
         note_failure "2-rank train, optimiser sharded"
+    # max_norm 0.01 is far below these gradients' norms: every step scales.
+    "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set train.clip_grad_norm=0.01 \
+        --set output.dir="$work/two_clip" >"$out/dist_two_clip.log" 2>&1 ||
+        note_failure "2-rank train, clipping"
+    "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set train.clip_grad_norm=0.01 \
+        --set run.shard=optimizer --set output.dir="$work/two_shard_clip" \
+        >"$out/dist_two_shard_clip.log" 2>&1 || note_failure "2-rank train, sharded, clipping"
     "$python" - "$work" <<'PY' 2>&1 | tee "$out/dist_compare.log"
 import sys, h5py, numpy as np
 w = sys.argv[1]
@@ -116,18 +132,29 @@ def sets(path):
     h5py.File(path, "r").visititems(
         lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
     return out
-one, a, b, sh = (sets(f"{w}/{d}/weights.h5") for d in ("one", "two_a", "two_b", "two_shard"))
+one, a, b, sh, c, sc = (sets(f"{w}/{d}/weights.h5") for d in
+                        ("one", "two_a", "two_b", "two_shard", "two_clip", "two_shard_clip"))
 same = all(a[k].tobytes() == b[k].tobytes() for k in a)
 sharded = all(a[k].tobytes() == sh[k].tobytes() for k in a)
 rel = max(float(np.abs(a[k] - one[k]).max() / max(np.abs(one[k]).max(), 1e-30)) for k in a)
 print(f"2-rank runs bit for bit: {same}; sharded bit for bit: {sharded}; largest difference from "
       f"the 1-GPU run, relative to the dataset's largest value: {rel:.3g}")
+# Clipped, sharded against all-reduce: the norm's double sum in another
+# order (the parts' blocks) moves the float factor by an ulp at most, so
+# the weights and the norm stay far below 1e-3 apart; a norm of the rank's
+# parts alone (~1/sqrt(2) of the whole) moves them by ~1e-1 and more.
+clip_rel = max(float(np.abs(sc[k] - c[k]).max() / max(np.abs(c[k]).max(), 1e-30)) for k in c)
+norms = [float(h5py.File(f"{w}/{d}/checkpoint.h5", "r").attrs["grad_norm"])
+         for d in ("two_clip", "two_shard_clip")]
+norm_ok = abs(norms[1] - norms[0]) <= 1e-3 * norms[0] and norms[0] > 0.01
+print(f"clipped, sharded against all-reduce: largest difference {clip_rel:.3g}; grad_norm "
+      f"{norms[1]!r} against {norms[0]!r}")
 # 3 epochs of 23 steps apart in summation order: rounding-level differences
 # grow with the steps but stay far below 1e-2 (a wrong share or scale
 # changes the weights at the 1e-1 level).
-sys.exit(0 if same and sharded and rel < 1e-2 else 1)
+sys.exit(0 if same and sharded and rel < 1e-2 and clip_rel < 1e-3 and norm_ok else 1)
 PY
-    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU)"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU, sharded with clipping)"
     rm -rf "$work"
 fi
 
