@@ -7,9 +7,12 @@
  * is copied back only when asked for. No atomics: the launch shapes depend
  * only on the tensors' sizes, so the norm does too. Over the ranks
  * (clip.c) the same partials and their sum in the same order, brought to
- * the host (a wait), and once clip.c has the factor from every rank's sum
- * the same scaling with the factor passed by value. */
+ * pinned host memory and polled for within $FN_COMM_TIMEOUT_S (the stream
+ * holds the gradient sums' collectives before it: a rank that stopped
+ * answering gives an error, never a hang), and once clip.c has the factor
+ * from every rank's sum the same scaling with the factor passed by value. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "optim/clip_backends.h"
 #include "core/cuda_check.h"
@@ -17,6 +20,7 @@
 #include "core/cuda_state.h"
 #include "core/kernel_launch_cuda.cuh"
 #include "core/reduce_cuda.cuh"
+#include "dist/host_collectives.h"
 
 static constexpr int kThreads = 256;
 static constexpr int kMaxBlocks = 128; /* per tensor: a fixed cap, not the device's */
@@ -183,8 +187,38 @@ static fn_status cuda_last_norm(fn_clip *clip, double *norm)
     return FN_OK;
 }
 
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The stream's work done, polled until $FN_COMM_TIMEOUT_S: it includes
+ * the wait for every rank's gradient sums. */
+static fn_status wait_stream(cudaStream_t s)
+{
+    const double timeout = fn_comm_timeout_s(), deadline = now() + timeout;
+    for (;;) {
+        const cudaError_t q = cudaStreamQuery(s);
+        if (q == cudaSuccess)
+            return FN_OK;
+        if (q != cudaErrorNotReady)
+            FN_CUDA_CHECK_NAMED(q, "the gradient norm's sum of squares (cudaStreamQuery)");
+        if (now() > deadline)
+            return fn_fail(FN_ERR_CUDA,
+                           "the gradient norm's sum of squares, after the gradient sums, did not "
+                           "finish in %.0f s ($FN_COMM_TIMEOUT_S): another rank stopped answering",
+                           timeout);
+        const struct timespec pause = {0, 20000}; /* 20 us */
+        nanosleep(&pause, NULL);
+    }
+}
+
 static fn_status cuda_sum_squares(fn_clip *clip, double *sum)
 {
+    if (!clip->host_sum)
+        FN_TRY(fn_cuda_host_alloc((void **)&clip->host_sum, sizeof *clip->host_sum));
     cudaStream_t s = fn_ctx_stream(clip->ctx);
     int count = 0;
     FN_TRY(launch_partials(clip, &count));
@@ -192,8 +226,10 @@ static fn_status cuda_sum_squares(fn_clip *clip, double *sum)
     fn_launch(clip->ctx, local_sum_kernel, 1, kThreads, 0, s, result,
               (const double *)clip->workspace, count);
     FN_CUDA_CHECK_LAUNCH(local_sum_kernel);
-    FN_CUDA_CHECK(cudaMemcpyAsync(sum, &result->sum, sizeof *sum, cudaMemcpyDeviceToHost, s));
-    FN_CUDA_CHECK(cudaStreamSynchronize(s));
+    FN_CUDA_CHECK(cudaMemcpyAsync(clip->host_sum, &result->sum, sizeof *clip->host_sum,
+                                  cudaMemcpyDeviceToHost, s));
+    FN_TRY(wait_stream(s));
+    *sum = *clip->host_sum;
     return FN_OK;
 }
 
@@ -217,6 +253,8 @@ static void cuda_release(fn_clip *clip)
     clip->workspace = NULL;
     free(clip->blocks);
     clip->blocks = NULL;
+    fn_cuda_host_free(clip->host_sum);
+    clip->host_sum = NULL;
 }
 
 extern "C" const fn_clip_backend fn_clip_cuda_backend = {

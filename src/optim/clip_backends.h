@@ -26,6 +26,7 @@ struct fn_clip {
     fn_comm *comm;     /* borrowed; NULL: this process alone */
     void *workspace;   /* GPU: partial sums and the result, kernels/optim/clip_cuda.cu */
     int *blocks;       /* GPU: [n_params] blocks of each tensor's partial sums */
+    double *host_sum;  /* GPU over the ranks: pinned, the rank's sum of squares */
 };
 
 struct fn_clip_backend {
