@@ -110,8 +110,9 @@ grep -q "this run is one process, which keeps it whole" "$work/alone.log" ||
 # (2^-24 ~ 6e-8); on 3 ranks the reduce-scatter's float sums may also
 # round differently from the all-reduce's by an ulp. Perturbations at that
 # level, grown over the 58 steps as case 3's summation-order differences
-# are, stay far below 1e-3 of the weights' size (both have been 0 on this
-# data), and so does the recorded norm's. A norm over the rank's own parts
+# are, stay far below 1e-3 of the weights' size, and so does the recorded
+# norm's (on this data the weights have been the same bits, the norms a
+# double's ulp apart). A norm over the rank's own parts
 # alone (about 1/sqrt(N) of the whole) scales each step by a different
 # factor on each rank: weights depart by ~1, the recorded grad_norm ~50%.
 clip=(--set train.clip_grad_norm=0.01)
