@@ -14,15 +14,20 @@
 #      compute-sanitizer memcheck (each rank under its own sanitizer), one
 #      with [run] grad_sum = bf16, one with the optimiser sharded
 #      ([run] shard = optimizer, AdamW, bf16 math: the reduce-scatters and
-#      all-gathers, the parts' updates), and one sharded with bfloat16 sums
-#      (the reduce-scatter's rounding and its part's widening);
+#      all-gathers, the parts' updates), one sharded with bfloat16 sums
+#      (the reduce-scatter's rounding and its part's widening), and one
+#      sharded with clipping (clip_grad_norm: the rank's sum of squares to
+#      the host, the scaling);
 #   4. the same run without the sanitizer, its weights against the 1-GPU
 #      run's (close: summation order only) and a second 2-rank run's (the
 #      same bits), and a sharded 2-rank run's (the same bits: a sum of two
 #      ranks has one order, reduce-scatter or all-reduce); likewise a
 #      sharded 2-rank run with bfloat16 sums against the all-reduce run
 #      with bfloat16 sums (the same bits: one bfloat16 addition of the two
-#      rounded values either way), and off the float32 sharded run's.
+#      rounded values either way), and off the float32 sharded run's; a
+#      sharded 2-rank run with clipping against the all-reduce run with the
+#      same clipping (weights and the checkpoint's grad_norm within 1e-3:
+#      the norm's sum in another order).
 # NCCL_NVLS_ENABLE=0 is set (NCCL's NVLink SHARP off, which some machines
 # need). Logs go to
 # ${OUT:-/tmp/out}; exits non-zero when a step failed, after running all.
@@ -113,6 +118,11 @@ INI
         --set run.grad_sum=bf16 --set output.dir="$work/san_shard_bf16" \
         --overwrite >"$out/dist_memcheck_shard_bf16.log" 2>&1 ||
         note_failure "2-rank train sharded with bfloat16 sums under memcheck"
+    "${mpirun[@]}" "${envs[@]}" -np 2 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$build/train" "$work/c.ini" --set train.epochs=1 --set run.shard=optimizer \
+        --set train.clip_grad_norm=0.01 --set output.dir="$work/san_shard_clip" \
+        --overwrite >"$out/dist_memcheck_shard_clip.log" 2>&1 ||
+        note_failure "2-rank train, optimiser sharded, clipping, under memcheck"
 
     "$build/train" "$work/c.ini" --set output.dir="$work/one" >"$out/dist_one.log" 2>&1 ||
         note_failure "1-GPU train"
@@ -129,6 +139,13 @@ INI
             >"$out/dist_two_bf16_$shard.log" 2>&1 ||
             note_failure "2-rank train summing in bfloat16, shard = $shard"
     done
+    # max_norm 0.01 is far below these gradients' norms: every step scales.
+    "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set train.clip_grad_norm=0.01 \
+        --set output.dir="$work/two_clip" >"$out/dist_two_clip.log" 2>&1 ||
+        note_failure "2-rank train, clipping"
+    "${mpirun[@]}" -np 2 "$build/train" "$work/c.ini" --set train.clip_grad_norm=0.01 \
+        --set run.shard=optimizer --set output.dir="$work/two_shard_clip" \
+        >"$out/dist_two_shard_clip.log" 2>&1 || note_failure "2-rank train, sharded, clipping"
     "$python" - "$work" <<'PY' 2>&1 | tee "$out/dist_compare.log"
 import sys, h5py, numpy as np
 w = sys.argv[1]
@@ -137,9 +154,9 @@ def sets(path):
     h5py.File(path, "r").visititems(
         lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
     return out
-one, a, b, sh, b16, sh16 = (sets(f"{w}/{d}/weights.h5") for d in
-                            ("one", "two_a", "two_b", "two_shard", "two_bf16_none",
-                             "two_bf16_optimizer"))
+one, a, b, sh, b16, sh16, c, sc = (sets(f"{w}/{d}/weights.h5") for d in
+                                  ("one", "two_a", "two_b", "two_shard", "two_bf16_none",
+                                   "two_bf16_optimizer", "two_clip", "two_shard_clip"))
 same = all(a[k].tobytes() == b[k].tobytes() for k in a)
 sharded = all(a[k].tobytes() == sh[k].tobytes() for k in a)
 sharded16 = all(b16[k].tobytes() == sh16[k].tobytes() for k in b16)
@@ -149,12 +166,23 @@ print(f"2-rank runs bit for bit: {same}; sharded bit for bit: {sharded}; sharded
       f"sums bit for bit the all-reduce bfloat16 run: {sharded16}, off the float32 sharded run: "
       f"{off16}; largest difference from the 1-GPU run, relative to the dataset's largest "
       f"value: {rel:.3g}")
+# Clipped, sharded against all-reduce: the norm's double sum in another
+# order (the parts' blocks) moves the float factor by an ulp at most, so
+# the weights and the norm stay far below 1e-3 apart; a norm of the rank's
+# parts alone (~1/sqrt(2) of the whole) moves them by ~1e-1 and more.
+clip_rel = max(float(np.abs(sc[k] - c[k]).max() / max(np.abs(c[k]).max(), 1e-30)) for k in c)
+norms = [float(h5py.File(f"{w}/{d}/checkpoint.h5", "r").attrs["grad_norm"])
+         for d in ("two_clip", "two_shard_clip")]
+norm_ok = abs(norms[1] - norms[0]) <= 1e-3 * norms[0] and norms[0] > 0.01
+print(f"clipped, sharded against all-reduce: largest difference {clip_rel:.3g}; grad_norm "
+      f"{norms[1]!r} against {norms[0]!r}")
 # 3 epochs of 23 steps apart in summation order: rounding-level differences
 # grow with the steps but stay far below 1e-2 (a wrong share or scale
 # changes the weights at the 1e-1 level).
-sys.exit(0 if same and sharded and sharded16 and off16 and rel < 1e-2 else 1)
+sys.exit(0 if same and sharded and sharded16 and off16 and rel < 1e-2 and clip_rel < 1e-3
+         and norm_ok else 1)
 PY
-    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU)"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || note_failure "2-rank weights (run to run, against 1 GPU, sharded with clipping)"
     rm -rf "$work"
 fi
 

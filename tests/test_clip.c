@@ -4,7 +4,10 @@
  * to the norm still scales, as in PyTorch), gradients left alone bit for
  * bit otherwise; on the GPU the same, plus a large set of tensors whose
  * norm must match the CPU's and be bit-identical from run to run (the
- * reduction has no atomics). CPU always, CUDA when present. */
+ * reduction has no atomics); a clipper over a communicator of one process
+ * (the sharded optimiser's kind, its sum of squares taken to the host and
+ * summed over the ranks) equal to the plain one bit for bit. CPU always,
+ * CUDA when present. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -194,6 +197,70 @@ static void test_cuda_matches_cpu(void **state)
     fn_context_destroy(gpu);
 }
 
+/* Clips p to max_norm, over comm when not NULL; the norm, p[0]'s gradient. */
+static double clip_with(fn_context *ctx, fn_param *p, fn_comm *comm, float max_norm, float **out)
+{
+    fn_param *list[BIG_TENSORS];
+    for (int i = 0; i < BIG_TENSORS; i++)
+        list[i] = &p[i];
+    fn_clip *clip = NULL;
+    must(fn_clip_create(&clip, ctx, list, BIG_TENSORS, max_norm));
+    if (comm)
+        must(fn_clip_set_comm(clip, comm));
+    double norm = 0;
+    must(fn_clip_last_norm(clip, &norm));
+    assert_true(isnan(norm));
+    must(fn_clip_apply(clip));
+    must(fn_clip_last_norm(clip, &norm));
+    fn_clip_destroy(clip);
+    *out = chk_alloc_float((size_t)big_cols[0]);
+    must(fn_tensor_download(&p[0].grad, *out, (size_t)big_cols[0]));
+    return norm;
+}
+
+/* The split path (the rank's sum of squares, the sum over the ranks, the
+ * scaling by the factor) on one process adds the same doubles in the same
+ * order as the plain one and scales by the same float: the same bits, for
+ * a norm ~577 clipped to 10 and one left alone below 1000. */
+static void check_comm_self(fn_device device)
+{
+    fn_context *ctx = context_or_skip(device);
+    fn_comm *comm = NULL;
+    must(fn_comm_create(&comm, ctx, FN_COMM_SELF));
+    const float max_norms[2] = {10.0f, 1000.0f};
+    for (int k = 0; k < 2; k++) {
+        fn_param a[BIG_TENSORS], b[BIG_TENSORS];
+        make_big(a, device, 11);
+        make_big(b, device, 11);
+        float *ga, *gb;
+        const double na = clip_with(ctx, a, NULL, max_norms[k], &ga);
+        const double nb = clip_with(ctx, b, comm, max_norms[k], &gb);
+        printf("    max_norm %g: norm %.17g alone, %.17g over a communicator\n",
+               (double)max_norms[k], na, nb);
+        assert_true(na > 500 && na < 700);
+        assert_memory_equal(&na, &nb, sizeof na);
+        assert_memory_equal(ga, gb, (size_t)big_cols[0] * sizeof(float));
+        for (int i = 1; i < BIG_TENSORS; i++) {
+            const size_t n = (size_t)big_cols[i];
+            float *x = chk_alloc_float(n), *y = chk_alloc_float(n);
+            must(fn_tensor_download(&a[i].grad, x, n));
+            must(fn_tensor_download(&b[i].grad, y, n));
+            assert_memory_equal(x, y, n * sizeof(float));
+            free(x);
+            free(y);
+        }
+        free(ga);
+        free(gb);
+        free_big(a);
+        free_big(b);
+    }
+    fn_comm_destroy(comm);
+    fn_context_destroy(ctx);
+}
+
+TESTS_ON_EACH_DEVICE(comm_self, check_comm_self)
+
 TEST_MAIN(NULL, NULL, cmocka_unit_test(test_hand_worked_cpu),
           cmocka_unit_test(test_hand_worked_cuda), cmocka_unit_test(test_checks),
-          cmocka_unit_test(test_cuda_matches_cpu))
+          cmocka_unit_test(test_cuda_matches_cpu), cmocka_unit_test(test_comm_self_cpu),
+          cmocka_unit_test(test_comm_self_cuda))

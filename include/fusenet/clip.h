@@ -7,12 +7,22 @@
  * (on the GPU: per-block partial sums, then one block adds them in order;
  * no atomics), so a run is deterministic. On the GPU the decision and the
  * scaling stay on the device: applying never waits for the host, and the
- * norm is read back only when asked for. */
+ * norm is read back only when asked for.
+ *
+ * Over the ranks of a communicator (fn_clip_set_comm), where each rank's
+ * parameters hold its own share of the summed gradients (a sharded
+ * optimiser's parts), the norm is that of every rank's shares together:
+ * each rank's sum of squares (in double, in the order above) added over
+ * the ranks in rank order (fn_comm_sum_doubles, so every rank holds the
+ * same bits), then the root; every rank scales its share by the same
+ * factor. On the GPU the rank's sum is brought to the host for that, once
+ * an apply. */
 #ifndef FUSENET_CLIP_H
 #define FUSENET_CLIP_H
 
 #include "fusenet/api.h"
 
+#include "fusenet/comm.h"
 #include "fusenet/param.h"
 #include "fusenet/tensor.h"
 
@@ -34,6 +44,10 @@ FN_API fn_status fn_clip_apply(fn_clip *clip);
  * waits for it); NaN before the first. */
 FN_API fn_status fn_clip_last_norm(fn_clip *clip, double *norm);
 FN_API int fn_clip_applied(const fn_clip *clip); /* fn_clip_apply has run */
+/* From now on the norm is over the ranks of comm (borrowed; it must
+ * outlive the clipper; on ctx's device), every rank applying together;
+ * NULL: this process alone, as created. */
+FN_API fn_status fn_clip_set_comm(fn_clip *clip, fn_comm *comm);
 FN_API void fn_clip_destroy(fn_clip *clip);      /* NULL is fine */
 
 /* All of it in one call: clips params' gradients to max_norm and gives the

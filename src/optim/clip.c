@@ -1,5 +1,7 @@
 /* clip.c — clipping by the global gradient norm (clip.h): the checks, the
- * parameter list, and the backend of the context's device, picked once. */
+ * parameter list, and the backend of the context's device, picked once;
+ * over the ranks of a communicator, the sum of the ranks' sums of squares
+ * and the factor between the backend's two halves. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -57,11 +59,32 @@ fn_status fn_clip_create(fn_clip **out, fn_context *ctx, fn_param *const *params
     return FN_OK;
 }
 
+fn_status fn_clip_set_comm(fn_clip *clip, fn_comm *comm)
+{
+    if (!clip)
+        return fn_fail(FN_ERR_INVALID, "fn_clip_set_comm: clipper is NULL");
+    clip->comm = comm;
+    return FN_OK;
+}
+
+/* Over the ranks: the rank's sum of squares, the ranks' sums added in rank
+ * order (the same bits on every rank), its root and torch's factor, as the
+ * backends' apply computes them on one process. */
+static fn_status apply_over_ranks(fn_clip *clip)
+{
+    double total = 0;
+    FN_TRY(clip->backend->sum_squares(clip, &total));
+    FN_TRY(fn_comm_sum_doubles(clip->comm, &total, 1));
+    clip->norm = sqrt(total);
+    const double coef = clip->max_norm / (clip->norm + FN_CLIP_EPS);
+    return coef < 1.0 ? clip->backend->scale(clip, coef) : FN_OK;
+}
+
 fn_status fn_clip_apply(fn_clip *clip)
 {
     if (!clip)
         return fn_fail(FN_ERR_INVALID, "fn_clip_apply: clipper is NULL");
-    FN_TRY(clip->backend->apply(clip));
+    FN_TRY(clip->comm ? apply_over_ranks(clip) : clip->backend->apply(clip));
     clip->applied = 1;
     return FN_OK;
 }
@@ -72,6 +95,10 @@ fn_status fn_clip_last_norm(fn_clip *clip, double *norm)
         return fn_fail(FN_ERR_INVALID, "fn_clip_last_norm: clipper or norm is NULL");
     if (!clip->applied) {
         *norm = NAN;
+        return FN_OK;
+    }
+    if (clip->comm) { /* on the host already */
+        *norm = clip->norm;
         return FN_OK;
     }
     return clip->backend->last_norm(clip, norm);

@@ -21,8 +21,21 @@ static fn_status clip_last_norm(fn_clip *clip, double *norm)
     return fn_cuda_absent("clipping on the GPU");
 }
 
+static fn_status clip_sum_squares(fn_clip *clip, double *sum)
+{
+    (void)clip, (void)sum;
+    return fn_cuda_absent("clipping on the GPU");
+}
+
+static fn_status clip_scale(fn_clip *clip, double coef)
+{
+    (void)clip, (void)coef;
+    return fn_cuda_absent("clipping on the GPU");
+}
+
 const fn_clip_backend fn_clip_cuda_backend = {
     .device = FN_CUDA, .apply = clip_apply, .last_norm = clip_last_norm,
+    .sum_squares = clip_sum_squares, .scale = clip_scale,
 };
 
 fn_status fn_multi_tensor_create(fn_multi_tensor *mt, fn_context *ctx, fn_param *const *params,

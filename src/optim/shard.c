@@ -9,9 +9,10 @@
  * in place), so sharding allocates no tensor but the state's parts. A part
  * may be empty (a parameter of fewer values than ranks):
  * it takes part in the collectives with no values and is not the inner
- * optimiser's; inner_of maps the whole list onto the inner one. The inner
- * optimiser's step count is set to this one's before every call, so the
- * count a checkpoint restores reaches it. */
+ * optimiser's (nor the clipper's, fn_shard_clip_create); inner_of maps the
+ * whole list onto the inner one. The inner optimiser's step count is set
+ * to this one's before every call, so the count a checkpoint restores
+ * reaches it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,4 +342,15 @@ fn_status fn_shard_optimizer_create(fn_optimizer **out, fn_comm *comm,
     }
     *out = &s->base;
     return FN_OK;
+}
+
+/* The inner optimiser's parameters are the non-empty parts (every rank has
+ * one: check_parts), which the clipper reads through their views. */
+fn_status fn_shard_clip_create(fn_clip **clip, fn_optimizer *opt, float max_norm)
+{
+    if (!clip || !opt || !opt->ops || opt->ops->destroy != shard_destroy)
+        return fn_fail(FN_ERR_INVALID, "fn_shard_clip_create: not a sharded optimiser");
+    const shard_opt *s = shard_of(opt);
+    FN_TRY(fn_clip_create(clip, opt->ctx, s->inner->params, s->inner->n_params, max_norm));
+    return fn_clip_set_comm(*clip, s->comm);
 }

@@ -23,10 +23,16 @@
  * parts are gathered into rank 0's host memory; reading, every rank loads
  * the whole file and keeps its part. So a checkpoint is the unsharded
  * run's, and resumes on any number of ranks, sharded or not. Its name and
- * state kinds are the inner optimiser's (a checkpoint says "sgd"). */
+ * state kinds are the inner optimiser's (a checkpoint says "sgd").
+ *
+ * Clipping ([train] clip_grad_norm) runs between the sums and the update
+ * of every part: fn_shard_clip_create's clipper holds this rank's parts
+ * and the communicator, so its norm is the whole summed gradient's (every
+ * rank's parts together, clip.h) and each rank scales its own parts. */
 #ifndef FUSENET_OPTIM_SHARD_H
 #define FUSENET_OPTIM_SHARD_H
 
+#include "fusenet/clip.h"
 #include "fusenet/comm.h"
 #include "fusenet/optimizer_kind.h"
 
@@ -39,5 +45,10 @@ fn_status fn_shard_optimizer_create(fn_optimizer **opt, fn_comm *comm,
                                     const fn_optimizer_kind *kind, fn_context *ctx,
                                     fn_param *const *params, int n_params, float lr,
                                     const void *options);
+
+/* A clipper to max_norm over the parts of opt (a sharded optimiser; it
+ * must outlive the clipper) and its communicator: applied once every sum
+ * is waited for and before opt's step, on every rank. */
+fn_status fn_shard_clip_create(fn_clip **clip, fn_optimizer *opt, float max_norm);
 
 #endif

@@ -260,21 +260,6 @@ static fn_status check_standardize_targets(const fn_config *cfg)
     return key_fail(cfg, FN_ERR_INVALID, fn_config_find_key("data", "standardize_targets"), why);
 }
 
-/* A sharded optimiser updates each rank's part from that part's summed
- * gradient, where clipping needs the norm of every gradient first. */
-static fn_status check_shard(const fn_config *cfg)
-{
-    if (!cfg->shard)
-        return FN_OK;
-    const int key = fn_config_find_key("run", "shard");
-    if (cfg->clip_grad_norm > 0)
-        return key_fail(cfg, FN_ERR_INVALID, key,
-                        "optimizer cannot clip: clipping needs the norm of the whole summed "
-                        "gradient before any rank updates its part; set [train] clip_grad_norm "
-                        "= 0, or [run] shard = none");
-    return FN_OK;
-}
-
 /* keep_best and patience watch [train] monitor: by default the loss
  * kind's validation metric; a validation metric needs [data] valid, the
  * accuracy a loss that classifies. */
@@ -352,7 +337,6 @@ fn_status fn_config_finish(fn_config *cfg)
         FN_TRY(check_family(cfg, f));
     FN_TRY(check_best(cfg));
     FN_TRY(check_standardize_targets(cfg));
-    FN_TRY(check_shard(cfg));
     FN_TRY(default_out_dir(cfg));
     for (int i = 0; i < N_KEYS; i++)
         if (keys[i].type == T_PATH || keys[i].type == T_OPTPATH)

@@ -19,7 +19,9 @@
  *   norm, all sums, then clipping and one step. A sharded optimiser
  *   ([run] shard = optimizer, optim/shard.h) makes the sums itself: a
  *   reduce-scatter a layer in their place, and after each layer's update
- *   of the rank's parts the all-gather of its values. The fused plain-SGD
+ *   of the rank's parts the all-gather of its values; its clipper holds
+ *   the rank's parts and takes the norm over every rank's (one host sum
+ *   of a double). The fused plain-SGD
  *   backward_step is never used here (on any number of ranks), since it
  *   would update before the sums;
  *   fn_comm_settle: a bounded wait for the sums (and gathers), so a rank that stopped
@@ -87,7 +89,9 @@ static fn_status backward_summed(fn_trainer *t, const fn_batch *b, fn_tensor *dy
  * (step_params) and nothing needs every sum first: each layer's update
  * waits for its own sum only, so the last sums (the first layers') run
  * while the last layers update. Clipping needs the norm of every summed
- * gradient: then all sums, the clipping and one step. */
+ * gradient: then all sums, the clipping and one step (sharded: the
+ * clipper over the rank's parts, its norm summed over the ranks, then the
+ * step updates the parts and gathers the values). */
 static fn_status update(fn_trainer *t)
 {
     const int layers = fn_net_n_layers(t->net);

@@ -141,6 +141,19 @@ static fn_status make_optimizer(fn_trainer *t)
     return c->optimizer->create(&t->opt, t->ctx, params, n, c->lr, c->optimizer_options);
 }
 
+/* [train] clip_grad_norm: over the whole gradients, or, sharded, over the
+ * rank's parts with the norm taken over every rank's (optim/shard.h). */
+static fn_status make_clip(fn_trainer *t)
+{
+    const float max_norm = t->cfg->clip_grad_norm;
+    if (!(max_norm > 0))
+        return FN_OK;
+    if (fn_optimizer_sums_own(t->opt))
+        return fn_shard_clip_create(&t->clip, t->opt, max_norm);
+    return fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
+                          max_norm);
+}
+
 static fn_status build(fn_trainer *t)
 {
     const fn_config *c = t->cfg;
@@ -152,9 +165,7 @@ static fn_status build(fn_trainer *t)
         FN_TRY(fn_weights_load(t->net, c->init));
     FN_TRY(make_optimizer(t));
     FN_TRY(make_schedule(t));
-    if (c->clip_grad_norm > 0)
-        FN_TRY(fn_clip_create(&t->clip, t->ctx, fn_net_params(t->net), fn_net_n_params(t->net),
-                              c->clip_grad_norm));
+    FN_TRY(make_clip(t));
     fn_device d = fn_context_device(t->ctx);
     FN_TRY(fn_tensor_alloc(&t->loss, 1, 1, d));
     return fn_tensor_alloc(&t->dpred, sized.batch_size, fn_net_out_features(t->net), d);
