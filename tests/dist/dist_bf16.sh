@@ -13,29 +13,8 @@
 #      run's best validation loss within a margin (below).
 # shellcheck source=dist_common.sh
 . "$(dirname "$0")/dist_common.sh" dist_bf16 "$@"
-mpi() { # mpi N -- train arguments...
-    local n=$1; shift 2
-    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" "$TRAIN" "$@"
-}
 
-cat > "$work/c.ini" <<EOF2
-[data]
-train = $DATA/digits_train.h5
-valid = $DATA/digits_valid.h5
-[model]
-layers = block 32, block 16, linear 10
-groups = 4
-[train]
-batch_size = 50
-epochs = 15
-lr = 0.02
-momentum = 0.9
-weight_decay = 1e-4
-seed = 7
-[run]
-device = cpu
-log_every = 0
-EOF2
+digits_config 15 0.02
 
 # 1. One step of SGD without momentum or weight decay over all 1437 rows:
 # w1 = w0 - lr g, against w1' = w0 - lr g' with g' = g rounded to the

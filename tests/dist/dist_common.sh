@@ -5,7 +5,8 @@
 # temporary folder removed on exit), failures (0) and fail MESSAGE, which
 # prints it and counts it; mpi N [ENV=VALUE ...] -- ARGS runs train on N
 # ranks within a timeout; compare MODE A B [RTOL] compares two HDF5 files'
-# datasets.
+# datasets; digits_config EPOCHS LR writes $work/c.ini, the digits on the
+# CPU through a small net with SGD's momentum and weight decay.
 set -u
 MPIRUN=${2:?usage: $1.sh MPIRUN PYTHON}
 PYTHON=${3:?usage: $1.sh MPIRUN PYTHON}
@@ -47,3 +48,23 @@ print(f"{len(names)} datasets compared ({mode})")
 EOF
 }
 
+digits_config() { # digits_config EPOCHS LR
+    cat > "$work/c.ini" <<EOF
+[data]
+train = $DATA/digits_train.h5
+valid = $DATA/digits_valid.h5
+[model]
+layers = block 32, block 16, linear 10
+groups = 4
+[train]
+batch_size = 50
+epochs = $1
+lr = $2
+momentum = 0.9
+weight_decay = 1e-4
+seed = 7
+[run]
+device = cpu
+log_every = 0
+EOF
+}

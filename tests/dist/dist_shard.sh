@@ -24,24 +24,7 @@
 #      own parts alone would depart from it.
 # shellcheck source=dist_common.sh
 . "$(dirname "$0")/dist_common.sh" dist_shard "$@"
-cat > "$work/c.ini" <<EOF
-[data]
-train = $DATA/digits_train.h5
-valid = $DATA/digits_valid.h5
-[model]
-layers = block 32, block 16, linear 10
-groups = 4
-[train]
-batch_size = 50
-epochs = 2
-lr = 0.05
-momentum = 0.9
-weight_decay = 1e-4
-seed = 7
-[run]
-device = cpu
-log_every = 0
-EOF
+digits_config 2 0.05
 shard=(--set run.shard=optimizer)
 
 # 1. run to run
