@@ -67,7 +67,7 @@ fn_status fn_export_file_stage(const char *path, const void *const *parts, const
                                int n, char **tmp)
 {
     int fd = -1;
-    FN_TRY(fn_atomic_create_own(path, tmp, &fd));
+    FN_TRY(fn_atomic_create(path, tmp, &fd));
     fn_status st = FN_OK;
     for (int i = 0; st == FN_OK && i < n; i++)
         st = write_all(fd, *tmp, parts[i], sizes[i]);
@@ -100,7 +100,7 @@ fn_status fn_export_check_stage(const char *path, const float *inputs, const flo
     if (!path || !inputs || !outputs || rows < 1 || in < 1 || out < 1)
         return fn_fail(FN_ERR_INVALID, "fn_export_check_write: bad arguments");
     hid_t file = -1;
-    FN_TRY(fn_h5_create_own_tmp(&file, path, tmp));
+    FN_TRY(fn_h5_create_tmp(&file, path, tmp));
     fn_status st = write_check(file, path, inputs, outputs, rows, in, out);
     if (H5Fclose(file) < 0 && st == FN_OK)
         st = fn_h5_fail(FN_ERR_IO, "%s: cannot close", *tmp);

@@ -149,7 +149,7 @@ fn_status fn_checkpoint_save(const char *path, const fn_net *net, fn_optimizer *
     FN_TRY(check_pair(net, opt, path));
     hid_t file = -1;
     char *tmp = NULL;
-    FN_TRY(fn_h5_create_own_tmp(&file, path, &tmp));
+    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
     return fn_h5_finish(file, tmp, path,
                         write_all(file, path, net, opt, state, o->norm, o->provenance,
                                   o->config_text));

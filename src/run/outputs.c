@@ -1,6 +1,6 @@
 /* outputs.c — the predictions file of outputs.h, through the atomic
  * temporary-and-rename of atomic_file.h, under a name of this process
- * (fn_h5_create_own_tmp, fn_h5_commit): predict holds no lock on the
+ * (fn_h5_create_tmp, fn_h5_commit): predict holds no lock on the
  * directory, and two predicts to one path must not share a temporary. */
 #include <math.h>
 #include <stdlib.h>
@@ -45,7 +45,7 @@ fn_status fn_outputs_create(fn_outputs **out, const char *path, int64_t rows, in
     if (!o->path)
         return fn_fail(FN_ERR_NOMEM, "out of memory");
     memcpy(o->path, path, n);
-    FN_TRY(fn_h5_create_own_tmp(&o->file, path, &o->tmp));
+    FN_TRY(fn_h5_create_tmp(&o->file, path, &o->tmp));
     return create_set(o, rows);
 }
 

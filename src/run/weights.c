@@ -168,7 +168,7 @@ fn_status fn_weights_save(const char *path, const fn_net *net,
     const fn_weights_save_options *o = options ? options : &none;
     hid_t file = -1;
     char *tmp = NULL;
-    FN_TRY(fn_h5_create_own_tmp(&file, path, &tmp));
+    FN_TRY(fn_h5_create_tmp(&file, path, &tmp));
     const int version = o->target ? 3 : o->norm ? 2 : 1;
     fn_status st = fn_weights_write(file, path, FN_WEIGHTS_FORMAT, version, net, o->config_text);
     if (st == FN_OK)

@@ -16,7 +16,7 @@
 #include "store/atomic_file.h"
 #include "core/test_hooks.h"
 
-char *fn_atomic_own_tmp_name(const char *path)
+char *fn_atomic_tmp_name(const char *path)
 {
     /* n: two writes to one path within one process get two names too. */
     static _Atomic unsigned serial;
@@ -28,14 +28,14 @@ char *fn_atomic_own_tmp_name(const char *path)
     return tmp;
 }
 
-fn_status fn_atomic_prepare_own(const char *path, char **tmp)
+fn_status fn_atomic_prepare(const char *path, char **tmp)
 {
     /* A name taken already (a killed run's leftover whose process id this
      * one has now, or a user's file) is left alone: the next one is tried.
      * Whatever takes the name between this check and the exclusive create
      * makes the create fail; it is never replaced. */
     for (int tries = 0; tries < 1000; tries++) {
-        *tmp = fn_atomic_own_tmp_name(path);
+        *tmp = fn_atomic_tmp_name(path);
         if (!*tmp)
             return fn_fail(FN_ERR_NOMEM, "out of memory");
         struct stat st;
@@ -61,9 +61,9 @@ static fn_status create_prepared(char **tmp, int *fd)
     return FN_OK;
 }
 
-fn_status fn_atomic_create_own(const char *path, char **tmp, int *fd)
+fn_status fn_atomic_create(const char *path, char **tmp, int *fd)
 {
-    FN_TRY(fn_atomic_prepare_own(path, tmp));
+    FN_TRY(fn_atomic_prepare(path, tmp));
     return create_prepared(tmp, fd);
 }
 

@@ -21,17 +21,17 @@
 
 /* "<path>.<pid>-<n>.tmp", n counting this process's calls; malloc'ed,
  * NULL when out of memory. */
-char *fn_atomic_own_tmp_name(const char *path);
+char *fn_atomic_tmp_name(const char *path);
 
 /* A temporary name for path (*tmp, malloc'ed) that nothing holds now: a
  * name taken (by a leftover of a killed run whose process id this one has
  * now) is skipped, never removed. The caller creates it exclusively next
  * (O_CREAT | O_EXCL; HDF5: H5F_ACC_EXCL). On failure *tmp is NULL. */
-fn_status fn_atomic_prepare_own(const char *path, char **tmp);
+fn_status fn_atomic_prepare(const char *path, char **tmp);
 
-/* fn_atomic_prepare_own, then the temporary created exclusively and opened
+/* fn_atomic_prepare, then the temporary created exclusively and opened
  * for writing (mode 0666 less the umask): *fd. On failure *tmp is NULL. */
-fn_status fn_atomic_create_own(const char *path, char **tmp, int *fd);
+fn_status fn_atomic_create(const char *path, char **tmp, int *fd);
 
 /* The temporary, written and closed, becomes path: fsyncs it, renames it
  * over path and fsyncs the directory. When the fsync or the rename fails,

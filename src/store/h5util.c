@@ -87,10 +87,10 @@ static fn_status create_prepared(hid_t *file, char **tmp)
     return FN_OK;
 }
 
-fn_status fn_h5_create_own_tmp(hid_t *file, const char *path, char **tmp)
+fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp)
 {
     fn_h5_quiet();
-    FN_TRY(fn_atomic_prepare_own(path, tmp));
+    FN_TRY(fn_atomic_prepare(path, tmp));
     return create_prepared(file, tmp);
 }
 

@@ -22,15 +22,15 @@ void fn_h5_type_name(hid_t type, char *buf, size_t n);
 fn_status fn_h5_open_read(hid_t *file, const char *path);
 
 /* The atomic write of an HDF5 file (atomic_file.h): creates a temporary
- * of this process, "<path>.<pid>-<n>.tmp" (fn_atomic_prepare_own),
+ * of this process, "<path>.<pid>-<n>.tmp" (fn_atomic_prepare),
  * exclusively; *tmp is malloc'ed. */
-fn_status fn_h5_create_own_tmp(hid_t *file, const char *path, char **tmp);
+fn_status fn_h5_create_tmp(hid_t *file, const char *path, char **tmp);
 /* Closes file, fsyncs the temporary, renames it over path and fsyncs the
  * directory. On failure the temporary is removed and path is untouched. */
 fn_status fn_h5_commit(hid_t file, const char *tmp, const char *path);
 /* Closes and removes an unfinished temporary. */
 void fn_h5_abandon(hid_t file, const char *tmp);
-/* The end of a file written through fn_h5_create_own_tmp, st its writing's
+/* The end of a file written through fn_h5_create_tmp, st its writing's
  * status: committed over path when FN_OK, else abandoned; frees tmp either
  * way. Returns st, or the commit's failure. */
 fn_status fn_h5_finish(hid_t file, char *tmp, const char *path, fn_status st);

@@ -57,7 +57,7 @@ static fn_status rewrite(fn_metrics_csv *csv, const char *path, const char *text
 {
     char *tmp = NULL;
     int fd = -1;
-    FN_TRY(fn_atomic_create_own(path, &tmp, &fd));
+    FN_TRY(fn_atomic_create(path, &tmp, &fd));
     fn_status st = FN_OK;
     csv->file = fdopen(fd, "w");
     if (!csv->file) {
